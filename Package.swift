@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// MoodLedger has no package dependencies: toolchain only (the user's requirement).
+let package = Package(
+    name: "MoodLedger",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "MoodLedger", targets: ["MoodLedger"]),
+        .executable(name: "moodledger", targets: ["moodledger"]),
+        .executable(name: "moodledger-bench", targets: ["moodledger-bench"]),
+    ],
+    targets: [
+        // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
+        .target(name: "EventLog"),
+        // records → events → projections → queries.
+        .target(name: "MoodLedger", dependencies: ["EventLog"]),
+        .executableTarget(name: "moodledger", dependencies: ["MoodLedger"]),
+        .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog"]),
+        // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
+        .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "eventlog-crash-child"]),
+        .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "moodledger"],
+                    resources: [.copy("Fixtures")]),
+    ]
+)

@@ -1,0 +1,112 @@
+extension EventLog {
+    /// Appends a batch of records with one write and (in `always` durability) one `fdatasync`.
+    ///
+    /// Returns only after every byte was written and, in `always` mode, synced. On any failure nothing is
+    /// acknowledged, the log enters the failed state and refuses further appends until it is reopened.
+    /// - Parameter records: one or more records; types `1...0xFFFE`, payloads at most 1 MiB.
+    /// - Returns: the sequence numbers given to the records, in order.
+    /// - Throws: ``EventLogError`` — `invalidArgument` (nothing written), `failedState`, `notWritable`, or `io`.
+    @discardableResult
+    public func append(_ records: [PendingRecord]) throws -> ClosedRange<UInt64> {
+        guard !records.isEmpty else { throw EventLogError(.invalidArgument, "an append needs at least one record") }
+        for record in records {
+            guard record.type != 0, record.type != LogFormat.lostRecordType else {
+                throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
+            }
+            guard record.payload.count <= maxPayload else {
+                throw EventLogError(.invalidArgument,
+                                    "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
+            }
+        }
+        return try state.withLock { state in
+            try checkWritable(state)
+            let now = io.now()
+            var buffer: [UInt8] = []
+            buffer.reserveCapacity(records.reduce(0) { $0 + LogFormat.recordHeaderSize + $1.payload.count })
+            var seq = state.nextSeq
+            var time = state.lastRecordedAt
+            var locations: [(RecordLocation, Int64)] = []
+            locations.reserveCapacity(records.count)
+            for record in records {
+                time = max(time, record.recordedAt ?? now)
+                let start = buffer.count
+                let crc = record.payload.withUnsafeBytes {
+                    LogFormat.appendRecord(to: &buffer, seq: seq, type: record.type, recordedAt: time, payload: $0)
+                }
+                locations.append((RecordLocation(seq: seq, offset: state.end + Int64(start),
+                                                 size: buffer.count - start, crc: crc), time))
+                seq += 1
+            }
+            try writeAndSync(buffer, state: &state)
+            for (location, time) in locations {
+                state.index.note(seq: location.seq, offset: location.offset, recordedAt: time)
+            }
+            let first = state.nextSeq
+            state.end += Int64(buffer.count)
+            state.nextSeq = seq
+            state.lastRecordedAt = time
+            state.lastRecord = locations.last!.0
+            if configuration.durability == .always { state.durableSeq = seq - 1 }
+            return first...(seq - 1)
+        }
+    }
+
+    /// Appends one record (a batch of one).
+    /// - Parameters:
+    ///   - type: the record type, `1...0xFFFE`.
+    ///   - payload: at most 1 MiB.
+    /// - Returns: the record's sequence number.
+    /// - Throws: as ``append(_:)``.
+    @discardableResult
+    public func append(type: UInt16, payload: [UInt8]) throws -> UInt64 {
+        try append([PendingRecord(type: type, payload: payload)]).lowerBound
+    }
+
+    /// Makes every written record durable (for `batched` durability; harmless otherwise).
+    /// - Returns: the highest durable sequence number.
+    /// - Throws: ``EventLogError``; a failed sync puts the log in the failed state and is never retried.
+    @discardableResult
+    public func sync() throws -> UInt64 {
+        try state.withLock { state in
+            try checkWritable(state)
+            if state.durableSeq == state.nextSeq - 1 { return state.durableSeq }
+            do {
+                try io.syncData(state.fd)
+            } catch let error as Errno {
+                throw fail(&state, EventLogError.io("fdatasync failed; the log refuses appends until reopened", error))
+            }
+            state.durableSeq = state.nextSeq - 1
+            return state.durableSeq
+        }
+    }
+
+    private func checkWritable(_ state: State) throws {
+        if state.closed { throw EventLogError(.notWritable, "the log is closed") }
+        if configuration.access == .readOnly { throw EventLogError(.notWritable, "the log was opened read-only") }
+        if let failure = state.failure {
+            throw EventLogError(.failedState, "an earlier write or sync failed (\(failure)); reopen the log to recover")
+        }
+    }
+
+    private func writeAndSync(_ buffer: [UInt8], state: inout State) throws {
+        do {
+            try buffer.withUnsafeBytes { try io.write(state.fd, $0, at: state.end) }
+        } catch let error as Errno {
+            throw fail(&state, EventLogError.io("write failed; nothing was acknowledged", error, offset: state.end))
+        }
+        guard configuration.durability == .always else { return }
+        do {
+            try io.syncData(state.fd)
+        } catch let error as Errno {
+            // Never retry: after a failed fdatasync the kernel may have dropped the dirty pages (fsyncgate).
+            throw fail(&state, EventLogError.io("fdatasync failed; nothing was acknowledged", error, offset: state.end))
+        }
+    }
+
+    /// Enters the failed state, cutting unacknowledged bytes off the file as a best effort.
+    private func fail(_ state: inout State, _ error: EventLogError) -> EventLogError {
+        state.failure = error
+        try? io.truncate(state.fd, to: state.end)
+        return error
+    }
+}

@@ -1,0 +1,195 @@
+import Synchronization
+
+/// A crash-safe, append-only log of typed, checksummed records in one directory.
+///
+/// One writer per directory (an exclusive `flock`); readers never block it. An append is acknowledged only
+/// after the bytes were written in full and `fdatasync` returned success. The format is `Specs/log-format.md`.
+public final class EventLog: Sendable {
+    /// The log's directory.
+    public let directory: String
+    /// The path of the log file.
+    public let path: String
+    /// How the log was opened.
+    public let configuration: Configuration
+    /// The 16 random bytes of the file header.
+    public let fileID: [UInt8]
+    /// What open did about a torn tail, if there was one.
+    public let recoveryNotice: RecoveryNotice?
+
+    let io: any PlatformIO
+    let maxPayload: Int
+    let baseSeq: UInt64
+    let state: Mutex<State>
+
+    /// The mutable state, guarded by ``state``.
+    struct State: @unchecked Sendable {
+        var fd: Int32
+        var lockFD: Int32?
+        /// End of the last acknowledged (written, and in `always` mode synced) record.
+        var end: Int64
+        var nextSeq: UInt64
+        var lastRecordedAt: Int64
+        var lastRecord: RecordLocation?
+        var durableSeq: UInt64
+        var failure: EventLogError?
+        var closed = false
+        var index: SparseIndex
+    }
+
+    private init(directory: String, path: String, configuration: Configuration, header: LogFormat.FileHeader,
+                 notice: RecoveryNotice?, state: State) {
+        self.directory = directory
+        self.path = path
+        self.configuration = configuration
+        self.io = configuration.io
+        self.fileID = header.fileID
+        self.baseSeq = header.baseSeq
+        self.maxPayload = Int(header.maxPayload)
+        self.recoveryNotice = notice
+        self.state = Mutex(state)
+    }
+
+    deinit {
+        state.withLock { state in
+            if !state.closed { Self.release(&state, io: io) }
+        }
+    }
+
+    /// Opens (and, by default, creates) the log in `directory`, running recovery.
+    ///
+    /// - Parameters:
+    ///   - directory: the log directory; created with mode 0700 when missing and allowed.
+    ///   - configuration: access, durability, checkpoint and the I/O layer.
+    /// - Returns: the open log. A torn tail was trimmed if ``recoveryNotice`` is set.
+    /// - Throws: ``EventLogError`` — `locked` when another writer holds the lock, `corrupted` (with the offset
+    ///   and sequence number) for damage that is not a torn tail, `notFound`, or `io`.
+    public static func open(directory: String, configuration: Configuration = Configuration()) throws -> EventLog {
+        let io = configuration.io
+        let path = directory + "/" + LogFormat.logFileName
+        let writing = configuration.access == .readWrite
+        var lockFD: Int32?
+        if writing {
+            if configuration.createIfMissing {
+                let created = try EventLogFiles.makeDirectory(directory, io: io)
+                if created { try? io.syncDirectory(EventLogFiles.parent(of: directory)) }
+            }
+            lockFD = try EventLogFiles.acquireLock(directory: directory, io: io)
+        }
+        do {
+            if !io.exists(path) {
+                guard writing, configuration.createIfMissing else {
+                    throw EventLogError(.notFound, "no event log at \(path)")
+                }
+                let header = LogFormat.FileHeader(fileID: io.randomBytes(16), baseSeq: 0,
+                                                  maxPayload: UInt32(LogFormat.maximumPayloadSize))
+                try EventLogFiles.writeAtomically(header.encoded(), to: path, io: io)
+            }
+            let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
+            do {
+                return try recover(directory: directory, path: path, fd: fd, lockFD: lockFD,
+                                   configuration: configuration)
+            } catch {
+                io.close(fd)
+                throw error
+            }
+        } catch {
+            if let lockFD { io.close(lockFD) }
+            throw error
+        }
+    }
+
+    /// Reads the header, scans (all, or from the checkpoint), trims a torn tail, and builds the log.
+    private static func recover(directory: String, path: String, fd: Int32, lockFD: Int32?,
+                                configuration: Configuration) throws -> EventLog {
+        let io = configuration.io
+        let size = try wrapIO("cannot stat \(path)") { try io.size(fd) }
+        let reader = ChunkReader(io: io, fd: fd, limit: size)
+        let header = try readHeader(reader, path: path)
+        var index = SparseIndex()
+        var scanner = RecordScanner(reader: reader, maxPayload: Int(header.maxPayload),
+                                    offset: Int64(LogFormat.fileHeaderSize), nextSeq: header.baseSeq + 1)
+        var lastRecord: RecordLocation?
+        if let checkpoint = configuration.checkpoint,
+           let resumed = try resume(from: checkpoint, reader: reader, maxPayload: Int(header.maxPayload)) {
+            scanner = resumed
+            lastRecord = checkpoint
+            index.coveredFrom = checkpoint.seq
+        }
+        var notice: RecoveryNotice?
+        scan: while true {
+            switch try scanner.next() {
+            case .record(let view):
+                index.note(view)
+                lastRecord = view.location
+            case .end:
+                break scan
+            case .torn(let reason):
+                notice = RecoveryNotice(offset: scanner.offset, bytesRemoved: size - scanner.offset,
+                                        lastSeq: scanner.nextSeq - 1, reason: reason,
+                                        truncated: configuration.access == .readWrite)
+                break scan
+            case .damage(let problem):
+                throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
+            }
+        }
+        if configuration.access == .readWrite {
+            if notice != nil {
+                try wrapIO("cannot trim the torn tail of \(path)") { try io.truncate(fd, to: scanner.offset) }
+            }
+            // Sync once on open: what a crashed writer left in the page cache becomes durable before we build on it.
+            try wrapIO("cannot sync \(path)") { try io.syncData(fd) }
+        }
+        let state = State(fd: fd, lockFD: lockFD, end: scanner.offset, nextSeq: scanner.nextSeq,
+                          lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
+                          durableSeq: scanner.nextSeq - 1, index: index)
+        return EventLog(directory: directory, path: path, configuration: configuration, header: header,
+                        notice: notice, state: state)
+    }
+
+    static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {
+        let bytes = try reader.bytes(at: 0, count: min(Int(reader.limit), LogFormat.fileHeaderSize))!
+        switch LogFormat.FileHeader.decode(bytes) {
+        case .success(let header): return header
+        case .failure(let problem): throw EventLogError(.corrupted, "\(path): \(problem.text)", offset: 0, seq: 0)
+        }
+    }
+
+    /// A scanner positioned after `checkpoint`, if that record is still exactly where and what it was.
+    private static func resume(from checkpoint: RecordLocation, reader: ChunkReader,
+                               maxPayload: Int) throws -> RecordScanner? {
+        guard checkpoint.offset >= Int64(LogFormat.fileHeaderSize), checkpoint.end <= reader.limit else { return nil }
+        var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: checkpoint.offset,
+                                  nextSeq: checkpoint.seq)
+        guard case .record(let view) = try probe.next(), view.crc == checkpoint.crc,
+              view.size == checkpoint.size else { return nil }
+        return probe
+    }
+
+    /// Closes the log, releasing the writer lock. Later calls fail with `notWritable`.
+    public func close() {
+        state.withLock { state in
+            if !state.closed { Self.release(&state, io: io) }
+        }
+    }
+
+    private static func release(_ state: inout State, io: any PlatformIO) {
+        io.close(state.fd)
+        if let lockFD = state.lockFD { io.close(lockFD) }
+        state.closed = true
+    }
+
+    /// The highest sequence number in the log (0 when empty).
+    public var lastSeq: UInt64 { state.withLock { $0.nextSeq - 1 } }
+
+    /// The highest sequence number known to be durable.
+    public var durableSeq: UInt64 { state.withLock { $0.durableSeq } }
+
+    /// The last record, if any (its location lets a snapshot recognise it later).
+    public var lastRecord: RecordLocation? { state.withLock { $0.lastRecord } }
+
+    /// The size of the log file up to the end of the last acknowledged record.
+    public var endOffset: Int64 { state.withLock { $0.end } }
+
+    /// The error that put the log in the failed state, if an append or sync failed.
+    public var failure: EventLogError? { state.withLock { $0.failure } }
+}

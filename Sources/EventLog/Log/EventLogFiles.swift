@@ -1,0 +1,91 @@
+/// File-level steps shared by open and repair: directories, the lock, atomic replacement, copies.
+enum EventLogFiles {
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let parent = String(path[..<slash])
+        return parent.isEmpty ? "/" : parent
+    }
+
+    /// Creates `path` (0700) if missing. - Returns: whether it was created.
+    static func makeDirectory(_ path: String, io: any PlatformIO) throws -> Bool {
+        try wrapIO("cannot create directory \(path)") { try io.makeDirectory(path) }
+    }
+
+    /// Opens `LOCK` (0600) and takes the exclusive flock, recording our pid in it.
+    /// - Throws: `locked` with the holder's pid when another writer has it; `notFound` if the directory is missing.
+    static func acquireLock(directory: String, io: any PlatformIO) throws -> Int32 {
+        let path = directory + "/" + LogFormat.lockFileName
+        let fd: Int32
+        do {
+            fd = try io.open(path, .readWriteCreate)
+        } catch let error as Errno where error == .noSuchFile {
+            throw EventLogError(.notFound, "no ledger directory at \(directory)")
+        } catch let error as Errno {
+            throw EventLogError.io("cannot open lock file \(path)", error)
+        }
+        do {
+            guard try io.tryLock(fd) else {
+                var pidBytes = [UInt8](repeating: 0, count: 16)
+                let count = (try? pidBytes.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
+                let holder = Int32(String(decoding: pidBytes[0..<count], as: UTF8.self)
+                    .trimmingCharacters(in: " \n\0"))
+                let who = holder.map { " by pid \($0)" } ?? ""
+                throw EventLogError(.locked, "the ledger at \(directory) is locked\(who) (another writer has it open)",
+                                    lockHolderPID: holder)
+            }
+            let pid = Array("\(io.processID())\n".utf8)
+            try wrapIO("cannot write lock file \(path)") {
+                try io.truncate(fd, to: 0)
+                try pid.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+            }
+            return fd
+        } catch {
+            io.close(fd)
+            throw error
+        }
+    }
+
+    /// Writes `bytes` to `path` atomically: a temp file beside it, synced, renamed, directory synced. Mode 0600.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, io: any PlatformIO) throws {
+        let temp = path + ".tmp"
+        if io.exists(temp) { try wrapIO("cannot remove \(temp)") { try io.remove(temp) } }
+        try wrapIO("cannot write \(temp)") {
+            let fd = try io.open(temp, .createExclusive)
+            defer { io.close(fd) }
+            try bytes.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+            try io.syncData(fd)
+        }
+        try wrapIO("cannot rename \(temp)") { try io.rename(temp, path) }
+        try wrapIO("cannot sync directory of \(path)") { try io.syncDirectory(parent(of: path)) }
+    }
+
+    /// Copies `path` to `destination` (created exclusively, 0600) and syncs the copy and the directory.
+    static func copy(_ path: String, to destination: String, io: any PlatformIO) throws {
+        try wrapIO("cannot copy \(path) to \(destination)") {
+            let source = try io.open(path, .readOnly)
+            defer { io.close(source) }
+            let target = try io.open(destination, .createExclusive)
+            defer { io.close(target) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset: Int64 = 0
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { try io.read(source, into: $0, at: offset) }
+                if count == 0 { break }
+                try buffer.withUnsafeBytes { try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset) }
+                offset += Int64(count)
+            }
+            try io.syncData(target)
+            try io.syncDirectory(parent(of: destination))
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let drop = Set(set)
+        var scalars = Substring(self)
+        while let first = scalars.first, drop.contains(first) { scalars.removeFirst() }
+        while let last = scalars.last, drop.contains(last) { scalars.removeLast() }
+        return String(scalars)
+    }
+}

@@ -1,0 +1,34 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#else
+#error("EventLog needs Darwin or Glibc")
+#endif
+
+/// A POSIX error number, as returned by a failed system call.
+public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The raw `errno` value.
+    public var rawValue: Int32
+
+    /// Creates an error from a raw `errno` value.
+    /// - Parameter rawValue: the value of `errno` after the failed call.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The error of the most recent failed system call on this thread.
+    static var current: Errno { Errno(rawValue: errno) }
+
+    /// The system's text for this error, e.g. "No space left on device".
+    public var description: String {
+        guard let text = strerror(rawValue) else { return "errno \(rawValue)" }
+        return String(cString: text)
+    }
+
+    public static let interrupted = Errno(rawValue: EINTR)
+    public static let ioError = Errno(rawValue: EIO)
+    public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let noSuchFile = Errno(rawValue: ENOENT)
+    public static let fileExists = Errno(rawValue: EEXIST)
+    public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
+    public static let permissionDenied = Errno(rawValue: EACCES)
+}

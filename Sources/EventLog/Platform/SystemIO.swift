@@ -1,0 +1,176 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#else
+#error("EventLog needs Darwin or Glibc")
+#endif
+
+/// The real ``PlatformIO``: thin wrappers over POSIX calls with EINTR and short-transfer loops.
+public struct SystemIO: PlatformIO {
+    /// Creates the system implementation.
+    public init() {}
+
+    /// Runs `call` until it does not fail with EINTR.
+    @inline(__always)
+    private func retrying<T: BinaryInteger>(_ call: () -> T) throws -> T {
+        while true {
+            let result = call()
+            if result >= 0 { return result }
+            let error = Errno.current
+            if error != .interrupted { throw error }
+        }
+    }
+
+    public func open(_ path: String, _ mode: OpenMode) throws -> Int32 {
+        var flags: Int32 = O_CLOEXEC
+        switch mode {
+        case .readOnly: flags |= O_RDONLY
+        case .readWrite: flags |= O_RDWR
+        case .readWriteCreate: flags |= O_RDWR | O_CREAT
+        case .createExclusive: flags |= O_RDWR | O_CREAT | O_EXCL
+        }
+        return try retrying { Glibc_or_Darwin_open(path, flags, 0o600) }
+    }
+
+    public func close(_ fd: Int32) {
+        // POSIX leaves the descriptor state unspecified after EINTR; Linux always closes it. Never retry.
+        _ = systemClose(fd)
+    }
+
+    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try retrying {
+                pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = try retrying {
+                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            if n == 0 { throw Errno.noSpace }
+            done += n
+        }
+    }
+
+    public func syncData(_ fd: Int32) throws {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return }
+        // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
+        if Glibc_or_Darwin_fsync(fd) != 0 { throw Errno.current }
+        #else
+        // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
+        if fdatasync(fd) != 0 { throw Errno.current }
+        #endif
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        let fd = try retrying { Glibc_or_Darwin_open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0) }
+        defer { close(fd) }
+        if Glibc_or_Darwin_fsync(fd) != 0 { throw Errno.current }
+    }
+
+    public func truncate(_ fd: Int32, to size: Int64) throws {
+        _ = try retrying { ftruncate(fd, off_t(size)) }
+    }
+
+    public func size(_ fd: Int32) throws -> Int64 {
+        var info = stat()
+        _ = try retrying { fstat(fd, &info) }
+        return Int64(info.st_size)
+    }
+
+    public func tryLock(_ fd: Int32) throws -> Bool {
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let error = Errno.current
+            if error == .interrupted { continue }
+            if error == .wouldBlock { return false }
+            throw error
+        }
+    }
+
+    public func rename(_ from: String, _ to: String) throws {
+        _ = try retrying { Glibc_or_Darwin_rename(from, to) }
+    }
+
+    public func remove(_ path: String) throws {
+        _ = try retrying { unlink(path) }
+    }
+
+    public func makeDirectory(_ path: String) throws -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
+        let error = Errno.current
+        if error == .fileExists { return false }
+        throw error
+    }
+
+    public func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    public func contents(ofDirectory path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw Errno.current }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    public func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+
+    public func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+    }
+
+    public func processID() -> Int32 { getpid() }
+}
+
+// Module-qualified names: inside SystemIO the methods shadow the C functions of the same name.
+@inline(__always) private func Glibc_or_Darwin_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    #if canImport(Darwin)
+    return Darwin.open(path, flags, mode)
+    #else
+    return Glibc.open(path, flags, mode)
+    #endif
+}
+@inline(__always) private func systemClose(_ fd: Int32) -> Int32 {
+    #if canImport(Darwin)
+    return Darwin.close(fd)
+    #else
+    return Glibc.close(fd)
+    #endif
+}
+@inline(__always) private func Glibc_or_Darwin_fsync(_ fd: Int32) -> Int32 {
+    #if canImport(Darwin)
+    return Darwin.fsync(fd)
+    #else
+    return Glibc.fsync(fd)
+    #endif
+}
+@inline(__always) private func Glibc_or_Darwin_rename(_ from: String, _ to: String) -> Int32 {
+    #if canImport(Darwin)
+    return Darwin.rename(from, to)
+    #else
+    return Glibc.rename(from, to)
+    #endif
+}

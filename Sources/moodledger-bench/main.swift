@@ -1,0 +1,1 @@
+print("moodledger-bench: under construction")
