@@ -109,4 +109,11 @@ public struct LogDamage: Sendable, Equatable, CustomStringConvertible {
     /// What is wrong.
     public var problem: String
     public var description: String { "\(problem) at byte offset \(offset) (seq \(seq))" }
+
+    /// Creates a damage description.
+    public init(offset: Int64, seq: UInt64, problem: String) {
+        self.offset = offset
+        self.seq = seq
+        self.problem = problem
+    }
 }
