@@ -20,8 +20,9 @@ let package = Package(
         .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog"]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "eventlog-crash-child"]),
-        .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "moodledger"],
-                    resources: [.copy("Fixtures")]),
+        // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
+        .target(name: "TestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
+        .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
     ]
 )

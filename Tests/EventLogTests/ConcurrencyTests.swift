@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Writers, readers and crashes", .serialized)

@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Injected I/O faults")
@@ -8,6 +9,7 @@ struct FaultTests {
         var configuration = EventLog.Configuration()
         configuration.io = io
         configuration.durability = durability
+        configuration.lockWaitMilliseconds = 2000
         return try EventLog.open(directory: dir, configuration: configuration)
     }
 

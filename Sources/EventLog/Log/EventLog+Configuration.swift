@@ -28,6 +28,10 @@ extension EventLog {
         /// before it is checked when it is read. Default: `nil`, scan and check the whole file on open.
         /// If the record does not match, open falls back to a full scan.
         public var checkpoint: RecordLocation? = nil
+        /// How long open waits for another writer to release the lock before failing with `locked`.
+        /// Default: 0 (fail at once). A short wait helps when a process that just forked still holds an
+        /// inherited lock descriptor for the moment before its exec.
+        public var lockWaitMilliseconds = 0
         /// The system-call layer. Default: ``SystemIO``. Tests pass a fault-injecting one.
         public var io: any PlatformIO = SystemIO()
 

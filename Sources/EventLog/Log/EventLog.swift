@@ -73,7 +73,8 @@ public final class EventLog: Sendable {
                 let created = try EventLogFiles.makeDirectory(directory, io: io)
                 if created { try? io.syncDirectory(EventLogFiles.parent(of: directory)) }
             }
-            lockFD = try EventLogFiles.acquireLock(directory: directory, io: io)
+            lockFD = try EventLogFiles.acquireLock(directory: directory, io: io,
+                                                   waitMilliseconds: configuration.lockWaitMilliseconds)
         }
         do {
             if !io.exists(path) {

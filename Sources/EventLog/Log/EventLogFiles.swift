@@ -13,7 +13,7 @@ enum EventLogFiles {
 
     /// Opens `LOCK` (0600) and takes the exclusive flock, recording our pid in it.
     /// - Throws: `locked` with the holder's pid when another writer has it; `notFound` if the directory is missing.
-    static func acquireLock(directory: String, io: any PlatformIO) throws -> Int32 {
+    static func acquireLock(directory: String, io: any PlatformIO, waitMilliseconds: Int = 0) throws -> Int32 {
         let path = directory + "/" + LogFormat.lockFileName
         let fd: Int32
         do {
@@ -24,7 +24,14 @@ enum EventLogFiles {
             throw EventLogError.io("cannot open lock file \(path)", error)
         }
         do {
-            guard try io.tryLock(fd) else {
+            var locked = try io.tryLock(fd)
+            var waited = 0
+            while !locked, waited < waitMilliseconds {
+                io.sleep(milliseconds: 5)
+                waited += 5
+                locked = try io.tryLock(fd)
+            }
+            guard locked else {
                 var pidBytes = [UInt8](repeating: 0, count: 16)
                 let count = (try? pidBytes.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
                 let holder = Int32(String(decoding: pidBytes[0..<count], as: UTF8.self)

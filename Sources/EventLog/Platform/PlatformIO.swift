@@ -67,4 +67,6 @@ public protocol PlatformIO: Sendable {
     func now() -> Int64
     /// This process's id.
     func processID() -> Int32
+    /// Sleeps the calling thread.
+    func sleep(milliseconds: Int)
 }

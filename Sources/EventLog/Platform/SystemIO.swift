@@ -143,6 +143,12 @@ public struct SystemIO: PlatformIO {
     }
 
     public func processID() -> Int32 { getpid() }
+
+    public func sleep(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+    }
 }
 
 // Module-qualified names: inside SystemIO the methods shadow the C functions of the same name.

@@ -1,12 +1,11 @@
 import EventLog
 import Foundation
 import Synchronization
-import Testing
 
 /// A fresh temporary directory, removed when the value is dropped by the test's end (best effort).
-final class TemporaryDirectory: @unchecked Sendable {
-    let path: String
-    init(_ name: String = "eventlog") {
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let path: String
+    public init(_ name: String = "eventlog") {
         let base = FileManager.default.temporaryDirectory.path
         path = base + "/\(name)-\(UUID().uuidString.prefix(8))"
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -14,12 +13,12 @@ final class TemporaryDirectory: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
     /// A path inside this directory.
-    func sub(_ name: String) -> String { path + "/" + name }
+    public func sub(_ name: String) -> String { path + "/" + name }
 }
 
 /// Paths of the repository, found from this source file.
-enum Repository {
-    static let root: String = {
+public enum Repository {
+    public static let root: String = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
@@ -29,7 +28,7 @@ enum Repository {
     }()
 
     /// An executable built beside the test bundle.
-    static func executable(_ name: String) -> String {
+    public static func executable(_ name: String) -> String {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for dir in [beside.path, beside.deletingLastPathComponent().path, root + "/.build/debug"] {
             let candidate = dir + "/" + name
@@ -39,20 +38,20 @@ enum Repository {
     }
 
     /// Whether golden files should be re-recorded instead of compared.
-    static var recordGolden: Bool { ProcessInfo.processInfo.environment["MOODLEDGER_RECORD_GOLDEN"] == "1" }
+    public static var recordGolden: Bool { ProcessInfo.processInfo.environment["MOODLEDGER_RECORD_GOLDEN"] == "1" }
 }
 
 /// Seeded randomness (SplitMix64), so failures can be replayed from the printed seed.
-struct SeededRandom: RandomNumberGenerator {
+public struct SeededRandom: RandomNumberGenerator {
     private var state: UInt64
-    let seed: UInt64
-    init(seed: UInt64? = nil, test: String = #function) {
+    public let seed: UInt64
+    public init(seed: UInt64? = nil, test: String = #function) {
         let env = ProcessInfo.processInfo.environment["MOODLEDGER_SEED"].flatMap { UInt64($0) }
         self.seed = seed ?? env ?? UInt64.random(in: 1...UInt64.max)
         state = self.seed
         print("[\(test)] seed \(self.seed) (set MOODLEDGER_SEED to replay)")
     }
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -62,28 +61,29 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 /// A ``PlatformIO`` that passes calls to the system and injects faults on demand.
-final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
-    struct Plan {
+public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
+    public struct Plan: Sendable {
         /// Fail the next `syncData` with this error.
-        var failNextSync: Errno?
+        public var failNextSync: Errno?
         /// Fail the next data `write` with this error after writing `bytesBeforeFailure` bytes.
-        var failNextWrite: Errno?
-        var bytesBeforeFailure = 0
+        public var failNextWrite: Errno?
+        public var bytesBeforeFailure = 0
         /// Deterministic "random" bytes (the file id), if set.
-        var fixedRandom: [UInt8]?
-        var fixedClock: Int64?
-        var syncs = 0
-        var writes = 0
+        public var fixedRandom: [UInt8]?
+        public var fixedClock: Int64?
+        public var syncs = 0
+        public var writes = 0
     }
-    let plan = Mutex(Plan())
-    let system = SystemIO()
+    public let plan = Mutex(Plan())
+    public init() {}
+    public let system = SystemIO()
 
-    func open(_ path: String, _ mode: OpenMode) throws -> Int32 { try system.open(path, mode) }
-    func close(_ fd: Int32) { system.close(fd) }
-    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    public func open(_ path: String, _ mode: OpenMode) throws -> Int32 { try system.open(path, mode) }
+    public func close(_ fd: Int32) { system.close(fd) }
+    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         try system.read(fd, into: buffer, at: offset)
     }
-    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
         let failure: (Errno, Int)? = plan.withLock { plan in
             plan.writes += 1
             guard let error = plan.failNextWrite else { return nil }
@@ -96,7 +96,7 @@ final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         }
         try system.write(fd, bytes, at: offset)
     }
-    func syncData(_ fd: Int32) throws {
+    public func syncData(_ fd: Int32) throws {
         let failure: Errno? = plan.withLock { plan in
             plan.syncs += 1
             defer { plan.failNextSync = nil }
@@ -105,42 +105,45 @@ final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         if let failure { throw failure }
         try system.syncData(fd)
     }
-    func syncDirectory(_ path: String) throws { try system.syncDirectory(path) }
-    func truncate(_ fd: Int32, to size: Int64) throws { try system.truncate(fd, to: size) }
-    func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
-    func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
-    func rename(_ from: String, _ to: String) throws { try system.rename(from, to) }
-    func remove(_ path: String) throws { try system.remove(path) }
-    func makeDirectory(_ path: String) throws -> Bool { try system.makeDirectory(path) }
-    func exists(_ path: String) -> Bool { system.exists(path) }
-    func contents(ofDirectory path: String) throws -> [String] { try system.contents(ofDirectory: path) }
-    func randomBytes(_ count: Int) -> [UInt8] {
+    public func syncDirectory(_ path: String) throws { try system.syncDirectory(path) }
+    public func truncate(_ fd: Int32, to size: Int64) throws { try system.truncate(fd, to: size) }
+    public func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
+    public func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
+    public func rename(_ from: String, _ to: String) throws { try system.rename(from, to) }
+    public func remove(_ path: String) throws { try system.remove(path) }
+    public func makeDirectory(_ path: String) throws -> Bool { try system.makeDirectory(path) }
+    public func exists(_ path: String) -> Bool { system.exists(path) }
+    public func contents(ofDirectory path: String) throws -> [String] { try system.contents(ofDirectory: path) }
+    public func randomBytes(_ count: Int) -> [UInt8] {
         plan.withLock { $0.fixedRandom }.map { Array($0.prefix(count)) } ?? system.randomBytes(count)
     }
-    func now() -> Int64 { plan.withLock { $0.fixedClock } ?? system.now() }
-    func processID() -> Int32 { system.processID() }
+    public func now() -> Int64 { plan.withLock { $0.fixedClock } ?? system.now() }
+    public func processID() -> Int32 { system.processID() }
+    public func sleep(milliseconds: Int) { system.sleep(milliseconds: milliseconds) }
 }
 
 /// Byte-level helpers for damaging files.
-enum Bytes {
-    static func read(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: path)!) }
-    static func write(_ bytes: [UInt8], to path: String) {
+public enum Bytes {
+    public static func read(_ path: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: path)!) }
+    public static func write(_ bytes: [UInt8], to path: String) {
         try! Data(bytes).write(to: URL(fileURLWithPath: path))
     }
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         stride(from: 0, to: bytes.count, by: 16).map { start in
             bytes[start..<min(start + 16, bytes.count)].map { String(format: "%02x", $0) }.joined(separator: " ")
         }.joined(separator: "\n") + "\n"
     }
-    static func unhex(_ text: String) -> [UInt8] {
+    public static func unhex(_ text: String) -> [UInt8] {
         text.split(whereSeparator: { $0 == " " || $0 == "\n" }).map { UInt8($0, radix: 16)! }
     }
 }
 
 /// Writes a log with `count` records whose payloads are derived from their index, and returns the payloads.
 @discardableResult
-func makeLog(at directory: String, count: Int, payloadSize: (Int) -> Int = { 5 + ($0 * 7) % 40 },
+public func makeLog(at directory: String, count: Int, payloadSize: (Int) -> Int = { 5 + ($0 * 7) % 40 },
              configuration: EventLog.Configuration = .init()) throws -> [[UInt8]] {
+    var configuration = configuration
+    configuration.lockWaitMilliseconds = 2000
     let log = try EventLog.open(directory: directory, configuration: configuration)
     defer { log.close() }
     var payloads: [[UInt8]] = []
@@ -153,10 +156,12 @@ func makeLog(at directory: String, count: Int, payloadSize: (Int) -> Int = { 5 +
 }
 
 /// The payloads of every record in the log (opening it with the given configuration).
-func readPayloads(_ directory: String, access: EventLog.Access = .readWrite) throws -> (EventLog, [[UInt8]]) {
+public func readPayloads(_ directory: String, access: EventLog.Access = .readWrite) throws -> (EventLog, [[UInt8]]) {
     var configuration = EventLog.Configuration()
     configuration.access = access
     configuration.createIfMissing = false
+    // Other tests spawn child processes; for a moment after fork a child holds inherited lock descriptors.
+    configuration.lockWaitMilliseconds = 2000
     let log = try EventLog.open(directory: directory, configuration: configuration)
     return (log, try log.records().map(\.payload))
 }

@@ -1,0 +1,22 @@
+extension MoodEntry {
+    /// The backend API's entry shape (snake_case keys), as `Specs/cli.md` lists them.
+    public var json: JSONValue {
+        .object([
+            ("id", .string(id.description)),
+            ("logged_at", .string(loggedAt.iso8601)),
+            ("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))),
+            ("kind", .string(kind.wireName)),
+            ("valence", .optional(valence) { .double(Valence.display($0)) }),
+            ("valence_classification", .optional(valenceClassification) { .string($0.wireName) }),
+            ("score", .optional(score) { .int(Int64($0)) }),
+            ("labels", .array(labels.map { .string($0.wireName) })),
+            ("associations", .array(associations.map { .string($0.wireName) })),
+            ("tags", .array(tags.map { .string($0) })),
+            ("notes", .optional(notes) { .string($0) }),
+            ("source", .string(source.rawValue)),
+            ("source_id", .optional(sourceID) { .string($0) }),
+            ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
+            ("updated_at", .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
+        ])
+    }
+}

@@ -1,0 +1,175 @@
+/// The words of one vocabulary (labels or associations): Apple's canonical names in Apple's order, the aliases
+/// older backends used, and how the words are spelt on the wire.
+public protocol VocabularyDomain: Sendable {
+    /// Canonical camelCase names; index + 1 is Apple's raw value.
+    static var canonicalNames: [String] { get }
+    /// Old words → canonical name.
+    static var aliases: [String: String] { get }
+    /// The field name used in validation errors ("labels", "associations").
+    static var fieldName: String { get }
+}
+
+/// A word of a vocabulary: one of Apple's canonical words or a custom word the user brought.
+///
+/// Custom words are kept (lowercased, trimmed, at most 50 characters), never silently dropped.
+public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comparable, CustomStringConvertible {
+    enum Storage: Hashable, Sendable {
+        case apple(UInt8)
+        case custom(String)
+    }
+
+    let storage: Storage
+
+    /// The word with Apple's raw value `rawValue`, if there is one.
+    public init?(appleRawValue rawValue: Int) {
+        guard rawValue >= 1, rawValue <= Domain.canonicalNames.count else { return nil }
+        storage = .apple(UInt8(rawValue))
+    }
+
+    init(custom word: String) { storage = .custom(word) }
+
+    /// Apple's raw value, or `nil` for a custom word.
+    public var appleRawValue: Int? {
+        if case .apple(let value) = storage { return Int(value) }
+        return nil
+    }
+
+    /// Whether this word is not one of Apple's.
+    public var isCustom: Bool { appleRawValue == nil }
+
+    /// The canonical camelCase name (`currentEvents`), or the custom word.
+    public var name: String {
+        switch storage {
+        case .apple(let value): return Domain.canonicalNames[Int(value) - 1]
+        case .custom(let word): return word
+        }
+    }
+
+    /// The wire spelling: snake_case for canonical words (`current_events`), the custom word as is.
+    public var wireName: String {
+        switch storage {
+        case .apple: return WordNormalizer.snakeCase(name)
+        case .custom(let word): return word
+        }
+    }
+
+    public var description: String { wireName }
+
+    /// Every canonical word, in Apple's order.
+    public static var allCanonical: [VocabularyWord] {
+        (1...Domain.canonicalNames.count).map { VocabularyWord(appleRawValue: $0)! }
+    }
+
+    /// Parses user or wire input: case-, space-, underscore- and hyphen-insensitive for canonical words and
+    /// aliases; anything else becomes a custom word.
+    /// - Parameter text: the input word.
+    /// - Returns: the word.
+    /// - Throws: ``MoodError`` when the word is empty or longer than 50 characters.
+    public static func parse(_ text: String) throws(MoodError) -> VocabularyWord {
+        let key = WordNormalizer.key(text)
+        if let raw = lookup[key] { return VocabularyWord(appleRawValue: raw)! }
+        let custom = WordNormalizer.custom(text)
+        guard !custom.isEmpty else {
+            throw MoodError.invalid(Domain.fieldName, "a word must not be empty")
+        }
+        guard custom.count <= 50 else {
+            throw MoodError.invalid(Domain.fieldName, "a word must be at most 50 characters")
+        }
+        return VocabularyWord(custom: custom)
+    }
+
+    /// Normalised key → Apple raw value, for canonical names and aliases.
+    private static var lookup: [String: Int] { VocabularyTables.lookup(for: Domain.self) }
+
+    /// Canonical words first (in Apple's order), then custom words alphabetically.
+    public static func < (a: VocabularyWord, b: VocabularyWord) -> Bool {
+        switch (a.storage, b.storage) {
+        case (.apple(let x), .apple(let y)): return x < y
+        case (.apple, .custom): return true
+        case (.custom, .apple): return false
+        case (.custom(let x), .custom(let y)): return x < y
+        }
+    }
+}
+
+/// Lookup tables built once per vocabulary.
+enum VocabularyTables {
+    static let labels: [String: Int] = build(LabelDomain.self)
+    static let associations: [String: Int] = build(AssociationDomain.self)
+
+    static func lookup<D: VocabularyDomain>(for domain: D.Type) -> [String: Int] {
+        domain == LabelDomain.self ? labels : associations
+    }
+
+    private static func build<D: VocabularyDomain>(_ domain: D.Type) -> [String: Int] {
+        var table: [String: Int] = [:]
+        for (index, name) in D.canonicalNames.enumerated() { table[WordNormalizer.key(name)] = index + 1 }
+        for (alias, target) in D.aliases { table[WordNormalizer.key(alias)] = table[WordNormalizer.key(target)]! }
+        return table
+    }
+}
+
+/// How words are compared and kept.
+enum WordNormalizer {
+    /// Lowercased with spaces, underscores and hyphens removed: `Current Events` → `currentevents`.
+    static func key(_ text: String) -> String {
+        String(text.lowercased().unicodeScalars.filter { !$0.properties.isWhitespace && $0 != "_" && $0 != "-" })
+    }
+
+    /// Lowercased, trimmed, inner whitespace runs collapsed to one space.
+    static func custom(_ text: String) -> String {
+        text.lowercased().split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+    }
+
+    /// `currentEvents` → `current_events`.
+    static func snakeCase(_ name: String) -> String {
+        var result = ""
+        for character in name {
+            if character.isUppercase {
+                result += "_" + character.lowercased()
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}
+
+/// Apple's `HKStateOfMind.Label` vocabulary.
+public enum LabelDomain: VocabularyDomain {
+    public static let canonicalNames = [
+        "amazed", "amused", "angry", "anxious", "ashamed", "brave", "calm", "content", "disappointed", "discouraged",
+        "disgusted", "embarrassed", "excited", "frustrated", "grateful", "guilty", "happy", "hopeless", "irritated",
+        "jealous", "joyful", "lonely", "passionate", "peaceful", "proud", "relieved", "sad", "scared", "stressed",
+        "surprised", "worried", "annoyed", "confident", "drained", "hopeful", "indifferent", "overwhelmed",
+        "satisfied",
+    ]
+    public static let aliases = ["depressed": "hopeless", "energetic": "excited", "tired": "drained"]
+    public static let fieldName = "labels"
+}
+
+/// Apple's `HKStateOfMind.Association` vocabulary.
+public enum AssociationDomain: VocabularyDomain {
+    public static let canonicalNames = [
+        "community", "currentEvents", "dating", "education", "family", "fitness", "friends", "health", "hobbies",
+        "identity", "money", "partner", "selfCare", "spirituality", "tasks", "travel", "work", "weather",
+    ]
+    public static let aliases = [
+        "exercise": "fitness", "sport": "fitness", "social": "friends", "socialInteraction": "friends",
+        "finances": "money",
+    ]
+    public static let fieldName = "associations"
+}
+
+/// One of Apple's 38 state-of-mind labels, or a custom word.
+public typealias MoodLabel = VocabularyWord<LabelDomain>
+/// One of Apple's 18 state-of-mind associations, or a custom word.
+public typealias MoodAssociation = VocabularyWord<AssociationDomain>
+
+extension VocabularyWord where Domain == LabelDomain {
+    static func named(_ name: String) -> MoodLabel { try! parse(name) }
+}
+
+extension VocabularyWord where Domain == AssociationDomain {
+    static func named(_ name: String) -> MoodAssociation { try! parse(name) }
+}

@@ -1,0 +1,80 @@
+extension MoodEvent {
+    /// The event's payload for humans and exports (`data` in `moodledger events --json`).
+    public var json: JSONValue {
+        switch self {
+        case .created(let entry):
+            return entry.creationJSON
+        case .updated(_, let update):
+            var fields: [(String, JSONValue)] = []
+            if let loggedAt = update.loggedAt {
+                fields.append(("logged_at", .string(loggedAt.iso8601)))
+                fields.append(("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))))
+            }
+            if let kind = update.kind { fields.append(("kind", .string(kind.wireName))) }
+            if let valence = update.valence { fields.append(("valence", .optional(valence.value) { .double(Valence.display($0)) })) }
+            if let score = update.enteredScore {
+                fields.append(("score", .optional(score.value) { .int(Int64($0)) }))
+            }
+            if let notes = update.notes { fields.append(("notes", .optional(notes.value) { .string($0) })) }
+            return .object([("changed", .object(fields))])
+        case .labelsEdited(_, let labels): return .object([("labels", .array(labels.map { .string($0.wireName) }))])
+        case .associationsEdited(_, let associations):
+            return .object([("associations", .array(associations.map { .string($0.wireName) }))])
+        case .tagsEdited(_, let tags): return .object([("tags", .array(tags.map { .string($0) }))])
+        case .deleted: return .object([])
+        case .syncAttempted(_, let destination, let operation):
+            return .object([("destination", .string(destination.rawValue)), ("operation", .string(operation.rawValue))])
+        case .syncSucceeded(_, let destination, let remoteID):
+            return .object([("destination", .string(destination.rawValue)), ("remote_id", .string(remoteID))])
+        case .syncFailed(_, let destination, let failure):
+            return .object([
+                ("destination", .string(destination.rawValue)),
+                ("status", .optional(failure.status) { .int(Int64($0)) }),
+                ("error", .string(failure.error)),
+                ("retryable", .bool(failure.retryable)),
+            ])
+        case .remoteApplied(let change):
+            return .object([
+                ("origin", .string(change.origin.rawValue)),
+                ("remote_id", .optional(change.remoteID) { .string($0) }),
+                ("operation", .string(change.entry == nil ? "delete" : "upsert")),
+                ("entry", .optional(change.entry) { $0.creationJSON }),
+            ])
+        }
+    }
+}
+
+extension MoodEntry {
+    /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).
+    var creationJSON: JSONValue {
+        .object([
+            ("logged_at", .string(loggedAt.iso8601)),
+            ("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))),
+            ("kind", .string(kind.wireName)),
+            ("valence", .optional(valence) { .double(Valence.display($0)) }),
+            ("score", .optional(enteredScore) { .int(Int64($0)) }),
+            ("labels", .array(labels.map { .string($0.wireName) })),
+            ("associations", .array(associations.map { .string($0.wireName) })),
+            ("tags", .array(tags.map { .string($0) })),
+            ("notes", .optional(notes) { .string($0) }),
+            ("source", .string(source.rawValue)),
+            ("source_id", .optional(sourceID) { .string($0) }),
+        ])
+    }
+}
+
+extension RecordedEvent {
+    /// One line of `moodledger events --json`: seq, recorded_at, type, entry_id, command_id, offset, size, data.
+    public var json: JSONValue {
+        .object([
+            ("seq", .int(Int64(seq))),
+            ("recorded_at", .string(ISO8601.format(milliseconds: recordedAtMilliseconds, offsetMinutes: 0))),
+            ("type", .string(event.type.name)),
+            ("entry_id", .string(event.entryID.description)),
+            ("command_id", .string(commandID.description)),
+            ("offset", .int(offset)),
+            ("size", .int(Int64(size))),
+            ("data", event.json),
+        ])
+    }
+}

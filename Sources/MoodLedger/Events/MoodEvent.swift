@@ -1,0 +1,182 @@
+/// The scalar fields an update changed, with their new values (see `Specs/events.md`).
+public struct MoodUpdate: Sendable, Equatable {
+    public var loggedAt: LoggedAt?
+    public var kind: MoodKind?
+    public var valence: FieldChange<Double>?
+    public var enteredScore: FieldChange<Int>?
+    public var notes: FieldChange<String>?
+
+    /// Creates an update.
+    public init(loggedAt: LoggedAt? = nil, kind: MoodKind? = nil, valence: FieldChange<Double>? = nil,
+                enteredScore: FieldChange<Int>? = nil, notes: FieldChange<String>? = nil) {
+        self.loggedAt = loggedAt
+        self.kind = kind
+        self.valence = valence
+        self.enteredScore = enteredScore
+        self.notes = notes
+    }
+
+    /// Whether nothing changes.
+    public var isEmpty: Bool {
+        loggedAt == nil && kind == nil && valence == nil && enteredScore == nil && notes == nil
+    }
+
+    /// Applies the update to an entry.
+    func apply(to entry: inout MoodEntry) {
+        if let loggedAt { entry.loggedAt = loggedAt }
+        if let kind { entry.kind = kind }
+        if let valence { entry.valence = valence.value }
+        if let enteredScore { entry.enteredScore = enteredScore.value }
+        if let notes { entry.notes = notes.value }
+    }
+}
+
+/// What an outbox operation does at its destination.
+public enum SyncOperation: String, Sendable, CaseIterable {
+    case create, update, delete
+
+    var code: UInt8 { UInt8(SyncOperation.allCases.firstIndex(of: self)!) }
+    init?(code: UInt8) {
+        guard Int(code) < SyncOperation.allCases.count else { return nil }
+        self = SyncOperation.allCases[Int(code)]
+    }
+}
+
+/// Why a sync attempt failed.
+public struct SyncFailure: Sendable, Equatable {
+    /// The HTTP-like status, if the destination answered.
+    public var status: Int?
+    /// The error text (never contains notes).
+    public var error: String
+    /// Whether trying again may help; `false` parks the item as failed.
+    public var retryable: Bool
+
+    /// Creates a failure.
+    public init(status: Int? = nil, error: String, retryable: Bool) {
+        self.status = status
+        self.error = error
+        self.retryable = retryable
+    }
+}
+
+/// A change pulled from a destination and applied locally.
+public struct RemoteChange: Sendable, Equatable {
+    /// Where it came from (never sent back there).
+    public var origin: SyncDestination
+    /// The destination's id for the entry, if known.
+    public var remoteID: String?
+    /// The new state of the entry, or `nil` when the remote side deleted it.
+    public var entry: MoodEntry?
+    /// The entry concerned.
+    public var entryID: EntryID
+
+    /// Creates a remote change: `entry` is the new state, or `nil` for a deletion of `entryID`.
+    public init(origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID) {
+        self.origin = origin
+        self.remoteID = remoteID
+        self.entry = entry
+        self.entryID = entryID
+    }
+}
+
+/// One event of the catalog in `Specs/events.md`.
+public enum MoodEvent: Sendable, Equatable {
+    case created(MoodEntry)
+    case updated(EntryID, MoodUpdate)
+    case labelsEdited(EntryID, [MoodLabel])
+    case associationsEdited(EntryID, [MoodAssociation])
+    case tagsEdited(EntryID, [String])
+    case deleted(EntryID)
+    case syncAttempted(EntryID, SyncDestination, SyncOperation)
+    case syncSucceeded(EntryID, SyncDestination, remoteID: String)
+    case syncFailed(EntryID, SyncDestination, SyncFailure)
+    case remoteApplied(RemoteChange)
+
+    /// The entry the event concerns.
+    public var entryID: EntryID {
+        switch self {
+        case .created(let entry): return entry.id
+        case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
+             .deleted(let id), .syncAttempted(let id, _, _), .syncSucceeded(let id, _, _), .syncFailed(let id, _, _):
+            return id
+        case .remoteApplied(let change): return change.entryID
+        }
+    }
+
+    /// The catalog type, e.g. `mood.created`.
+    public var type: EventType {
+        switch self {
+        case .created: return .created
+        case .updated: return .updated
+        case .labelsEdited: return .labelsEdited
+        case .associationsEdited: return .associationsEdited
+        case .tagsEdited: return .tagsEdited
+        case .deleted: return .deleted
+        case .syncAttempted: return .syncAttempted
+        case .syncSucceeded: return .syncSucceeded
+        case .syncFailed: return .syncFailed
+        case .remoteApplied: return .remoteApplied
+        }
+    }
+}
+
+/// The event types: their wire names, record type codes and current schema versions.
+public enum EventType: UInt16, Sendable, CaseIterable {
+    case created = 1, updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
+         syncFailed, remoteApplied
+
+    /// The catalog name, e.g. `mood.labels_edited`.
+    public var name: String {
+        switch self {
+        case .created: return "mood.created"
+        case .updated: return "mood.updated"
+        case .labelsEdited: return "mood.labels_edited"
+        case .associationsEdited: return "mood.associations_edited"
+        case .tagsEdited: return "mood.tags_edited"
+        case .deleted: return "mood.deleted"
+        case .syncAttempted: return "sync.attempted"
+        case .syncSucceeded: return "sync.succeeded"
+        case .syncFailed: return "sync.failed"
+        case .remoteApplied: return "remote.applied"
+        }
+    }
+
+    /// The schema version this code writes.
+    public var currentVersion: UInt8 { self == .created ? 2 : 1 }
+
+    /// Parses a catalog name.
+    public init?(name: String) {
+        guard let type = EventType.allCases.first(where: { $0.name == name }) else { return nil }
+        self = type
+    }
+}
+
+/// An event as read back from the log: where it is, when it was recorded and which command wrote it.
+public struct RecordedEvent: Sendable, Equatable {
+    /// Sequence number in the log.
+    public var seq: UInt64
+    /// When the log recorded it, microseconds since 1970.
+    public var recordedAt: Int64
+    /// The command that appended it (one command may append several events).
+    public var commandID: EntryID
+    /// The event.
+    public var event: MoodEvent
+    /// Byte offset of the record in the log file.
+    public var offset: Int64
+    /// Size of the record on disk.
+    public var size: Int
+
+    /// Creates a recorded event.
+    public init(seq: UInt64, recordedAt: Int64, commandID: EntryID, event: MoodEvent, offset: Int64 = 0,
+                size: Int = 0) {
+        self.seq = seq
+        self.recordedAt = recordedAt
+        self.commandID = commandID
+        self.event = event
+        self.offset = offset
+        self.size = size
+    }
+
+    /// Milliseconds since 1970 (what entries' createdAt / updatedAt hold).
+    public var recordedAtMilliseconds: Int64 { recordedAt.floorDivided(by: 1000) }
+}

@@ -1,0 +1,94 @@
+/// Appends the codec's primitives (see `Specs/events.md`) to a byte array.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 128) { bytes.reserveCapacity(capacity) }
+
+    @inline(__always) mutating func u8(_ value: UInt8) { bytes.append(value) }
+
+    /// Unsigned LEB128.
+    @inline(__always) mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    /// ZigZag then LEB128.
+    @inline(__always) mutating func signed(_ value: Int64) {
+        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    mutating func string(_ value: String) {
+        var text = value
+        text.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func id(_ value: EntryID) {
+        withUnsafeBytes(of: value.high.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.low.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// Reads the codec's primitives with bounds checks: a malformed payload throws, never traps.
+struct ByteReader {
+    let buffer: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var isAtEnd: Bool { position == buffer.count }
+
+    struct Malformed: Error { var what: String }
+
+    @inline(__always) mutating func u8() throws(Malformed) -> UInt8 {
+        guard position < buffer.count else { throw Malformed(what: "payload ends early") }
+        defer { position += 1 }
+        return buffer[position]
+    }
+
+    @inline(__always) mutating func varint() throws(Malformed) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try u8()
+            guard shift < 64 else { throw Malformed(what: "varint too long") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    @inline(__always) mutating func signed() throws(Malformed) -> Int64 {
+        let raw = try varint()
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    mutating func string() throws(Malformed) -> String {
+        let count = try varint()
+        guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "string length past the end") }
+        let start = position
+        position += Int(count)
+        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[start..<position]), as: UTF8.self)
+    }
+
+    mutating func id() throws(Malformed) -> EntryID {
+        guard buffer.count - position >= 16 else { throw Malformed(what: "id past the end") }
+        let high = UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+        let low = UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self))
+        position += 16
+        return EntryID(high: high, low: low)
+    }
+
+    /// A count that must be plausible for the bytes left (each element takes at least one byte).
+    mutating func count() throws(Malformed) -> Int {
+        let count = try varint()
+        guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "count past the end") }
+        return Int(count)
+    }
+}

@@ -1,0 +1,195 @@
+/// A strict JSON parser (RFC 8259) producing ``JSONValue``; errors give the line and column.
+public struct JSONParser {
+    /// Why a text is not JSON.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var line: Int
+        public var column: Int
+        public var reason: String
+        public var description: String { "invalid JSON at line \(line), column \(column): \(reason)" }
+    }
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var depth = 0
+
+    /// Parses a whole text (a UTF-8 BOM is allowed).
+    /// - Throws: ``Failure``.
+    public static func parse(_ text: String) throws(Failure) -> JSONValue {
+        var parser = JSONParser(bytes: Array(text.utf8))
+        if parser.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
+        let value = try parser.value()
+        parser.skipSpace()
+        guard parser.index == parser.bytes.count else { throw parser.fail("unexpected text after the value") }
+        return value
+    }
+
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    private func fail(_ reason: String) -> Failure {
+        var line = 1
+        var column = 1
+        for b in bytes[0..<min(index, bytes.count)] {
+            if b == 10 { line += 1; column = 1 } else { column += 1 }
+        }
+        return Failure(line: line, column: column, reason: reason)
+    }
+
+    private mutating func skipSpace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    private mutating func value() throws(Failure) -> JSONValue {
+        skipSpace()
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        default: return try number()
+        }
+    }
+
+    private mutating func literal(_ word: String, _ value: JSONValue) throws(Failure) -> JSONValue {
+        let w = Array(word.utf8)
+        guard bytes.count - index >= w.count, Array(bytes[index..<(index + w.count)]) == w else {
+            throw fail("unexpected character")
+        }
+        index += w.count
+        return value
+    }
+
+    private mutating func nest() throws(Failure) {
+        depth += 1
+        if depth > 512 { throw fail("nested too deeply") }
+    }
+
+    private mutating func object() throws(Failure) -> JSONValue {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        var pairs: [(String, JSONValue)] = []
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(pairs) }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key string") }
+            let key = try string()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            pairs.append((key, try value()))
+            skipSpace()
+            guard index < bytes.count else { throw fail("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(pairs) }
+            throw fail("expected ',' or '}'")
+        }
+    }
+
+    private mutating func array() throws(Failure) -> JSONValue {
+        try nest()
+        defer { depth -= 1 }
+        index += 1
+        var items: [JSONValue] = []
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+        while true {
+            items.append(try value())
+            skipSpace()
+            guard index < bytes.count else { throw fail("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+            throw fail("expected ',' or ']'")
+        }
+    }
+
+    private mutating func string() throws(Failure) -> String {
+        index += 1
+        var scalars = String.UnicodeScalarView()
+        var run: [UInt8] = []
+        func flush() {
+            if !run.isEmpty {
+                scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)
+                run.removeAll(keepingCapacity: true)
+            }
+        }
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                index += 1
+                flush()
+                return String(scalars)
+            }
+            if b < 0x20 { throw fail("control character in string") }
+            if b == UInt8(ascii: "\\") {
+                flush()
+                index += 1
+                guard index < bytes.count else { break }
+                let e = bytes[index]
+                index += 1
+                switch e {
+                case UInt8(ascii: "\""): scalars.append("\"")
+                case UInt8(ascii: "\\"): scalars.append("\\")
+                case UInt8(ascii: "/"): scalars.append("/")
+                case UInt8(ascii: "b"): scalars.append("\u{8}")
+                case UInt8(ascii: "f"): scalars.append("\u{C}")
+                case UInt8(ascii: "n"): scalars.append("\n")
+                case UInt8(ascii: "r"): scalars.append("\r")
+                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "u"):
+                    var code = try hex4()
+                    if (0xD800..<0xDC00).contains(code), index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                       bytes[index + 1] == UInt8(ascii: "u") {
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("bad surrogate pair") }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { throw fail("bad \\u escape") }
+                    scalars.append(scalar)
+                default: throw fail("bad escape")
+                }
+                continue
+            }
+            run.append(b)
+            index += 1
+        }
+        throw fail("unterminated string")
+    }
+
+    private mutating func hex4() throws(Failure) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw fail("short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let digit = Character(Unicode.Scalar(bytes[index])).hexDigitValue else { throw fail("bad hex digit") }
+            value = value * 16 + UInt32(digit)
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func number() throws(Failure) -> JSONValue {
+        let start = index
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        var isInteger = true
+        while index < bytes.count {
+            let b = bytes[index]
+            if b >= 48 && b <= 57 { index += 1; continue }
+            if b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") || b == UInt8(ascii: "+")
+                || (b == UInt8(ascii: "-") && index > start) {
+                isInteger = false
+                index += 1
+                continue
+            }
+            break
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        guard !text.isEmpty, text != "-" else { throw fail("unexpected character") }
+        if isInteger, let i = Int64(text) { return .int(i) }
+        guard let d = Double(text), d.isFinite else { throw fail("bad number") }
+        return .double(d)
+    }
+}
