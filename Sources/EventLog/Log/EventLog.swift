@@ -15,6 +15,8 @@ public final class EventLog: Sendable {
     public let fileID: [UInt8]
     /// What open did about a torn tail, if there was one.
     public let recoveryNotice: RecoveryNotice?
+    /// Whether open found the configured checkpoint intact and scanned only the records after it.
+    public let resumedFromCheckpoint: Bool
 
     let io: any PlatformIO
     let maxPayload: Int
@@ -37,7 +39,8 @@ public final class EventLog: Sendable {
     }
 
     private init(directory: String, path: String, configuration: Configuration, header: LogFormat.FileHeader,
-                 notice: RecoveryNotice?, state: State) {
+                 notice: RecoveryNotice?, resumed: Bool, state: State) {
+        self.resumedFromCheckpoint = resumed
         self.directory = directory
         self.path = path
         self.configuration = configuration
@@ -110,10 +113,12 @@ public final class EventLog: Sendable {
         var scanner = RecordScanner(reader: reader, maxPayload: Int(header.maxPayload),
                                     offset: Int64(LogFormat.fileHeaderSize), nextSeq: header.baseSeq + 1)
         var lastRecord: RecordLocation?
+        var resumedFromCheckpoint = false
         if let checkpoint = configuration.checkpoint,
            let resumed = try resume(from: checkpoint, reader: reader, maxPayload: Int(header.maxPayload)) {
             scanner = resumed
             lastRecord = checkpoint
+            resumedFromCheckpoint = true
             index.coveredFrom = checkpoint.seq
         }
         var notice: RecoveryNotice?
@@ -144,7 +149,7 @@ public final class EventLog: Sendable {
                           lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
                           durableSeq: scanner.nextSeq - 1, index: index)
         return EventLog(directory: directory, path: path, configuration: configuration, header: header,
-                        notice: notice, state: state)
+                        notice: notice, resumed: resumedFromCheckpoint, state: state)
     }
 
     static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {
@@ -181,6 +186,9 @@ public final class EventLog: Sendable {
 
     /// The highest sequence number in the log (0 when empty).
     public var lastSeq: UInt64 { state.withLock { $0.nextSeq - 1 } }
+
+    /// The recorded-at time of the last record (µs since 1970), or `Int64.min` when the log is empty.
+    public var lastRecordedAt: Int64 { state.withLock { $0.lastRecordedAt } }
 
     /// The highest sequence number known to be durable.
     public var durableSeq: UInt64 { state.withLock { $0.durableSeq } }

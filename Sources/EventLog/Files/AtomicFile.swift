@@ -1,0 +1,74 @@
+/// Whole-file reads and crash-safe whole-file replacement, for caches that live beside a log (snapshots).
+public enum AtomicFile {
+    /// Writes `bytes` to `path` atomically: a uniquely named temp file in the same directory (0600), synced,
+    /// renamed over `path`, then the directory synced.
+    /// - Parameters:
+    ///   - bytes: the whole content.
+    ///   - path: the destination.
+    ///   - io: the system-call layer.
+    /// - Throws: ``EventLogError`` `io`; on failure the temp file is removed and `path` is untouched.
+    public static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO()) throws {
+        let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
+        let temp = path + ".tmp-" + suffix
+        do {
+            try wrapIO("cannot write \(temp)") {
+                let fd = try io.open(temp, .createExclusive)
+                defer { io.close(fd) }
+                try bytes.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+                try io.syncData(fd)
+            }
+            try wrapIO("cannot rename \(temp)") { try io.rename(temp, path) }
+        } catch {
+            try? io.remove(temp)
+            throw error
+        }
+        try wrapIO("cannot sync the directory of \(path)") { try io.syncDirectory(EventLogFiles.parent(of: path)) }
+    }
+
+    /// Reads a whole file.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - limit: the largest size accepted; a larger file is refused before anything is allocated.
+    ///   - io: the system-call layer.
+    /// - Throws: ``EventLogError`` `notFound`, `invalidArgument` (too large) or `io`.
+    public static func read(_ path: String, limit: Int = 1 << 32, io: any PlatformIO = SystemIO()) throws -> [UInt8] {
+        let fd: Int32
+        do {
+            fd = try io.open(path, .readOnly)
+        } catch let error as Errno where error == .noSuchFile {
+            throw EventLogError(.notFound, "no file at \(path)")
+        } catch let error as Errno {
+            throw EventLogError.io("cannot open \(path)", error)
+        }
+        defer { io.close(fd) }
+        return try wrapIO("cannot read \(path)") {
+            let size = try io.size(fd)
+            guard size <= Int64(limit) else {
+                throw EventLogError(.invalidArgument, "\(path) is \(size) bytes, more than the \(limit) accepted")
+            }
+            var bytes = [UInt8](repeating: 0, count: Int(size))
+            let count = try bytes.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }
+            return Array(bytes[0..<count])
+        }
+    }
+
+    /// The size of a file in bytes.
+    /// - Throws: ``EventLogError`` `io`.
+    public static func size(of path: String, io: any PlatformIO = SystemIO()) throws -> Int64 {
+        try wrapIO("cannot stat \(path)") {
+            let fd = try io.open(path, .readOnly)
+            defer { io.close(fd) }
+            return try io.size(fd)
+        }
+    }
+
+    /// Creates a directory (0700) if missing, syncing its parent when it was created.
+    /// - Throws: ``EventLogError`` `io`.
+    public static func makeDirectory(_ path: String, io: any PlatformIO = SystemIO()) throws {
+        if try EventLogFiles.makeDirectory(path, io: io) {
+            try wrapIO("cannot sync \(EventLogFiles.parent(of: path))") {
+                try io.syncDirectory(EventLogFiles.parent(of: path))
+            }
+        }
+    }
+}

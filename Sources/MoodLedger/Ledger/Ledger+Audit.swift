@@ -1,0 +1,91 @@
+import EventLog
+
+/// One event in an entry's history, with what it changed.
+public struct HistoryItem: Sendable, Equatable {
+    /// The event as recorded.
+    public var event: RecordedEvent
+    /// Field → (before, after), for the fields the event changed (empty for sync events).
+    public var changes: [(field: String, before: JSONValue, after: JSONValue)]
+
+    public static func == (a: HistoryItem, b: HistoryItem) -> Bool {
+        a.event == b.event && a.changes.count == b.changes.count
+            && zip(a.changes, b.changes).allSatisfy { $0.field == $1.field && $0.before == $1.before && $0.after == $1.after }
+    }
+
+    /// The event's JSON (`Specs/cli.md`) plus `"changes": {field: {"from", "to"}}`.
+    public var json: JSONValue {
+        guard case .object(var pairs) = event.json else { return event.json }
+        pairs.append(("changes", .object(changes.map { ($0.field, .object([("from", $0.before), ("to", $0.after)])) })))
+        return .object(pairs)
+    }
+}
+
+/// Which events `events(…)` returns.
+public struct EventFilter: Sendable, Equatable {
+    public var entryID: EntryID?
+    public var type: EventType?
+    public init(entryID: EntryID? = nil, type: EventType? = nil) {
+        self.entryID = entryID
+        self.type = type
+    }
+}
+
+extension Ledger {
+    /// Every event that touched an entry, oldest first, with what each one changed.
+    /// - Parameter id: the entry (it may since have been deleted).
+    /// - Returns: the history; empty if no event ever named the id.
+    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    public func history(of id: EntryID) throws -> [HistoryItem] {
+        var single = EntriesState()
+        var items: [HistoryItem] = []
+        for recorded in try events(filter: EventFilter(entryID: id)) {
+            let change = single.apply(recorded.event, at: recorded.recordedAtMilliseconds)
+            items.append(HistoryItem(event: recorded, changes: change.map(Self.fieldChanges) ?? []))
+        }
+        return items
+    }
+
+    /// The raw log as events, oldest first.
+    /// - Parameters:
+    ///   - after: only events with a larger sequence number (default 0: from the start).
+    ///   - through: only events up to this sequence number (default: the end).
+    ///   - filter: only events of one entry and/or one type.
+    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    public func events(after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()) throws
+        -> [RecordedEvent] {
+        var result: [RecordedEvent] = []
+        try log.forEach(from: after + 1, through: through) { view in
+            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
+            if let type = filter.type, view.type != type.rawValue { return true }
+            if let id = filter.entryID, !Self.payloadNames(id, view.payload) { return true }
+            let recorded = try Self.decode(view)
+            if let id = filter.entryID, recorded.event.entryID != id { return true }
+            result.append(recorded)
+            return true
+        }
+        return result
+    }
+
+    /// A cheap pre-check: the entry id sits at bytes 17..<33 of every payload.
+    private static func payloadNames(_ id: EntryID, _ payload: UnsafeRawBufferPointer) -> Bool {
+        guard payload.count >= 33 else { return true }
+        let high = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
+        let low = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 25, as: UInt64.self))
+        return high == id.high && low == id.low
+    }
+
+    /// The fields whose JSON differs between the entry before and after.
+    static func fieldChanges(_ change: EntryChange) -> [(field: String, before: JSONValue, after: JSONValue)] {
+        let ignored: Set<String> = ["id", "created_at", "updated_at"]
+        let before = change.before?.json
+        let after = change.after?.json
+        let keys: [String]
+        if case .object(let pairs)? = after ?? before { keys = pairs.map(\.0) } else { keys = [] }
+        return keys.compactMap { key in
+            guard !ignored.contains(key) else { return nil }
+            let old = before?[key] ?? .null
+            let new = after?[key] ?? .null
+            return old == new ? nil : (key, old, new)
+        }
+    }
+}

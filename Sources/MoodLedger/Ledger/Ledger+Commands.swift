@@ -1,0 +1,204 @@
+import EventLog
+
+extension Ledger {
+    /// Logs a mood entry.
+    ///
+    /// Validates first; nothing is appended on failure. A known (source, source id) returns the existing entry
+    /// and appends nothing. A second daily mood for a local day becomes an update of the first.
+    /// - Parameter draft: the input.
+    /// - Returns: the entry and whether it was created or anything appended.
+    /// - Throws: ``MoodError`` (`invalid_input`, `read_only`) or ``EventLogError``.
+    @discardableResult
+    public func log(_ draft: MoodDraft) throws -> LogOutcome {
+        try perform { state, now in
+            if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
+                return ([], existing.id, false)
+            }
+            let entry = try MoodRules.validate(draft, now: now, defaultOffsetMinutes: options.utcOffsetMinutes,
+                                               newID: options.newID)
+            if entry.kind == .dailyMood, let existing = state.entries.dailyMood(on: entry.localDate) {
+                return (try Self.merge(entry, into: existing, now: now), existing.id, false)
+            }
+            return ([.created(entry)], entry.id, true)
+        }
+    }
+
+    /// Changes an entry's scalar fields (valence or score, notes, time, kind).
+    /// - Returns: the entry after the change (unchanged, with nothing appended, if nothing differs).
+    /// - Throws: ``MoodError`` `not_found`, `read_only`, `invalid_input`; ``EventLogError``.
+    @discardableResult
+    public func update(_ id: EntryID, _ changes: MoodChanges) throws -> MoodEntry {
+        try perform { state, now in
+            let entry = try Self.existing(id, in: state)
+            let update = try MoodRules.update(entry, with: changes, now: now)
+            return (update.isEmpty ? [] : [.updated(id, update)], id, false)
+        }.entry
+    }
+
+    /// Edits an entry's labels.
+    /// - Throws: as ``update(_:_:)``.
+    @discardableResult
+    public func editLabels(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
+        try perform { state, _ in
+            let entry = try Self.editable(id, in: state)
+            let labels = try MoodRules.edit(entry.labels, edit, limit: MoodRules.maximumLabels)
+            return (labels.map { [.labelsEdited(id, $0)] } ?? [], id, false)
+        }.entry
+    }
+
+    /// Edits an entry's associations.
+    /// - Throws: as ``update(_:_:)``.
+    @discardableResult
+    public func editAssociations(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
+        try perform { state, _ in
+            let entry = try Self.editable(id, in: state)
+            let associations = try MoodRules.edit(entry.associations, edit, limit: MoodRules.maximumAssociations)
+            return (associations.map { [.associationsEdited(id, $0)] } ?? [], id, false)
+        }.entry
+    }
+
+    /// Edits an entry's tags.
+    /// - Throws: as ``update(_:_:)``.
+    @discardableResult
+    public func editTags(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
+        try perform { state, _ in
+            let entry = try Self.editable(id, in: state)
+            let tags = try MoodRules.editTags(entry.tags, edit)
+            return (tags.map { [.tagsEdited(id, $0)] } ?? [], id, false)
+        }.entry
+    }
+
+    /// Deletes an entry.
+    /// - Throws: ``MoodError`` `not_found` or `read_only`; ``EventLogError``.
+    public func delete(_ id: EntryID) throws {
+        _ = try perform { state, _ in
+            _ = try Self.editable(id, in: state)
+            return ([.deleted(id)], id, false)
+        }
+    }
+
+    /// Records that a send of an entry to a destination began.
+    /// - Parameters:
+    ///   - id: the entry.
+    ///   - destination: where it is being sent.
+    ///   - operation: what is sent; default: the outbox's pending operation.
+    /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; ``EventLogError``.
+    public func recordSyncAttempt(_ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil) throws {
+        _ = try perform { state, _ in
+            guard let pending = state.pendingOperation(id, destination) ?? operation else {
+                throw MoodError(code: .notFound, field: "entry_id", rule: "nothing pending for \(destination.rawValue)")
+            }
+            return ([.syncAttempted(id, destination, operation ?? pending)], id, false)
+        }
+    }
+
+    /// Records that a destination acknowledged an entry, with its id there.
+    /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; ``EventLogError``.
+    public func recordSyncSuccess(_ id: EntryID, to destination: SyncDestination, remoteID: String) throws {
+        _ = try perform { _, _ in
+            guard !remoteID.isEmpty else { throw MoodError.invalid("remote_id", "must not be empty") }
+            return ([.syncSucceeded(id, destination, remoteID: remoteID)], id, false)
+        }
+    }
+
+    /// Records that a send failed.
+    /// - Throws: ``EventLogError``.
+    public func recordSyncFailure(_ id: EntryID, to destination: SyncDestination, _ failure: SyncFailure) throws {
+        _ = try perform { _, _ in ([.syncFailed(id, destination, failure)], id, false) }
+    }
+
+    /// Applies a change pulled from a destination (it is not sent back there).
+    /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; ``EventLogError``.
+    public func applyRemote(_ change: RemoteChange) throws {
+        _ = try perform { _, _ in
+            var change = change
+            if var entry = change.entry {
+                if let valence = entry.valence { entry.valence = try MoodRules.checkValence(valence) }
+                change.entry = entry
+            }
+            return ([.remoteApplied(change)], change.entryID, false)
+        }
+    }
+
+    // MARK: - The one write path
+
+    /// Validates against the current state, appends the resulting events as one batch (one sync), applies them.
+    private func perform(_ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)) throws
+        -> LogOutcome {
+        try core.withLock { core in
+            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            let now = options.clock()
+            let (events, id, created) = try decide(core.state, now)
+            if !events.isEmpty {
+                let command = options.newID()
+                let records = events.map {
+                    PendingRecord(type: $0.type.rawValue, payload: EventCodec.encode($0, commandID: command),
+                                  recordedAt: now * 1000)
+                }
+                let seqs = try core.log.append(records)
+                let recordedAt = core.log.lastRecordedAt
+                for (seq, event) in zip(seqs, events) {
+                    core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+                }
+                core.sinceSnapshot += events.count
+                if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
+                    _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
+                }
+            }
+            guard let entry = core.state.entries[id] ?? events.lazy.compactMap({ $0.entryAfter }).first else {
+                return LogOutcome(entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
+                                  appended: !events.isEmpty)
+            }
+            return LogOutcome(entry: entry, created: created, appended: !events.isEmpty)
+        }
+    }
+
+    static func existing(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {
+        guard let entry = state.entries[id] else {
+            throw MoodError(code: .notFound, field: "entry_id", rule: "no entry \(id)")
+        }
+        return entry
+    }
+
+    static func editable(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {
+        let entry = try existing(id, in: state)
+        try MoodRules.checkEditable(entry)
+        return entry
+    }
+
+    /// A second daily mood for a day: the events that turn the first into it.
+    static func merge(_ entry: MoodEntry, into existing: MoodEntry, now: Int64) throws(MoodError) -> [MoodEvent] {
+        try MoodRules.checkEditable(existing)
+        var update = MoodUpdate()
+        if entry.valence != existing.valence { update.valence = entry.valence.map { .set($0) } ?? .clear }
+        if entry.enteredScore != existing.enteredScore {
+            update.enteredScore = entry.enteredScore.map { .set($0) } ?? .clear
+        }
+        if let notes = entry.notes, notes != existing.notes { update.notes = .set(notes) }
+        if entry.loggedAt != existing.loggedAt { update.loggedAt = entry.loggedAt }
+        var events: [MoodEvent] = update.isEmpty ? [] : [.updated(existing.id, update)]
+        if entry.labels != existing.labels { events.append(.labelsEdited(existing.id, entry.labels)) }
+        if entry.associations != existing.associations {
+            events.append(.associationsEdited(existing.id, entry.associations))
+        }
+        if !entry.tags.isEmpty, entry.tags != existing.tags { events.append(.tagsEdited(existing.id, entry.tags)) }
+        return events
+    }
+}
+
+extension MoodEvent {
+    /// For a deletion the entry is gone from the state; commands still report what was deleted.
+    var entryAfter: MoodEntry? {
+        if case .created(let entry) = self { return entry }
+        return nil
+    }
+}
+
+extension LedgerState {
+    /// The operation the outbox holds for a pair (explicit, or the implicit create), if any.
+    func pendingOperation(_ id: EntryID, _ destination: SyncDestination) -> SyncOperation? {
+        if let record = outbox.records[OutboxKey(entryID: id, destination: destination)] { return record.operation }
+        guard let entry = entries[id], OutboxState.isEligible(entry.source, for: destination) else { return nil }
+        return .create
+    }
+}

@@ -1,0 +1,71 @@
+import EventLog
+import Foundation
+
+extension Ledger {
+    /// How a ledger is opened. Every property documents its default.
+    public struct Options: Sendable {
+        /// When appends are durable. Default: ``EventLog/Durability/always`` (each command is synced before it
+        /// returns).
+        public var durability: EventLog.Durability = .always
+        /// Write a snapshot after this many events (and on close). Default: 10,000. 0 turns automatic snapshots off.
+        public var snapshotInterval = 10_000
+        /// Besides the two newest snapshots, keep the newest of every bucket of this many sequence numbers, so time
+        /// travel starts near its target. Default: 100,000.
+        public var sparseSnapshotInterval: UInt64 = 100_000
+        /// Open without the writer lock; commands are refused. Default: `false`.
+        public var readOnly = false
+        /// Create the ledger directory when missing. Default: `true` (ignored when read-only).
+        public var createIfMissing = true
+        /// Load snapshots on open. Default: `true`; `false` always replays the whole log.
+        public var useSnapshots = true
+        /// The UTC offset (minutes) for entries logged without a time. Default: the machine's current offset.
+        public var utcOffsetMinutes = TimeZone.current.secondsFromGMT() / 60
+        /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.
+        public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
+        /// Draws new entry and command ids. Default: random UUIDs.
+        public var newID: @Sendable () -> EntryID = { EntryID.random() }
+        /// The system-call layer. Default: ``SystemIO``.
+        public var io: any PlatformIO = SystemIO()
+        /// How long to wait for another writer's lock before failing. Default: 0.
+        public var lockWaitMilliseconds = 0
+
+        /// The default options.
+        public init() {}
+    }
+
+    /// A point in a ledger's history: a sequence number or an instant.
+    public enum Point: Sendable, Equatable, CustomStringConvertible {
+        /// Just after the event with this sequence number.
+        case seq(UInt64)
+        /// Just after the last event recorded at or before this instant (milliseconds since 1970).
+        case instant(Int64)
+
+        /// Parses `1200` (a seq) or an ISO 8601 instant.
+        public init?(parsing text: String) {
+            if let seq = UInt64(text) {
+                self = .seq(seq)
+            } else if let instant = ISO8601.parse(text) {
+                self = .instant(instant.milliseconds)
+            } else {
+                return nil
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .seq(let seq): return "seq \(seq)"
+            case .instant(let ms): return ISO8601.format(milliseconds: ms, offsetMinutes: 0)
+            }
+        }
+    }
+
+    /// What `log` did.
+    public struct LogOutcome: Sendable, Equatable {
+        /// The entry as it now is.
+        public var entry: MoodEntry
+        /// Whether a new entry was created (`false`: an existing one was returned or updated).
+        public var created: Bool
+        /// Whether anything was appended.
+        public var appended: Bool
+    }
+}

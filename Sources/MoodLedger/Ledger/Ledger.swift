@@ -1,0 +1,197 @@
+import EventLog
+import Synchronization
+
+/// An event-sourced mood ledger: every command appends events to a crash-safe log; entries, the outbox and
+/// analytics are folds over it, cached in snapshots.
+///
+/// One writer per ledger directory. All methods are synchronous and thread-safe; async overloads run them off
+/// the caller's executor.
+public final class Ledger: Sendable {
+    /// The ledger directory.
+    public let path: String
+    /// How it was opened.
+    public let options: Options
+    /// What open noticed: a trimmed torn tail, skipped snapshots. Never errors.
+    public let notices: [String]
+
+    let store: SnapshotStore
+    let core: Mutex<Core>
+
+    struct Core: @unchecked Sendable {
+        var log: EventLog
+        var state: LedgerState
+        var sinceSnapshot = 0
+    }
+
+    private init(path: String, options: Options, notices: [String], log: EventLog, state: LedgerState,
+                 sinceSnapshot: Int) {
+        self.path = path
+        self.options = options
+        self.notices = notices
+        self.store = SnapshotStore(ledgerDirectory: path, io: options.io)
+        self.core = Mutex(Core(log: log, state: state, sinceSnapshot: sinceSnapshot))
+    }
+
+    /// Opens the ledger at `path`: the newest valid snapshot, then a replay of the events after it.
+    ///
+    /// - Parameters:
+    ///   - path: the ledger directory (created 0700 when missing, unless read-only).
+    ///   - options: durability, snapshots, clock and I/O.
+    /// - Returns: the open ledger; ``notices`` says what recovery did.
+    /// - Throws: ``EventLogError`` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
+    ///   `corrupt_event` for an undecodable event.
+    public static func open(at path: String, options: Options = Options()) throws -> Ledger {
+        var notices: [String] = []
+        let store = SnapshotStore(ledgerDirectory: path, io: options.io)
+        var configuration = EventLog.Configuration()
+        configuration.io = options.io
+        configuration.durability = options.durability
+        configuration.access = options.readOnly ? .readOnly : .readWrite
+        configuration.createIfMissing = options.createIfMissing && !options.readOnly
+        configuration.lockWaitMilliseconds = options.lockWaitMilliseconds
+        let candidates = options.useSnapshots ? store.list() : []
+
+        // The newest snapshot that is intact on its own; its covered record becomes the log's checkpoint.
+        var loaded: (SnapshotHeader, LedgerState)?
+        var remaining = candidates[...]
+        while loaded == nil, let seq = remaining.popFirst() {
+            switch store.load(seq: seq, fileID: nil) {
+            case .success(let value): loaded = value
+            case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
+            }
+        }
+        configuration.checkpoint = loaded?.0.location
+        let log = try EventLog.open(directory: path, configuration: configuration)
+        if let notice = log.recoveryNotice { notices.append(notice.description) }
+
+        // Check the snapshot belongs to this log and its record is still there; else try older ones.
+        var state: LedgerState?
+        var after: RecordLocation?
+        var tried = loaded.map { [$0] } ?? []
+        while true {
+            if let (header, snapshotState) = tried.popLast() {
+                if header.fileID == log.fileID, snapshotMatches(header.location, log: log) {
+                    state = snapshotState
+                    after = header.location
+                    break
+                }
+                notices.append("snapshot \(header.location.seq) skipped: it does not match the log (ahead of it, or the log was replaced)")
+            }
+            guard let seq = remaining.popFirst() else { break }
+            switch store.load(seq: seq, fileID: log.fileID) {
+            case .success(let value): tried.append(value)
+            case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
+            }
+        }
+        var current = state ?? LedgerState()
+        var replayed = 0
+        if let after {
+            try log.forEach(after: after) { view in
+                try Self.apply(view, to: &current)
+                replayed += 1
+                return true
+            }
+        } else {
+            try log.forEach { view in
+                try Self.apply(view, to: &current)
+                replayed += 1
+                return true
+            }
+        }
+        return Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
+    }
+
+    /// Whether the record a snapshot covers is still in the log, unchanged.
+    private static func snapshotMatches(_ location: RecordLocation, log: EventLog) -> Bool {
+        if log.resumedFromCheckpoint, log.configuration.checkpoint == location { return true }
+        guard location.seq <= log.lastSeq else { return false }
+        var matches = false
+        try? log.forEach(from: location.seq, through: location.seq) { view in
+            matches = view.location == location
+            return false
+        }
+        return matches
+    }
+
+    /// Decodes one record and applies it: the replay step shared by open, time travel and rebuild.
+    static func apply(_ view: RecordView, to state: inout LedgerState) throws {
+        if view.type & LogFormat.safeToIgnoreBit != 0 {
+            state.skip(seq: view.seq, recordedAt: view.recordedAt)
+            return
+        }
+        state.apply(try decode(view))
+    }
+
+    /// Decodes one record into a recorded event.
+    static func decode(_ view: RecordView) throws(MoodError) -> RecordedEvent {
+        do {
+            let (command, event) = try EventCodec.decode(type: view.type, payload: view.payload)
+            return RecordedEvent(seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
+                                 offset: view.offset, size: view.size)
+        } catch {
+            throw MoodError(code: .corruptEvent, field: nil,
+                            rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
+        }
+    }
+
+    /// The current state of all projections (a value: later commands do not change it).
+    public var state: LedgerState { core.withLock { $0.state } }
+
+    /// The last sequence number applied.
+    public var lastSeq: UInt64 { core.withLock { $0.state.seq } }
+
+    /// One current entry.
+    public func entry(_ id: EntryID) -> MoodEntry? { core.withLock { $0.state.entries[id] } }
+
+    /// The underlying log (for tools: stats, verify).
+    public var log: EventLog { core.withLock { $0.log } }
+
+    /// Writes a snapshot of the current state now.
+    /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).
+    /// - Throws: ``EventLogError`` `io` or `notWritable` (read-only).
+    @discardableResult
+    public func snapshot() throws -> UInt64 {
+        try core.withLock { core in try writeSnapshot(&core) }
+    }
+
+    func writeSnapshot(_ core: inout Core) throws -> UInt64 {
+        guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+        guard let location = core.log.lastRecord, core.state.seq == location.seq else { return 0 }
+        try store.write(core.state, location: location, fileID: core.log.fileID)
+        store.prune(keep: 2, sparseInterval: options.sparseSnapshotInterval)
+        core.sinceSnapshot = 0
+        return location.seq
+    }
+
+    /// Writes a snapshot if events were appended since the last one, and releases the writer lock.
+    public func close() {
+        core.withLock { core in
+            if !options.readOnly, core.sinceSnapshot > 0, options.snapshotInterval > 0 {
+                _ = try? writeSnapshot(&core)
+            }
+            core.log.close()
+        }
+    }
+
+    /// Discards every snapshot, replays the whole log into fresh projections and writes a new snapshot.
+    /// - Returns: how many events were replayed.
+    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    @discardableResult
+    public func rebuild() throws -> UInt64 {
+        try core.withLock { core in
+            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            try store.removeAll()
+            var fresh = LedgerState()
+            try core.log.forEach { view in
+                try Self.apply(view, to: &fresh)
+                return true
+            }
+            core.state = fresh
+            _ = try writeSnapshot(&core)
+            return fresh.seq
+        }
+    }
+
+    /// The snapshot files present (absolute paths), newest first.
+    public var snapshotFiles: [String] { store.list().map(store.path(for:)) }
+}

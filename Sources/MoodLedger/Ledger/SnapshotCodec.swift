@@ -1,0 +1,109 @@
+import EventLog
+
+/// Encodes the projections' state for a snapshot (`Specs/snapshots.md`). Analytics are not stored: they are a
+/// fold of the entries and are rebuilt on load.
+enum SnapshotCodec {
+    /// Bump when any projection, or this encoding, changes: old snapshots are then ignored and the ledger replays.
+    static let schema = "moodledger-projections/entries=1/outbox=1/analytics=1/snapshot-payload=1"
+    static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
+
+    static func encode(_ state: LedgerState) -> [UInt8] {
+        var w = ByteWriter(capacity: state.entries.count * 96 + 1024)
+        w.varint(state.seq)
+        w.signed(state.recordedAt)
+        let entries = state.entries.byID.values.sorted { $0.id < $1.id }
+        w.varint(UInt64(entries.count))
+        for entry in entries {
+            w.id(entry.id)
+            w.signed(entry.createdAt)
+            w.signed(entry.updatedAt)
+            EventCodec.writeEntryBody(entry, to: &w, withTags: true)
+        }
+        let records = state.outbox.records.sorted { $0.key < $1.key }
+        w.varint(UInt64(records.count))
+        for (key, record) in records {
+            w.id(key.entryID)
+            w.u8(key.destination.code)
+            w.u8(record.operation.map { $0.code + 1 } ?? 0)
+            var flags: UInt8 = 0
+            if record.remoteID != nil { flags |= 1 }
+            if record.lastError != nil { flags |= 2 }
+            if record.nextAttemptAt != nil { flags |= 4 }
+            if record.parked { flags |= 8 }
+            if record.changedSinceAttempt { flags |= 16 }
+            w.u8(flags)
+            w.varint(UInt64(record.attempts))
+            w.varint(UInt64(max(0, record.lastStatus ?? 0)))
+            if let remoteID = record.remoteID { w.string(remoteID) }
+            if let lastError = record.lastError { w.string(lastError) }
+            if let next = record.nextAttemptAt { w.signed(next) }
+        }
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(ByteReader.Malformed) -> LedgerState {
+        let result: Result<LedgerState, ByteReader.Malformed> = bytes.withUnsafeBytes { buffer in
+            do throws(ByteReader.Malformed) {
+                return .success(try decodeState(buffer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private static func decodeState(_ buffer: UnsafeRawBufferPointer) throws(ByteReader.Malformed) -> LedgerState {
+        var r = ByteReader(buffer)
+        var state = LedgerState()
+        state.seq = try r.varint()
+        state.recordedAt = try r.signed()
+        let entryCount = try r.count()
+        for _ in 0..<entryCount {
+            let id = try r.id()
+            let createdAt = try r.signed()
+            let updatedAt = try r.signed()
+            var entry = try EventCodec.readEntryBody(id: id, from: &r, withTags: true)
+            entry.createdAt = createdAt
+            entry.updatedAt = updatedAt
+            state.entries.insert(entry)
+            state.analytics.contribute(entry, sign: 1)
+        }
+        let recordCount = try r.count()
+        var records: [OutboxKey: OutboxRecord] = [:]
+        records.reserveCapacity(recordCount)
+        for _ in 0..<recordCount {
+            let id = try r.id()
+            guard let destination = SyncDestination(code: try r.u8()) else {
+                throw ByteReader.Malformed(what: "unknown destination")
+            }
+            let operationCode = try r.u8()
+            var record = OutboxRecord()
+            if operationCode > 0 {
+                guard let operation = SyncOperation(code: operationCode - 1) else {
+                    throw ByteReader.Malformed(what: "unknown operation")
+                }
+                record.operation = operation
+            }
+            let flags = try r.u8()
+            record.attempts = Int(try r.varint())
+            let status = Int(try r.varint())
+            record.lastStatus = status == 0 ? nil : status
+            if flags & 1 != 0 { record.remoteID = try r.string() }
+            if flags & 2 != 0 { record.lastError = try r.string() }
+            if flags & 4 != 0 { record.nextAttemptAt = try r.signed() }
+            record.parked = flags & 8 != 0
+            record.changedSinceAttempt = flags & 16 != 0
+            records[OutboxKey(entryID: id, destination: destination)] = record
+        }
+        state.outbox = OutboxState(records: records)
+        guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
+        return state
+    }
+}
+
+extension OutboxState {
+    init(records: [OutboxKey: OutboxRecord]) {
+        self.init()
+        self.restore(records)
+    }
+}

@@ -1,0 +1,113 @@
+/// Count and valence sums of one label or association.
+public struct WordStat: Sendable, Equatable {
+    /// Entries carrying the word.
+    public var count = 0
+    /// Of those, entries with a valence.
+    public var valenceCount = 0
+    /// Sum of their valences on the 2⁻⁴⁰ grid (exact).
+    public var valenceSum: Int64 = 0
+
+    mutating func add(_ q: Int64?, _ sign: Int) {
+        count += sign
+        if let q {
+            valenceCount += sign
+            valenceSum += Int64(sign) * q
+        }
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Average valence of the entries with one, or `nil`.
+    public var averageValence: Double? {
+        valenceCount == 0 ? nil : Double(valenceSum) / Double(valenceCount) / Double(Valence.scale)
+    }
+}
+
+/// One local day's aggregate: exact integer sums and the sorted valences (for an exact median).
+public struct DayAggregate: Sendable, Equatable {
+    /// Entries on the day.
+    public var count = 0
+    /// Valences on the grid, ascending.
+    public var valences: [Int64] = []
+    /// Sum of the grid valences.
+    public var valenceSum: Int64 = 0
+    /// Sum of the squared grid valences (exact).
+    public var valenceSquareSum: Int128 = 0
+    /// Per label.
+    public var labels: [MoodLabel: WordStat] = [:]
+    /// Per association.
+    public var associations: [MoodAssociation: WordStat] = [:]
+
+    /// Average valence, or `nil` when no entry has one.
+    public var averageValence: Double? {
+        valences.isEmpty ? nil : Double(valenceSum) / Double(valences.count) / Double(Valence.scale)
+    }
+}
+
+/// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
+public struct AnalyticsState: Sendable, Equatable {
+    /// Aggregates of the days that have entries.
+    public private(set) var days: [LocalDate: DayAggregate] = [:]
+    /// All-time label totals (the whole-range top labels without visiting every day).
+    public private(set) var labelTotals: [MoodLabel: WordStat] = [:]
+    /// All-time association totals.
+    public private(set) var associationTotals: [MoodAssociation: WordStat] = [:]
+
+    public init() {}
+
+    /// Applies what an event did to one entry.
+    mutating func apply(_ change: EntryChange) {
+        if let before = change.before { contribute(before, sign: -1) }
+        if let after = change.after { contribute(after, sign: 1) }
+    }
+
+    mutating func contribute(_ entry: MoodEntry, sign: Int) {
+        let day = entry.localDate
+        let q = entry.valence.map(Valence.fixed)
+        var aggregate = days[day] ?? DayAggregate()
+        aggregate.count += sign
+        if let q {
+            aggregate.valenceSum += Int64(sign) * q
+            aggregate.valenceSquareSum += Int128(sign) * Int128(q) * Int128(q)
+            let index = aggregate.valences.insertionIndex(of: q)
+            if sign > 0 {
+                aggregate.valences.insert(q, at: index)
+            } else if index < aggregate.valences.count, aggregate.valences[index] == q {
+                aggregate.valences.remove(at: index)
+            }
+        }
+        for label in entry.labels {
+            aggregate.labels[label, default: WordStat()].add(q, sign)
+            if aggregate.labels[label]!.isEmpty { aggregate.labels[label] = nil }
+            labelTotals[label, default: WordStat()].add(q, sign)
+            if labelTotals[label]!.isEmpty { labelTotals[label] = nil }
+        }
+        for association in entry.associations {
+            aggregate.associations[association, default: WordStat()].add(q, sign)
+            if aggregate.associations[association]!.isEmpty { aggregate.associations[association] = nil }
+            associationTotals[association, default: WordStat()].add(q, sign)
+            if associationTotals[association]!.isEmpty { associationTotals[association] = nil }
+        }
+        days[day] = aggregate.count == 0 ? nil : aggregate
+    }
+
+    /// Brute force: the aggregate of a list of entries, computed from scratch (what tests compare against).
+    public static func recomputed(from entries: some Sequence<MoodEntry>) -> AnalyticsState {
+        var state = AnalyticsState()
+        for entry in entries.sorted(by: { $0.id < $1.id }) { state.contribute(entry, sign: 1) }
+        return state
+    }
+}
+
+extension Array where Element == Int64 {
+    /// The first index whose element is ≥ `value` (the array is ascending).
+    func insertionIndex(of value: Int64) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if self[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}

@@ -1,0 +1,194 @@
+/// The key of the source-id index: a source id is unique per source.
+struct SourceKey: Hashable, Sendable {
+    var source: MoodSource
+    var sourceID: String
+}
+
+/// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
+public struct EntriesState: Sendable, Equatable {
+    /// Every current entry.
+    public private(set) var byID: [EntryID: MoodEntry] = [:]
+    /// Entry ids per local day (unordered).
+    private(set) var byDay: [LocalDate: [EntryID]] = [:]
+    /// The days that have entries, ascending (kept sorted incrementally).
+    private(set) var days: [LocalDate] = []
+    /// The daily-mood entry of each local day.
+    private(set) var dailyMoodByDay: [LocalDate: EntryID] = [:]
+    /// (source, source id) → entry.
+    private(set) var bySourceID: [SourceKey: EntryID] = [:]
+    /// How many entries each source has.
+    public private(set) var countBySource: [MoodSource: Int] = [:]
+
+    public init() {}
+
+    /// The number of current entries.
+    public var count: Int { byID.count }
+
+    /// One entry.
+    public subscript(id: EntryID) -> MoodEntry? { byID[id] }
+
+    /// The entry with this (source, source id), if any.
+    public func entry(source: MoodSource, sourceID: String) -> MoodEntry? {
+        bySourceID[SourceKey(source: source, sourceID: sourceID)].flatMap { byID[$0] }
+    }
+
+    /// The daily mood logged for a local day, if any.
+    public func dailyMood(on day: LocalDate) -> MoodEntry? { dailyMoodByDay[day].flatMap { byID[$0] } }
+
+    /// The entries of one local day, newest first.
+    public func entries(on day: LocalDate) -> [MoodEntry] {
+        (byDay[day] ?? []).compactMap { byID[$0] }.sorted(by: MoodEntry.newestFirst)
+    }
+
+    /// The days with entries, ascending.
+    public var activeDays: [LocalDate] { days }
+
+    /// Applies one event; returns the entry before and after, when the event changed an entry.
+    /// - Parameters:
+    ///   - event: the event.
+    ///   - at: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
+    @discardableResult
+    mutating func apply(_ event: MoodEvent, at time: Int64) -> EntryChange? {
+        switch event {
+        case .created(var entry):
+            guard byID[entry.id] == nil else { return nil }
+            entry.createdAt = time
+            entry.updatedAt = time
+            insert(entry)
+            return EntryChange(before: nil, after: entry)
+        case .updated(let id, let update):
+            return modify(id, at: time) { update.apply(to: &$0) }
+        case .labelsEdited(let id, let labels):
+            return modify(id, at: time) { $0.labels = labels }
+        case .associationsEdited(let id, let associations):
+            return modify(id, at: time) { $0.associations = associations }
+        case .tagsEdited(let id, let tags):
+            return modify(id, at: time) { $0.tags = tags }
+        case .deleted(let id):
+            guard let entry = byID[id] else { return nil }
+            remove(entry)
+            return EntryChange(before: entry, after: nil)
+        case .remoteApplied(let change):
+            let before = byID[change.entryID]
+            guard var incoming = change.entry else {
+                guard let before else { return nil }
+                remove(before)
+                return EntryChange(before: before, after: nil)
+            }
+            incoming.id = change.entryID
+            if let before {
+                incoming.source = before.source
+                incoming.sourceID = before.sourceID
+                incoming.createdAt = before.createdAt
+                remove(before)
+            } else {
+                incoming.source = change.origin.originSource
+                incoming.sourceID = incoming.sourceID ?? change.remoteID
+                incoming.createdAt = time
+            }
+            incoming.updatedAt = time
+            if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
+               let other = bySourceID[key], other != incoming.id {
+                incoming.sourceID = nil  // another entry owns that source id; keep the index unique
+            }
+            insert(incoming)
+            return EntryChange(before: before, after: incoming)
+        case .syncAttempted, .syncSucceeded, .syncFailed:
+            return nil
+        }
+    }
+
+    private mutating func modify(_ id: EntryID, at time: Int64, _ change: (inout MoodEntry) -> Void) -> EntryChange? {
+        guard let before = byID[id] else { return nil }
+        var after = before
+        change(&after)
+        after.updatedAt = time
+        if after.loggedAt != before.loggedAt || after.kind != before.kind {
+            remove(before)
+            insert(after)
+        } else {
+            byID[id] = after
+        }
+        return EntryChange(before: before, after: after)
+    }
+
+    mutating func insert(_ entry: MoodEntry) {
+        byID[entry.id] = entry
+        let day = entry.localDate
+        if byDay[day, default: []].isEmpty { insertDay(day) }
+        byDay[day, default: []].append(entry.id)
+        if entry.kind == .dailyMood {
+            // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
+            let current = dailyMoodByDay[day].flatMap { byID[$0] }
+            if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
+        }
+        if let sourceID = entry.sourceID { bySourceID[SourceKey(source: entry.source, sourceID: sourceID)] = entry.id }
+        countBySource[entry.source, default: 0] += 1
+    }
+
+    private mutating func remove(_ entry: MoodEntry) {
+        byID[entry.id] = nil
+        let day = entry.localDate
+        if var ids = byDay[day], let index = ids.firstIndex(of: entry.id) {
+            ids.swapAt(index, ids.count - 1)
+            ids.removeLast()
+            if ids.isEmpty {
+                byDay[day] = nil
+                if let position = days.firstIndex(of: day) { days.remove(at: position) }
+            } else {
+                byDay[day] = ids
+            }
+        }
+        if dailyMoodByDay[day] == entry.id {
+            dailyMoodByDay[day] = byDay[day]?.compactMap { byID[$0] }.filter { $0.kind == .dailyMood }
+                .min(by: MoodEntry.loggedEarlier)?.id
+        }
+        if let sourceID = entry.sourceID {
+            let key = SourceKey(source: entry.source, sourceID: sourceID)
+            if bySourceID[key] == entry.id { bySourceID[key] = nil }
+        }
+        countBySource[entry.source, default: 0] -= 1
+        if countBySource[entry.source] == 0 { countBySource[entry.source] = nil }
+    }
+
+    private mutating func insertDay(_ day: LocalDate) {
+        if let last = days.last, last < day {
+            days.append(day)
+            return
+        }
+        var low = 0
+        var high = days.count
+        while low < high {
+            let mid = (low + high) / 2
+            if days[mid] < day { low = mid + 1 } else { high = mid }
+        }
+        days.insert(day, at: low)
+    }
+
+    public static func == (a: EntriesState, b: EntriesState) -> Bool {
+        // The indexes are derived from byID; equal entries mean equal state. Day lists are compared as sets.
+        a.byID == b.byID && a.days == b.days && a.dailyMoodByDay == b.dailyMoodByDay && a.bySourceID == b.bySourceID
+            && a.countBySource == b.countBySource
+    }
+}
+
+/// What one event did to one entry.
+public struct EntryChange: Sendable, Equatable {
+    /// The entry before the event (`nil` if it was created).
+    public var before: MoodEntry?
+    /// The entry after the event (`nil` if it was deleted).
+    public var after: MoodEntry?
+}
+
+extension MoodEntry {
+    /// Oldest first: by instant, then by id.
+    static func loggedEarlier(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
+        (a.loggedAt.milliseconds, a.id) < (b.loggedAt.milliseconds, b.id)
+    }
+
+    /// Newest first: by instant, then by id for a stable order.
+    static func newestFirst(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
+        a.loggedAt.milliseconds != b.loggedAt.milliseconds ? a.loggedAt.milliseconds > b.loggedAt.milliseconds
+            : a.id > b.id
+    }
+}

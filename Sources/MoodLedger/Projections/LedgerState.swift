@@ -1,0 +1,31 @@
+/// The three projections together, as of one sequence number: what queries read, live or time-travelled.
+public struct LedgerState: Sendable, Equatable {
+    /// Current entries and their indexes.
+    public var entries = EntriesState()
+    /// What still has to reach each destination.
+    public var outbox = OutboxState()
+    /// Per-day analytics.
+    public var analytics = AnalyticsState()
+    /// The last sequence number applied (0 = empty).
+    public var seq: UInt64 = 0
+    /// The recorded-at of the last event applied (µs), 0 if none.
+    public var recordedAt: Int64 = 0
+
+    public init() {}
+
+    /// Applies one recorded event to all three projections — the whole fold.
+    public mutating func apply(_ recorded: RecordedEvent) {
+        let time = recorded.recordedAtMilliseconds
+        let change = entries.apply(recorded.event, at: time)
+        if let change { analytics.apply(change) }
+        outbox.apply(recorded.event, change: change, at: time)
+        seq = recorded.seq
+        recordedAt = recorded.recordedAt
+    }
+
+    /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
+    mutating func skip(seq: UInt64, recordedAt: Int64) {
+        self.seq = seq
+        self.recordedAt = recordedAt
+    }
+}

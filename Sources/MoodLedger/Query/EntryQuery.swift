@@ -1,0 +1,70 @@
+/// The backend API's list filters (`Specs/queries.md`).
+public struct EntryQuery: Sendable, Equatable {
+    /// First local date, inclusive.
+    public var from: LocalDate?
+    /// Last local date, inclusive.
+    public var to: LocalDate?
+    public var source: MoodSource?
+    public var label: MoodLabel?
+    public var association: MoodAssociation?
+    public var minValence: Double?
+    public var maxValence: Double?
+    /// 1…100, default 30.
+    public var limit = 30
+    /// ≥ 0, default 0.
+    public var offset = 0
+
+    public init() {}
+}
+
+/// One page of a list, newest first.
+public struct EntryPage: Sendable, Equatable {
+    public var entries: [MoodEntry]
+    /// How many entries match in all.
+    public var total: Int
+    public var limit: Int
+    public var offset: Int
+    /// Whether entries follow this page.
+    public var hasMore: Bool { offset + entries.count < total }
+
+    /// `{"entries": [...], "total", "limit", "offset", "has_more"}`.
+    public var json: JSONValue {
+        .object([("entries", .array(entries.map(\.json))), ("total", .int(Int64(total))),
+                 ("limit", .int(Int64(limit))), ("offset", .int(Int64(offset))), ("has_more", .bool(hasMore))])
+    }
+}
+
+extension LedgerState {
+    /// Lists entries matching `query`, newest first, one page at a time.
+    /// - Throws: ``MoodError`` for a limit outside 1…100, a negative offset or `from` after `to`.
+    public func list(_ query: EntryQuery) throws(MoodError) -> EntryPage {
+        guard (1...100).contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
+        guard query.offset >= 0 else { throw .invalid("offset", "must not be negative") }
+        if let from = query.from, let to = query.to, from > to { throw .invalid("from", "must not be after to") }
+        let minQ = query.minValence.map(Valence.fixed)
+        let maxQ = query.maxValence.map(Valence.fixed)
+        var total = 0
+        var page: [MoodEntry] = []
+        for day in entries.activeDays.reversed() {
+            if let to = query.to, day > to { continue }
+            if let from = query.from, day < from { break }
+            // The analytics projection is the label and association index: skip days without the word.
+            if let label = query.label, analytics.days[day]?.labels[label] == nil { continue }
+            if let association = query.association, analytics.days[day]?.associations[association] == nil { continue }
+            for entry in entries.entries(on: day) {
+                if let source = query.source, entry.source != source { continue }
+                if let label = query.label, !entry.labels.contains(label) { continue }
+                if let association = query.association, !entry.associations.contains(association) { continue }
+                if minQ != nil || maxQ != nil {
+                    guard let valence = entry.valence else { continue }
+                    let q = Valence.fixed(valence)
+                    if let minQ, q < minQ { continue }
+                    if let maxQ, q > maxQ { continue }
+                }
+                if total >= query.offset && page.count < query.limit { page.append(entry) }
+                total += 1
+            }
+        }
+        return EntryPage(entries: page, total: total, limit: query.limit, offset: query.offset)
+    }
+}

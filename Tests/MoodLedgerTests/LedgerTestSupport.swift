@@ -1,0 +1,118 @@
+import EventLog
+import Foundation
+@testable import MoodLedger
+import Synchronization
+import TestSupport
+
+/// A clock tests move by hand: starts at 2026-01-01T00:00:00Z.
+final class TestClock: Sendable {
+    let milliseconds = Mutex<Int64>(1_767_225_600_000)
+    var now: Int64 { milliseconds.withLock { $0 } }
+    func advance(_ ms: Int64) { milliseconds.withLock { $0 += ms } }
+}
+
+/// Seeded ids so runs with the same seed are identical.
+final class IDSource: Sendable {
+    let state: Mutex<SeededRandom>
+    init(seed: UInt64) { state = Mutex(SeededRandom(seed: seed, test: "ids")) }
+    func next() -> EntryID { state.withLock { EntryID.random(using: &$0) } }
+}
+
+func ledgerOptions(clock: TestClock, ids: IDSource? = nil, snapshotInterval: Int = 10_000) -> Ledger.Options {
+    var options = Ledger.Options()
+    options.clock = { clock.now }
+    options.utcOffsetMinutes = 60
+    options.snapshotInterval = snapshotInterval
+    options.sparseSnapshotInterval = 50
+    options.lockWaitMilliseconds = 2000
+    if let ids { options.newID = { ids.next() } }
+    return options
+}
+
+/// Drives a ledger with a seeded random mix of every command, recording the live state at every step.
+struct Workload {
+    var random: SeededRandom
+    let clock: TestClock
+    var ids: [EntryID] = []
+
+    static let labelPool = ["calm", "happy", "indifferent", "stressed", "content", "surprised", "drained", "anxious",
+                            "grateful", "joyful", "hopeless", "proud", "my own word"]
+    static let associationPool = ["work", "family", "friends", "fitness", "weather", "hobbies", "sport", "gardening"]
+
+    mutating func valence() -> Double { (Double.random(in: -1...1, using: &random) * 1000).rounded() / 1000 }
+
+    mutating func step(_ ledger: Ledger) throws {
+        clock.advance(Int64.random(in: 60_000...40_000_000, using: &random))
+        let roll = Int.random(in: 0..<100, using: &random)
+        let target = ids.randomElement(using: &random)
+        do {
+            switch roll {
+            case 0..<35 where true:
+                var draft = MoodDraft(labels: (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                    Self.labelPool.randomElement(using: &random)!
+                }, associations: (0..<Int.random(in: 0...2, using: &random)).map { _ in
+                    Self.associationPool.randomElement(using: &random)!
+                })
+                if Bool.random(using: &random) || draft.labels.isEmpty {
+                    if Int.random(in: 0..<4, using: &random) == 0 { draft.score = Int.random(in: 1...10, using: &random) }
+                    else { draft.valence = valence() }
+                }
+                if Int.random(in: 0..<3, using: &random) == 0 { draft.notes = "note \(Int.random(in: 0..<999, using: &random))" }
+                if Int.random(in: 0..<6, using: &random) == 0 { draft.kind = .dailyMood }
+                if Int.random(in: 0..<8, using: &random) == 0 {
+                    draft.source = .healthkit
+                    draft.sourceID = "HK-\(Int.random(in: 0..<40, using: &random))"
+                }
+                if Int.random(in: 0..<10, using: &random) == 0 { draft.source = .backend; draft.sourceID = "B-\(ids.count)" }
+                let offset = Int64.random(in: -3 * 86_400_000...0, using: &random)
+                draft.loggedAt = LoggedAt(milliseconds: clock.now + offset,
+                                          utcOffsetMinutes: [0, 60, -300, 330].randomElement(using: &random)!)
+                let outcome = try ledger.log(draft)
+                if outcome.created { ids.append(outcome.entry.id) }
+            case 35..<47:
+                guard let target else { return }
+                var changes = MoodChanges()
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0: changes.valence = valence()
+                case 1: changes.score = Int.random(in: 1...10, using: &random)
+                case 2: changes.notes = Bool.random(using: &random) ? .set("changed") : .clear
+                default: changes.loggedAt = LoggedAt(milliseconds: clock.now - Int64.random(in: 0...900_000_000, using: &random))
+                }
+                try ledger.update(target, changes)
+            case 47..<55:
+                guard let target else { return }
+                try ledger.editLabels(target, Bool.random(using: &random) ? .add(Self.labelPool.randomElement(using: &random)!)
+                                      : .remove(Self.labelPool.randomElement(using: &random)!))
+            case 55..<60:
+                guard let target else { return }
+                try ledger.editAssociations(target, .set([Self.associationPool.randomElement(using: &random)!]))
+            case 60..<63:
+                guard let target else { return }
+                try ledger.editTags(target, .add("tag\(Int.random(in: 0..<5, using: &random))"))
+            case 63..<70:
+                guard let target else { return }
+                try ledger.delete(target)
+            case 70..<80:
+                guard let target else { return }
+                try ledger.recordSyncAttempt(target, to: SyncDestination.allCases.randomElement(using: &random)!)
+            case 80..<88:
+                guard let target else { return }
+                try ledger.recordSyncSuccess(target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                                             remoteID: "r-\(Int.random(in: 0..<1000, using: &random))")
+            case 88..<95:
+                guard let target else { return }
+                try ledger.recordSyncFailure(target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                                             SyncFailure(status: 503, error: "unavailable", retryable: Bool.random(using: &random)))
+            default:
+                guard let target else { return }
+                var entry = ledger.entry(target) ?? MoodEntry(id: target, loggedAt: LoggedAt(milliseconds: clock.now))
+                entry.valence = valence()
+                let deleted = Int.random(in: 0..<5, using: &random) == 0
+                try ledger.applyRemote(RemoteChange(origin: .backend, remoteID: "srv-\(target.low % 1000)",
+                                                    entry: deleted ? nil : entry, entryID: target))
+            }
+        } catch let error as MoodError where [.notFound, .readOnly].contains(error.code) {
+            // Deleted or HealthKit targets: refused, nothing appended. That is part of the workload.
+        }
+    }
+}

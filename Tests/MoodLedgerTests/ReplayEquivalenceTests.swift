@@ -1,0 +1,98 @@
+import EventLog
+import Foundation
+@testable import MoodLedger
+import TestSupport
+import Testing
+
+@Suite("Replay equivalence", .serialized)
+struct ReplayEquivalenceTests {
+    @Test("live == full replay == snapshot + tail == time travel == after deleting snapshots", arguments: [1, 2, 3])
+    func equivalence(round: Int) throws {
+        let dir = TemporaryDirectory("ledger")
+        let clock = TestClock()
+        var workload = Workload(random: SeededRandom(), clock: clock)
+        let options = ledgerOptions(clock: clock, snapshotInterval: 97)
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        var recorded: [UInt64: LedgerState] = [:]
+        for step in 0..<700 {
+            try workload.step(ledger)
+            let state = ledger.state
+            if step % 13 == 0 { recorded[state.seq] = state }
+        }
+        let live = ledger.state
+        #expect(live.seq > 500)
+        #expect(ledger.snapshotFiles.count >= 3, "snapshots every 97 events, the newest two and sparse ones kept")
+
+        // Time travel to every recorded point equals the live state recorded then.
+        for (seq, expected) in recorded.sorted(by: { $0.key < $1.key }) {
+            let travelled = try ledger.state(at: .seq(seq))
+            #expect(travelled.entries == expected.entries, "time travel to seq \(seq): entries")
+            #expect(travelled.outbox == expected.outbox, "time travel to seq \(seq): outbox")
+            #expect(travelled.analytics == expected.analytics, "time travel to seq \(seq): analytics")
+            #expect(travelled.seq == expected.seq && travelled.recordedAt == expected.recordedAt, "time travel to seq \(seq)")
+        }
+        #expect(try ledger.state(at: .seq(live.seq)) == live)
+        ledger.close()
+
+        // Snapshot + tail.
+        let warm = try Ledger.open(at: dir.path, options: options)
+        #expect(warm.notices.isEmpty, "\(warm.notices)")
+        #expect(warm.log.resumedFromCheckpoint, "the warm open must start from a snapshot")
+        #expect(warm.state == live)
+        warm.close()
+
+        // Full replay, ignoring snapshots.
+        var cold = options
+        cold.useSnapshots = false
+        let replayed = try Ledger.open(at: dir.path, options: cold)
+        #expect(replayed.state == live)
+        // Time travel without snapshots equals time travel with them.
+        for (seq, expected) in recorded.prefix(5) { #expect(try replayed.state(at: .seq(seq)) == expected) }
+        replayed.close()
+
+        // Deleting every snapshot changes no answer.
+        for file in try FileManager.default.contentsOfDirectory(atPath: dir.sub("snapshots")) {
+            try FileManager.default.removeItem(atPath: dir.sub("snapshots/" + file))
+        }
+        let bare = try Ledger.open(at: dir.path, options: options)
+        #expect(bare.state == live)
+        #expect(try bare.state.list(EntryQuery()) == live.list(EntryQuery()))
+        bare.close()
+    }
+
+    @Test("Analytics equal a brute-force recomputation over the current entries")
+    func analyticsBruteForce() throws {
+        let dir = TemporaryDirectory("ledger")
+        let clock = TestClock()
+        var workload = Workload(random: SeededRandom(), clock: clock)
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
+        defer { ledger.close() }
+        for step in 0..<600 {
+            try workload.step(ledger)
+            if step % 50 == 49 {
+                let state = ledger.state
+                #expect(state.analytics == AnalyticsState.recomputed(from: state.entries.byID.values), "step \(step)")
+            }
+        }
+        // And the reports agree with hand computations over the entries.
+        let state = ledger.state
+        let entries = Array(state.entries.byID.values)
+        let valences = entries.compactMap(\.valence).map(Valence.fixed)
+        let days = state.entries.activeDays
+        let trend = try state.trends(from: days.first!, to: days.last!)
+        #expect(trend.totalEntries == entries.count)
+        #expect(trend.statistics.count == valences.count)
+        #expect(trend.averageValence == Double(valences.reduce(0, +)) / Double(valences.count) / Double(Valence.scale))
+        let sorted = valences.sorted()
+        let median = sorted.count % 2 == 1 ? Double(sorted[sorted.count / 2])
+            : (Double(sorted[sorted.count / 2 - 1]) + Double(sorted[sorted.count / 2])) / 2
+        #expect(trend.statistics.median == median / Double(Valence.scale))
+        let labels = state.labelAnalytics()
+        for report in labels.words {
+            let label = try MoodLabel.parse(report.word)
+            #expect(report.count == entries.filter { $0.labels.contains(label) }.count, "\(report.word)")
+        }
+        let day = days[days.count / 2]
+        #expect(state.day(day).entryCount == entries.filter { $0.localDate == day }.count)
+    }
+}
