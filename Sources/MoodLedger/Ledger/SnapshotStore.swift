@@ -121,16 +121,15 @@ struct SnapshotStore: Sendable {
         }
     }
 
-    /// Keeps the `keep` newest snapshots and, among older ones, the newest of each `sparseInterval` bucket of seqs.
+    /// Keeps the `keep` newest snapshots and, among older ones, the oldest of each `sparseInterval` bucket of seqs
+    /// (so the sparse ones sit near bucket starts and stay put as the ledger grows).
     func prune(keep: Int, sparseInterval: UInt64) {
-        var keptBuckets = Set<UInt64>()
-        for (index, seq) in list().enumerated() {
-            let bucket = sparseInterval == 0 ? seq : seq / sparseInterval
-            if index < keep || keptBuckets.insert(bucket).inserted {
-                if index < keep { keptBuckets.insert(bucket) }
-                continue
-            }
-            try? io.remove(path(for: seq))
+        let newestFirst = list()
+        let newest = Set(newestFirst.prefix(keep))
+        var buckets = Set<UInt64>()
+        for seq in newestFirst.reversed() {
+            let firstOfBucket = sparseInterval > 0 && buckets.insert(seq / sparseInterval).inserted
+            if !newest.contains(seq) && !firstOfBucket { try? io.remove(path(for: seq)) }
         }
     }
 
