@@ -1,1 +1,4 @@
-print("moodledger-bench: under construction")
+import Foundation
+import MoodLedger
+
+exit(BenchmarkCommand.run(Array(CommandLine.arguments.dropFirst())))

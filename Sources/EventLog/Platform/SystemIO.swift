@@ -144,6 +144,25 @@ public struct SystemIO: PlatformIO {
 
     public func processID() -> Int32 { getpid() }
 
+    /// The peak resident set size of this process in bytes (`getrusage`).
+    public static func peakResidentBytes() -> Int64 {
+        var usage = rusage()
+        #if canImport(Darwin)
+        getrusage(RUSAGE_SELF, &usage)
+        return Int64(usage.ru_maxrss)  // bytes on Darwin
+        #else
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
+        #endif
+    }
+
+    /// A monotonic clock in nanoseconds, for measuring durations.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
     public func sleep(milliseconds: Int) {
         var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
         var remaining = timespec()

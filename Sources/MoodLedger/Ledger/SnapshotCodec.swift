@@ -58,6 +58,7 @@ enum SnapshotCodec {
         state.seq = try r.varint()
         state.recordedAt = try r.signed()
         let entryCount = try r.count()
+        state.entries.reserveCapacity(entryCount)
         for _ in 0..<entryCount {
             let id = try r.id()
             let createdAt = try r.signed()

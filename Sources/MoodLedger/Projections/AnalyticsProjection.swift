@@ -34,9 +34,9 @@ public struct DayAggregate: Sendable, Equatable {
     /// Sum of the squared grid valences (exact).
     public var valenceSquareSum: Int128 = 0
     /// Per label.
-    public var labels: [MoodLabel: WordStat] = [:]
+    public var labels = WordTable<LabelDomain, WordStat>()
     /// Per association.
-    public var associations: [MoodAssociation: WordStat] = [:]
+    public var associations = WordTable<AssociationDomain, WordStat>()
 
     /// Average valence, or `nil` when no entry has one.
     public var averageValence: Double? {
@@ -47,11 +47,11 @@ public struct DayAggregate: Sendable, Equatable {
 /// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
 public struct AnalyticsState: Sendable, Equatable {
     /// Aggregates of the days that have entries.
-    public private(set) var days: [LocalDate: DayAggregate] = [:]
+    public private(set) var days = DayTable<DayAggregate>()
     /// All-time label totals (the whole-range top labels without visiting every day).
-    public private(set) var labelTotals: [MoodLabel: WordStat] = [:]
+    public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
-    public private(set) var associationTotals: [MoodAssociation: WordStat] = [:]
+    public private(set) var associationTotals = WordTable<AssociationDomain, WordStat>()
 
     public init() {}
 
@@ -64,7 +64,17 @@ public struct AnalyticsState: Sendable, Equatable {
     mutating func contribute(_ entry: MoodEntry, sign: Int) {
         let day = entry.localDate
         let q = entry.valence.map(Valence.fixed)
-        var aggregate = days[day] ?? DayAggregate()
+        // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
+        // shared, and each change would copy the whole day.
+        days.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
+            Self.update(&aggregate, with: entry, q: q, sign: sign)
+        }
+        for label in entry.labels { Self.add(q, sign, to: &labelTotals, label) }
+        for association in entry.associations { Self.add(q, sign, to: &associationTotals, association) }
+    }
+
+    /// Adds (sign +1) or subtracts (−1) an entry's contribution to one day.
+    private static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
         aggregate.count += sign
         if let q {
             aggregate.valenceSum += Int64(sign) * q
@@ -76,19 +86,13 @@ public struct AnalyticsState: Sendable, Equatable {
                 aggregate.valences.remove(at: index)
             }
         }
-        for label in entry.labels {
-            aggregate.labels[label, default: WordStat()].add(q, sign)
-            if aggregate.labels[label]!.isEmpty { aggregate.labels[label] = nil }
-            labelTotals[label, default: WordStat()].add(q, sign)
-            if labelTotals[label]!.isEmpty { labelTotals[label] = nil }
-        }
-        for association in entry.associations {
-            aggregate.associations[association, default: WordStat()].add(q, sign)
-            if aggregate.associations[association]!.isEmpty { aggregate.associations[association] = nil }
-            associationTotals[association, default: WordStat()].add(q, sign)
-            if associationTotals[association]!.isEmpty { associationTotals[association] = nil }
-        }
-        days[day] = aggregate.count == 0 ? nil : aggregate
+        for label in entry.labels { add(q, sign, to: &aggregate.labels, label) }
+        for association in entry.associations { add(q, sign, to: &aggregate.associations, association) }
+    }
+
+    @inline(__always)
+    private static func add<D>(_ q: Int64?, _ sign: Int, to stats: inout WordTable<D, WordStat>, _ word: VocabularyWord<D>) {
+        stats.modify(word, default: WordStat(), removeIf: \.isEmpty) { $0.add(q, sign) }
     }
 
     /// Brute force: the aggregate of a list of entries, computed from scratch (what tests compare against).

@@ -9,15 +9,23 @@ public struct EntriesState: Sendable, Equatable {
     /// Every current entry.
     public private(set) var byID: [EntryID: MoodEntry] = [:]
     /// Entry ids per local day (unordered).
-    private(set) var byDay: [LocalDate: [EntryID]] = [:]
-    /// The days that have entries, ascending (kept sorted incrementally).
-    private(set) var days: [LocalDate] = []
+    private(set) var byDay = DayTable<[EntryID]>()
     /// The daily-mood entry of each local day.
-    private(set) var dailyMoodByDay: [LocalDate: EntryID] = [:]
+    private(set) var dailyMoodByDay = DayTable<EntryID>()
     /// (source, source id) → entry.
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
+    /// How many entries each source has, by ``MoodSource`` code.
+    private(set) var sourceCounts = [Int](repeating: 0, count: MoodSource.allCases.count)
+
     /// How many entries each source has.
-    public private(set) var countBySource: [MoodSource: Int] = [:]
+    public var countBySource: [MoodSource: Int] {
+        Dictionary(uniqueKeysWithValues: MoodSource.allCases.compactMap { source in
+            sourceCounts[Int(source.code)] > 0 ? (source, sourceCounts[Int(source.code)]) : nil
+        })
+    }
+
+    /// Makes room for `count` entries (snapshot load knows how many).
+    mutating func reserveCapacity(_ count: Int) { byID.reserveCapacity(count) }
 
     public init() {}
 
@@ -41,7 +49,7 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     /// The days with entries, ascending.
-    public var activeDays: [LocalDate] { days }
+    public var activeDays: [LocalDate] { byDay.days }
 
     /// Applies one event; returns the entry before and after, when the event changed an entry.
     /// - Parameters:
@@ -115,28 +123,23 @@ public struct EntriesState: Sendable, Equatable {
     mutating func insert(_ entry: MoodEntry) {
         byID[entry.id] = entry
         let day = entry.localDate
-        if byDay[day, default: []].isEmpty { insertDay(day) }
-        byDay[day, default: []].append(entry.id)
+        byDay.modify(day, default: [], removeIf: { _ in false }) { $0.append(entry.id) }
         if entry.kind == .dailyMood {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { byID[$0] }
             if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
         }
         if let sourceID = entry.sourceID { bySourceID[SourceKey(source: entry.source, sourceID: sourceID)] = entry.id }
-        countBySource[entry.source, default: 0] += 1
+        sourceCounts[Int(entry.source.code)] += 1
     }
 
     private mutating func remove(_ entry: MoodEntry) {
         byID[entry.id] = nil
         let day = entry.localDate
-        if var ids = byDay[day], let index = ids.firstIndex(of: entry.id) {
-            ids.swapAt(index, ids.count - 1)
-            ids.removeLast()
-            if ids.isEmpty {
-                byDay[day] = nil
-                if let position = days.firstIndex(of: day) { days.remove(at: position) }
-            } else {
-                byDay[day] = ids
+        byDay.modify(day, default: [], removeIf: \.isEmpty) { ids in
+            if let index = ids.firstIndex(of: entry.id) {
+                ids.swapAt(index, ids.count - 1)
+                ids.removeLast()
             }
         }
         if dailyMoodByDay[day] == entry.id {
@@ -147,28 +150,14 @@ public struct EntriesState: Sendable, Equatable {
             let key = SourceKey(source: entry.source, sourceID: sourceID)
             if bySourceID[key] == entry.id { bySourceID[key] = nil }
         }
-        countBySource[entry.source, default: 0] -= 1
-        if countBySource[entry.source] == 0 { countBySource[entry.source] = nil }
-    }
-
-    private mutating func insertDay(_ day: LocalDate) {
-        if let last = days.last, last < day {
-            days.append(day)
-            return
-        }
-        var low = 0
-        var high = days.count
-        while low < high {
-            let mid = (low + high) / 2
-            if days[mid] < day { low = mid + 1 } else { high = mid }
-        }
-        days.insert(day, at: low)
+        sourceCounts[Int(entry.source.code)] -= 1
     }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
         // The indexes are derived from byID; equal entries mean equal state. Day lists are compared as sets.
-        a.byID == b.byID && a.days == b.days && a.dailyMoodByDay == b.dailyMoodByDay && a.bySourceID == b.bySourceID
-            && a.countBySource == b.countBySource
+        a.byID == b.byID && a.activeDays == b.activeDays && a.dailyMoodByDay == b.dailyMoodByDay
+            && a.bySourceID == b.bySourceID
+            && a.sourceCounts == b.sourceCounts
     }
 }
 

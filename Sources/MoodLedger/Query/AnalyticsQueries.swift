@@ -110,23 +110,25 @@ extension LedgerState {
 
     // MARK: - Helpers
 
-    private func wordStats<W: Hashable>(from: LocalDate?, to: LocalDate?, _ path: KeyPath<DayAggregate, [W: WordStat]>,
-                                        totals: [W: WordStat]) -> ([W: WordStat], Int, Double?) {
+    private func wordStats<D>(from: LocalDate?, to: LocalDate?, _ path: KeyPath<DayAggregate, WordTable<D, WordStat>>,
+                              totals: WordTable<D, WordStat>) -> (WordTable<D, WordStat>, Int, Double?) {
         var total = 0
         var sum: Int64 = 0
         var valued = 0
         let days = activeDays(from: from, to: to)
-        var stats: [W: WordStat] = [:]
+        var stats = WordTable<D, WordStat>()
         for date in days {
             let aggregate = analytics.days[date]!
             total += aggregate.count
             sum += aggregate.valenceSum
             valued += aggregate.valences.count
             if from != nil || to != nil {
-                for (word, stat) in aggregate[keyPath: path] {
-                    stats[word, default: WordStat()].count += stat.count
-                    stats[word]!.valenceCount += stat.valenceCount
-                    stats[word]!.valenceSum += stat.valenceSum
+                for (word, stat) in aggregate[keyPath: path].pairs {
+                    stats.modify(word, default: WordStat(), removeIf: { _ in false }) {
+                        $0.count += stat.count
+                        $0.valenceCount += stat.valenceCount
+                        $0.valenceSum += stat.valenceSum
+                    }
                 }
             }
         }
@@ -136,9 +138,9 @@ extension LedgerState {
     }
 
     /// The words by count (descending), ties in canonical order, with percentages and averages.
-    static func top<D>(_ stats: [VocabularyWord<D>: WordStat], total: Int, limit: Int,
+    static func top<D>(_ stats: WordTable<D, WordStat>, total: Int, limit: Int,
                        overall: Double?? = nil) -> [WordReport] {
-        stats.sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }
+        stats.pairs.sorted { $0.1.count != $1.1.count ? $0.1.count > $1.1.count : $0.0 < $1.0 }
             .prefix(limit)
             .map { word, stat in
                 var report = WordReport(word: word.wireName, count: stat.count,

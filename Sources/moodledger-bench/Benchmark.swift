@@ -1,0 +1,171 @@
+import EventLog
+import Foundation
+import MoodLedger
+
+/// The measures of `Specs/benchmark.md`, in order.
+struct Benchmark {
+    let events: Int
+    let directory: String
+    let io = SystemIO()
+    var results: [(String, JSONValue)] = []
+
+    static func now() -> UInt64 { SystemIO.monotonicNanoseconds() }
+    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted.count % 2 == 1 ? sorted[sorted.count / 2]
+            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    mutating func record(_ key: String, _ value: Double, places: Int = 2) {
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        results.append((key, .double((value * scale).rounded() / scale)))
+    }
+
+    /// raw_fdatasync_p50_us: a plain 256-byte write + fdatasync loop, the physical reference.
+    mutating func rawSync() throws {
+        let path = directory + "/raw.bin"
+        let fd = try io.open(path, .readWriteCreate)
+        defer { io.close(fd) }
+        let block = [UInt8](repeating: 0xAB, count: 256)
+        var samples: [Double] = []
+        for i in 0..<2_500 {
+            let start = Self.now()
+            try block.withUnsafeBytes { try io.write(fd, $0, at: Int64(i) * 256) }
+            try io.syncData(fd)
+            if i >= 500 { samples.append(Double(Self.now() - start) / 1000) }
+        }
+        record("raw_fdatasync_p50_us", Self.median(samples))
+    }
+
+    /// durable_append_p50_us / p99: single-event appends through EventLog, each synced.
+    mutating func durableAppends(sample: [PendingRecord]) throws {
+        let log = try EventLog.open(directory: directory + "/durable")
+        defer { log.close() }
+        var samples: [Double] = []
+        for i in 0..<5_500 {
+            let start = Self.now()
+            try log.append([sample[i % sample.count]])
+            if i >= 500 { samples.append(Double(Self.now() - start) / 1000) }
+        }
+        record("durable_append_p50_us", Self.median(samples))
+        record("durable_append_p99_us", Self.percentile(samples, 0.99))
+    }
+
+    /// Generates the workload into `ledger/events.log` in durable batches of 1,000; writes a snapshot 1,000 events
+    /// before the end. Returns the batched throughput.
+    mutating func load() throws -> [PendingRecord] {
+        var workload = BenchWorkload(events: events)
+        var all: [PendingRecord] = []
+        all.reserveCapacity(events)
+        let command = EntryID(high: 1, low: 1)
+        while let (event, time) = workload.next() {
+            all.append(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+                                     recordedAt: time * 1000))
+        }
+        let ledgerPath = directory + "/ledger"
+        let split = max(0, events - 1_000)
+        var configuration = EventLog.Configuration()
+        configuration.durability = .always
+        let log = try EventLog.open(directory: ledgerPath, configuration: configuration)
+        let start = Self.now()
+        var index = 0
+        while index < split {
+            let end = min(split, index + 1_000)
+            try log.append(Array(all[index..<end]))
+            index = end
+        }
+        var elapsed = Self.seconds(since: start)
+        log.close()
+        // The snapshot the warm open starts from.
+        var options = Ledger.Options()
+        options.snapshotInterval = 0
+        let ledger = try Ledger.open(at: ledgerPath, options: options)
+        try ledger.snapshot()
+        ledger.close()
+        let tail = try EventLog.open(directory: ledgerPath, configuration: configuration)
+        let tailStart = Self.now()
+        while index < all.count {
+            let end = min(all.count, index + 1_000)
+            try tail.append(Array(all[index..<end]))
+            index = end
+        }
+        elapsed += Self.seconds(since: tailStart)
+        tail.close()
+        record("batched_append_events_per_s", Double(events) / elapsed, places: 0)
+        return all
+    }
+
+    mutating func ledgerMeasures() throws {
+        let ledgerPath = directory + "/ledger"
+        var cold = Ledger.Options()
+        cold.useSnapshots = false
+        cold.snapshotInterval = 0
+        cold.readOnly = true
+        var coldTimes: [Double] = []
+        var state = LedgerState()
+        for _ in 0..<3 {
+            let start = Self.now()
+            let ledger = try Ledger.open(at: ledgerPath, options: cold)
+            coldTimes.append(Self.seconds(since: start))
+            state = ledger.state
+            ledger.close()
+        }
+        record("cold_replay_s", Self.median(coldTimes), places: 3)
+
+        var warm = Ledger.Options()
+        warm.snapshotInterval = 0
+        warm.readOnly = true
+        var warmTimes: [Double] = []
+        var ledger: Ledger?
+        for _ in 0..<5 {
+            ledger?.close()
+            let start = Self.now()
+            ledger = try Ledger.open(at: ledgerPath, options: warm)
+            warmTimes.append(Self.seconds(since: start) * 1000)
+        }
+        guard let ledger else { return }
+        defer { ledger.close() }
+        guard ledger.state == state else { throw BenchError(text: "warm open differs from the cold replay") }
+        record("warm_open_ms", Self.median(warmTimes))
+
+        var analyticsTimes: [Double] = []
+        for _ in 0..<7 {
+            let start = Self.now()
+            let series = state.dailySeries()
+            let labels = state.labelAnalytics(limit: 10)
+            let associations = state.associationAnalytics(limit: 10)
+            analyticsTimes.append(Self.seconds(since: start) * 1000)
+            if series.isEmpty || labels.words.isEmpty || associations.words.isEmpty { throw BenchError(text: "empty analytics") }
+        }
+        record("analytics_ms", Self.median(analyticsTimes), places: 3)
+
+        var random = SplitMix(seed: 7)
+        var travelTimes: [Double] = []
+        for _ in 0..<10 {
+            let target = UInt64.random(in: 1...max(1, ledger.lastSeq), using: &random)
+            let start = Self.now()
+            let past = try ledger.state(at: .seq(target))
+            travelTimes.append(Self.seconds(since: start))
+            if past.seq != target { throw BenchError(text: "time travel landed at \(past.seq), not \(target)") }
+        }
+        record("time_travel_s", Self.median(travelTimes), places: 3)
+
+        let stats = ledger.stats
+        let logBytes = ledger.log.endOffset
+        record("bytes_per_event", Double(logBytes) / Double(events), places: 1)
+        results.append(("snapshot_bytes", .int(stats.bytes - logBytes)))
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var text: String
+    var description: String { text }
+}

@@ -1,0 +1,94 @@
+import EventLog
+import Foundation
+import MoodLedger
+
+/// `moodledger-bench [--events N] [--json] [--keep]`: runs every measure and prints a table or one JSON object.
+enum BenchmarkCommand {
+    static let targets: [(String, String)] = [
+        ("durable_append_p50_us", "≤ 1.3 × raw_fdatasync_p50_us"), ("batched_append_events_per_s", "≥ 1,500,000"),
+        ("cold_replay_s", "≤ 0.5"), ("warm_open_ms", "≤ 100 (≤ 15 at N = 100,000)"), ("analytics_ms", "≤ 5"),
+        ("time_travel_s", "≤ 0.25"), ("bytes_per_event", "≤ 150"), ("peak_rss_mb", "≤ 300"),
+    ]
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var events = 1_000_000
+        var json = false
+        var keep = false
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--events":
+                index += 1
+                guard index < arguments.count, let n = Int(arguments[index].replacingOccurrences(of: "_", with: "")),
+                      n >= 2_000 else {
+                    FileHandle.standardError.write(Data("moodledger-bench: --events needs a number ≥ 2000\n".utf8))
+                    return 64
+                }
+                events = n
+            case "--json": json = true
+            case "--keep": keep = true
+            case "--open":  // profiling aid: open an existing ledger 5 times (add --cold to skip snapshots)
+                index += 1
+                var options = Ledger.Options()
+                options.readOnly = true
+                options.useSnapshots = !arguments.contains("--cold")
+                for _ in 0..<5 {
+                    let start = Benchmark.now()
+                    guard let ledger = try? Ledger.open(at: arguments[index], options: options) else { return 74 }
+                    print("open: \(Benchmark.seconds(since: start) * 1000) ms, \(ledger.notices)")
+                    ledger.close()
+                }
+                return 0
+            case "--help", "-h":
+                print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)")
+                return 0
+            default:
+                FileHandle.standardError.write(Data("moodledger-bench: unknown argument \(arguments[index])\n".utf8))
+                return 64
+            }
+            index += 1
+        }
+        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-\(ProcessInfo.processInfo.processIdentifier)"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
+        var bench = Benchmark(events: events, directory: directory)
+        do {
+            try bench.rawSync()
+            let all = try bench.load()
+            try bench.durableAppends(sample: Array(all.prefix(1_000)))
+            try bench.ledgerMeasures()
+        } catch {
+            FileHandle.standardError.write(Data("moodledger-bench: \(error)\n".utf8))
+            return 74
+        }
+        bench.record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
+        bench.results.append(("events", .int(Int64(events))))
+        bench.results.append(("swift_version", .string(swiftVersion)))
+        bench.results.append(("machine", .string(machine)))
+        if json {
+            print(JSONValue.object(bench.results).serialized())
+        } else {
+            for (key, value) in bench.results {
+                let target = targets.first { $0.0 == key }?.1 ?? ""
+                print(key.padding(toLength: 30, withPad: " ", startingAt: 0)
+                      + value.serialized().padding(toLength: 22, withPad: " ", startingAt: 0) + target)
+            }
+        }
+        return 0
+    }
+
+    static var swiftVersion: String {
+        #if swift(>=6.3)
+        return "6.3+"
+        #elseif swift(>=6.2)
+        return "6.2"
+        #else
+        return "6.x"
+        #endif
+    }
+
+    static var machine: String {
+        let info = ProcessInfo.processInfo
+        return "\(info.activeProcessorCount) cores, \(info.physicalMemory / 1_073_741_824) GiB, \(info.operatingSystemVersionString)"
+    }
+}
