@@ -16,7 +16,9 @@ let package = Package(
         .target(name: "EventLog"),
         // records → events → projections → queries.
         .target(name: "MoodLedger", dependencies: ["EventLog"]),
-        .executableTarget(name: "moodledger", dependencies: ["MoodLedger"]),
+        // The command-line tool as a library, so tests run every command in-process.
+        .target(name: "MoodLedgerCLI", dependencies: ["MoodLedger", "EventLog"]),
+        .executableTarget(name: "moodledger", dependencies: ["MoodLedgerCLI"]),
         .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog"]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
@@ -24,5 +26,6 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
+        .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"]),
     ]
 )

@@ -156,6 +156,9 @@ public struct SystemIO: PlatformIO {
         #endif
     }
 
+    /// Whether a descriptor is a terminal (for progress output).
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
     /// A monotonic clock in nanoseconds, for measuring durations.
     public static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()

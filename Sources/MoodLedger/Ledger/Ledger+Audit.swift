@@ -74,6 +74,12 @@ extension Ledger {
         return high == id.high && low == id.low
     }
 
+    /// The fields whose JSON differs between two versions of an entry.
+    public static func fieldChanges(before: MoodEntry?, after: MoodEntry?)
+        -> [(field: String, before: JSONValue, after: JSONValue)] {
+        fieldChanges(EntryChange(before: before, after: after))
+    }
+
     /// The fields whose JSON differs between the entry before and after.
     static func fieldChanges(_ change: EntryChange) -> [(field: String, before: JSONValue, after: JSONValue)] {
         let ignored: Set<String> = ["id", "created_at", "updated_at"]

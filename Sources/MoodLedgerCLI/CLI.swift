@@ -1,0 +1,139 @@
+import EventLog
+import Foundation
+import MoodLedger
+
+/// One `moodledger` command: its name, help, declared options and what it runs.
+struct CommandSpec: Sendable {
+    var name: String
+    var summary: String
+    var usage: String
+    var values: Set<String> = []
+    var flags: Set<String> = []
+    /// Whether the command prints data (and so takes `--json`).
+    var printsData = true
+    var run: @Sendable (inout Context) throws -> Int32
+}
+
+/// What a running command needs: its arguments, the ledger path, the console and the base ledger options.
+struct Context {
+    var arguments: ArgumentList
+    var ledgerPath: String
+    var json: Bool
+    var console: Console
+    var environment: [String: String]
+    var baseOptions: Ledger.Options
+    /// Whether `--ledger` or `$MOODLEDGER_LEDGER` named the ledger (demo uses its own default otherwise).
+    var ledgerNamed: Bool
+
+    /// Opens the ledger: read-only for reading commands, with the writer lock for writing ones.
+    func openLedger(write: Bool, create: Bool = false) throws -> Ledger {
+        var options = baseOptions
+        options.readOnly = !write
+        options.createIfMissing = create
+        if !create, !FileManager.default.fileExists(atPath: ledgerPath + "/events.log") {
+            throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
+                           hint: "create one with `moodledger init --ledger \(ledgerPath)`")
+        }
+        let ledger = try Ledger.open(at: ledgerPath, options: options)
+        for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
+        return ledger
+    }
+
+    /// The state to answer from: now, or as it was at `--at POINT`.
+    func state(of ledger: Ledger) throws -> LedgerState {
+        guard let text = arguments.value("at") else { return ledger.state }
+        return try ledger.state(at: try Self.point(text))
+    }
+
+    static func point(_ text: String) throws -> Ledger.Point {
+        guard let point = Ledger.Point(parsing: text) else {
+            throw UsageError("\(text) is neither a sequence number nor an ISO 8601 instant")
+        }
+        return point
+    }
+
+    /// The one positional argument `what`, required.
+    func positional(_ index: Int, _ what: String) throws -> String {
+        guard index < arguments.positionals.count else { throw UsageError("missing \(what)") }
+        return arguments.positionals[index]
+    }
+
+    /// An entry id argument.
+    func entryID(_ index: Int = 0) throws -> EntryID {
+        let text = try positional(index, "entry ID")
+        guard let id = EntryID(text) else { throw UsageError("\(text) is not an entry ID (a UUID)") }
+        return id
+    }
+
+    /// Prints JSON (pretty when `--json` is given to a single object).
+    func printJSON(_ value: JSONValue) { console.line(value.serialized(pretty: true)) }
+}
+
+/// The `moodledger` command-line tool, callable in-process.
+public enum CLI {
+    /// Runs one command line.
+    /// - Parameters:
+    ///   - arguments: the words after the program name.
+    ///   - environment: the process environment (`MOODLEDGER_LEDGER`, `NO_COLOR`).
+    ///   - console: where output goes.
+    ///   - options: base ledger options (tests pass a fixed clock and ids).
+    /// - Returns: the exit code (`Specs/cli.md`).
+    public static func run(_ arguments: [String], environment: [String: String], console: Console,
+                           options: Ledger.Options = Ledger.Options()) -> Int32 {
+        guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
+            console.line(help())
+            return arguments.isEmpty ? ExitCode.usage : ExitCode.ok
+        }
+        if name == "--version" {
+            console.line("moodledger 0.1.0")
+            return ExitCode.ok
+        }
+        guard let spec = commands.first(where: { $0.name == name }) else {
+            console.error("moodledger: unknown command '\(name)' (hint: see `moodledger --help`)")
+            return ExitCode.usage
+        }
+        var ledgerPath = environment["MOODLEDGER_LEDGER"] ?? "./mood.ledger"
+        do {
+            var globals: Set<String> = ["help"]
+            if spec.printsData { globals.insert("json") }
+            let parsed = try ArgumentList(Array(arguments.dropFirst()), valueOptions: spec.values.union(["ledger"]),
+                                          flagOptions: spec.flags.union(globals))
+            if parsed.has("help") {
+                console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
+                return ExitCode.ok
+            }
+            if let given = parsed.value("ledger") { ledgerPath = given }
+            var context = Context(arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
+                                  console: console, environment: environment, baseOptions: options,
+                                  ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
+            return try spec.run(&context)
+        } catch {
+            let failure = CLIError.from(error, ledger: ledgerPath)
+            console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))
+            return failure.code
+        }
+    }
+
+    static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
+        + MaintenanceCommands.all + [DemoCommand.spec]
+
+    static func help() -> String {
+        var text = """
+        moodledger — an event-sourced mood ledger
+
+        usage: moodledger <command> [options] [--ledger PATH] [--json] [--help]
+
+        The ledger is --ledger PATH, else $MOODLEDGER_LEDGER, else ./mood.ledger (a directory).
+        POINT is a sequence number (1200) or an ISO 8601 instant (2026-03-01T12:00:00Z).
+
+        commands:
+
+        """
+        for spec in commands {
+            text += "  " + spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + spec.summary + "\n"
+        }
+        text += "\nExit codes: 0 ok, 1 verify found problems, 64 usage, 65 invalid input, 66 no such ledger/entry/file,\n"
+        text += "73 cannot create, 74 I/O error or corruption, 75 ledger locked by another writer."
+        return text
+    }
+}

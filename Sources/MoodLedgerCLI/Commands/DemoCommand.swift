@@ -1,0 +1,89 @@
+import EventLog
+import Foundation
+import MoodLedger
+import Synchronization
+
+/// `demo`: builds a deterministic sample ledger (a year of entries, edits, deletes, failed and retried syncs) and
+/// gives a short guided tour.
+enum DemoCommand {
+    static let marker = ".moodledger-demo"
+
+    static let spec = CommandSpec(name: "demo", summary: "build a sample ledger (default ./demo.ledger) and tour it",
+                                  usage: "demo [--ledger PATH]", printsData: false) { context in
+        if !context.ledgerNamed { context.ledgerPath = "./demo.ledger" }
+        let path = context.ledgerPath
+        let files = FileManager.default
+        if files.fileExists(atPath: path) {
+            guard files.fileExists(atPath: path + "/" + marker) else {
+                throw CLIError(ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
+                               hint: "give another --ledger PATH")
+            }
+            try files.removeItem(atPath: path)
+        }
+        let clock = DemoClock()
+        var options = context.baseOptions
+        options.clock = { clock.now }
+        options.utcOffsetMinutes = 60
+        let ids = DemoIDs()
+        options.newID = { ids.next() }
+        context.baseOptions = options
+        let ledger = try context.openLedger(write: true, create: true)
+        files.createFile(atPath: path + "/" + marker, contents: Data("built by `moodledger demo`\n".utf8),
+                         attributes: [.posixPermissions: 0o600])
+        let story = try DemoStory.build(ledger, clock: clock)
+        ledger.close()
+        tour(context, story)
+        return ExitCode.ok
+    }
+
+    static func tour(_ context: Context, _ story: DemoStory.Summary) {
+        let console = context.console
+        let run: ([String]) -> Void = { words in
+            console.line("\n$ moodledger " + words.joined(separator: " "))
+            _ = CLI.run(words + ["--ledger", context.ledgerPath], environment: context.environment, console: console,
+                        options: context.baseOptions)
+        }
+        console.line("Built \(context.ledgerPath): \(story.events) events, \(story.entries) entries over a year "
+                     + "(\(story.edits) edits, \(story.deletes) deletes, \(story.failedSyncs) failed sync attempts).")
+        console.line("\n1. The most recent entries:")
+        run(["list", "--limit", "5"])
+        console.line("\n2. How the last 30 days went:")
+        run(["trends", "--from", story.lastMonthStart, "--to", story.lastDay])
+        console.line("\n3. Everything that happened to one entry (logged, failed to sync, retried):")
+        run(["history", story.auditedEntry])
+        console.line("\n4. The outbox as it was before that retry succeeded — time travel, the way to debug sync:")
+        run(["outbox", "--destination", "backend", "--at", String(story.beforeRetrySeq)])
+        console.line("\n5. Every record checked:")
+        run(["verify"])
+        console.line("\nTry next: moodledger day \(story.lastDay) --ledger \(context.ledgerPath) · "
+                     + "moodledger diff \(story.beforeRetrySeq) \(story.events) --ledger \(context.ledgerPath) · "
+                     + "moodledger events --entry \(story.auditedEntry) --json --ledger \(context.ledgerPath)")
+    }
+}
+
+/// The demo's clock: 2025-01-01T07:00:00Z onward, moved by the story.
+final class DemoClock: Sendable {
+    let milliseconds = Mutex<Int64>(1_735_714_800_000)
+    var now: Int64 { milliseconds.withLock { $0 } }
+    func set(_ value: Int64) { milliseconds.withLock { $0 = max($0, value) } }
+    func advance(_ ms: Int64) { milliseconds.withLock { $0 += ms } }
+}
+
+/// Seeded entry and command ids, so every demo ledger is the same.
+final class DemoIDs: Sendable {
+    let generator = Mutex(DemoRandom(seed: 2025))
+    func next() -> EntryID { generator.withLock { EntryID.random(using: &$0) } }
+}
+
+/// SplitMix64.
+struct DemoRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

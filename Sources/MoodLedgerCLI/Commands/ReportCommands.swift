@@ -1,0 +1,127 @@
+import EventLog
+import MoodLedger
+
+/// day, trends, analytics, summary, outbox: the answers, now or as they were at a point.
+enum ReportCommands {
+    static let all: [CommandSpec] = [day, trends, analytics, summary, outbox]
+
+    static let day = CommandSpec(name: "day", summary: "the daily aggregate of a local date",
+                                 usage: "day DATE [--entries] [--at POINT]", values: ["at"], flags: ["entries"]) { context in
+        let date = try EntryCommands.date(try context.positional(0, "DATE"), "date")
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let report = try context.state(of: ledger).day(date, includeEntries: context.arguments.has("entries"))
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            let console = context.console
+            console.line("\(date): \(report.entryCount) entries, average valence \(HumanFormat.number(report.averageValence))"
+                         + (report.valenceRange.map { " (range \(HumanFormat.number($0.min)) … \(HumanFormat.number($0.max)))" } ?? ""))
+            console.line("labels:       \(HumanFormat.words(report.topLabels))")
+            console.line("associations: \(HumanFormat.words(report.topAssociations))")
+            for entry in report.entries ?? [] { console.line("  " + HumanFormat.entryLine(entry, color: console.color)) }
+        }
+        return ExitCode.ok
+    }
+
+    static let trends = CommandSpec(name: "trends", summary: "statistics and direction over a period",
+                                    usage: "trends --from DATE --to DATE [--at POINT]", values: ["from", "to", "at"]) { context in
+        let a = context.arguments
+        guard let fromText = a.value("from"), let toText = a.value("to") else { throw UsageError("trends needs --from and --to") }
+        let from = try EntryCommands.date(fromText, "from")
+        let to = try EntryCommands.date(toText, "to")
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let report = try context.state(of: ledger).trends(from: from, to: to)
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            let s = report.statistics
+            context.console.line("\(from) … \(to): \(report.totalEntries) entries, trend \(report.direction)")
+            context.console.line("valence: average \(HumanFormat.number(report.averageValence)), median \(HumanFormat.number(s.median)), "
+                                 + "min \(HumanFormat.number(s.min)), max \(HumanFormat.number(s.max)), "
+                                 + "std deviation \(HumanFormat.number(s.standardDeviation))")
+            context.console.line("days with entries: \(report.daily.count)")
+        }
+        return ExitCode.ok
+    }
+
+    static let analytics = CommandSpec(name: "analytics", summary: "label or association analytics",
+                                       usage: "analytics labels|associations [--from DATE] [--to DATE] [--at POINT]",
+                                       values: ["from", "to", "at"]) { context in
+        let which = try context.positional(0, "labels or associations")
+        guard which == "labels" || which == "associations" else { throw UsageError("analytics takes labels or associations") }
+        let from = try context.arguments.value("from").map { try EntryCommands.date($0, "from") }
+        let to = try context.arguments.value("to").map { try EntryCommands.date($0, "to") }
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let state = try context.state(of: ledger)
+        let report = which == "labels" ? state.labelAnalytics(from: from, to: to) : state.associationAnalytics(from: from, to: to)
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            context.console.line("\(report.totalEntries) entries, \(report.words.count) \(which)")
+            for word in report.words {
+                context.console.line(word.word.padding(toLength: 18, withPad: " ", startingAt: 0)
+                                     + String(word.count).leftPad(7) + String(format: "%7.1f%%", word.percentage)
+                                     + "  avg " + HumanFormat.number(word.averageValence)
+                                     + (word.valenceImpact.map { "  \($0)" } ?? ""))
+            }
+        }
+        return ExitCode.ok
+    }
+
+    static let summary = CommandSpec(name: "summary", summary: "7D, 30D, 90D or 1Y summary ending today (or custom)",
+                                     usage: "summary 7D|30D|90D|1Y|custom [--from DATE --to DATE] [--today DATE] [--at POINT]",
+                                     values: ["from", "to", "today", "at"]) { context in
+        let range = try context.positional(0, "the range")
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let state = try context.state(of: ledger)
+        let today = try context.arguments.value("today").map { try EntryCommands.date($0, "today") }
+            ?? LoggedAt(milliseconds: ledger.options.clock(), utcOffsetMinutes: ledger.options.utcOffsetMinutes).localDate
+        let report = try state.summary(range: range, today: today,
+                                       from: try context.arguments.value("from").map { try EntryCommands.date($0, "from") },
+                                       to: try context.arguments.value("to").map { try EntryCommands.date($0, "to") })
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            context.console.line("\(report.range) \(report.from) … \(report.to): \(report.entryCount) entries, "
+                                 + "average valence \(HumanFormat.number(report.averageValence))")
+            for (name, entry) in [("highest", report.highest), ("lowest", report.lowest), ("latest", report.latest)] {
+                if let entry { context.console.line("\(name.padding(toLength: 8, withPad: " ", startingAt: 0)) "
+                                                    + HumanFormat.entryLine(entry, color: context.console.color)) }
+            }
+        }
+        return ExitCode.ok
+    }
+
+    static let outbox = CommandSpec(name: "outbox", summary: "what still has to reach each destination",
+                                    usage: "outbox [--destination backend|healthkit] [--all] [--at POINT]",
+                                    values: ["destination", "at"], flags: ["all"]) { context in
+        let destination = try context.arguments.value("destination").map { text -> SyncDestination in
+            guard let destination = SyncDestination(rawValue: text) else {
+                throw MoodError.invalid("destination", "must be backend or healthkit")
+            }
+            return destination
+        }
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let items = try context.state(of: ledger).outboxItems(includeSynced: context.arguments.has("all"),
+                                                                destination: destination)
+        if context.json {
+            context.printJSON(.object([("items", .array(items.map(\.json)))]))
+        } else {
+            for item in items {
+                var line = "\(item.entryID)  \(item.destination.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) "
+                    + "\((item.operation?.rawValue ?? "—").padding(toLength: 6, withPad: " ", startingAt: 0)) "
+                    + "\(item.status.padding(toLength: 7, withPad: " ", startingAt: 0)) attempts \(item.attempts)"
+                if let error = item.lastError { line += "  last error: \(error)" }
+                if let next = item.nextAttemptAt { line += "  next \(ISO8601.format(milliseconds: next, offsetMinutes: 0))" }
+                context.console.line(line)
+            }
+            context.console.line("\(items.count) item(s)")
+        }
+        return ExitCode.ok
+    }
+}

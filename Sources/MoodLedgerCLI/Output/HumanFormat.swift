@@ -1,0 +1,90 @@
+import MoodLedger
+
+/// Plain-text renderings for people (the `--json` forms are the stable contract; these are golden-tested).
+enum HumanFormat {
+    /// `2026-03-01 08:15 +01:00`.
+    static func time(_ loggedAt: LoggedAt) -> String {
+        let iso = loggedAt.iso8601
+        let date = String(iso.prefix(10))
+        let clock = String(iso.dropFirst(11).prefix(5))
+        let offset = loggedAt.utcOffsetMinutes == 0 ? "UTC" : String(iso.suffix(6))
+        return "\(date) \(clock) \(offset)"
+    }
+
+    /// `+0.556` or `   —  `.
+    static func valence(_ value: Double?) -> String {
+        guard let value else { return "   —  " }
+        let rounded = (value * 1000).rounded() / 1000
+        var text = String(format: "%.3f", rounded)
+        if rounded >= 0 { text = "+" + text }
+        return text
+    }
+
+    /// A ten-cell bar of the score, coloured when allowed.
+    static func bar(_ score: Int?, color: Bool) -> String {
+        guard let score else { return "··········" }
+        let bar = String(repeating: "●", count: score) + String(repeating: "○", count: 10 - score)
+        guard color else { return bar }
+        let code = score <= 3 ? "31" : score <= 6 ? "33" : "32"
+        return "\u{1B}[\(code)m\(bar)\u{1B}[0m"
+    }
+
+    /// One line per entry: time, bar, score, valence, class, labels, associations, id.
+    static func entryLine(_ entry: MoodEntry, color: Bool) -> String {
+        let score = entry.score.map { String($0).leftPad(2) + "/10" } ?? "  –/10"
+        let words = entry.labels.map(\.wireName).joined(separator: ", ")
+        let associations = entry.associations.isEmpty ? "" : "  [" + entry.associations.map(\.wireName).joined(separator: ", ") + "]"
+        let kind = entry.kind == .dailyMood ? " (day)" : ""
+        return "\(time(entry.loggedAt))  \(bar(entry.score, color: color)) \(score)  \(valence(entry.valence))  "
+            + "\(words.isEmpty ? "—" : words)\(associations)\(kind)  \(entry.id)"
+    }
+
+    /// Every field of one entry.
+    static func entryDetail(_ entry: MoodEntry) -> String {
+        var lines = [
+            "id           \(entry.id)",
+            "logged at    \(entry.loggedAt.iso8601)",
+            "kind         \(entry.kind.wireName)",
+            "valence      \(valence(entry.valence))" + (entry.valenceClassification.map { "  (\($0.wireName))" } ?? ""),
+            "score        \(entry.score.map { "\($0)/10" + (entry.enteredScore != nil ? " (typed)" : " (derived)") } ?? "—")",
+            "labels       \(entry.labels.isEmpty ? "—" : entry.labels.map(\.wireName).joined(separator: ", "))",
+            "associations \(entry.associations.isEmpty ? "—" : entry.associations.map(\.wireName).joined(separator: ", "))",
+            "tags         \(entry.tags.isEmpty ? "—" : entry.tags.joined(separator: ", "))",
+            "notes        \(entry.notes ?? "—")",
+            "source       \(entry.source.rawValue)" + (entry.sourceID.map { " (\($0))" } ?? ""),
+            "created at   \(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))",
+            "updated at   \(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0))",
+        ]
+        if entry.isReadOnly { lines.append("read-only    yes (from HealthKit)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `#12  2026-03-01T08:15:00Z  mood.updated  <entry>  offset 1234, 98 bytes` plus the changes.
+    static func eventLine(_ event: RecordedEvent, changes: [(field: String, before: JSONValue, after: JSONValue)]? = nil) -> String {
+        var line = "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
+            + event.event.type.name.padding(toLength: 25, withPad: " ", startingAt: 0)
+            + "\(event.event.entryID)  @\(event.offset) (\(event.size) B)"
+        if let changes {
+            for change in changes {
+                line += "\n      \(change.field): \(change.before.serialized()) → \(change.after.serialized())"
+            }
+            if changes.isEmpty, case .object(let pairs) = event.event.json, !pairs.isEmpty {
+                line += "\n      " + event.event.json.serialized()
+            }
+        }
+        return line
+    }
+
+    static func number(_ value: Double?) -> String {
+        guard let value else { return "—" }
+        return String(format: "%.3f", value)
+    }
+
+    static func words(_ reports: [WordReport]) -> String {
+        reports.isEmpty ? "—" : reports.map { "\($0.word) ×\($0.count)" }.joined(separator: ", ")
+    }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

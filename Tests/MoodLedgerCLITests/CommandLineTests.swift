@@ -1,0 +1,168 @@
+import Foundation
+@testable import MoodLedger
+@testable import MoodLedgerCLI
+import TestSupport
+import Testing
+
+@Suite("Argument parsing")
+struct ArgumentListTests {
+    @Test("--flag value, --flag=value, repeats, flags, -- and negative numbers")
+    func parse() throws {
+        let list = try ArgumentList(["ID", "--label", "calm", "--label=happy,sad", "--json", "--valence", "-0.5", "--", "--note"],
+                                    valueOptions: ["label", "valence"], flagOptions: ["json"])
+        #expect(list.positionals == ["ID", "--note"])
+        #expect(list.list("label") == ["calm", "happy", "sad"])
+        #expect(list.value("valence") == "-0.5")
+        #expect(list.has("json"))
+        #expect(throws: UsageError.self) { try ArgumentList(["--nope"], valueOptions: [], flagOptions: []) }
+        #expect(throws: UsageError.self) { try ArgumentList(["--label"], valueOptions: ["label"], flagOptions: []) }
+        #expect(throws: UsageError.self) { try ArgumentList(["--json=1"], valueOptions: [], flagOptions: ["json"]) }
+        #expect(throws: UsageError.self) { try ArgumentList(["-x"], valueOptions: [], flagOptions: []) }
+    }
+}
+
+@Suite("Commands in-process")
+struct CommandLineTests {
+    @Test("init, log, show, update, labels, associations, tags, delete, list, history, events, with JSON shapes")
+    func lifecycle() throws {
+        let cli = CLIHarness()
+        #expect(cli.run(["list"]).code == 66, "no ledger yet")
+        #expect(cli.run(["init"]).code == 0)
+        #expect(cli.run(["init"]).code == 73, "already exists")
+        let id = cli.id(["log", "--score", "8", "--association", "family", "--note", "dinner with my sister",
+                         "--at", "2026-05-28T19:30:00+01:00"])
+        #expect(EntryID(id) != nil, "\(id)")
+        let shown = try JSONParser.parse(cli.run(["show", id, "--json"]).out)
+        #expect(shown["score"] == .int(8) && shown["labels"] == .array([.string("happy"), .string("confident")]))
+        #expect(shown["valence_classification"] == .string("pleasant"))
+        let keys = ["id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
+                    "labels", "associations", "tags", "notes", "source", "source_id", "created_at", "updated_at"]
+        if case .object(let pairs) = shown { #expect(pairs.map(\.0) == keys) }
+        #expect(cli.run(["update", id, "--valence", "-0.25", "--clear-note"]).code == 0)
+        #expect(cli.run(["labels", id, "--add", "tired"]).code == 0)
+        #expect(cli.run(["associations", id, "--set", "work,Current Events"]).code == 0)
+        #expect(cli.run(["tags", id, "--add", "walk"]).code == 0)
+        let after = try JSONParser.parse(cli.run(["show", id, "--json"]).out)
+        #expect(after["valence"] == .double(-0.25) && after["notes"] == .null)
+        #expect(after["labels"] == .array([.string("happy"), .string("confident"), .string("drained")]))
+        #expect(after["associations"] == .array([.string("work"), .string("current_events")]))
+        let page = try JSONParser.parse(cli.run(["list", "--json", "--label", "drained"]).out)
+        #expect(page["total"] == .int(1) && page["has_more"] == .bool(false) && page["limit"] == .int(30))
+        let history = try JSONParser.parse(cli.run(["history", id, "--json"]).out)
+        #expect(history["events"]?.arrayValue?.count == 5)
+        let lines = cli.run(["events", "--json"]).out.split(separator: "\n")
+        #expect(lines.count == 5)
+        let first = try JSONParser.parse(String(lines[0]))
+        if case .object(let pairs) = first {
+            #expect(pairs.map(\.0) == ["seq", "recorded_at", "type", "entry_id", "command_id", "offset", "size", "data"])
+        }
+        #expect(first["offset"] == .int(48))
+        #expect(cli.run(["delete", id]).code == 0)
+        #expect(cli.run(["show", id]).code == 66)
+        #expect(cli.run(["show", id, "--at", "1"]).code == 0, "time travel still shows it")
+        #expect(cli.run(["delete", id]).code == 66)
+    }
+
+    @Test("Every exit code", arguments: [
+        (["frobnicate"], 64), (["log", "--valence"], 64), (["log", "--valence", "2"], 65), (["log", "--score", "x"], 65),
+        (["log"], 65), (["show", "not-a-uuid"], 64), (["show", "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"], 66),
+        (["trends", "--from", "2026-01-02"], 64), (["list", "--limit", "500"], 65), (["list", "--from", "2026-13-01"], 65),
+        (["repair"], 64), (["verify"], 0), (["diff", "1"], 64), (["list", "--at", "yesterday"], 64),
+    ] as [([String], Int32)])
+    func exitCodes(words: [String], code: Int32) throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        cli.run(["log", "--valence", "0.3"])
+        let result = cli.run(words)
+        #expect(result.code == code, "\(words): \(result.err)")
+        if code != 0 {
+            #expect(result.err.hasPrefix("moodledger") && result.err.split(separator: "\n").count == 1, "\(result.err)")
+            #expect(result.out.isEmpty)
+        }
+    }
+
+    @Test("Validation errors name the field and never echo the notes; nothing is appended")
+    func notesNeverEchoed() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let secret = "my very private diary " + String(repeating: "z", count: 500)
+        let result = cli.run(["log", "--valence", "0.1", "--note", secret])
+        #expect(result.code == 65)
+        #expect(result.err.contains("notes") && !result.err.contains("private"))
+        #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(0))
+    }
+
+    @Test("verify exits 1 on damage, repair --salvage mends it, a torn tail is a notice with exit 0")
+    func verifyAndRepair() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        for v in ["0.1", "0.2", "0.3", "0.4"] { cli.run(["log", "--valence", v]) }
+        let log = cli.ledger + "/events.log"
+        var bytes = Bytes.read(log)
+        bytes[100] ^= 0x01
+        Bytes.write(bytes, to: log)
+        let verify = cli.run(["verify", "--json"])
+        #expect(verify.code == 1)
+        let report = try JSONParser.parse(verify.out)
+        #expect(report["ok"] == .bool(false) && report["problems"]?.arrayValue?.first?["seq"] == .int(1))
+        // A warm open checks only the tail after its snapshot; reading the damaged record refuses with its offset.
+        let events = cli.run(["events"])
+        #expect(events.code == 74 && events.err.contains("repair --salvage") && events.err.contains("offset 48"), "\(events.err)")
+        try FileManager.default.removeItem(atPath: cli.ledger + "/snapshots")
+        let list = cli.run(["list"])
+        #expect(list.code == 74 && list.err.contains("seq 1"), "\(list.err)")
+        let repair = cli.run(["repair", "--salvage"])
+        #expect(repair.code == 0 && repair.out.contains("broken-"))
+        #expect(cli.run(["verify"]).code == 0)
+        #expect(try JSONParser.parse(cli.run(["list", "--json"]).out)["total"] == .int(3))
+        // A torn tail: a notice on stderr, exit 0.
+        Bytes.write(Bytes.read(log) + [1, 2, 3], to: log)
+        let torn = cli.run(["log", "--valence", "0.5"])
+        #expect(torn.code == 0 && torn.err.contains("torn tail"))
+    }
+
+    @Test("A second writer gets exit 75")
+    func lockedLedger() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        var options = cli.options
+        options.lockWaitMilliseconds = 0
+        let holder = try Ledger.open(at: cli.ledger, options: options)
+        defer { holder.close() }
+        let capture = CapturedOutput()
+        var fast = cli.options
+        fast.lockWaitMilliseconds = 0
+        let code = CLI.run(["log", "--valence", "0.1", "--ledger", cli.ledger], environment: [:],
+                           console: capture.console(), options: fast)
+        #expect(code == 75 && capture.err.contains("locked"))
+        #expect(cli.run(["list"]).code == 0, "readers are not blocked")
+    }
+
+    @Test("Reports: day, trends, analytics, summary, outbox, diff, snapshot, rebuild, stats")
+    func reports() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        var ids: [String] = []
+        for (i, v) in ["0.5", "-0.2", "0.8", "-0.6", "0.1"].enumerated() {
+            ids.append(cli.id(["log", "--valence", v, "--label", i % 2 == 0 ? "happy" : "stressed",
+                               "--association", i % 2 == 0 ? "friends" : "work", "--at", "2026-05-2\(i + 1)T12:00:00+01:00"]))
+        }
+        let day = try JSONParser.parse(cli.run(["day", "2026-05-21", "--json"]).out)
+        #expect(day["entry_count"] == .int(1) && day["average_valence"] == .double(0.5))
+        let trends = try JSONParser.parse(cli.run(["trends", "--from", "2026-05-21", "--to", "2026-05-25", "--json"]).out)
+        #expect(trends["total_entries"] == .int(5) && trends["valence_statistics"]?["median"] == .double(0.1))
+        let associations = try JSONParser.parse(cli.run(["analytics", "associations", "--json"]).out)
+        #expect(associations["associations"]?.arrayValue?.first?["valence_impact"] == .string("positive"))
+        #expect(cli.run(["summary", "7D", "--today", "2026-05-25", "--json"]).code == 0)
+        let outbox = try JSONParser.parse(cli.run(["outbox", "--json"]).out)
+        #expect(outbox["items"]?.arrayValue?.count == 10)
+        let diff = try JSONParser.parse(cli.run(["diff", "2", "5", "--json"]).out)
+        #expect(diff["added"]?.arrayValue?.count == 3)
+        #expect(cli.run(["snapshot"]).code == 0)
+        #expect(cli.run(["rebuild"]).code == 0)
+        let stats = try JSONParser.parse(cli.run(["stats", "--json"]).out)
+        #expect(stats["entries"] == .int(5) && stats["snapshot_files"]?.arrayValue?.count == 1)
+        #expect(stats["log_files"]?.arrayValue?.first?.stringValue?.hasPrefix("/") == true)
+        #expect(cli.run(["--help"]).code == 0 && cli.run(["log", "--help"]).out.contains("usage: moodledger log"))
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+@testable import MoodLedger
+@testable import MoodLedgerCLI
+import TestSupport
+import Testing
+
+@Suite("Golden human output (re-record with MOODLEDGER_RECORD_GOLDEN=1)")
+struct GoldenOutputTests {
+    @Test("A scripted session's human output")
+    func session() throws {
+        let cli = CLIHarness()
+        var transcript = ""
+        func record(_ words: [String]) {
+            let result = cli.run(words)
+            transcript += "$ moodledger " + words.joined(separator: " ") + "\n" + result.out
+            if !result.err.isEmpty { transcript += "[stderr] " + result.err }
+            transcript += "[exit \(result.code)]\n\n"
+        }
+        record(["init"])
+        let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--at", "2026-05-27T09:00:00+02:00"])
+        let b = cli.id(["log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
+                        "--association", "friends", "--at", "2026-05-27T19:30:00+02:00"])
+        _ = cli.id(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--at", "2026-05-28T21:00:00+02:00"])
+        record(["update", a, "--score", "4"])
+        record(["labels", b, "--remove", "my own word"])
+        record(["list"])
+        record(["show", a])
+        record(["history", a])
+        record(["day", "2026-05-27", "--entries"])
+        record(["trends", "--from", "2026-05-27", "--to", "2026-05-28"])
+        record(["analytics", "labels"])
+        record(["outbox", "--destination", "healthkit"])
+        record(["diff", "1", "5"])
+        record(["verify"])
+        record(["delete", b])
+        record(["list", "--at", "2"])
+        let transcriptWithoutPaths = transcript.replacingOccurrences(of: cli.ledger, with: "<ledger>")
+        let (matches, expected) = try golden("session.txt", transcriptWithoutPaths)
+        #expect(matches, "golden mismatch:\n--- expected\n\(expected)\n--- actual\n\(transcriptWithoutPaths)")
+    }
+
+    @Test("The demo's guided tour")
+    func demo() throws {
+        let cli = CLIHarness()
+        let result = cli.run(["demo"])
+        #expect(result.code == 0, "\(result.err)")
+        let output = result.out.replacingOccurrences(of: cli.ledger, with: "<ledger>")
+        let (matches, expected) = try golden("demo.txt", output)
+        #expect(matches, "golden mismatch:\n--- expected\n\(expected)\n--- actual\n\(output)")
+        #expect(cli.run(["demo"]).code == 0, "a demo ledger is rebuilt")
+        #expect(cli.run(["verify"]).code == 0)
+    }
+}
+
+@Suite("The built binary", .serialized)
+struct BinaryTests {
+    func run(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    @Test("demo runs in a temporary directory and leaves a verifiable ledger")
+    func demoEndToEnd() throws {
+        let dir = TemporaryDirectory("e2e")
+        let (code, out, err) = try run(["demo"], directory: dir.path)
+        #expect(code == 0, "\(err)")
+        #expect(out.contains("ok: ") && out.contains("$ moodledger history"))
+        #expect(FileManager.default.fileExists(atPath: dir.sub("demo.ledger/events.log")))
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.sub("demo.ledger"))[.posixPermissions] as! NSNumber
+        #expect(mode.intValue == 0o700)
+        let (verify, _, _) = try run(["verify", "--ledger", "demo.ledger"], directory: dir.path)
+        #expect(verify == 0)
+        let (stats, json, _) = try run(["stats", "--json"], directory: dir.path, environment: ["MOODLEDGER_LEDGER": "demo.ledger"])
+        #expect(stats == 0 && json.contains("\"entries\""))
+    }
+
+    @Test("A second concurrent writer exits 75")
+    func concurrentWriter() throws {
+        let dir = TemporaryDirectory("e2e")
+        #expect(try run(["init", "--ledger", "l"], directory: dir.path).0 == 0)
+        let holder = try Ledger.open(at: dir.sub("l"))
+        defer { holder.close() }
+        let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l"], directory: dir.path)
+        #expect(code == 75, "\(err)")
+        #expect(err.contains("locked by pid \(getpid())"))
+    }
+}
