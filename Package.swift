@@ -26,6 +26,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
-        .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"]),
+        .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
+                    exclude: ["Fixtures", "Golden"]),
     ]
 )

@@ -115,7 +115,7 @@ public enum CLI {
     }
 
     static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
-        + MaintenanceCommands.all + [DemoCommand.spec]
+        + InterchangeCommands.all + MaintenanceCommands.all + [DemoCommand.spec]
 
     static func help() -> String {
         var text = """

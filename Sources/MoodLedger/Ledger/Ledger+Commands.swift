@@ -11,15 +11,7 @@ extension Ledger {
     @discardableResult
     public func log(_ draft: MoodDraft) throws -> LogOutcome {
         try perform { state, now in
-            if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
-                return ([], existing.id, false)
-            }
-            let entry = try MoodRules.validate(draft, now: now, defaultOffsetMinutes: options.utcOffsetMinutes,
-                                               newID: options.newID)
-            if entry.kind == .dailyMood, let existing = state.entries.dailyMood(on: entry.localDate) {
-                return (try Self.merge(entry, into: existing, now: now), existing.id, false)
-            }
-            return ([.created(entry)], entry.id, true)
+            try Self.decide(draft, in: state, now: now, options: options)
         }
     }
 
@@ -129,27 +121,46 @@ extension Ledger {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try decide(core.state, now)
-            if !events.isEmpty {
-                let command = options.newID()
-                let records = events.map {
-                    PendingRecord(type: $0.type.rawValue, payload: EventCodec.encode($0, commandID: command),
-                                  recordedAt: now * 1000)
-                }
-                let seqs = try core.log.append(records)
-                let recordedAt = core.log.lastRecordedAt
-                for (seq, event) in zip(seqs, events) {
-                    core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
-                }
-                core.sinceSnapshot += events.count
-                if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
-                    _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
-                }
-            }
+            try append(events, now: now, to: &core)
             guard let entry = core.state.entries[id] ?? events.lazy.compactMap({ $0.entryAfter }).first else {
                 return LogOutcome(entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
                                   appended: !events.isEmpty)
             }
             return LogOutcome(entry: entry, created: created, appended: !events.isEmpty)
+        }
+    }
+
+    /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily
+    /// mood, or a creation.
+    static func decide(_ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options) throws
+        -> ([MoodEvent], EntryID, Bool) {
+        if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
+            return ([], existing.id, false)
+        }
+        if let id = draft.id, state.entries[id] != nil { return ([], id, false) }
+        let entry = try MoodRules.validate(draft, now: now, defaultOffsetMinutes: options.utcOffsetMinutes,
+                                           newID: options.newID)
+        if entry.kind == .dailyMood, let existing = state.entries.dailyMood(on: entry.localDate) {
+            return (try merge(entry, into: existing, now: now), existing.id, false)
+        }
+        return ([.created(entry)], entry.id, true)
+    }
+
+    /// Appends one command's events as one batch (one sync) and applies them; snapshots when due.
+    func append(_ events: [MoodEvent], now: Int64, to core: inout Core) throws {
+        guard !events.isEmpty else { return }
+        let command = options.newID()
+        let records = events.map {
+            PendingRecord(type: $0.type.rawValue, payload: EventCodec.encode($0, commandID: command), recordedAt: now * 1000)
+        }
+        let seqs = try core.log.append(records)
+        let recordedAt = core.log.lastRecordedAt
+        for (seq, event) in zip(seqs, events) {
+            core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+        }
+        core.sinceSnapshot += events.count
+        if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
+            _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
         }
     }
 

@@ -33,6 +33,8 @@ struct CLIError: Error {
             return error
         case let error as UsageError:
             return CLIError(ExitCode.usage, error.message, hint: "see `moodledger --help`")
+        case let error as ImportError:
+            return CLIError(ExitCode.invalidInput, "\(error); nothing was imported")
         case let error as MoodError:
             switch error.code {
             case .notFound: return CLIError(ExitCode.noInput, error.description, hint: "list entries with `moodledger list`")

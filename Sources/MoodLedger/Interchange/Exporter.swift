@@ -1,0 +1,54 @@
+/// The formats `export` writes (`Specs/imports-exports.md`).
+public enum ExportFormat: String, Sendable, CaseIterable {
+    case json, csv, healthkit
+}
+
+/// Renders the entries of a state for other tools. Oldest first.
+public enum Exporter {
+    /// The export of every entry in `state`.
+    /// - Parameters:
+    ///   - state: now, or a time-travelled state.
+    ///   - format: json (the API entry shape), csv (RFC 4180), healthkit (HKStateOfMind-shaped).
+    /// - Returns: the text, ending in a newline.
+    public static func export(_ state: LedgerState, format: ExportFormat) -> String {
+        let entries = state.entries.activeDays.flatMap { state.entries.entries(on: $0).reversed() }
+        switch format {
+        case .json:
+            return JSONValue.object([("entries", .array(entries.map(\.json))), ("total", .int(Int64(entries.count)))])
+                .serialized(pretty: true) + "\n"
+        case .csv:
+            var lines = [csvColumns.joined(separator: ",")]
+            for entry in entries { lines.append(csvRow(entry)) }
+            return lines.joined(separator: "\r\n") + "\r\n"
+        case .healthkit:
+            var skipped = 0
+            let samples: [JSONValue] = entries.compactMap { entry in
+                guard let sample = StateOfMindSample(entry: entry, uuid: entry.id, skippedCustomWords: &skipped) else {
+                    return nil
+                }
+                return sample.json
+            }
+            let withoutValence = entries.count - samples.count
+            return JSONValue.object([("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
+                                     ("skipped_entries_without_valence", .int(Int64(withoutValence)))])
+                .serialized(pretty: true) + "\n"
+        }
+    }
+
+    static let csvColumns = ["id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
+                             "labels", "associations", "tags", "notes", "source", "source_id", "created_at", "updated_at"]
+
+    static func csvRow(_ entry: MoodEntry) -> String {
+        let json = entry.json
+        return csvColumns.map { column -> String in
+            let text: String
+            switch json[column] {
+            case .array(let items)?: text = items.compactMap(\.stringValue).joined(separator: "|")
+            case .string(let s)?: text = s
+            case .null?, nil: text = ""
+            case let value?: text = value.serialized()
+            }
+            return CSVReader.quote(text)
+        }.joined(separator: ",")
+    }
+}

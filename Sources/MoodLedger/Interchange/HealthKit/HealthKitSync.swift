@@ -1,0 +1,86 @@
+/// What a push or pull did.
+public struct HealthKitSyncReport: Sendable, Equatable {
+    public var saved = 0
+    public var replaced = 0
+    public var deleted = 0
+    public var failed = 0
+    public var pulled = 0
+    public var skippedCustomWords = 0
+
+    public var json: JSONValue {
+        .object([("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
+                 ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
+                 ("skipped_custom_words", .int(Int64(skippedCustomWords)))])
+    }
+}
+
+extension Ledger {
+    /// Sends the outbox's `healthkit` items that are due to a health store, recording sync.attempted, then
+    /// succeeded (with the sample id) or failed. Samples are immutable: an update deletes the old sample and saves a
+    /// new one; the ledger remembers which sample belongs to which entry, so nothing is duplicated.
+    /// - Parameters:
+    ///   - store: the health store.
+    ///   - now: milliseconds since 1970; items whose retry time is later are left for later.
+    /// - Throws: ``EventLogError`` if the log cannot be written.
+    public func pushToHealthKit(_ store: any HealthStore, now: Int64) throws -> HealthKitSyncReport {
+        var report = HealthKitSyncReport()
+        let items = state.outboxItems(destination: .healthkit).filter {
+            $0.status == "pending" && ($0.nextAttemptAt ?? .min) <= now
+        }
+        for item in items {
+            guard let operation = item.operation else { continue }
+            try recordSyncAttempt(item.entryID, to: .healthkit, operation: operation)
+            do {
+                if operation == .delete {
+                    if let old = item.remoteID.flatMap(EntryID.init) { try deleteIgnoringMissing(old, in: store) }
+                    try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: item.remoteID ?? "deleted")
+                    report.deleted += 1
+                    continue
+                }
+                guard let entry = self.entry(item.entryID),
+                      let sample = StateOfMindSample(entry: entry, uuid: options.newID(),
+                                                     skippedCustomWords: &report.skippedCustomWords) else {
+                    try recordSyncFailure(item.entryID, to: .healthkit,
+                                          SyncFailure(error: "HealthKit needs a valence", retryable: false))
+                    report.failed += 1
+                    continue
+                }
+                try store.save(sample)
+                if let old = item.remoteID.flatMap(EntryID.init) {
+                    try deleteIgnoringMissing(old, in: store)
+                    report.replaced += 1
+                } else {
+                    report.saved += 1
+                }
+                try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: sample.uuid.description)
+            } catch let error as HealthStoreError {
+                try recordSyncFailure(item.entryID, to: .healthkit,
+                                      SyncFailure(status: error.code == .authorizationDenied ? 403 : nil,
+                                                  error: error.message, retryable: error.retryable))
+                report.failed += 1
+            }
+        }
+        return report
+    }
+
+    private func deleteIgnoringMissing(_ uuid: EntryID, in store: any HealthStore) throws {
+        do { try store.delete(uuid) } catch let error as HealthStoreError where error.code == .notFound {}
+    }
+
+    /// Reads samples the ledger does not know (neither pushed by it nor pulled before) as read-only `healthkit`
+    /// entries with source id `HK-MOOD-<uuid>`.
+    /// - Throws: ``HealthStoreError`` or ledger errors.
+    public func pullFromHealthKit(_ store: any HealthStore) throws -> HealthKitSyncReport {
+        var report = HealthKitSyncReport()
+        let known = Set(state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
+        var plan = ImportPlan(format: .healthkit)
+        for (index, sample) in try store.samples().enumerated() where !known.contains(sample.uuid.description) {
+            plan.rows.append(ImportRow(line: index + 1, draft: MoodDraft(
+                valence: sample.valence, labels: sample.labels.map(\.name), associations: sample.associations.map(\.name),
+                kind: sample.kind, loggedAt: sample.date, source: .healthkit, sourceID: "HK-MOOD-\(sample.uuid)",
+                id: sample.uuid, suggestLabels: false)))
+        }
+        report.pulled = try importPlan(plan).created
+        return report
+    }
+}

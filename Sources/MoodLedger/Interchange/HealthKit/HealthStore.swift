@@ -1,0 +1,95 @@
+/// One `HKStateOfMind` sample, as the port sees it: immutable once saved (an edit is a delete plus a new sample).
+public struct StateOfMindSample: Sendable, Equatable {
+    /// The sample's own id.
+    public var uuid: EntryID
+    /// When it happened, with the offset it was logged in.
+    public var date: LoggedAt
+    public var kind: MoodKind
+    public var valence: Double
+    /// Apple raw values only: custom words cannot be represented.
+    public var labels: [MoodLabel]
+    public var associations: [MoodAssociation]
+
+    public init(uuid: EntryID, date: LoggedAt, kind: MoodKind, valence: Double, labels: [MoodLabel],
+                associations: [MoodAssociation]) {
+        self.uuid = uuid
+        self.date = date
+        self.kind = kind
+        self.valence = valence
+        self.labels = labels
+        self.associations = associations
+    }
+
+    /// The sample for an entry: custom words left out (and counted); `nil` without a valence (HealthKit needs one).
+    init?(entry: MoodEntry, uuid: EntryID, skippedCustomWords: inout Int) {
+        guard let valence = entry.valence else { return nil }
+        skippedCustomWords += entry.labels.filter(\.isCustom).count + entry.associations.filter(\.isCustom).count
+        self.init(uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence,
+                  labels: entry.labels.filter { !$0.isCustom }, associations: entry.associations.filter { !$0.isCustom })
+    }
+
+    /// HKStateOfMind-shaped JSON with Apple raw values and the classification.
+    public var json: JSONValue {
+        .object([
+            ("uuid", .string(uuid.description)), ("start_date", .string(date.iso8601)), ("end_date", .string(date.iso8601)),
+            ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
+            ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
+            ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
+            ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
+        ])
+    }
+
+    /// Reads the JSON form back (names or raw values).
+    public init?(json: JSONValue) {
+        guard let uuid = json["uuid"]?.stringValue.flatMap(EntryID.init), let valence = json["valence"]?.doubleValue,
+              let date = json["start_date"]?.stringValue.flatMap(ISO8601.parse),
+              let kind = json["kind"]?.intValue.flatMap(MoodKind.init(rawValue:)) else { return nil }
+        func words<D>(_ key: String) -> [VocabularyWord<D>] {
+            (json[key]?.arrayValue ?? []).compactMap { item in
+                item.intValue.flatMap(VocabularyWord<D>.init(appleRawValue:)) ?? item.stringValue.flatMap { try? VocabularyWord<D>.parse($0) }
+            }
+        }
+        self.init(uuid: uuid, date: date, kind: kind, valence: Valence.quantized(valence), labels: words("labels"),
+                  associations: words("associations"))
+    }
+}
+
+/// Why a health store refused.
+public struct HealthStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The user denied write access (HealthKit's authorization can be denied at any time).
+        public static let authorizationDenied = Code(rawValue: "authorization_denied")
+        /// No such sample.
+        public static let notFound = Code(rawValue: "not_found")
+        /// The store could not be read or written.
+        public static let unavailable = Code(rawValue: "unavailable")
+    }
+
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+    /// Whether trying again later may help.
+    public var retryable: Bool { code != .notFound }
+}
+
+/// HealthKit's semantics for state-of-mind samples: immutable samples, deniable authorization.
+///
+/// ``FileHealthStore`` simulates it for tests and the CLI; `HKHealthStoreAdapter` (Apple platforms only) wraps
+/// `HKHealthStore`.
+public protocol HealthStore: Sendable {
+    /// Saves a new sample.
+    /// - Throws: ``HealthStoreError`` (`authorization_denied`, `unavailable`).
+    func save(_ sample: StateOfMindSample) throws
+    /// Deletes a sample the app saved.
+    /// - Throws: ``HealthStoreError``.
+    func delete(_ uuid: EntryID) throws
+    /// Every state-of-mind sample visible to the app.
+    /// - Throws: ``HealthStoreError``.
+    func samples() throws -> [StateOfMindSample]
+}

@@ -1,0 +1,93 @@
+/// The file formats `import` reads (`Specs/imports-exports.md`).
+public enum ImportFormat: String, Sendable, CaseIterable {
+    case daylio
+    case progress
+    case legacyMood = "legacy-mood"
+    case moodAPI = "mood-api"
+    case healthkit
+}
+
+/// How an import reads its file.
+public struct ImportOptions: Sendable {
+    /// The UTC offset of local times in the file (Daylio rows), in minutes. Default 0; the CLI passes the machine's.
+    public var utcOffsetMinutes = 0
+    /// Daylio mood names → levels 1…5, on top of the built-in names (case- and space-insensitive).
+    public var moodMap: [String: Int] = [:]
+    /// Cut notes over 500 characters instead of failing the row. Default: `false`.
+    public var truncateNotes = false
+
+    public init() {}
+}
+
+/// A file that cannot be imported: the line (1-based; 0 when not known) and field, and what is wrong.
+/// Never contains notes text.
+public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var line: Int
+    public var field: String?
+    public var problem: String
+    /// For unmapped Daylio moods: every unmapped name.
+    public var unmappedMoods: [String] = []
+
+    public init(line: Int, field: String?, problem: String) {
+        self.line = line
+        self.field = field
+        self.problem = problem
+    }
+
+    public var description: String {
+        (line > 0 ? "line \(line)" : "file") + (field.map { ", field \($0)" } ?? "") + ": \(problem)"
+    }
+}
+
+/// One row or record of a file, ready to log.
+public struct ImportRow: Sendable, Equatable {
+    /// Where it came from in the file (1-based line, or record index for JSON).
+    public var line: Int
+    public var draft: MoodDraft
+}
+
+/// What a parsed file holds, before anything is appended.
+public struct ImportPlan: Sendable, Equatable {
+    public var format: ImportFormat
+    public var rows: [ImportRow] = []
+    /// Lines whose notes were cut to 500 characters (with `truncateNotes`).
+    public var truncatedLines: [Int] = []
+    /// Records skipped on purpose (e.g. progress records that are not mood scores), with why.
+    public var skipped: [(line: Int, reason: String)] = []
+
+    public init(format: ImportFormat) { self.format = format }
+
+    public static func == (a: ImportPlan, b: ImportPlan) -> Bool {
+        a.format == b.format && a.rows == b.rows && a.truncatedLines == b.truncatedLines && a.skipped.count == b.skipped.count
+    }
+}
+
+/// Parses any import format into a plan.
+public enum Importer {
+    /// Parses a whole file; nothing is appended here.
+    /// - Parameters:
+    ///   - text: the file's text (a UTF-8 BOM is allowed).
+    ///   - format: its format.
+    ///   - options: offsets, mood map, note truncation.
+    /// - Throws: ``ImportError`` naming the line and field.
+    public static func plan(_ text: String, format: ImportFormat, options: ImportOptions = ImportOptions())
+        throws(ImportError) -> ImportPlan {
+        switch format {
+        case .daylio: return try DaylioImporter.plan(text, options: options)
+        case .progress, .legacyMood, .moodAPI, .healthkit: return try JSONImporters.plan(text, format: format, options: options)
+        }
+    }
+
+    /// Applies the 500-character notes rule: error, or cut and remember the line.
+    static func notes(_ text: String?, line: Int, options: ImportOptions, plan: inout ImportPlan) throws(ImportError)
+        -> String? {
+        guard let text else { return nil }
+        let trimmed = text.trimmingWhitespace()
+        guard trimmed.count > MoodRules.maximumNotesLength else { return trimmed.isEmpty ? nil : trimmed }
+        guard options.truncateNotes else {
+            throw ImportError(line: line, field: "notes", problem: "longer than 500 characters (use --truncate-notes to cut)")
+        }
+        plan.truncatedLines.append(line)
+        return String(trimmed.prefix(MoodRules.maximumNotesLength))
+    }
+}

@@ -1,0 +1,207 @@
+/// The JSON formats: the old progress and mood APIs, the current mood API, and HKStateOfMind-shaped samples.
+enum JSONImporters {
+    static func plan(_ text: String, format: ImportFormat, options: ImportOptions) throws(ImportError) -> ImportPlan {
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(text)
+        } catch {
+            throw ImportError(line: error.line, field: nil, problem: "bad JSON: \(error.reason) (column \(error.column))")
+        }
+        var plan = ImportPlan(format: format)
+        var seen: [String: Int] = [:]
+        for (index, record) in try records(root, format: format).enumerated() {
+            let number = index + 1
+            guard case .object = record else {
+                throw ImportError(line: number, field: nil, problem: "record \(number) is not an object")
+            }
+            var reader = RecordReader(record: record, number: number)
+            let row: MoodDraft?
+            switch format {
+            case .progress: row = try progress(&reader, plan: &plan, options: options)
+            case .legacyMood: row = try legacyMood(&reader, plan: &plan, options: options)
+            case .moodAPI: row = try moodAPI(&reader, plan: &plan, options: options)
+            case .healthkit: row = try healthKit(&reader)
+            case .daylio: row = nil
+            }
+            guard var draft = row else { continue }
+            if let sourceID = draft.sourceID, format != .healthkit, draft.id == nil {
+                // Records without an id of their own: the time, plus an occurrence count for exact repeats.
+                let occurrence = seen[sourceID, default: 0]
+                seen[sourceID] = occurrence + 1
+                draft.sourceID = sourceID + "#\(occurrence)"
+            }
+            plan.rows.append(ImportRow(line: number, draft: draft))
+        }
+        return plan
+    }
+
+    /// The records of a file: one object, an array, `{"data": …}`, `{"entries": […]}`, `{"data": {"entries": […]}}`,
+    /// `{"samples": […]}`.
+    static func records(_ root: JSONValue, format: ImportFormat) throws(ImportError) -> [JSONValue] {
+        var value = root
+        for _ in 0..<3 {
+            if let data = value["data"] { value = data; continue }
+            if let entries = value["entries"] { value = entries; continue }
+            if let samples = value["samples"] { value = samples; continue }
+            break
+        }
+        switch value {
+        case .array(let items): return items
+        case .object: return [value]
+        default: throw ImportError(line: 0, field: nil, problem: "expected an object or an array of \(format.rawValue) records")
+        }
+    }
+
+    // MARK: - Formats
+
+    static func progress(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+        let type = try r.string("type") ?? "mood_score"
+        guard type == "mood_score" else {
+            plan.skipped.append((r.number, "type \(type) is not a mood score"))
+            return nil
+        }
+        guard let quantity = try r.number("quantity") else { throw r.error("quantity", "is required") }
+        guard quantity.rounded() == quantity, (1...10).contains(quantity) else { throw r.error("quantity", "must be a whole score 1...10") }
+        let loggedAt = try r.instant("logged_at")
+        let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
+        let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
+        return MoodDraft(score: Int(quantity), associations: Suggestions.associations(forNotes: notes).map(\.name),
+                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)")
+    }
+
+    static func legacyMood(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+        guard let score = try r.number("mood_score") else { throw r.error("mood_score", "is required") }
+        guard score.rounded() == score, (1...10).contains(score) else { throw r.error("mood_score", "must be a whole score 1...10") }
+        let emotions = try r.strings("emotions") ?? []
+        let loggedAt = try r.instant("logged_at")
+        let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
+        let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
+        return MoodDraft(score: Int(score), labels: emotions, associations: Suggestions.associations(forNotes: notes).map(\.name),
+                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)")
+    }
+
+    static func moodAPI(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+        var draft = MoodDraft(suggestLabels: false)
+        draft.valence = try r.number("valence")
+        if draft.valence == nil, let score = try r.number("score") {
+            guard score.rounded() == score else { throw r.error("score", "must be a whole number") }
+            draft.score = Int(score)
+        }
+        draft.labels = try r.strings("labels") ?? []
+        draft.associations = try r.strings("associations") ?? []
+        draft.tags = try r.strings("tags") ?? []
+        draft.notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
+        draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
+        if let kind = try r.string("kind") {
+            guard let parsed = MoodKind(parsing: kind) else { throw r.error("kind", "must be momentary_emotion or daily_mood") }
+            draft.kind = parsed
+        }
+        if let id = try r.string("id") {
+            guard let parsed = EntryID(id) else { throw r.error("id", "is not a UUID") }
+            draft.id = parsed
+        }
+        let source = try r.string("source").flatMap { MoodSource(rawValue: $0) } ?? .backend
+        draft.source = source
+        // Identity on re-import: the id when the record has one; else its time (plus an occurrence count).
+        draft.sourceID = try r.string("source_id") ?? (source == .manual ? nil : draft.id.map { "api:\($0)" })
+        if draft.id == nil, draft.sourceID == nil, let loggedAt = draft.loggedAt {
+            draft.sourceID = "api:" + ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
+        }
+        return draft
+    }
+
+    static func healthKit(_ r: inout RecordReader) throws(ImportError) -> MoodDraft? {
+        guard let uuid = try r.string("uuid"), let id = EntryID(uuid) else { throw r.error("uuid", "must be a UUID") }
+        guard let valence = try r.number("valence") else { throw r.error("valence", "is required") }
+        var draft = MoodDraft(valence: valence, suggestLabels: false)
+        draft.loggedAt = try r.instant("start_date")
+        switch r.record["kind"] {
+        case .int(let raw)?:
+            guard let kind = MoodKind(rawValue: Int(raw)) else { throw r.error("kind", "must be 1 or 2") }
+            draft.kind = kind
+        case .string(let text)?:
+            guard let kind = MoodKind(parsing: text) else { throw r.error("kind", "must be momentaryEmotion or dailyMood") }
+            draft.kind = kind
+        case nil, .null?: break
+        default: throw r.error("kind", "must be a number or a string")
+        }
+        draft.labels = try r.words("labels", as: MoodLabel.self)
+        draft.associations = try r.words("associations", as: MoodAssociation.self)
+        draft.id = id
+        draft.source = .healthkit
+        draft.sourceID = "HK-MOOD-\(id)"
+        return draft  // a valence_classification in the file is ignored: it is recomputed from the valence
+    }
+}
+
+/// Typed access to one JSON record's fields, with errors that name the record and field.
+struct RecordReader {
+    let record: JSONValue
+    let number: Int
+
+    func error(_ field: String, _ problem: String) -> ImportError {
+        ImportError(line: number, field: field, problem: problem)
+    }
+
+    func string(_ key: String) throws(ImportError) -> String? {
+        switch record[key] {
+        case nil, .null?: return nil
+        case .string(let s)?: return s
+        default: throw error(key, "must be a string")
+        }
+    }
+
+    func number(_ key: String) throws(ImportError) -> Double? {
+        switch record[key] {
+        case nil, .null?: return nil
+        case let value?:
+            guard let d = value.doubleValue else { throw error(key, "must be a number") }
+            return d
+        }
+    }
+
+    func strings(_ key: String) throws(ImportError) -> [String]? {
+        switch record[key] {
+        case nil, .null?: return nil
+        case .array(let items)?:
+            var result: [String] = []
+            for item in items {
+                guard let s = item.stringValue else { throw error(key, "must be an array of strings") }
+                result.append(s)
+            }
+            return result
+        default: throw error(key, "must be an array")
+        }
+    }
+
+    /// Words given as names or as Apple raw values.
+    func words<D>(_ key: String, as: VocabularyWord<D>.Type) throws(ImportError) -> [String] {
+        guard case .array(let items)? = record[key] else {
+            if record[key] == nil || record[key] == .null { return [] }
+            throw error(key, "must be an array")
+        }
+        var result: [String] = []
+        for item in items {
+            if let raw = item.intValue {
+                guard let word = VocabularyWord<D>(appleRawValue: raw) else { throw error(key, "unknown raw value \(raw)") }
+                result.append(word.name)
+            } else if let name = item.stringValue {
+                result.append(name)
+            } else {
+                throw error(key, "must hold names or raw values")
+            }
+        }
+        return result
+    }
+
+    /// An ISO 8601 instant (required), with its offset; `offsetKey` overrides the offset when present.
+    func instant(_ key: String, offsetKey: String? = nil) throws(ImportError) -> LoggedAt {
+        guard let text = try string(key) else { throw error(key, "is required") }
+        guard var instant = ISO8601.parse(text) else { throw error(key, "is not an ISO 8601 instant with an offset") }
+        if let offsetKey, let offset = try number(offsetKey) {
+            guard offset.rounded() == offset, abs(offset) <= 840 else { throw error(offsetKey, "must be whole minutes within ±840") }
+            instant.utcOffsetMinutes = Int(offset)
+        }
+        return instant
+    }
+}

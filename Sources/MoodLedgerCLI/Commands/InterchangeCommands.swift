@@ -1,0 +1,107 @@
+import EventLog
+import Foundation
+import MoodLedger
+
+/// import, export, healthkit push|pull.
+enum InterchangeCommands {
+    static let all: [CommandSpec] = [importFile, export, healthkit]
+
+    static let importFile = CommandSpec(
+        name: "import", summary: "import a file atomically and idempotently (--dry-run: report only)",
+        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|healthkit [--utc-offset ±HH:MM] "
+            + "[--mood-map \"Name=level,…\"] [--truncate-notes] [--dry-run]",
+        values: ["format", "utc-offset", "mood-map"], flags: ["truncate-notes", "dry-run"]
+    ) { context in
+        let a = context.arguments
+        let path = try context.positional(0, "FILE")
+        guard let formatName = a.value("format") else { throw UsageError("import needs --format") }
+        guard let format = ImportFormat(rawValue: formatName) else {
+            throw UsageError("unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        var options = ImportOptions()
+        options.utcOffsetMinutes = try a.value("utc-offset").map(offset) ?? context.baseOptions.utcOffsetMinutes
+        options.truncateNotes = a.has("truncate-notes")
+        for pair in a.list("mood-map") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let level = Int(parts[1].trimmingCharacters(in: .whitespaces)), (1...5).contains(level) else {
+                throw UsageError("--mood-map takes Name=level pairs with levels 1...5")
+            }
+            options.moodMap[String(parts[0])] = level
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError(ExitCode.noInput, "cannot read \(path)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text")
+        }
+        let plan: ImportPlan
+        do { plan = try Importer.plan(text, format: format, options: options) } catch {
+            throw CLIError(ExitCode.invalidInput, "\(path): \(error); nothing was imported")
+        }
+        let ledger = try context.openLedger(write: !a.has("dry-run"))
+        defer { ledger.close() }
+        context.console.progress("importing \(plan.rows.count) rows…")
+        let report: ImportReport
+        do { report = try ledger.importPlan(plan, dryRun: a.has("dry-run")) } catch let error as ImportError {
+            throw CLIError(ExitCode.invalidInput, "\(path): \(error); nothing was imported")
+        }
+        context.console.progressDone()
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            context.console.line((report.dryRun ? "dry run: would import" : "imported") + " \(report.rows) rows: "
+                                 + "\(report.created) new, \(report.existing) already there, \(report.merged) merged into a day's mood")
+            for line in report.truncatedLines { context.console.line("line \(line): notes cut to 500 characters") }
+            for skipped in report.skipped { context.console.line("skipped \(skipped)") }
+        }
+        return ExitCode.ok
+    }
+
+    static let export = CommandSpec(name: "export", summary: "every entry as json, csv or healthkit, now or at a point",
+                                    usage: "export --format json|csv|healthkit [--at POINT]", values: ["format", "at"],
+                                    printsData: false) { context in
+        guard let name = context.arguments.value("format"), let format = ExportFormat(rawValue: name) else {
+            throw UsageError("export needs --format json, csv or healthkit")
+        }
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let text = Exporter.export(try context.state(of: ledger), format: format)
+        context.console.line(String(text.dropLast()))
+        return ExitCode.ok
+    }
+
+    static let healthkit = CommandSpec(name: "healthkit", summary: "sync with a (simulated) HealthKit store file",
+                                       usage: "healthkit push|pull --store FILE", values: ["store"]) { context in
+        let direction = try context.positional(0, "push or pull")
+        guard let path = context.arguments.value("store") else { throw UsageError("healthkit needs --store FILE") }
+        let store = FileHealthStore(path: path)
+        let ledger = try context.openLedger(write: true)
+        defer { ledger.close() }
+        let report: HealthKitSyncReport
+        switch direction {
+        case "push": report = try ledger.pushToHealthKit(store, now: ledger.options.clock())
+        case "pull":
+            do { report = try ledger.pullFromHealthKit(store) } catch let error as HealthStoreError {
+                throw CLIError(error.code == .authorizationDenied ? ExitCode.invalidInput : ExitCode.ioError, error.message)
+            }
+        default: throw UsageError("healthkit takes push or pull")
+        }
+        if context.json {
+            context.printJSON(report.json)
+        } else {
+            context.console.line("\(direction): saved \(report.saved), replaced \(report.replaced), deleted \(report.deleted), "
+                                 + "failed \(report.failed), pulled \(report.pulled)"
+                                 + (report.skippedCustomWords > 0 ? "; \(report.skippedCustomWords) custom words left out (HealthKit cannot hold them)" : ""))
+        }
+        return ExitCode.ok
+    }
+
+    /// `+02:00`, `-05:30`, `+0200`, `Z` → minutes.
+    static func offset(_ text: String) throws -> Int {
+        if text == "Z" || text == "+00:00" || text == "-00:00" { return 0 }
+        guard let probe = ISO8601.parse("2000-01-01T00:00:00" + text) else {
+            throw MoodError.invalid("utc_offset", "must look like +02:00 or -05:30")
+        }
+        return probe.utcOffsetMinutes
+    }
+}

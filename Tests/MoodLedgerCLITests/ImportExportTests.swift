@@ -1,0 +1,215 @@
+import Foundation
+@testable import MoodLedger
+@testable import MoodLedgerCLI
+import TestSupport
+import Testing
+
+func fixture(_ name: String) -> String { Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/" + name }
+
+@Suite("Imports, exports and the HealthKit port")
+struct ImportExportTests {
+    static let kijeMoods = "Good=5,Good [-]=5,Medium=4,Medium [-]=4,Not so good=3,Not so good [-]=3,Bad=2,Bad [-]=2,Awful=1,Awful [-]=1"
+
+    func entries(_ cli: CLIHarness) throws -> [JSONValue] {
+        try JSONParser.parse(cli.run(["export", "--format", "json"]).out)["entries"]!.arrayValue!
+    }
+
+    @Test("The real Daylio exports: every row imported, values checked; re-import appends nothing",
+          arguments: [("kije-daylio-analyze.csv", 1158), ("staticf0x-daylio-parser.csv", 32), ("michaelcurrin-daylio-csv-parser.csv", 3)])
+    func realDaylio(file: String, rows: Int) throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let args = ["import", fixture("daylio/" + file), "--format", "daylio", "--utc-offset", "+02:00", "--mood-map", Self.kijeMoods, "--json"]
+        let first = cli.run(args)
+        #expect(first.code == 0, "\(first.err)")
+        let report = try JSONParser.parse(first.out)
+        #expect(report["rows"] == .int(Int64(rows + (file.hasPrefix("kije") ? 1 : 0))) || report["rows"] == .int(Int64(rows)))
+        let imported = try entries(cli)
+        #expect(imported.count == report["rows"]!.intValue!, "every row becomes an entry")
+        let seq = try JSONParser.parse(cli.run(["stats", "--json"]).out)["last_seq"]
+        let again = try JSONParser.parse(cli.run(args).out)
+        #expect(again["created"] == .int(0) && again["appended_events"] == .int(0))
+        #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["last_seq"] == seq)
+        switch file {
+        case "staticf0x-daylio-parser.csv":
+            // 2020-05-30, 6:50 pm, rad, "friends | gaming | programming | nap", note "Awesome"
+            let row = imported.first { $0["logged_at"] == .string("2020-05-30T18:50:00+02:00") }!
+            #expect(row["valence"] == .double(1.0) && row["score"] == .int(10))
+            #expect(row["associations"] == .array([.string("friends")]))
+            #expect(row["tags"] == .array([.string("gaming"), .string("programming"), .string("nap")]))
+            #expect(row["notes"] == .string("Awesome") && row["source"] == .string("import"))
+            #expect(row["source_id"] == .string("daylio:2020-05-30T18:50#0"))
+            #expect(imported.contains { $0["logged_at"] == .string("2020-05-30T01:23:00+02:00") }, "1:23 am")
+        case "michaelcurrin-daylio-csv-parser.csv":
+            // "sad " with a trailing space is level 2; activities keep no stray spaces.
+            let row = imported.first { $0["logged_at"] == .string("2021-09-28T22:00:00+02:00") }!
+            #expect(row["valence"] == .double(-0.5))
+            #expect(row["tags"]?.arrayValue?.first == .string("clean") && row["tags"]?.arrayValue?.contains(.string("stomachache")) == true)
+        default:
+            let row = imported.first { $0["logged_at"] == .string("2023-09-13T15:26:00+02:00") }!
+            #expect(row["valence"] == .double(0.5) && row["tags"] == .array([.string("working (private)")]))
+        }
+    }
+
+    @Test("Every Daylio header version and quirk")
+    func synthetic() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        for file in ["synthetic-v1-year-date.csv", "synthetic-v2-no-title.csv", "synthetic-v4-scales.csv"] {
+            let result = cli.run(["import", fixture("daylio/" + file), "--format", "daylio", "--utc-offset", "-05:00"])
+            #expect(result.code == 0, "\(file): \(result.err)")
+        }
+        let all = try entries(cli)
+        #expect(all.count == 6)
+        let nye = all.first { $0["logged_at"] == .string("2019-12-31T23:58:00-05:00") }!
+        #expect(nye["notes"] == .string("Happy new year\nsee you in 2020 🎉"))
+        #expect(nye["associations"] == .array([.string("friends"), .string("fitness")]) && nye["tags"] == .array([.string("party")]))
+        let quoted = all.first { $0["logged_at"] == .string("2019-12-30T08:05:00-05:00") }!
+        #expect(quoted["notes"] == .string("He said \"no\" & left") && quoted["valence"] == .double(-1.0))
+        #expect(all.contains { $0["logged_at"] == .string("2019-01-01T00:00:00-05:00") }, "12:00 am is midnight")
+        let hebrew = all.first { $0["notes"] == .string("שלום עולם") }!
+        #expect(hebrew["associations"] == .array([.string("family"), .string("friends")]))
+        #expect(all.filter { $0["logged_at"] == .string("2022-03-01T07:00:00-05:00") }.count == 2, "two rows, one minute")
+        let leap = all.first { $0["logged_at"] == .string("2024-02-29T21:15:00-05:00") }!
+        #expect(leap["notes"] == .string("Leap day\nLong day.\nTired but ok"))
+    }
+
+    @Test("Malformed files exit 65, name the line and field, and append nothing", arguments: [
+        ("bad-fields.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,work,\n", "line 2"),
+        ("unterminated.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,\"work,,\n", "line 2"),
+        ("impossible-date.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-02-30,30 Feb,Fri,10:00,rad,,,\n", "full_date"),
+        ("bad-time.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,25:00,rad,,,\n", "time"),
+        ("unmapped.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,Fabulous,,,\n2024-01-02,2 Jan,Tue,10:00,Grim,,,\n", "\"Fabulous\", \"Grim\""),
+        ("long-note.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,,," + String(repeating: "x", count: 501) + "\n", "--truncate-notes"),
+    ])
+    func malformedDaylio(name: String, content: String, mention: String) throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let path = cli.dir.sub(name)
+        try content.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = cli.run(["import", path, "--format", "daylio"])
+        #expect(result.code == 65, "\(result.err)")
+        #expect(result.err.contains(mention) && result.err.contains("nothing was imported"), "\(result.err)")
+        #expect(!result.err.contains("xxxxxxxx"), "notes are never echoed")
+        #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(0))
+        if name == "long-note.csv" {
+            let cut = cli.run(["import", path, "--format", "daylio", "--truncate-notes"])
+            #expect(cut.code == 0 && cut.out.contains("line 2: notes cut to 500 characters"))
+        }
+    }
+
+    @Test("JSON formats: progress, legacy-mood, mood-api, healthkit")
+    func jsonFormats() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        for format in ["progress", "legacy-mood", "mood-api", "healthkit"] {
+            let result = cli.run(["import", fixture("json/\(format).json"), "--format", format])
+            #expect(result.code == 0, "\(format): \(result.err)")
+            #expect(cli.run(["import", fixture("json/\(format).json"), "--format", format, "--json"]).out.contains("\"created\": 0"))
+        }
+        let all = try entries(cli)
+        #expect(all.count == 8)
+        let run = all.first { $0["notes"] == .string("Morning run with a friend") }!
+        #expect(run["score"] == .int(8) && run["labels"] == .array([.string("happy"), .string("confident")]))
+        #expect(run["associations"] == .array([.string("friends"), .string("fitness")]))
+        let lonely = all.first { $0["notes"] == .string("Feeling lonely") }!
+        #expect(lonely["labels"] == .array([.string("sad"), .string("hopeless"), .string("lonely")]))
+        let dinner = all.first { $0["notes"] == .string("Family dinner") }!
+        #expect(dinner["labels"] == .array([.string("happy"), .string("excited")]) && dinner["score"] == .int(7))
+        let hk = all.first { $0["id"] == .string("5a3f0c2e-1b7d-4c8e-9f00-aa11bb22cc33") }!
+        #expect(hk["source"] == .string("healthkit") && hk["source_id"] == .string("HK-MOOD-5a3f0c2e-1b7d-4c8e-9f00-aa11bb22cc33"))
+        #expect(hk["labels"] == .array([.string("happy"), .string("grateful")]) && hk["associations"] == .array([.string("partner")]))
+        #expect(hk["valence_classification"] == .string("very_pleasant"), "recomputed, not the file's 1")
+        let api = all.first { $0["id"] == .string("0b5d6c1e-9a47-4f0e-8f6e-2f7a3c1d9e10") }!
+        #expect(api["kind"] == .string("daily_mood") && api["labels"] == .array([.string("stressed"), .string("my own word")]))
+    }
+
+    @Test("Malformed JSON and wrong types exit 65 and append nothing", arguments: [
+        ("{\"data\": [", "progress", "bad JSON"),
+        ("[{\"type\": \"mood_score\", \"quantity\": \"eight\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "progress", "quantity"),
+        ("[{\"mood_score\": 7, \"emotions\": \"happy\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "legacy-mood", "emotions"),
+        ("[{\"mood_score\": 11, \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "legacy-mood", "mood_score"),
+        ("{\"entries\": [{\"valence\": 3, \"logged_at\": \"2024-01-01T10:00:00Z\"}]}", "mood-api", "valence"),
+        ("{\"entries\": [{\"valence\": 0.1, \"logged_at\": \"2024-02-30T10:00:00Z\"}]}", "mood-api", "logged_at"),
+        ("{\"samples\": [{\"uuid\": \"nope\", \"valence\": 0.1}]}", "healthkit", "uuid"),
+        ("42", "mood-api", "expected an object"),
+    ])
+    func malformedJSON(content: String, format: String, mention: String) throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        cli.run(["log", "--valence", "0.1"])
+        let path = cli.dir.sub("bad.json")
+        try content.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = cli.run(["import", path, "--format", format])
+        #expect(result.code == 65 && result.err.contains(mention), "\(result.err)")
+        #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(1))
+    }
+
+    @Test("export json → import mood-api and export healthkit → import healthkit give the same entries; csv is RFC 4180")
+    func roundTrips() throws {
+        let source = CLIHarness()
+        source.run(["init"])
+        source.run(["import", fixture("daylio/staticf0x-daylio-parser.csv"), "--format", "daylio"])
+        source.run(["log", "--score", "9", "--label", "my own word", "--note", "comma, \"quote\"\nnewline", "--association", "family"])
+        let json = source.run(["export", "--format", "json"]).out
+        let hk = source.run(["export", "--format", "healthkit"]).out
+        #expect(try JSONParser.parse(hk)["skipped_custom_words"] == .int(1))
+        let target = CLIHarness()
+        target.run(["init"])
+        try json.write(toFile: target.dir.sub("e.json"), atomically: true, encoding: .utf8)
+        #expect(target.run(["import", target.dir.sub("e.json"), "--format", "mood-api"]).code == 0)
+        let strip: (JSONValue) -> JSONValue = { entry in
+            guard case .object(let pairs) = entry else { return entry }
+            return .object(pairs.filter { !["created_at", "updated_at"].contains($0.0) })
+        }
+        #expect(try entries(source).map(strip) == entries(target).map(strip))
+
+        let hkTarget = CLIHarness()
+        hkTarget.run(["init"])
+        try hk.write(toFile: hkTarget.dir.sub("h.json"), atomically: true, encoding: .utf8)
+        #expect(hkTarget.run(["import", hkTarget.dir.sub("h.json"), "--format", "healthkit"]).code == 0)
+        let back = try entries(hkTarget)
+        let original = try entries(source)
+        #expect(back.count == original.count)
+        for (a, b) in zip(original, back) {
+            for key in ["id", "logged_at", "kind", "valence", "associations"] { #expect(a[key] == b[key], "\(key)") }
+            #expect(b["labels"] == .array(a["labels"]!.arrayValue!.filter { $0 != .string("my own word") }))
+        }
+
+        let csv = source.run(["export", "--format", "csv"]).out
+        let records = try CSVReader.records(csv)
+        #expect(records.count == original.count + 1 && records.allSatisfy { $0.fields.count == 15 })
+        #expect(records.last!.fields[10] == "comma, \"quote\"\nnewline" && records.last!.fields[7] == "my own word")
+    }
+
+    @Test("HealthKit port: push, edit = replace (no duplicate), denied authorization retried, pull only the unknown")
+    func healthKitPort() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let store = cli.dir.sub("health.json")
+        let a = cli.id(["log", "--valence", "0.5", "--label", "calm", "--label", "custom word"])
+        cli.id(["log", "--valence", "-0.5", "--source", "healthkit", "--source-id", "HK-MOOD-x"])
+        var push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
+        #expect(push["saved"] == .int(1) && push["skipped_custom_words"] == .int(1), "the HealthKit entry is not sent back")
+        cli.run(["update", a, "--valence", "0.7"])
+        push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
+        #expect(push["replaced"] == .int(1))
+        let samples = FileHealthStore(path: store)
+        #expect(try samples.samples().count == 1, "an edit never duplicates")
+        #expect(try samples.samples()[0].valence == Valence.quantized(0.7))
+        try samples.setAuthorized(false)
+        cli.run(["update", a, "--valence", "0.9"])
+        push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
+        #expect(push["failed"] == .int(1))
+        let outbox = try JSONParser.parse(cli.run(["outbox", "--destination", "healthkit", "--json"]).out)
+        #expect(outbox["items"]?.arrayValue?.first?["last_error"] == .string("authorization denied"))
+        #expect(cli.run(["show", a, "--json"]).out.contains("0.9"), "the local save succeeded")
+        try samples.setAuthorized(true)
+        try samples.save(StateOfMindSample(uuid: EntryID("11111111-2222-4333-8444-555555555555")!,
+                                           date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0),
+                                           kind: .momentaryEmotion, valence: 0.2, labels: [.named("proud")], associations: []))
+        let pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
+        #expect(pull["pulled"] == .int(1), "only the sample the ledger did not write")
+        #expect(try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
+    }
+}
