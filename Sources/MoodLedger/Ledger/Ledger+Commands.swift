@@ -208,7 +208,7 @@ extension MoodEvent {
 extension LedgerState {
     /// The operation the outbox holds for a pair (explicit, or the implicit create), if any.
     func pendingOperation(_ id: EntryID, _ destination: SyncDestination) -> SyncOperation? {
-        if let record = outbox.records[OutboxKey(entryID: id, destination: destination)] { return record.operation }
+        if let record = outbox.record(OutboxKey(entryID: id, destination: destination)) { return record.operation }
         guard let entry = entries[id], OutboxState.isEligible(entry.source, for: destination) else { return nil }
         return .create
     }

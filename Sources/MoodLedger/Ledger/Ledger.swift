@@ -64,14 +64,15 @@ public final class Ledger: Sendable {
         let log = try EventLog.open(directory: path, configuration: configuration)
         if let notice = log.recoveryNotice { notices.append(notice.description) }
 
-        // Check the snapshot belongs to this log and its record is still there; else try older ones.
-        var state: LedgerState?
+        // Check the snapshot belongs to this log and its record is still there; else try older ones. The state is
+        // moved, never copied: a second reference would make the first replayed event copy every dictionary.
+        var current = LedgerState()
         var after: RecordLocation?
-        var tried = loaded.map { [$0] } ?? []
+        var candidate = loaded.take()
         while true {
-            if let (header, snapshotState) = tried.popLast() {
+            if let (header, snapshotState) = candidate.take() {
                 if header.fileID == log.fileID, snapshotMatches(header.location, log: log) {
-                    state = snapshotState
+                    current = snapshotState
                     after = header.location
                     break
                 }
@@ -79,11 +80,10 @@ public final class Ledger: Sendable {
             }
             guard let seq = remaining.popFirst() else { break }
             switch store.load(seq: seq, fileID: log.fileID) {
-            case .success(let value): tried.append(value)
+            case .success(let value): candidate = value
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        var current = state ?? LedgerState()
         var replayed = 0
         if let after {
             try log.forEach(after: after) { view in

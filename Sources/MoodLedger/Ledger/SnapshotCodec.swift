@@ -19,7 +19,7 @@ enum SnapshotCodec {
             w.signed(entry.updatedAt)
             EventCodec.writeEntryBody(entry, to: &w, withTags: true)
         }
-        let records = state.outbox.records.sorted { $0.key < $1.key }
+        let records = state.outbox.records
         w.varint(UInt64(records.count))
         for (key, record) in records {
             w.id(key.entryID)

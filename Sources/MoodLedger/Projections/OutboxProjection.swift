@@ -23,13 +23,43 @@ public struct OutboxRecord: Sendable, Equatable {
 
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
 public struct OutboxState: Sendable, Equatable {
-    /// Records of pairs with sync history.
-    public private(set) var records: [OutboxKey: OutboxRecord] = [:]
+    /// Records of pairs with sync history, by entry (one lookup answers both destinations).
+    private var byEntry: [EntryID: [OutboxRecord?]] = [:]
 
     public init() {}
 
+    /// The record of one pair, if it has sync history.
+    public func record(_ key: OutboxKey) -> OutboxRecord? {
+        byEntry[key.entryID]?[Int(key.destination.code)]
+    }
+
+    /// Every record, ordered by entry id then destination.
+    public var records: [(key: OutboxKey, value: OutboxRecord)] {
+        byEntry.keys.sorted().flatMap { id in
+            SyncDestination.allCases.compactMap { destination in
+                byEntry[id]![Int(destination.code)].map { (OutboxKey(entryID: id, destination: destination), $0) }
+            }
+        }
+    }
+
+    /// How many pairs have records.
+    public var recordCount: Int { byEntry.values.reduce(0) { $0 + $1.compactMap { $0 }.count } }
+
+    /// Sets or removes one pair's record.
+    private subscript(key: OutboxKey) -> OutboxRecord? {
+        get { record(key) }
+        set {
+            var pair = byEntry[key.entryID] ?? [nil, nil]
+            pair[Int(key.destination.code)] = newValue
+            byEntry[key.entryID] = pair.allSatisfy { $0 == nil } ? nil : pair
+        }
+    }
+
     /// Replaces the records (snapshot load).
-    mutating func restore(_ records: [OutboxKey: OutboxRecord]) { self.records = records }
+    mutating func restore(_ records: [OutboxKey: OutboxRecord]) {
+        byEntry = [:]
+        for (key, record) in records { self[key] = record }
+    }
 
     /// Backoff after the n-th failed attempt: 30 s × 2^(n−1), at most 6 hours.
     public static func backoffMilliseconds(afterAttempts attempts: Int) -> Int64 {
@@ -49,14 +79,14 @@ public struct OutboxState: Sendable, Equatable {
             if let change { entryChanged(event.entryID, change, except: nil) }
         case .syncAttempted(let id, let destination, let operation):
             let key = OutboxKey(entryID: id, destination: destination)
-            var record = records[key] ?? OutboxRecord(operation: .create)
+            var record = self[key] ?? OutboxRecord(operation: .create)
             record.attempts += 1
             record.changedSinceAttempt = false
             if record.operation == nil { record.operation = operation }
-            records[key] = record
+            self[key] = record
         case .syncSucceeded(let id, let destination, let remoteID):
             let key = OutboxKey(entryID: id, destination: destination)
-            var record = records[key] ?? OutboxRecord(operation: .create)
+            var record = self[key] ?? OutboxRecord(operation: .create)
             record.remoteID = remoteID
             record.attempts = 0
             record.lastError = nil
@@ -64,7 +94,7 @@ public struct OutboxState: Sendable, Equatable {
             record.nextAttemptAt = nil
             record.parked = false
             if record.operation == .delete && !record.changedSinceAttempt {
-                records[key] = nil
+                self[key] = nil
                 return
             }
             if record.changedSinceAttempt {
@@ -72,10 +102,10 @@ public struct OutboxState: Sendable, Equatable {
             } else {
                 record.operation = nil
             }
-            records[key] = record
+            self[key] = record
         case .syncFailed(let id, let destination, let failure):
             let key = OutboxKey(entryID: id, destination: destination)
-            var record = records[key] ?? OutboxRecord(operation: .create)
+            var record = self[key] ?? OutboxRecord(operation: .create)
             record.lastError = failure.error
             record.lastStatus = failure.status
             if failure.retryable {
@@ -85,15 +115,15 @@ public struct OutboxState: Sendable, Equatable {
                 record.nextAttemptAt = nil
                 record.parked = true
             }
-            records[key] = record
+            self[key] = record
         case .remoteApplied(let remote):
             let key = OutboxKey(entryID: remote.entryID, destination: remote.origin)
             if remote.entry == nil {
-                records[key] = nil
+                self[key] = nil
             } else {
-                var record = records[key] ?? OutboxRecord()
+                var record = self[key] ?? OutboxRecord()
                 record = OutboxRecord(operation: nil, remoteID: remote.remoteID ?? record.remoteID)
-                records[key] = record
+                self[key] = record
             }
             if let change { entryChanged(remote.entryID, change, except: remote.origin) }
         }
@@ -101,12 +131,13 @@ public struct OutboxState: Sendable, Equatable {
 
     /// An entry was created, changed or deleted locally (or from `except`): update the other destinations.
     private mutating func entryChanged(_ id: EntryID, _ change: EntryChange, except: SyncDestination?) {
+        guard byEntry[id] != nil else { return }  // no history: the implicit pending create covers any change
         for destination in SyncDestination.allCases where destination != except {
             let key = OutboxKey(entryID: id, destination: destination)
-            guard var record = records[key] else { continue }  // implicit: a pending create covers any change
+            guard var record = self[key] else { continue }  // implicit: a pending create covers any change
             if change.after == nil {
                 if record.remoteID == nil {
-                    records[key] = nil  // never reached the destination: nothing to send
+                    self[key] = nil  // never reached the destination: nothing to send
                     continue
                 }
                 record.operation = .delete
@@ -117,7 +148,7 @@ public struct OutboxState: Sendable, Equatable {
             }
             record.changedSinceAttempt = true
             record.parked = false
-            records[key] = record
+            self[key] = record
         }
     }
 }

@@ -31,7 +31,7 @@ extension LedgerState {
         var items: [OutboxItem] = []
         let destinations = only.map { [$0] } ?? SyncDestination.allCases
         // Records of entries that are gone locally (pending deletes).
-        for (key, record) in outbox.records.sorted(by: { $0.key < $1.key }) where entries[key.entryID] == nil {
+        for (key, record) in outbox.records where entries[key.entryID] == nil {
             guard destinations.contains(key.destination), let item = Self.item(key, record, includeSynced) else { continue }
             items.append(item)
         }
@@ -39,7 +39,7 @@ extension LedgerState {
             for entry in entries.entries(on: day).reversed() {
                 for destination in destinations where OutboxState.isEligible(entry.source, for: destination) {
                     let key = OutboxKey(entryID: entry.id, destination: destination)
-                    if let record = outbox.records[key] {
+                    if let record = outbox.record(key) {
                         if let item = Self.item(key, record, includeSynced) { items.append(item) }
                     } else {
                         items.append(OutboxItem(entryID: entry.id, destination: destination, operation: .create,

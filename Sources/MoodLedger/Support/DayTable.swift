@@ -34,14 +34,21 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     public mutating func modify<R>(_ day: LocalDate, default make: @autoclosure () -> Value,
                                    removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> R) -> R {
         let index = makeSlot(day)
-        if slots[index] == nil {
-            slots[index] = make()
+        // Move the value out (leaving nil) so its arrays stay uniquely referenced: mutating `slots[index]!` in
+        // place would copy them on every call.
+        var value: Value
+        if let existing = slots[index] {
+            value = existing
+            slots[index] = nil
+        } else {
+            value = make()
             count += 1
         }
-        let result = body(&slots[index]!)
-        if isEmpty(slots[index]!) {
-            slots[index] = nil
+        let result = body(&value)
+        if isEmpty(value) {
             count -= 1
+        } else {
+            slots[index] = value
         }
         return result
     }
@@ -79,4 +86,12 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     }
 
     public static func == (a: DayTable, b: DayTable) -> Bool { a.count == b.count && a.pairs.elementsEqual(b.pairs, by: ==) }
+}
+
+extension Optional {
+    /// Returns the value and leaves `nil` behind, so the caller holds the only reference.
+    mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
 }
