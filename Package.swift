@@ -23,7 +23,7 @@ let package = Package(
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
-        .target(name: "TestSupport", dependencies: ["EventLog"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["EventLog", "MoodLedger"], path: "Tests/TestSupport"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
         .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],

@@ -2,7 +2,7 @@ import MoodLedger
 
 /// The benchmark's deterministic workload (`Specs/benchmark.md`): one user, ten years, N events.
 struct BenchWorkload {
-    var random: SplitMix
+    var random: SplitMix64
     let events: Int
     let start: Int64 = 1_483_228_800_000  // 2017-01-01T00:00:00Z
     let span: Int64 = 10 * 365 * 86_400_000
@@ -19,7 +19,7 @@ struct BenchWorkload {
 
     init(events: Int, seed: UInt64 = 20_261_122) {
         self.events = events
-        random = SplitMix(seed: seed)
+        random = SplitMix64(seed: seed)
     }
 
     /// Skewed pick: earlier elements far more likely (a realistic vocabulary).
@@ -96,19 +96,6 @@ struct BenchWorkload {
             live[index] = last
             liveIndex[last] = index
         }
-    }
-}
-
-/// SplitMix64: a small seeded generator.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

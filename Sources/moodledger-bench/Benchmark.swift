@@ -155,7 +155,7 @@ struct Benchmark {
         }
         record("analytics_ms", Self.median(analyticsTimes), places: 3)
 
-        var random = SplitMix(seed: 7)
+        var random = SplitMix64(seed: 7)
         var travelTimes: [Double] = []
         for _ in 0..<10 {
             let target = UInt64.random(in: 1...max(1, ledger.lastSeq), using: &random)

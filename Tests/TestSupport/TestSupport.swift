@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import MoodLedger
 import Synchronization
 
 /// A fresh temporary directory, removed when the value is dropped by the test's end (best effort).
@@ -43,21 +44,15 @@ public enum Repository {
 
 /// Seeded randomness (SplitMix64), so failures can be replayed from the printed seed.
 public struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
+    private var generator: SplitMix64
     public let seed: UInt64
     public init(seed: UInt64? = nil, test: String = #function) {
         let env = ProcessInfo.processInfo.environment["MOODLEDGER_SEED"].flatMap { UInt64($0) }
         self.seed = seed ?? env ?? UInt64.random(in: 1...UInt64.max)
-        state = self.seed
+        generator = SplitMix64(seed: self.seed)
         print("[\(test)] seed \(self.seed) (set MOODLEDGER_SEED to replay)")
     }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 }
 
 /// A ``PlatformIO`` that passes calls to the system and injects faults on demand.

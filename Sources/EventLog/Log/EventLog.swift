@@ -86,7 +86,7 @@ public final class EventLog: Sendable {
                 }
                 let header = LogFormat.FileHeader(fileID: io.randomBytes(16), baseSeq: 0,
                                                   maxPayload: UInt32(LogFormat.maximumPayloadSize))
-                try EventLogFiles.writeAtomically(header.encoded(), to: path, io: io)
+                try AtomicFile.write(header.encoded(), to: path, io: io)
             }
             let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
             do {

@@ -52,20 +52,6 @@ enum EventLogFiles {
         }
     }
 
-    /// Writes `bytes` to `path` atomically: a temp file beside it, synced, renamed, directory synced. Mode 0600.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, io: any PlatformIO) throws {
-        let temp = path + ".tmp"
-        if io.exists(temp) { try wrapIO("cannot remove \(temp)") { try io.remove(temp) } }
-        try wrapIO("cannot write \(temp)") {
-            let fd = try io.open(temp, .createExclusive)
-            defer { io.close(fd) }
-            try bytes.withUnsafeBytes { try io.write(fd, $0, at: 0) }
-            try io.syncData(fd)
-        }
-        try wrapIO("cannot rename \(temp)") { try io.rename(temp, path) }
-        try wrapIO("cannot sync directory of \(path)") { try io.syncDirectory(parent(of: path)) }
-    }
-
     /// Copies `path` to `destination` (created exclusively, 0600) and syncs the copy and the directory.
     static func copy(_ path: String, to destination: String, io: any PlatformIO) throws {
         try wrapIO("cannot copy \(path) to \(destination)") {

@@ -1,3 +1,5 @@
+import EventLog
+
 /// An instant (milliseconds since 1970-01-01T00:00:00Z) plus the UTC offset it was logged in, so that
 /// "which day" is the user's local day.
 public struct LoggedAt: Hashable, Sendable, Comparable {
@@ -58,15 +60,8 @@ public struct LocalDate: Hashable, Sendable, Comparable, Strideable, CustomStrin
 
     /// (year, month, day).
     public var components: (year: Int, month: Int, day: Int) {
-        let z = Int(daysSinceEpoch) + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        let (year, month, day) = CivilCalendar.date(daysSinceEpoch: Int64(daysSinceEpoch))
+        return (Int(year), Int(month), Int(day))
     }
 
     /// Midnight UTC of this day, in milliseconds since the epoch.

@@ -1,22 +1,33 @@
 extension MoodEntry {
     /// The backend API's entry shape (snake_case keys), as `Specs/cli.md` lists them.
     public var json: JSONValue {
-        .object([
-            ("id", .string(id.description)),
+        .object([("id", .string(id.description))] + fields(derived: true) + [
+            ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
+            ("updated_at", .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
+        ])
+    }
+
+    /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).
+    var creationJSON: JSONValue { .object(fields(derived: false)) }
+
+    /// The data fields in API order; `derived` adds the classification and the derived score (else the typed one).
+    private func fields(derived: Bool) -> [(String, JSONValue)] {
+        var pairs: [(String, JSONValue)] = [
             ("logged_at", .string(loggedAt.iso8601)),
             ("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))),
             ("kind", .string(kind.wireName)),
             ("valence", .optional(valence) { .double(Valence.display($0)) }),
-            ("valence_classification", .optional(valenceClassification) { .string($0.wireName) }),
-            ("score", .optional(score) { .int(Int64($0)) }),
+        ]
+        if derived { pairs.append(("valence_classification", .optional(valenceClassification) { .string($0.wireName) })) }
+        pairs += [
+            ("score", .optional(derived ? score : enteredScore) { .int(Int64($0)) }),
             ("labels", .array(labels.map { .string($0.wireName) })),
             ("associations", .array(associations.map { .string($0.wireName) })),
             ("tags", .array(tags.map { .string($0) })),
             ("notes", .optional(notes) { .string($0) }),
             ("source", .string(source.rawValue)),
             ("source_id", .optional(sourceID) { .string($0) }),
-            ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
-            ("updated_at", .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
-        ])
+        ]
+        return pairs
     }
 }

@@ -44,25 +44,6 @@ extension MoodEvent {
     }
 }
 
-extension MoodEntry {
-    /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).
-    var creationJSON: JSONValue {
-        .object([
-            ("logged_at", .string(loggedAt.iso8601)),
-            ("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))),
-            ("kind", .string(kind.wireName)),
-            ("valence", .optional(valence) { .double(Valence.display($0)) }),
-            ("score", .optional(enteredScore) { .int(Int64($0)) }),
-            ("labels", .array(labels.map { .string($0.wireName) })),
-            ("associations", .array(associations.map { .string($0.wireName) })),
-            ("tags", .array(tags.map { .string($0) })),
-            ("notes", .optional(notes) { .string($0) }),
-            ("source", .string(source.rawValue)),
-            ("source_id", .optional(sourceID) { .string($0) }),
-        ])
-    }
-}
-
 extension RecordedEvent {
     /// One line of `moodledger events --json`: seq, recorded_at, type, entry_id, command_id, offset, size, data.
     public var json: JSONValue {

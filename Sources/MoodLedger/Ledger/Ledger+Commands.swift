@@ -31,32 +31,33 @@ extension Ledger {
     /// - Throws: as ``update(_:_:)``.
     @discardableResult
     public func editLabels(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
-        try perform { state, _ in
-            let entry = try Self.editable(id, in: state)
-            let labels = try MoodRules.edit(entry.labels, edit, limit: MoodRules.maximumLabels)
-            return (labels.map { [.labelsEdited(id, $0)] } ?? [], id, false)
-        }.entry
+        try editWords(id) { entry in
+            try MoodRules.edit(entry.labels, edit, limit: MoodRules.maximumLabels).map { .labelsEdited(id, $0) }
+        }
     }
 
     /// Edits an entry's associations.
     /// - Throws: as ``update(_:_:)``.
     @discardableResult
     public func editAssociations(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
-        try perform { state, _ in
-            let entry = try Self.editable(id, in: state)
-            let associations = try MoodRules.edit(entry.associations, edit, limit: MoodRules.maximumAssociations)
-            return (associations.map { [.associationsEdited(id, $0)] } ?? [], id, false)
-        }.entry
+        try editWords(id) { entry in
+            try MoodRules.edit(entry.associations, edit, limit: MoodRules.maximumAssociations)
+                .map { .associationsEdited(id, $0) }
+        }
     }
 
     /// Edits an entry's tags.
     /// - Throws: as ``update(_:_:)``.
     @discardableResult
     public func editTags(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
+        try editWords(id) { entry in try MoodRules.editTags(entry.tags, edit).map { .tagsEdited(id, $0) } }
+    }
+
+    /// The shared path of word edits: the entry must exist and be editable; `nil` from `event` means no change.
+    private func editWords(_ id: EntryID, _ event: (MoodEntry) throws -> MoodEvent?) throws -> MoodEntry {
         try perform { state, _ in
             let entry = try Self.editable(id, in: state)
-            let tags = try MoodRules.editTags(entry.tags, edit)
-            return (tags.map { [.tagsEdited(id, $0)] } ?? [], id, false)
+            return (try event(entry).map { [$0] } ?? [], id, false)
         }.entry
     }
 

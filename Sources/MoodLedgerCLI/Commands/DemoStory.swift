@@ -26,7 +26,7 @@ enum DemoStory {
     static let associations = ["work", "family", "friends", "fitness", "health", "hobbies", "weather", "partner", "money"]
 
     static func build(_ ledger: Ledger, clock: DemoClock) throws -> Summary {
-        var random = DemoRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         var summary = Summary()
         let day0 = clock.now - 7 * 3_600_000  // midnight UTC, 2025-01-01
         var logged: [EntryID] = []
