@@ -25,6 +25,7 @@ enum BenchmarkCommand {
                     return 64
                 }
                 events = n
+            case "--sizes": print(Sizes.report()); return 0
             case "--json": json = true
             case "--keep": keep = true
             case "--generate":  // internal: the load phase, run as a child process

@@ -5,13 +5,19 @@ import EventLog
 public struct LoggedAt: Hashable, Sendable, Comparable {
     /// Milliseconds since the Unix epoch, UTC.
     public var milliseconds: Int64
-    /// The user's UTC offset when logging, in minutes (−840…+840).
-    public var utcOffsetMinutes: Int
+    /// Stored in 16 bits: entries are held by the million, and every byte of them counts.
+    private var offset: Int16
+
+    /// The user's UTC offset when logging, in minutes (−840…+840; the codec accepts up to ±1440).
+    public var utcOffsetMinutes: Int {
+        get { Int(offset) }
+        set { offset = Int16(clamping: newValue) }
+    }
 
     /// Creates a logged-at time.
     public init(milliseconds: Int64, utcOffsetMinutes: Int = 0) {
         self.milliseconds = milliseconds
-        self.utcOffsetMinutes = utcOffsetMinutes
+        self.offset = Int16(clamping: utcOffsetMinutes)
     }
 
     /// The user's local calendar day.

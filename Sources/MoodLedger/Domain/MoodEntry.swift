@@ -6,10 +6,28 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var loggedAt: LoggedAt
     /// Momentary emotion or daily mood.
     public var kind: MoodKind
-    /// Valence −1…+1 on the 2⁻⁴⁰ grid; `nil` when only labels were given.
-    public var valence: Double?
+    /// Where the entry came from.
+    public var source: MoodSource
+    /// The typed score in one byte (0: none); see ``enteredScore``.
+    private var typedScore: UInt8
+    /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none. Eight bytes instead of sixteen.
+    private var grid: Int64
+
+    /// Valence −1…+1 on the 2⁻⁴⁰ grid; `nil` when only labels were given. Set values are rounded onto the grid.
+    public var valence: Double? {
+        get { grid == .min ? nil : Valence.value(grid) }
+        set { grid = newValue.map(Valence.fixed) ?? .min }
+    }
+
+    /// The valence's grid value, if any (what analytics sum).
+    var valenceGrid: Int64? { grid == .min ? nil : grid }
+
     /// The 1–10 score the user typed, if they typed one (never adjusted by labels).
-    public var enteredScore: Int?
+    public var enteredScore: Int? {
+        get { typedScore == 0 ? nil : Int(typedScore) }
+        set { typedScore = newValue.map { UInt8(clamping: $0) } ?? 0 }
+    }
+
     /// Labels, in the order given, without duplicates.
     public var labels: [MoodLabel]
     /// Associations, in the order given, without duplicates.
@@ -18,8 +36,6 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var tags: [String]
     /// Notes, trimmed; never empty.
     public var notes: String?
-    /// Where the entry came from.
-    public var source: MoodSource
     /// The source's own identifier, unique per source.
     public var sourceID: String?
     /// When the ledger recorded the creating event (milliseconds since 1970).
@@ -35,13 +51,13 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.id = id
         self.loggedAt = loggedAt
         self.kind = kind
-        self.valence = valence
-        self.enteredScore = enteredScore
+        self.source = source
+        self.typedScore = enteredScore.map { UInt8(clamping: $0) } ?? 0
+        self.grid = valence.map(Valence.fixed) ?? .min
         self.labels = labels
         self.associations = associations
         self.tags = tags
         self.notes = notes
-        self.source = source
         self.sourceID = sourceID
         self.createdAt = createdAt
         self.updatedAt = updatedAt

@@ -83,14 +83,14 @@ extension Ledger {
         let a = try state(at: from)
         let b = try state(at: to)
         var diff = LedgerDiff(fromSeq: a.seq, toSeq: b.seq, added: [], removed: [], changed: [], outbox: [])
-        for (id, after) in b.entries.byID {
-            if let before = a.entries[id] {
+        for after in b.entries.all {
+            if let before = a.entries[after.id] {
                 if before != after { diff.changed.append((before, after)) }
             } else {
                 diff.added.append(after)
             }
         }
-        for (id, before) in a.entries.byID where b.entries[id] == nil { diff.removed.append(before) }
+        for before in a.entries.all where b.entries[before.id] == nil { diff.removed.append(before) }
         diff.added.sort(by: MoodEntry.newestFirst)
         diff.removed.sort(by: MoodEntry.newestFirst)
         diff.changed.sort { MoodEntry.newestFirst($0.after, $1.after) }

@@ -11,7 +11,7 @@ enum SnapshotCodec {
         var w = ByteWriter(capacity: state.entries.count * 96 + 1024)
         w.varint(state.seq)
         w.signed(state.recordedAt)
-        let entries = state.entries.byID.values.sorted { $0.id < $1.id }
+        let entries = state.entries.all.sorted { $0.id < $1.id }
         w.varint(UInt64(entries.count))
         for entry in entries {
             w.id(entry.id)
@@ -67,7 +67,6 @@ enum SnapshotCodec {
             entry.createdAt = createdAt
             entry.updatedAt = updatedAt
             state.entries.insert(entry)
-            state.analytics.contribute(entry, sign: 1)
         }
         let recordCount = try r.count()
         var records: [OutboxKey: OutboxRecord] = [:]
@@ -97,6 +96,7 @@ enum SnapshotCodec {
             records[OutboxKey(entryID: id, destination: destination)] = record
         }
         state.outbox = OutboxState(records: records)
+        state.analytics = AnalyticsState.recomputed(from: state.entries.all)
         guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
         return state
     }

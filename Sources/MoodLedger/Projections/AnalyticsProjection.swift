@@ -63,7 +63,7 @@ public struct AnalyticsState: Sendable, Equatable {
 
     mutating func contribute(_ entry: MoodEntry, sign: Int) {
         let day = entry.localDate
-        let q = entry.valence.map(Valence.fixed)
+        let q = entry.valenceGrid
         // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
         // shared, and each change would copy the whole day.
         days.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
@@ -95,10 +95,48 @@ public struct AnalyticsState: Sendable, Equatable {
         stats.modify(word, default: WordStat(), removeIf: \.isEmpty) { $0.add(q, sign) }
     }
 
-    /// Brute force: the aggregate of a list of entries, computed from scratch (what tests compare against).
-    public static func recomputed(from entries: some Sequence<MoodEntry>) -> AnalyticsState {
+    /// Builds the analytics of a set of entries from scratch, in bulk: group by day, sort each day's valences once.
+    /// Snapshot loads use it; the tests use it as the brute-force reference for the incremental fold.
+    public static func recomputed(from entries: some Collection<MoodEntry>) -> AnalyticsState {
         var state = AnalyticsState()
-        for entry in entries.sorted(by: { $0.id < $1.id }) { state.contribute(entry, sign: 1) }
+        guard let first = entries.first else { return state }
+        var low = first.localDate.daysSinceEpoch
+        var high = low
+        for entry in entries {
+            let day = entry.localDate.daysSinceEpoch
+            low = min(low, day)
+            high = max(high, day)
+        }
+        var aggregates = [DayAggregate](repeating: DayAggregate(), count: Int(high - low) + 1)
+        for entry in entries {
+            let index = Int(entry.localDate.daysSinceEpoch - low)
+            let q = entry.valenceGrid
+            aggregates[index].count += 1
+            if let q {
+                aggregates[index].valences.append(q)
+                aggregates[index].valenceSum += q
+                aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
+            }
+            for label in entry.labels {
+                add(q, 1, to: &aggregates[index].labels, label)
+                add(q, 1, to: &state.labelTotals, label)
+            }
+            for association in entry.associations {
+                add(q, 1, to: &aggregates[index].associations, association)
+                add(q, 1, to: &state.associationTotals, association)
+            }
+        }
+        var days: [DayAggregate?] = []
+        days.reserveCapacity(aggregates.count)
+        for var aggregate in aggregates {
+            if aggregate.count == 0 {
+                days.append(nil)
+            } else {
+                aggregate.valences.sort()
+                days.append(aggregate)
+            }
+        }
+        state.days = DayTable(base: LocalDate(daysSinceEpoch: low), slots: days)
         return state
     }
 }

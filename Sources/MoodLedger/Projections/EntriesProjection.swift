@@ -6,8 +6,13 @@ struct SourceKey: Hashable, Sendable {
 
 /// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
 public struct EntriesState: Sendable, Equatable {
-    /// Every current entry.
-    public private(set) var byID: [EntryID: MoodEntry] = [:]
+    /// Every current entry, densely, in no particular order (positions change when entries are removed).
+    public private(set) var all: [MoodEntry] = []
+    /// id → position in ``all``.
+    private var positions = IDIndex()
+
+    /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
+    public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
     /// Entry ids per local day (unordered).
     private(set) var byDay = DayTable<[EntryID]>()
     /// The daily-mood entry of each local day.
@@ -25,27 +30,31 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     /// Makes room for `count` entries (snapshot load knows how many).
-    mutating func reserveCapacity(_ count: Int) { byID.reserveCapacity(count) }
+    mutating func reserveCapacity(_ count: Int) {
+        all.reserveCapacity(count)
+        positions = IDIndex(capacity: count)
+    }
 
     public init() {}
 
     /// The number of current entries.
-    public var count: Int { byID.count }
+    public var count: Int { all.count }
 
     /// One entry.
-    public subscript(id: EntryID) -> MoodEntry? { byID[id] }
+    @inline(__always)
+    public subscript(id: EntryID) -> MoodEntry? { positions[id].map { all[$0] } }
 
     /// The entry with this (source, source id), if any.
     public func entry(source: MoodSource, sourceID: String) -> MoodEntry? {
-        bySourceID[SourceKey(source: source, sourceID: sourceID)].flatMap { byID[$0] }
+        bySourceID[SourceKey(source: source, sourceID: sourceID)].flatMap { self[$0] }
     }
 
     /// The daily mood logged for a local day, if any.
-    public func dailyMood(on day: LocalDate) -> MoodEntry? { dailyMoodByDay[day].flatMap { byID[$0] } }
+    public func dailyMood(on day: LocalDate) -> MoodEntry? { dailyMoodByDay[day].flatMap { self[$0] } }
 
     /// The entries of one local day, newest first.
     public func entries(on day: LocalDate) -> [MoodEntry] {
-        (byDay[day] ?? []).compactMap { byID[$0] }.sorted(by: MoodEntry.newestFirst)
+        (byDay[day] ?? []).compactMap { self[$0] }.sorted(by: MoodEntry.newestFirst)
     }
 
     /// The days with entries, ascending.
@@ -59,7 +68,7 @@ public struct EntriesState: Sendable, Equatable {
     mutating func apply(_ event: MoodEvent, at time: Int64) -> EntryChange? {
         switch event {
         case .created(var entry):
-            guard byID[entry.id] == nil else { return nil }
+            guard positions[entry.id] == nil else { return nil }
             entry.createdAt = time
             entry.updatedAt = time
             insert(entry)
@@ -73,11 +82,11 @@ public struct EntriesState: Sendable, Equatable {
         case .tagsEdited(let id, let tags):
             return modify(id, at: time) { $0.tags = tags }
         case .deleted(let id):
-            guard let entry = byID[id] else { return nil }
+            guard let entry = self[id] else { return nil }
             remove(entry)
             return EntryChange(before: entry, after: nil)
         case .remoteApplied(let change):
-            let before = byID[change.entryID]
+            let before = self[change.entryID]
             guard var incoming = change.entry else {
                 guard let before else { return nil }
                 remove(before)
@@ -107,7 +116,8 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     private mutating func modify(_ id: EntryID, at time: Int64, _ change: (inout MoodEntry) -> Void) -> EntryChange? {
-        guard let before = byID[id] else { return nil }
+        guard let position = positions[id] else { return nil }
+        let before = all[position]
         var after = before
         change(&after)
         after.updatedAt = time
@@ -115,18 +125,19 @@ public struct EntriesState: Sendable, Equatable {
             remove(before)
             insert(after)
         } else {
-            byID[id] = after
+            all[position] = after
         }
         return EntryChange(before: before, after: after)
     }
 
     mutating func insert(_ entry: MoodEntry) {
-        byID[entry.id] = entry
+        positions.set(entry.id, all.count)
+        all.append(entry)
         let day = entry.localDate
         byDay.modify(day, default: [], removeIf: { _ in false }) { $0.append(entry.id) }
         if entry.kind == .dailyMood {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
-            let current = dailyMoodByDay[day].flatMap { byID[$0] }
+            let current = dailyMoodByDay[day].flatMap { self[$0] }
             if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
         }
         if let sourceID = entry.sourceID { bySourceID[SourceKey(source: entry.source, sourceID: sourceID)] = entry.id }
@@ -134,7 +145,13 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     private mutating func remove(_ entry: MoodEntry) {
-        byID[entry.id] = nil
+        if let position = positions.remove(entry.id) {
+            let last = all.removeLast()
+            if position < all.count {
+                all[position] = last
+                positions.set(last.id, position)
+            }
+        }
         let day = entry.localDate
         byDay.modify(day, default: [], removeIf: \.isEmpty) { ids in
             if let index = ids.firstIndex(of: entry.id) {
@@ -143,7 +160,7 @@ public struct EntriesState: Sendable, Equatable {
             }
         }
         if dailyMoodByDay[day] == entry.id {
-            dailyMoodByDay[day] = byDay[day]?.compactMap { byID[$0] }.filter { $0.kind == .dailyMood }
+            dailyMoodByDay[day] = byDay[day]?.compactMap { self[$0] }.filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
         }
         if let sourceID = entry.sourceID {
@@ -154,8 +171,8 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
-        // The indexes are derived from byID; equal entries mean equal state. Day lists are compared as sets.
-        a.byID == b.byID && a.activeDays == b.activeDays && a.dailyMoodByDay == b.dailyMoodByDay
+        // The indexes are derived from the entries; equal entries (in any order) mean equal state.
+        a.count == b.count && a.all.allSatisfy { b[$0.id] == $0 } && a.activeDays == b.activeDays && a.dailyMoodByDay == b.dailyMoodByDay
             && a.bySourceID == b.bySourceID
             && a.sourceCounts == b.sourceCounts
     }

@@ -56,8 +56,7 @@ extension LedgerState {
                 if let label = query.label, !entry.labels.contains(label) { continue }
                 if let association = query.association, !entry.associations.contains(association) { continue }
                 if minQ != nil || maxQ != nil {
-                    guard let valence = entry.valence else { continue }
-                    let q = Valence.fixed(valence)
+                    guard let q = entry.valenceGrid else { continue }
                     if let minQ, q < minQ { continue }
                     if let maxQ, q > maxQ { continue }
                 }

@@ -9,6 +9,13 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
 
     public init() {}
 
+    /// A table whose first slot is `base` (bulk builds).
+    init(base: LocalDate, slots: [Value?]) {
+        self.base = base.daysSinceEpoch
+        self.slots = slots
+        count = slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
+    }
+
     /// The value of a day, if any.
     public subscript(day: LocalDate) -> Value? {
         get {
