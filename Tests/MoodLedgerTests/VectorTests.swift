@@ -47,6 +47,10 @@ struct VectorTests {
             let labels = Suggestions.labels(forScore: item["score"]!.intValue!, notes: item["notes"]!.stringValue)
             #expect(labels.map(\.wireName) == item["labels"]!.arrayValue!.map { $0.stringValue! }, "\(item)")
         }
+        for item in v["legacy_mood_kind"]!.arrayValue! {
+            let labels = try item["labels"]!.arrayValue!.map { try MoodLabel.parse($0.stringValue!) }
+            #expect(Suggestions.legacyMoodKind(for: labels).wireName == item["kind"]!.stringValue!)
+        }
         for item in v["suggested_associations"]!.arrayValue! {
             let associations = Suggestions.associations(forNotes: item["notes"]!.stringValue)
             #expect(associations.map(\.wireName) == item["associations"]!.arrayValue!.map { $0.stringValue! })

@@ -22,6 +22,13 @@ public enum Suggestions {
         return names.map(MoodLabel.named)
     }
 
+    /// The older app kept one `MoodKind` per entry: it is the entry's first label, or `content` when there is none.
+    /// The other direction is the label itself (that app's kinds are Apple label names).
+    /// - Parameter labels: the entry's labels.
+    public static func legacyMoodKind(for labels: [MoodLabel]) -> MoodLabel {
+        labels.first ?? .named("content")
+    }
+
     /// Keyword → association. A keyword ending in `*` matches any word starting with it; others match whole words.
     public static let associationKeywords: [(keyword: String, association: String)] = [
         ("work", "work"), ("job", "work"), ("office", "work"), ("boss", "work"), ("meeting", "work"),

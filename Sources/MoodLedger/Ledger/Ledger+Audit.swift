@@ -66,6 +66,13 @@ extension Ledger {
         return result
     }
 
+    /// The raw log as events from sequence number `first` through `last`, oldest first.
+    /// - Throws: as ``events(after:through:filter:)``.
+    public func events(from first: UInt64, through last: UInt64 = .max, filter: EventFilter = EventFilter()) throws
+        -> [RecordedEvent] {
+        try events(after: first == 0 ? 0 : first - 1, through: last, filter: filter)
+    }
+
     /// A cheap pre-check: the entry id sits at bytes 17..<33 of every payload.
     private static func payloadNames(_ id: EntryID, _ payload: UnsafeRawBufferPointer) -> Bool {
         guard payload.count >= 33 else { return true }
