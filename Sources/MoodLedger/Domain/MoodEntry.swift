@@ -28,10 +28,22 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         set { typedScore = newValue.map { UInt8(clamping: $0) } ?? 0 }
     }
 
+    /// Labels, packed inline (see ``WordList``).
+    var labelList: WordList<LabelDomain>
+    /// Associations, packed inline.
+    var associationList: WordList<AssociationDomain>
+
     /// Labels, in the order given, without duplicates.
-    public var labels: [MoodLabel]
+    public var labels: [MoodLabel] {
+        get { labelList.array }
+        set { labelList = WordList(newValue) }
+    }
+
     /// Associations, in the order given, without duplicates.
-    public var associations: [MoodAssociation]
+    public var associations: [MoodAssociation] {
+        get { associationList.array }
+        set { associationList = WordList(newValue) }
+    }
     /// Free-form context tags (e.g. imported activities), without duplicates.
     public var tags: [String]
     /// Notes, trimmed; never empty.
@@ -54,8 +66,8 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.source = source
         self.typedScore = enteredScore.map { UInt8(clamping: $0) } ?? 0
         self.grid = valence.map(Valence.fixed) ?? .min
-        self.labels = labels
-        self.associations = associations
+        self.labelList = WordList(labels)
+        self.associationList = WordList(associations)
         self.tags = tags
         self.notes = notes
         self.sourceID = sourceID
@@ -66,7 +78,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The 1–10 score: the one typed, else derived from valence and labels; `nil` without a valence.
     public var score: Int? {
         if let enteredScore { return enteredScore }
-        return valence.map { Valence.score(for: $0, labels: labels) }
+        return valence.map { Valence.score(for: $0, labels: labelList) }
     }
 
     /// The valence class; `nil` without a valence.

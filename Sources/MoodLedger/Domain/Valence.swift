@@ -48,9 +48,19 @@ public enum Valence {
     /// The score derived from a valence and labels: the base score, −1 if a strongly negative label is present and
     /// the base is above 3, else +1 if a strongly positive label is present and the base is below 8.
     public static func score(for valence: Double, labels: [MoodLabel]) -> Int {
+        score(for: valence, labels: WordList(labels))
+    }
+
+    static func score(for valence: Double, labels: WordList<LabelDomain>) -> Int {
         let base = score(for: valence)
-        if base > 3, labels.contains(where: strongNegative.contains) { return base - 1 }
-        if base < 8, labels.contains(where: strongPositive.contains) { return base + 1 }
+        var negative = false
+        var positive = false
+        labels.forEach { label in
+            if strongNegative.contains(label) { negative = true }
+            if strongPositive.contains(label) { positive = true }
+        }
+        if base > 3, negative { return base - 1 }
+        if base < 8, positive { return base + 1 }
         return base
     }
 

@@ -137,8 +137,8 @@ public enum EventCodec {
         if let valence = entry.valence { w.signed(Valence.fixed(valence)) }
         if let score = entry.enteredScore { w.u8(UInt8(score)) }
         w.u8(entry.source.code)
-        writeWords(entry.labels, to: &w)
-        writeWords(entry.associations, to: &w)
+        writeWords(entry.labelList, to: &w)
+        writeWords(entry.associationList, to: &w)
         if withTags { writeStrings(entry.tags, to: &w) }
         if let notes = entry.notes { w.string(notes) }
         if let sourceID = entry.sourceID { w.string(sourceID) }
@@ -153,13 +153,16 @@ public enum EventCodec {
         let valence = flags & 1 != 0 ? Valence.value(try r.signed()) : nil
         let score = flags & 2 != 0 ? Int(try r.u8()) : nil
         guard let source = MoodSource(code: try r.u8()) else { throw ByteReader.Malformed(what: "unknown source") }
-        let labels: [MoodLabel] = try readWords(from: &r)
-        let associations: [MoodAssociation] = try readWords(from: &r)
+        let labels: WordList<LabelDomain> = try readWordList(from: &r)
+        let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
         let notes = flags & 4 != 0 ? try r.string() : nil
         let sourceID = flags & 8 != 0 ? try r.string() : nil
-        return MoodEntry(id: id, loggedAt: loggedAt, kind: kind, valence: valence, enteredScore: score, labels: labels,
-                         associations: associations, tags: tags, notes: notes, source: source, sourceID: sourceID)
+        var entry = MoodEntry(id: id, loggedAt: loggedAt, kind: kind, valence: valence, enteredScore: score, tags: tags,
+                              notes: notes, source: source, sourceID: sourceID)
+        entry.labelList = labels
+        entry.associationList = associations
+        return entry
     }
 
     static func writeLoggedAt(_ loggedAt: LoggedAt, to w: inout ByteWriter) {
@@ -188,14 +191,37 @@ public enum EventCodec {
 
     static func writeWords<D>(_ words: [VocabularyWord<D>], to w: inout ByteWriter) {
         w.varint(UInt64(words.count))
-        for word in words {
-            switch word.storage {
-            case .apple(let raw): w.u8(raw)
-            case .custom(let text):
-                w.u8(0)
-                w.string(text)
+        for word in words { writeWord(word, to: &w) }
+    }
+
+    @inline(__always)
+    static func writeWord<D>(_ word: VocabularyWord<D>, to w: inout ByteWriter) {
+        switch word.storage {
+        case .apple(let raw): w.u8(raw)
+        case .custom(let text):
+            w.u8(0)
+            w.string(text)
+        }
+    }
+
+    static func writeWords<D>(_ words: WordList<D>, to w: inout ByteWriter) {
+        w.varint(UInt64(words.count))
+        words.forEach { writeWord($0, to: &w) }
+    }
+
+    /// Reads a word list; all-canonical short lists go straight into the packed form.
+    static func readWordList<D>(from r: inout ByteReader) throws(ByteReader.Malformed) -> WordList<D> {
+        let start = r.position
+        let count = try r.count()
+        if count <= 8, r.buffer.count - r.position >= count {
+            let raws = UnsafeRawBufferPointer(rebasing: r.buffer[r.position..<(r.position + count)])
+            if raws.allSatisfy({ $0 != 0 && Int($0) <= D.canonicalNames.count }), let list = WordList<D>(rawValues: raws) {
+                r.position += count
+                return list
             }
         }
+        r.position = start
+        return WordList(try readWords(from: &r))
     }
 
     static func readWords<D>(from r: inout ByteReader) throws(ByteReader.Malformed) -> [VocabularyWord<D>] {

@@ -69,8 +69,8 @@ public struct AnalyticsState: Sendable, Equatable {
         days.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
             Self.update(&aggregate, with: entry, q: q, sign: sign)
         }
-        for label in entry.labels { Self.add(q, sign, to: &labelTotals, label) }
-        for association in entry.associations { Self.add(q, sign, to: &associationTotals, association) }
+        entry.labelList.forEach { Self.add(q, sign, to: &labelTotals, $0) }
+        entry.associationList.forEach { Self.add(q, sign, to: &associationTotals, $0) }
     }
 
     /// Adds (sign +1) or subtracts (−1) an entry's contribution to one day.
@@ -86,8 +86,8 @@ public struct AnalyticsState: Sendable, Equatable {
                 aggregate.valences.remove(at: index)
             }
         }
-        for label in entry.labels { add(q, sign, to: &aggregate.labels, label) }
-        for association in entry.associations { add(q, sign, to: &aggregate.associations, association) }
+        entry.labelList.forEach { add(q, sign, to: &aggregate.labels, $0) }
+        entry.associationList.forEach { add(q, sign, to: &aggregate.associations, $0) }
     }
 
     @inline(__always)
@@ -117,11 +117,11 @@ public struct AnalyticsState: Sendable, Equatable {
                 aggregates[index].valenceSum += q
                 aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
             }
-            for label in entry.labels {
+            entry.labelList.forEach { label in
                 add(q, 1, to: &aggregates[index].labels, label)
                 add(q, 1, to: &state.labelTotals, label)
             }
-            for association in entry.associations {
+            entry.associationList.forEach { association in
                 add(q, 1, to: &aggregates[index].associations, association)
                 add(q, 1, to: &state.associationTotals, association)
             }

@@ -53,8 +53,8 @@ extension LedgerState {
             if let association = query.association, analytics.days[day]?.associations[association] == nil { continue }
             for entry in entries.entries(on: day) {
                 if let source = query.source, entry.source != source { continue }
-                if let label = query.label, !entry.labels.contains(label) { continue }
-                if let association = query.association, !entry.associations.contains(association) { continue }
+                if let label = query.label, !entry.labelList.contains(label) { continue }
+                if let association = query.association, !entry.associationList.contains(association) { continue }
                 if minQ != nil || maxQ != nil {
                     guard let q = entry.valenceGrid else { continue }
                     if let minQ, q < minQ { continue }

@@ -1,0 +1,74 @@
+/// An ordered, duplicate-free list of vocabulary words, stored inline when it can be.
+///
+/// Up to eight of Apple's words are packed into one `UInt64` (7 bits each, count in the low 4 bits): no heap
+/// allocation, no reference counting. Lists with custom words or more than eight words fall back to an array.
+/// The representation is canonical (packed whenever possible), so `==` compares contents.
+struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable {
+    private var packed: UInt64 = 0
+    private var spilled: [VocabularyWord<Domain>]?
+
+    init() {}
+
+    init(_ words: [VocabularyWord<Domain>]) {
+        guard words.count <= 8, words.allSatisfy({ !$0.isCustom }) else {
+            spilled = words
+            return
+        }
+        var value = UInt64(words.count)
+        for (index, word) in words.enumerated() { value |= UInt64(word.appleRawValue!) << (4 + 7 * UInt64(index)) }
+        packed = value
+    }
+
+    /// Builds a list of Apple raw values without an intermediate array (the codec's hot path).
+    init?(rawValues: UnsafeRawBufferPointer) {
+        guard rawValues.count <= 8 else { return nil }
+        var value = UInt64(rawValues.count)
+        for (index, raw) in rawValues.enumerated() {
+            guard raw != 0 else { return nil }
+            value |= UInt64(raw) << (4 + 7 * UInt64(index))
+        }
+        packed = value
+    }
+
+    var count: Int { spilled?.count ?? Int(packed & 0xF) }
+    var isEmpty: Bool { count == 0 }
+
+    /// The words as an array (allocates; hot paths use ``forEach(_:)`` and ``contains(_:)``).
+    var array: [VocabularyWord<Domain>] {
+        if let spilled { return spilled }
+        var words: [VocabularyWord<Domain>] = []
+        words.reserveCapacity(count)
+        forEach { words.append($0) }
+        return words
+    }
+
+    @inline(__always)
+    func forEach(_ body: (VocabularyWord<Domain>) -> Void) {
+        if let spilled {
+            for word in spilled { body(word) }
+            return
+        }
+        var value = packed >> 4
+        for _ in 0..<(packed & 0xF) {
+            body(VocabularyWord(packedRaw: UInt8(value & 0x7F)))
+            value >>= 7
+        }
+    }
+
+    func contains(_ word: VocabularyWord<Domain>) -> Bool {
+        if let spilled { return spilled.contains(word) }
+        guard let raw = word.appleRawValue else { return false }
+        var value = packed >> 4
+        for _ in 0..<(packed & 0xF) {
+            if value & 0x7F == UInt64(raw) { return true }
+            value >>= 7
+        }
+        return false
+    }
+}
+
+extension VocabularyWord {
+    /// A canonical word from a raw value already known to be valid.
+    @inline(__always)
+    init(packedRaw raw: UInt8) { storage = .apple(raw) }
+}
