@@ -47,7 +47,7 @@ public struct DayAggregate: Sendable, Equatable {
 /// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
 public struct AnalyticsState: Sendable, Equatable {
     /// Aggregates of the days that have entries.
-    public private(set) var days = DayTable<DayAggregate>()
+    public private(set) var days = DayTable<DayAggregate>(empty: DayAggregate())
     /// All-time label totals (the whole-range top labels without visiting every day).
     public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
@@ -136,7 +136,7 @@ public struct AnalyticsState: Sendable, Equatable {
                 days.append(aggregate)
             }
         }
-        state.days = DayTable(base: LocalDate(daysSinceEpoch: low), slots: days)
+        state.days = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: days)
         return state
     }
 }

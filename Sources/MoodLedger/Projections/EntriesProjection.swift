@@ -14,9 +14,9 @@ public struct EntriesState: Sendable, Equatable {
     /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
     public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
     /// Entry ids per local day (unordered).
-    private(set) var byDay = DayTable<[EntryID]>()
+    private(set) var byDay = DayTable<[EntryID]>(empty: [])
     /// The daily-mood entry of each local day.
-    private(set) var dailyMoodByDay = DayTable<EntryID>()
+    private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
     /// (source, source id) → entry.
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
     /// How many entries each source has, by ``MoodSource`` code.

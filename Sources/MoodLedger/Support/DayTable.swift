@@ -1,37 +1,46 @@
 /// A map from local dates to values, stored densely by day number: no hashing on the replay hot path.
 ///
-/// Ten years of days is 3,650 slots; the table grows at either end as dates arrive.
+/// Ten years of days is 3,650 slots; the table grows at either end as dates arrive. Values live in a plain array
+/// (absent days hold a shared `empty` value) so that mutation through ``modify(_:default:removeIf:_:)`` happens in
+/// place, without copying the value's arrays.
 public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
+    private let empty: Value
     private var base: Int32 = 0
-    private var slots: [Value?] = []
+    private var slots: [Value] = []
+    private var present: [Bool] = []
     /// How many days hold a value.
     public private(set) var count = 0
 
-    public init() {}
+    /// An empty table; `empty` fills the slots of days without a value.
+    public init(empty: Value) { self.empty = empty }
 
     /// A table whose first slot is `base` (bulk builds).
-    init(base: LocalDate, slots: [Value?]) {
+    init(empty: Value, base: LocalDate, slots: [Value?]) {
+        self.empty = empty
         self.base = base.daysSinceEpoch
-        self.slots = slots
-        count = slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
+        self.slots = slots.map { $0 ?? empty }
+        present = slots.map { $0 != nil }
+        count = present.reduce(0) { $0 + ($1 ? 1 : 0) }
     }
 
     /// The value of a day, if any.
     public subscript(day: LocalDate) -> Value? {
         get {
             let index = Int(day.daysSinceEpoch) - Int(base)
-            return index >= 0 && index < slots.count ? slots[index] : nil
+            return index >= 0 && index < slots.count && present[index] ? slots[index] : nil
         }
         set {
-            if newValue == nil {
-                let index = Int(day.daysSinceEpoch) - Int(base)
-                guard index >= 0, index < slots.count, slots[index] != nil else { return }
-                slots[index] = nil
-                count -= 1
-            } else {
+            if let newValue {
                 let index = makeSlot(day)
-                if slots[index] == nil { count += 1 }
+                if !present[index] { count += 1 }
                 slots[index] = newValue
+                present[index] = true
+            } else {
+                let index = Int(day.daysSinceEpoch) - Int(base)
+                guard index >= 0, index < slots.count, present[index] else { return }
+                slots[index] = empty
+                present[index] = false
+                count -= 1
             }
         }
     }
@@ -41,21 +50,16 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     public mutating func modify<R>(_ day: LocalDate, default make: @autoclosure () -> Value,
                                    removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> R) -> R {
         let index = makeSlot(day)
-        // Move the value out (leaving nil) so its arrays stay uniquely referenced: mutating `slots[index]!` in
-        // place would copy them on every call.
-        var value: Value
-        if let existing = slots[index] {
-            value = existing
-            slots[index] = nil
-        } else {
-            value = make()
+        if !present[index] {
+            slots[index] = make()
+            present[index] = true
             count += 1
         }
-        let result = body(&value)
-        if isEmpty(value) {
+        let result = body(&slots[index])
+        if isEmpty(slots[index]) {
+            slots[index] = empty
+            present[index] = false
             count -= 1
-        } else {
-            slots[index] = value
         }
         return result
     }
@@ -64,7 +68,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     public var days: [LocalDate] {
         var result: [LocalDate] = []
         result.reserveCapacity(count)
-        for (offset, slot) in slots.enumerated() where slot != nil {
+        for (offset, isPresent) in present.enumerated() where isPresent {
             result.append(LocalDate(daysSinceEpoch: base + Int32(offset)))
         }
         return result
@@ -72,22 +76,28 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
 
     /// Every (day, value), ascending.
     public var pairs: [(LocalDate, Value)] {
-        slots.enumerated().compactMap { offset, slot in slot.map { (LocalDate(daysSinceEpoch: base + Int32(offset)), $0) } }
+        present.indices.compactMap { offset in
+            present[offset] ? (LocalDate(daysSinceEpoch: base + Int32(offset)), slots[offset]) : nil
+        }
     }
 
     private mutating func makeSlot(_ day: LocalDate) -> Int {
         let number = day.daysSinceEpoch
         if slots.isEmpty {
             base = number
-            slots = [nil]
+            slots = [empty]
+            present = [false]
             return 0
         }
         if number < base {
             let grow = Int(base - number)
-            slots.insert(contentsOf: repeatElement(nil, count: grow), at: 0)
+            slots.insert(contentsOf: repeatElement(empty, count: grow), at: 0)
+            present.insert(contentsOf: repeatElement(false, count: grow), at: 0)
             base = number
         } else if Int(number - base) >= slots.count {
-            slots.append(contentsOf: repeatElement(nil, count: Int(number - base) - slots.count + 1))
+            let grow = Int(number - base) - slots.count + 1
+            slots.append(contentsOf: repeatElement(empty, count: grow))
+            present.append(contentsOf: repeatElement(false, count: grow))
         }
         return Int(number - base)
     }

@@ -3,8 +3,13 @@
 /// Replay does millions of id lookups; this avoids `Dictionary`'s per-lookup SipHash setup and its wide buckets.
 /// UUIDs are random, and the hash still mixes both halves, so sequential or crafted ids spread too.
 struct IDIndex: Sendable {
-    private var ids: [EntryID] = []
-    private var positions: [Int32] = []  // -1: empty slot
+    /// One slot: the id and its position (-1: empty), side by side so a probe touches one cache line.
+    private struct Slot {
+        var id: EntryID
+        var position: Int32
+    }
+
+    private var slots: [Slot] = []
     private var mask = -1
     private(set) var count = 0
 
@@ -28,8 +33,7 @@ struct IDIndex: Sendable {
     }
 
     private mutating func allocate(_ size: Int) {
-        ids = Array(repeating: EntryID(high: 0, low: 0), count: size)
-        positions = Array(repeating: -1, count: size)
+        slots = Array(repeating: Slot(id: EntryID(high: 0, low: 0), position: -1), count: size)
         mask = size - 1
         count = 0
     }
@@ -40,9 +44,9 @@ struct IDIndex: Sendable {
         guard mask >= 0 else { return nil }
         var slot = Self.hash(id) & mask
         while true {
-            let position = positions[slot]
-            if position < 0 { return nil }
-            if ids[slot] == id { return Int(position) }
+            let entry = slots[slot]
+            if entry.position < 0 { return nil }
+            if entry.id == id { return Int(entry.position) }
             slot = (slot + 1) & mask
         }
     }
@@ -51,15 +55,14 @@ struct IDIndex: Sendable {
     mutating func set(_ id: EntryID, _ position: Int) {
         if mask < 0 || (count + 1) * 10 > (mask + 1) * 7 { grow() }
         var slot = Self.hash(id) & mask
-        while positions[slot] >= 0 {
-            if ids[slot] == id {
-                positions[slot] = Int32(position)
+        while slots[slot].position >= 0 {
+            if slots[slot].id == id {
+                slots[slot].position = Int32(position)
                 return
             }
             slot = (slot + 1) & mask
         }
-        ids[slot] = id
-        positions[slot] = Int32(position)
+        slots[slot] = Slot(id: id, position: Int32(position))
         count += 1
     }
 
@@ -69,35 +72,33 @@ struct IDIndex: Sendable {
         guard mask >= 0 else { return nil }
         var slot = Self.hash(id) & mask
         while true {
-            let position = positions[slot]
-            if position < 0 { return nil }
-            if ids[slot] == id { break }
+            let entry = slots[slot]
+            if entry.position < 0 { return nil }
+            if entry.id == id { break }
             slot = (slot + 1) & mask
         }
-        let removed = Int(positions[slot])
+        let removed = Int(slots[slot].position)
         // Backward shift: pull later members of the probe run into the hole so lookups never stop early.
         var hole = slot
         var next = (hole + 1) & mask
-        while positions[next] >= 0 {
-            let home = Self.hash(ids[next]) & mask
+        while slots[next].position >= 0 {
+            let home = Self.hash(slots[next].id) & mask
             // Move `next` into the hole unless its home lies cyclically in (hole, next].
             let inRange = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
             if !inRange {
-                ids[hole] = ids[next]
-                positions[hole] = positions[next]
+                slots[hole] = slots[next]
                 hole = next
             }
             next = (next + 1) & mask
         }
-        positions[hole] = -1
+        slots[hole].position = -1
         count -= 1
         return removed
     }
 
     private mutating func grow() {
-        let oldIDs = ids
-        let oldPositions = positions
+        let old = slots
         allocate(max(16, (mask + 1) * 2))
-        for slot in 0..<oldPositions.count where oldPositions[slot] >= 0 { set(oldIDs[slot], Int(oldPositions[slot])) }
+        for slot in old where slot.position >= 0 { set(slot.id, Int(slot.position)) }
     }
 }
