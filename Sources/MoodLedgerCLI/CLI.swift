@@ -79,7 +79,7 @@ public enum CLI {
     ///   - options: base ledger options (tests pass a fixed clock and ids).
     /// - Returns: the exit code (`Specs/cli.md`).
     public static func run(_ arguments: [String], environment: [String: String], console: Console,
-                           options: Ledger.Options = Ledger.Options()) -> Int32 {
+                           options: Ledger.Options = CLI.defaultOptions) -> Int32 {
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             console.line(help())
             return arguments.isEmpty ? ExitCode.usage : ExitCode.ok
@@ -112,6 +112,14 @@ public enum CLI {
             console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))
             return failure.code
         }
+    }
+
+    /// The ledger options the tool uses: a snapshot on close only once 1,000 events are uncovered, since every
+    /// command opens and closes the ledger.
+    public static var defaultOptions: Ledger.Options {
+        var options = Ledger.Options()
+        options.snapshotOnCloseMinimum = 1_000
+        return options
     }
 
     static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all

@@ -121,6 +121,24 @@ struct CommandLineTests {
         #expect(torn.code == 0 && torn.err.contains("torn tail"))
     }
 
+    @Test("repair --truncate keeps the records before the damage and a copy of the file")
+    func repairTruncate() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        for v in ["0.1", "0.2", "0.3", "0.4"] { cli.run(["log", "--valence", v]) }
+        let log = cli.ledger + "/events.log"
+        let events = try cli.run(["events", "--json"]).out.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        let third = events[2]["offset"]!.intValue!
+        var bytes = Bytes.read(log)
+        bytes[third + 40] ^= 0xFF
+        Bytes.write(bytes, to: log)
+        let repair = try JSONParser.parse(cli.run(["repair", "--truncate", "--json"]).out)
+        #expect(repair["kept_records"] == .int(2) && repair["lost_seqs"] == .array([.string("3–4")]))
+        #expect(Bytes.read(repair["backup"]!.stringValue!) == bytes)
+        #expect(try JSONParser.parse(cli.run(["list", "--json"]).out)["total"] == .int(2))
+        #expect(cli.run(["repair", "--truncate"]).out.contains("nothing to repair"))
+    }
+
     @Test("A second writer gets exit 75")
     func lockedLedger() throws {
         let cli = CLIHarness()

@@ -51,6 +51,16 @@ struct ImportExportTests {
         }
     }
 
+    @Test("--dry-run reports what an import would do and appends nothing")
+    func dryRun() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let dry = try JSONParser.parse(cli.run(["import", fixture("daylio/staticf0x-daylio-parser.csv"), "--format", "daylio",
+                                                "--dry-run", "--json"]).out)
+        #expect(dry["dry_run"] == .bool(true) && dry["created"] == .int(32) && dry["appended_events"] == .int(0))
+        #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(0))
+    }
+
     @Test("Every Daylio header version and quirk")
     func synthetic() throws {
         let cli = CLIHarness()

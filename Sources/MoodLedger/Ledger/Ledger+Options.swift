@@ -9,6 +9,10 @@ extension Ledger {
         public var durability: EventLog.Durability = .always
         /// Write a snapshot after this many events (and on close). Default: 10,000. 0 turns automatic snapshots off.
         public var snapshotInterval = 10_000
+        /// Close writes a snapshot when at least this many events are not covered by one. Default: 1 (every close
+        /// after a change). The CLI, which opens and closes the ledger for every command, uses 1,000 so that one
+        /// `log` does not rewrite the whole snapshot; a warm open then replays at most that many events.
+        public var snapshotOnCloseMinimum = 1
         /// Besides the two newest snapshots, keep the newest of every bucket of this many sequence numbers, so time
         /// travel starts near its target. Default: 100,000.
         public var sparseSnapshotInterval: UInt64 = 100_000

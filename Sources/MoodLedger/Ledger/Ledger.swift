@@ -163,10 +163,11 @@ public final class Ledger: Sendable {
         return location.seq
     }
 
-    /// Writes a snapshot if events were appended since the last one, and releases the writer lock.
+    /// Writes a snapshot if at least ``Options/snapshotOnCloseMinimum`` events are not covered by one, and releases
+    /// the writer lock.
     public func close() {
         core.withLock { core in
-            if !options.readOnly, core.sinceSnapshot > 0, options.snapshotInterval > 0 {
+            if !options.readOnly, core.sinceSnapshot >= max(1, options.snapshotOnCloseMinimum), options.snapshotInterval > 0 {
                 _ = try? writeSnapshot(&core)
             }
             core.log.close()
