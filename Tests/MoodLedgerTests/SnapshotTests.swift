@@ -119,9 +119,14 @@ struct SnapshotDamageTests {
         options.sparseSnapshotInterval = 50
         let ledger = try Ledger.open(at: dir.path, options: options)
         defer { ledger.close() }
-        for i in 0..<200 { try ledger.log(MoodDraft(valence: Double(i % 10) / 10)) }
+        try ledger.log(MoodDraft(valence: 0))
+        try ledger.snapshot()
+        let stale = dir.sub("snapshots/snapshot-00000000000000000001.bin.tmp-abc123")
+        FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3]))
+        for i in 1..<200 { try ledger.log(MoodDraft(valence: Double(i % 10) / 10)) }
+        #expect(!FileManager.default.fileExists(atPath: stale), "a crash's temp file is cleaned up")
         let seqs = ledger.snapshotFiles.map { UInt64($0.split(separator: "-").last!.dropLast(4))! }
-        #expect(seqs == [200, 190, 150, 100, 50, 10], "\(seqs)")
+        #expect(seqs == [191, 181, 151, 101, 51, 1], "\(seqs)")
         for seq in seqs { #expect(try ledger.state(at: .seq(seq)).seq == seq) }
     }
 }

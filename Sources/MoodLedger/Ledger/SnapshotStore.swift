@@ -124,6 +124,10 @@ struct SnapshotStore: Sendable {
     /// Keeps the `keep` newest snapshots and, among older ones, the oldest of each `sparseInterval` bucket of seqs
     /// (so the sparse ones sit near bucket starts and stay put as the ledger grows).
     func prune(keep: Int, sparseInterval: UInt64) {
+        // Temp files a crash left between write and rename are never valid snapshots.
+        for name in (try? io.contents(ofDirectory: directory)) ?? [] where name.contains(".tmp-") {
+            try? io.remove(directory + "/" + name)
+        }
         let newestFirst = list()
         let newest = Set(newestFirst.prefix(keep))
         var buckets = Set<UInt64>()
