@@ -30,7 +30,7 @@ struct Context {
         var options = baseOptions
         options.readOnly = !write
         options.createIfMissing = create
-        if !create, !FileManager.default.fileExists(atPath: ledgerPath + "/events.log") {
+        if !create, !ledgerExists {
             throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
                            hint: "create one with `moodledger init --ledger \(ledgerPath)`")
         }
@@ -38,6 +38,9 @@ struct Context {
         for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
         return ledger
     }
+
+    /// Whether a ledger (its log file) exists at the ledger path.
+    var ledgerExists: Bool { baseOptions.io.exists(ledgerPath + "/" + LogFormat.logFileName) }
 
     /// The state to answer from: now, or as it was at `--at POINT`.
     func state(of ledger: Ledger) throws -> LedgerState {

@@ -107,6 +107,7 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
     public func rename(_ from: String, _ to: String) throws { try system.rename(from, to) }
     public func remove(_ path: String) throws { try system.remove(path) }
     public func makeDirectory(_ path: String) throws -> Bool { try system.makeDirectory(path) }
+    public func removeDirectory(_ path: String) throws { try system.removeDirectory(path) }
     public func exists(_ path: String) -> Bool { system.exists(path) }
     public func contents(ofDirectory path: String) throws -> [String] { try system.contents(ofDirectory: path) }
     public func randomBytes(_ count: Int) -> [UInt8] {

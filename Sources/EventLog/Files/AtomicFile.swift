@@ -62,6 +62,23 @@ public enum AtomicFile {
         }
     }
 
+    /// Removes a directory and everything in it (no links are followed: entries that are directories are
+    /// recursed into, everything else is unlinked).
+    /// - Throws: ``EventLogError`` `io`.
+    public static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws {
+        try wrapIO("cannot remove \(path)") {
+            for name in try io.contents(ofDirectory: path) {
+                let child = path + "/" + name
+                if (try? io.contents(ofDirectory: child)) != nil {
+                    try removeTree(child, io: io)
+                } else {
+                    try io.remove(child)
+                }
+            }
+            try io.removeDirectory(path)
+        }
+    }
+
     /// Creates a directory (0700) if missing, syncing its parent when it was created.
     /// - Throws: ``EventLogError`` `io`.
     public static func makeDirectory(_ path: String, io: any PlatformIO = SystemIO()) throws {

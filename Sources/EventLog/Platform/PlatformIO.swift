@@ -52,6 +52,9 @@ public protocol PlatformIO: Sendable {
     /// Removes a file.
     /// - Throws: ``Errno``.
     func remove(_ path: String) throws
+    /// Removes an empty directory.
+    /// - Throws: ``Errno``.
+    func removeDirectory(_ path: String) throws
     /// Creates a directory with mode 0700.
     /// - Returns: `false` if it already existed.
     /// - Throws: ``Errno``.

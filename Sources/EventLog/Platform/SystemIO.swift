@@ -106,6 +106,10 @@ public struct SystemIO: PlatformIO {
         _ = try retrying { unlink(path) }
     }
 
+    public func removeDirectory(_ path: String) throws {
+        _ = try retrying { rmdir(path) }
+    }
+
     public func makeDirectory(_ path: String) throws -> Bool {
         if mkdir(path, 0o700) == 0 { return true }
         let error = Errno.current

@@ -12,13 +12,13 @@ enum DemoCommand {
                                   usage: "demo [--ledger PATH]", printsData: false) { context in
         if !context.ledgerNamed { context.ledgerPath = "./demo.ledger" }
         let path = context.ledgerPath
-        let files = FileManager.default
-        if files.fileExists(atPath: path) {
-            guard files.fileExists(atPath: path + "/" + marker) else {
+        let io = context.baseOptions.io
+        if io.exists(path) {
+            guard io.exists(path + "/" + marker) else {
                 throw CLIError(ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
                                hint: "give another --ledger PATH")
             }
-            try files.removeItem(atPath: path)
+            try AtomicFile.removeTree(path, io: io)
         }
         let clock = DemoClock()
         var options = context.baseOptions
@@ -28,8 +28,7 @@ enum DemoCommand {
         options.newID = { ids.next() }
         context.baseOptions = options
         let ledger = try context.openLedger(write: true, create: true)
-        files.createFile(atPath: path + "/" + marker, contents: Data("built by `moodledger demo`\n".utf8),
-                         attributes: [.posixPermissions: 0o600])
+        try AtomicFile.write(Array("built by `moodledger demo`\n".utf8), to: path + "/" + marker, io: io)
         let story = try DemoStory.build(ledger, clock: clock)
         ledger.close()
         tour(context, story)

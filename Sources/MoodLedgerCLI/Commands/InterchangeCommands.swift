@@ -28,10 +28,10 @@ enum InterchangeCommands {
             }
             options.moodMap[String(parts[0])] = level
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let bytes = try? AtomicFile.read(path, limit: 1 << 30, io: context.baseOptions.io) else {
             throw CLIError(ExitCode.noInput, "cannot read \(path)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text")
         }
         let plan: ImportPlan

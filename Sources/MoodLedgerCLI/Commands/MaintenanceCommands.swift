@@ -8,7 +8,7 @@ enum MaintenanceCommands {
 
     static let initialize = CommandSpec(name: "init", summary: "create an empty ledger (directory 0700, files 0600)",
                                         usage: "init", printsData: false) { context in
-        if FileManager.default.fileExists(atPath: context.ledgerPath + "/events.log") {
+        if context.ledgerExists {
             throw CLIError(ExitCode.cannotCreate, "a ledger already exists at \(context.ledgerPath)")
         }
         do {
@@ -43,7 +43,7 @@ enum MaintenanceCommands {
 
     static let verify = CommandSpec(name: "verify", summary: "check every record and event; exit 1 on problems",
                                     usage: "verify") { context in
-        guard FileManager.default.fileExists(atPath: context.ledgerPath + "/events.log") else {
+        guard context.ledgerExists else {
             throw CLIError(ExitCode.noInput, "no ledger at \(context.ledgerPath)")
         }
         context.console.progress("verifying…")
@@ -65,7 +65,7 @@ enum MaintenanceCommands {
                                     usage: "repair (--truncate | --salvage)", flags: ["truncate", "salvage"]) { context in
         let a = context.arguments
         guard a.has("truncate") != a.has("salvage") else { throw UsageError("give exactly one of --truncate, --salvage") }
-        guard FileManager.default.fileExists(atPath: context.ledgerPath + "/events.log") else {
+        guard context.ledgerExists else {
             throw CLIError(ExitCode.noInput, "no ledger at \(context.ledgerPath)")
         }
         let report = try Ledger.repair(at: context.ledgerPath, mode: a.has("truncate") ? .truncate : .salvage,
