@@ -146,6 +146,12 @@ public final class Ledger: Sendable {
     /// The underlying log (for tools: stats, verify).
     public var log: EventLog { core.withLock { $0.log } }
 
+    /// Makes every appended event durable (needed only with ``EventLog/Durability/batched``).
+    /// - Returns: the highest durable sequence number.
+    /// - Throws: ``EventLogError``; a failed sync is never retried and the ledger refuses writes until reopened.
+    @discardableResult
+    public func sync() throws -> UInt64 { try core.withLock { try $0.log.sync() } }
+
     /// Writes a snapshot of the current state now.
     /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).
     /// - Throws: ``EventLogError`` `io` or `notWritable` (read-only).
