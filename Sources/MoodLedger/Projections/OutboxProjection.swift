@@ -23,42 +23,82 @@ public struct OutboxRecord: Sendable, Equatable {
 
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
 public struct OutboxState: Sendable, Equatable {
-    /// Records of pairs with sync history, by entry (one lookup answers both destinations).
-    private var byEntry: [EntryID: [OutboxRecord?]] = [:]
+    /// The records of one entry: one slot per destination (by ``SyncDestination`` code).
+    private struct Pair: Sendable, Equatable {
+        var id: EntryID
+        var records: (OutboxRecord?, OutboxRecord?)
+
+        subscript(destination: SyncDestination) -> OutboxRecord? {
+            get { destination.code == 0 ? records.0 : records.1 }
+            set { if destination.code == 0 { records.0 = newValue } else { records.1 = newValue } }
+        }
+
+        var isEmpty: Bool { records.0 == nil && records.1 == nil }
+
+        static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.records.0 == b.records.0 && a.records.1 == b.records.1 }
+    }
+
+    /// Entries with sync history, densely; ``index`` maps an id to its position. One lookup answers both
+    /// destinations, and entries without history (most, during replay) cost one cheap probe.
+    private var pairs: [Pair] = []
+    private var index = IDIndex()
 
     public init() {}
 
     /// The record of one pair, if it has sync history.
     public func record(_ key: OutboxKey) -> OutboxRecord? {
-        byEntry[key.entryID]?[Int(key.destination.code)]
+        index[key.entryID].flatMap { pairs[$0][key.destination] }
     }
 
     /// Every record, ordered by entry id then destination.
     public var records: [(key: OutboxKey, value: OutboxRecord)] {
-        byEntry.keys.sorted().flatMap { id in
+        pairs.sorted { $0.id < $1.id }.flatMap { pair in
             SyncDestination.allCases.compactMap { destination in
-                byEntry[id]![Int(destination.code)].map { (OutboxKey(entryID: id, destination: destination), $0) }
+                pair[destination].map { (OutboxKey(entryID: pair.id, destination: destination), $0) }
             }
         }
     }
 
     /// How many pairs have records.
-    public var recordCount: Int { byEntry.values.reduce(0) { $0 + $1.compactMap { $0 }.count } }
+    public var recordCount: Int { pairs.reduce(0) { $0 + ($1.records.0 == nil ? 0 : 1) + ($1.records.1 == nil ? 0 : 1) } }
 
     /// Sets or removes one pair's record.
     private subscript(key: OutboxKey) -> OutboxRecord? {
         get { record(key) }
         set {
-            var pair = byEntry[key.entryID] ?? [nil, nil]
-            pair[Int(key.destination.code)] = newValue
-            byEntry[key.entryID] = pair.allSatisfy { $0 == nil } ? nil : pair
+            if let position = index[key.entryID] {
+                pairs[position][key.destination] = newValue
+                if pairs[position].isEmpty {
+                    index.remove(key.entryID)
+                    let last = pairs.removeLast()
+                    if position < pairs.count {
+                        pairs[position] = last
+                        index.set(last.id, position)
+                    }
+                }
+            } else if let newValue {
+                var pair = Pair(id: key.entryID, records: (nil, nil))
+                pair[key.destination] = newValue
+                index.set(key.entryID, pairs.count)
+                pairs.append(pair)
+            }
         }
     }
 
+    /// Whether an entry has any sync history.
+    private func hasHistory(_ id: EntryID) -> Bool { index[id] != nil }
+
     /// Replaces the records (snapshot load).
     mutating func restore(_ records: [OutboxKey: OutboxRecord]) {
-        byEntry = [:]
+        pairs = []
+        index = IDIndex(capacity: records.count)
         for (key, record) in records { self[key] = record }
+    }
+
+    public static func == (a: OutboxState, b: OutboxState) -> Bool {
+        a.pairs.count == b.pairs.count && a.pairs.allSatisfy { pair in
+            b.index[pair.id].map { b.pairs[$0] == pair } ?? false
+        }
     }
 
     /// Backoff after the n-th failed attempt: 30 s × 2^(n−1), at most 6 hours.
@@ -131,7 +171,7 @@ public struct OutboxState: Sendable, Equatable {
 
     /// An entry was created, changed or deleted locally (or from `except`): update the other destinations.
     private mutating func entryChanged(_ id: EntryID, _ change: EntryChange, except: SyncDestination?) {
-        guard byEntry[id] != nil else { return }  // no history: the implicit pending create covers any change
+        guard hasHistory(id) else { return }  // no history: the implicit pending create covers any change
         for destination in SyncDestination.allCases where destination != except {
             let key = OutboxKey(entryID: id, destination: destination)
             guard var record = self[key] else { continue }  // implicit: a pending create covers any change
