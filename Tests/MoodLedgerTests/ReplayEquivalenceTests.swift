@@ -11,7 +11,9 @@ struct ReplayEquivalenceTests {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
-        let options = ledgerOptions(clock: clock, snapshotInterval: 97)
+        var options = ledgerOptions(clock: clock, snapshotInterval: 97)
+        // Round 2 replays through the two-thread pipeline everywhere (opens, time travel, rebuild).
+        if round == 2 { options.parallelReplayThreshold = 0 }
         let ledger = try Ledger.open(at: dir.path, options: options)
         var recorded: [UInt64: LedgerState] = [:]
         for step in 0..<700 {
@@ -94,5 +96,32 @@ struct ReplayEquivalenceTests {
         }
         let day = days[days.count / 2]
         #expect(state.day(day).entryCount == entries.filter { $0.localDate == day }.count)
+    }
+}
+
+@Suite("Pipelined replay")
+struct PipelinedReplayTests {
+    @Test("Damage met by the reading thread surfaces as the same error, without hanging")
+    func errorPropagates() throws {
+        let dir = TemporaryDirectory("ledger")
+        var options = ledgerOptions(clock: TestClock(), snapshotInterval: 0)
+        options.parallelReplayThreshold = 0
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        for i in 0..<5_000 { try ledger.log(MoodDraft(valence: Double(i % 20 - 10) / 10)) }
+        let middle = try ledger.events(from: 4_000, through: 4_000)[0].offset
+        try ledger.snapshot()
+        ledger.close()
+        var bytes = Bytes.read(dir.sub("events.log"))
+        bytes[Int(middle) + 40] ^= 0x01
+        Bytes.write(bytes, to: dir.sub("events.log"))
+        // The warm open checks only the tail after the snapshot; time travel to before it replays from the start
+        // on the reading thread and meets the damage there.
+        let reopened = try Ledger.open(at: dir.path, options: options)
+        defer { reopened.close() }
+        #expect(reopened.lastSeq == 5_000)
+        #expect { _ = try reopened.state(at: .seq(4_500)) } throws: { error in
+            (error as? EventLogError)?.seq == 4_000 && (error as? EventLogError)?.offset == middle
+        }
+        #expect(try reopened.state(at: .seq(3_000)).seq == 3_000, "before the damage time travel still works")
     }
 }

@@ -28,6 +28,9 @@ extension Ledger {
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
         /// Draws new entry and command ids. Default: random UUIDs.
         public var newID: @Sendable () -> EntryID = { EntryID.random() }
+        /// Replays of at least this many events read and decode on a second thread while the fold runs on the
+        /// caller's. Default: 20,000 (below that the thread hand-over costs more than it saves).
+        public var parallelReplayThreshold: UInt64 = 20_000
         /// The system-call layer. Default: ``SystemIO``.
         public var io: any PlatformIO = SystemIO()
         /// How long to wait for another writer's lock before failing. Default: 0.

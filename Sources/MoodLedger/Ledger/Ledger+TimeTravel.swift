@@ -65,15 +65,8 @@ extension Ledger {
                 break
             }
         }
-        let step: (RecordView) throws -> Bool = { view in
-            try Self.apply(view, to: &state)
-            return true
-        }
-        if let after {
-            try log.forEach(after: after, through: target, step)
-        } else {
-            try log.forEach(from: 1, through: target, step)
-        }
+        try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, through: target, into: &state,
+                            pipelineThreshold: options.parallelReplayThreshold)
         return state
     }
 

@@ -84,20 +84,8 @@ public final class Ledger: Sendable {
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        var replayed = 0
-        if let after {
-            try log.forEach(after: after) { view in
-                try Self.apply(view, to: &current)
-                replayed += 1
-                return true
-            }
-        } else {
-            try log.forEach { view in
-                try Self.apply(view, to: &current)
-                replayed += 1
-                return true
-            }
-        }
+        let replayed = try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
+                                                  pipelineThreshold: options.parallelReplayThreshold)
         return Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
     }
 
@@ -189,10 +177,7 @@ public final class Ledger: Sendable {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             try store.removeAll()
             var fresh = LedgerState()
-            try core.log.forEach { view in
-                try Self.apply(view, to: &fresh)
-                return true
-            }
+            try Replayer.replay(core.log, from: .beginning, into: &fresh, pipelineThreshold: options.parallelReplayThreshold)
             core.state = fresh
             _ = try writeSnapshot(&core)
             return fresh.seq

@@ -1,0 +1,128 @@
+import Dispatch
+import EventLog
+import Synchronization
+
+/// Replays log records into a state: the fold of ``LedgerState/apply(_:)`` on the calling thread while a second
+/// thread reads, checks and decodes the records ahead of it (bounded: at most four batches in flight).
+enum Replayer {
+    /// Where a replay starts.
+    enum Start: Sendable {
+        case beginning
+        case after(RecordLocation)
+    }
+
+    private enum Item: Sendable {
+        case event(RecordedEvent)
+        case skip(seq: UInt64, recordedAt: Int64)
+    }
+
+    /// The hand-over between the reading thread and the folding one.
+    private final class Channel: Sendable {
+        struct State {
+            var batches: [[Item]] = []
+            var finished = false
+            var failure: (any Error)?
+            var cancelled = false
+        }
+        let state = Mutex(State())
+        let ready = DispatchSemaphore(value: 0)
+        let space = DispatchSemaphore(value: 4)
+    }
+
+    /// Applies every record after `start` through `last` to `state`.
+    /// - Returns: how many records were applied.
+    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`, as the log is read.
+    @discardableResult
+    static func replay(_ log: EventLog, from start: Start, through last: UInt64 = .max, into state: inout LedgerState,
+                       pipelineThreshold: UInt64) throws -> Int {
+        let first: UInt64
+        switch start {
+        case .beginning: first = 1
+        case .after(let location): first = location.seq + 1
+        }
+        let end = min(last, log.lastSeq)
+        guard end >= first else {
+            // Still check the starting record is the one expected.
+            if case .after(let location) = start { try log.forEach(after: location, through: location.seq) { _ in true } }
+            return 0
+        }
+        if end - first + 1 < pipelineThreshold {
+            var count = 0
+            try read(log, from: start, through: last) { view in
+                try Ledger.apply(view, to: &state)
+                count += 1
+            }
+            return count
+        }
+        return try pipelined(log, from: start, through: last, into: &state)
+    }
+
+    private static func read(_ log: EventLog, from start: Start, through last: UInt64,
+                             _ body: (RecordView) throws -> Void) throws {
+        let step: (RecordView) throws -> Bool = { view in
+            try body(view)
+            return true
+        }
+        switch start {
+        case .beginning: try log.forEach(from: 1, through: last, step)
+        case .after(let location): try log.forEach(after: location, through: last, step)
+        }
+    }
+
+    private static func pipelined(_ log: EventLog, from start: Start, through last: UInt64,
+                                  into state: inout LedgerState) throws -> Int {
+        let channel = Channel()
+        DispatchQueue.global(qos: .userInitiated).async {
+            var batch: [Item] = []
+            batch.reserveCapacity(2_048)
+            func hand(_ items: [Item]) -> Bool {
+                channel.space.wait()
+                let cancelled = channel.state.withLock { state in
+                    if !state.cancelled { state.batches.append(items) }
+                    return state.cancelled
+                }
+                channel.ready.signal()
+                return !cancelled
+            }
+            do {
+                try read(log, from: start, through: last) { view in
+                    if view.type & LogFormat.safeToIgnoreBit != 0 {
+                        batch.append(.skip(seq: view.seq, recordedAt: view.recordedAt))
+                    } else {
+                        batch.append(.event(try Ledger.decode(view)))
+                    }
+                    if batch.count == 2_048 {
+                        guard hand(batch) else { throw CancellationError() }
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !batch.isEmpty { _ = hand(batch) }
+            } catch {
+                channel.state.withLock { $0.failure = error }
+            }
+            channel.state.withLock { $0.finished = true }
+            channel.ready.signal()
+        }
+        var count = 0
+        while true {
+            channel.ready.wait()
+            let (batch, finished, failure) = channel.state.withLock { state -> ([Item]?, Bool, (any Error)?) in
+                if !state.batches.isEmpty { return (state.batches.removeFirst(), false, nil) }
+                return (nil, state.finished, state.failure)
+            }
+            guard let batch else {
+                guard finished else { continue }
+                if let failure { throw failure }
+                return count
+            }
+            channel.space.signal()
+            for item in batch {
+                switch item {
+                case .event(let recorded): state.apply(recorded)
+                case .skip(let seq, let recordedAt): state.skip(seq: seq, recordedAt: recordedAt)
+                }
+            }
+            count += batch.count
+        }
+    }
+}
