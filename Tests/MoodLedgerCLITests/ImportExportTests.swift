@@ -198,7 +198,7 @@ struct ImportExportTests {
         cli.run(["init"])
         let store = cli.dir.sub("health.json")
         let a = cli.id(["log", "--valence", "0.5", "--label", "calm", "--label", "custom word"])
-        cli.id(["log", "--valence", "-0.5", "--source", "healthkit", "--source-id", "HK-MOOD-x"])
+        _ = cli.id(["log", "--valence", "-0.5", "--source", "healthkit", "--source-id", "HK-MOOD-x"])
         var push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
         #expect(push["saved"] == .int(1) && push["skipped_custom_words"] == .int(1), "the HealthKit entry is not sent back")
         cli.run(["update", a, "--valence", "0.7"])

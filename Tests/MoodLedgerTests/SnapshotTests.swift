@@ -122,7 +122,7 @@ struct SnapshotDamageTests {
         try ledger.log(MoodDraft(valence: 0))
         try ledger.snapshot()
         let stale = dir.sub("snapshots/snapshot-00000000000000000001.bin.tmp-abc123")
-        FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3]))
         for i in 1..<200 { try ledger.log(MoodDraft(valence: Double(i % 10) / 10)) }
         #expect(!FileManager.default.fileExists(atPath: stale), "a crash's temp file is cleaned up")
         let seqs = ledger.snapshotFiles.map { UInt64($0.split(separator: "-").last!.dropLast(4))! }
