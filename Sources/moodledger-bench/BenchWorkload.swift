@@ -1,3 +1,4 @@
+import Foundation
 import MoodLedger
 
 /// The benchmark's deterministic workload (`Specs/benchmark.md`): one user, ten years, N events.
@@ -79,7 +80,7 @@ struct BenchWorkload {
             var text = ""
             let limit = int(10...120)
             while text.count < limit { text += Self.words[skewed(Self.words.count)] + " " }
-            notes = String(text.prefix(limit)).trimmingCharacters(in: " ")
+            notes = String(text.prefix(limit)).trimmingCharacters(in: .whitespaces)
         }
         let fromHealthKit = int(0...9) == 0
         return MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: time - Int64(int(0...3_600_000)), utcOffsetMinutes: 60),
@@ -96,14 +97,5 @@ struct BenchWorkload {
             live[index] = last
             liveIndex[last] = index
         }
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
     }
 }

@@ -101,15 +101,6 @@ public final class Ledger: Sendable {
         return matches
     }
 
-    /// Decodes one record and applies it: the replay step shared by open, time travel and rebuild.
-    static func apply(_ view: RecordView, to state: inout LedgerState) throws {
-        if view.type & LogFormat.safeToIgnoreBit != 0 {
-            state.skip(seq: view.seq, recordedAt: view.recordedAt)
-            return
-        }
-        state.apply(try decode(view))
-    }
-
     /// Decodes one record into a recorded event.
     static func decode(_ view: RecordView) throws(MoodError) -> RecordedEvent {
         do {

@@ -11,9 +11,25 @@ enum Replayer {
         case after(RecordLocation)
     }
 
+    /// One record, ready to fold: a decoded event, or a record the ledger skips (safe-to-ignore types, *lost*).
     private enum Item: Sendable {
         case event(RecordedEvent)
         case skip(seq: UInt64, recordedAt: Int64)
+
+        init(_ view: RecordView) throws(MoodError) {
+            if view.type & LogFormat.safeToIgnoreBit != 0 {
+                self = .skip(seq: view.seq, recordedAt: view.recordedAt)
+            } else {
+                self = .event(try Ledger.decode(view))
+            }
+        }
+
+        func apply(to state: inout LedgerState) {
+            switch self {
+            case .event(let recorded): state.apply(recorded)
+            case .skip(let seq, let recordedAt): state.skip(seq: seq, recordedAt: recordedAt)
+            }
+        }
     }
 
     /// The hand-over between the reading thread and the folding one.
@@ -49,7 +65,7 @@ enum Replayer {
         if end - first + 1 < pipelineThreshold {
             var count = 0
             try read(log, from: start, through: last) { view in
-                try Ledger.apply(view, to: &state)
+                try Item(view).apply(to: &state)
                 count += 1
             }
             return count
@@ -86,11 +102,7 @@ enum Replayer {
             }
             do {
                 try read(log, from: start, through: last) { view in
-                    if view.type & LogFormat.safeToIgnoreBit != 0 {
-                        batch.append(.skip(seq: view.seq, recordedAt: view.recordedAt))
-                    } else {
-                        batch.append(.event(try Ledger.decode(view)))
-                    }
+                    batch.append(try Item(view))
                     if batch.count == 2_048 {
                         guard hand(batch) else { throw CancellationError() }
                         batch.removeAll(keepingCapacity: true)
@@ -116,12 +128,7 @@ enum Replayer {
                 return count
             }
             channel.space.signal()
-            for item in batch {
-                switch item {
-                case .event(let recorded): state.apply(recorded)
-                case .skip(let seq, let recordedAt): state.skip(seq: seq, recordedAt: recordedAt)
-                }
-            }
+            for item in batch { item.apply(to: &state) }
             count += batch.count
         }
     }
