@@ -124,6 +124,10 @@ public enum Bytes {
     public static func write(_ bytes: [UInt8], to path: String) {
         try! Data(bytes).write(to: URL(fileURLWithPath: path))
     }
+    /// A little-endian UInt64 from the first 8 bytes.
+    public static func u64(_ bytes: [UInt8]) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[$1]) << (8 * UInt64($1)) }
+    }
     public static func hex(_ bytes: [UInt8]) -> String {
         stride(from: 0, to: bytes.count, by: 16).map { start in
             bytes[start..<min(start + 16, bytes.count)].map { String(format: "%02x", $0) }.joined(separator: " ")

@@ -6,8 +6,11 @@ public enum AtomicFile {
     ///   - bytes: the whole content.
     ///   - path: the destination.
     ///   - io: the system-call layer.
-    /// - Throws: ``EventLogError`` `io`; on failure the temp file is removed and `path` is untouched.
-    public static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO()) throws {
+    ///   - check: called with the synced temp file's path before the rename; what it throws aborts the write.
+    /// - Throws: ``EventLogError`` `io`, or what `check` throws; on failure the temp file is removed and `path` is
+    ///   untouched.
+    public static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
+                             check: ((String) throws -> Void)? = nil) throws {
         let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
         let temp = path + ".tmp-" + suffix
         do {
@@ -17,6 +20,7 @@ public enum AtomicFile {
                 try bytes.withUnsafeBytes { try io.write(fd, $0, at: 0) }
                 try io.syncData(fd)
             }
+            try check?(temp)
             try wrapIO("cannot rename \(temp)") { try io.rename(temp, path) }
         } catch {
             try? io.remove(temp)

@@ -20,6 +20,15 @@ public enum LogFormat {
     public static let lockFileName = "LOCK"
     /// How many records lie between two entries of the sparse index.
     public static let indexInterval: UInt64 = 1024
+    /// Record flag: another record of the same batch follows (set on every record of a batch but its last).
+    public static let continuesBatchFlag: UInt16 = 0x0001
+    /// Every record flag this version knows; a record with any other bit set is corrupt.
+    public static let knownRecordFlags: UInt16 = continuesBatchFlag
+    /// The highest sequence number (and base_seq) a file may hold: 2⁶³ − 1, so that every seq fits a signed
+    /// 64-bit integer and `seq + 1` never overflows.
+    public static let maximumSeq = UInt64(Int64.max)
+    /// The recorded_at values a record may carry: 0001-01-01T00:00:00Z through 9999-12-31T23:59:59.999999Z.
+    public static let recordedAtRange: ClosedRange<Int64> = -62_135_596_800_000_000...253_402_300_799_999_999
 
     /// The fields of a file header.
     public struct FileHeader: Sendable, Equatable {
@@ -29,6 +38,13 @@ public enum LogFormat {
         public var baseSeq: UInt64
         /// Largest payload allowed in this file.
         public var maxPayload: UInt32
+
+        /// Creates header fields.
+        public init(fileID: [UInt8], baseSeq: UInt64, maxPayload: UInt32) {
+            self.fileID = fileID
+            self.baseSeq = baseSeq
+            self.maxPayload = maxPayload
+        }
 
         /// Encodes the 48 header bytes, checksum included.
         public func encoded() -> [UInt8] {
@@ -60,24 +76,45 @@ public enum LogFormat {
             let maxPayload = bytes.u32(12)
             guard maxPayload > 0, maxPayload <= 64 << 20 else { return .failure(HeaderProblem("bad max_payload \(maxPayload)")) }
             guard bytes.u32(40) == 0 else { return .failure(HeaderProblem("reserved header field is not zero")) }
-            return .success(FileHeader(fileID: Array(bytes[16..<32]), baseSeq: bytes.u64(32), maxPayload: maxPayload))
+            let baseSeq = bytes.u64(32)
+            guard baseSeq < maximumSeq else {
+                return .failure(HeaderProblem("base_seq \(baseSeq) is not below the maximum seq \(maximumSeq)"))
+            }
+            return .success(FileHeader(fileID: Array(bytes[16..<32]), baseSeq: baseSeq, maxPayload: maxPayload))
         }
     }
 
     /// Why a file header was refused.
     struct HeaderProblem: Error { var text: String; init(_ text: String) { self.text = text } }
 
+    /// One encoded record, header and payload, checksums included (for tools and tests that craft files).
+    /// - Parameters:
+    ///   - seq: the sequence number.
+    ///   - type: the record type.
+    ///   - flags: the record flags (``continuesBatchFlag``).
+    ///   - recordedAt: microseconds since 1970.
+    ///   - payload: the payload bytes.
+    /// - Returns: `32 + payload.count` bytes.
+    public static func encodeRecord(seq: UInt64, type: UInt16, flags: UInt16 = 0, recordedAt: Int64,
+                                    payload: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        payload.withUnsafeBytes {
+            _ = appendRecord(to: &bytes, seq: seq, type: type, flags: flags, recordedAt: recordedAt, payload: $0)
+        }
+        return bytes
+    }
+
     /// Appends one encoded record (header and payload) to `buffer`.
     /// - Returns: the record's masked `crc` field (snapshots remember it to recognise the record).
     @discardableResult
-    static func appendRecord(to buffer: inout [UInt8], seq: UInt64, type: UInt16, recordedAt: Int64,
-                             payload: UnsafeRawBufferPointer) -> UInt32 {
+    static func appendRecord(to buffer: inout [UInt8], seq: UInt64, type: UInt16, flags: UInt16 = 0,
+                             recordedAt: Int64, payload: UnsafeRawBufferPointer) -> UInt32 {
         let start = buffer.count
         buffer.appendLE(UInt32(0))  // crc, filled below
         buffer.appendLE(UInt32(0))  // header_crc, filled below
         buffer.appendLE(UInt32(payload.count))
         buffer.appendLE(type)
-        buffer.appendLE(UInt16(0))
+        buffer.appendLE(flags)
         buffer.appendLE(seq)
         buffer.appendLE(UInt64(bitPattern: recordedAt))
         buffer.append(contentsOf: payload)

@@ -10,6 +10,9 @@ extension EventLog {
     public func append(_ records: [PendingRecord]) throws -> ClosedRange<UInt64> {
         guard !records.isEmpty else { throw EventLogError(.invalidArgument, "an append needs at least one record") }
         for record in records {
+            if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
+                throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
+            }
             guard record.type != 0, record.type != LogFormat.lostRecordType else {
                 throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
             }
@@ -20,6 +23,9 @@ extension EventLog {
         }
         return try state.withLock { state in
             try checkWritable(state)
+            guard LogFormat.maximumSeq - state.nextSeq >= UInt64(records.count) else {
+                throw EventLogError(.invalidArgument, "the log has reached its highest sequence number")
+            }
             let now = io.now()
             var buffer: [UInt8] = []
             buffer.reserveCapacity(records.reduce(0) { $0 + LogFormat.recordHeaderSize + $1.payload.count })
@@ -27,11 +33,15 @@ extension EventLog {
             var time = state.lastRecordedAt
             var locations: [(RecordLocation, Int64)] = []
             locations.reserveCapacity(records.count)
-            for record in records {
+            for (position, record) in records.enumerated() {
                 time = max(time, record.recordedAt ?? now)
                 let start = buffer.count
+                // Every record but the batch's last says "continues": a crash that keeps only part of the batch
+                // leaves a batch without its last record, which recovery trims whole.
+                let flags = position == records.count - 1 ? 0 : LogFormat.continuesBatchFlag
                 let crc = record.payload.withUnsafeBytes {
-                    LogFormat.appendRecord(to: &buffer, seq: seq, type: record.type, recordedAt: time, payload: $0)
+                    LogFormat.appendRecord(to: &buffer, seq: seq, type: record.type, flags: flags, recordedAt: time,
+                                           payload: $0)
                 }
                 locations.append((RecordLocation(seq: seq, offset: state.end + Int64(start),
                                                  size: buffer.count - start, crc: crc), time))

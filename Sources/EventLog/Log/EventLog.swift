@@ -126,7 +126,7 @@ public final class EventLog: Sendable {
             switch try scanner.next() {
             case .record(let view):
                 index.note(view)
-                lastRecord = view.location
+                if !view.continuesBatch { lastRecord = view.location }
             case .end:
                 break scan
             case .torn(let reason):
@@ -138,6 +138,7 @@ public final class EventLog: Sendable {
                 throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
             }
         }
+        index.dropEntries(after: scanner.nextSeq - 1)
         if configuration.access == .readWrite {
             if notice != nil {
                 try wrapIO("cannot trim the torn tail of \(path)") { try io.truncate(fd, to: scanner.offset) }
@@ -167,7 +168,7 @@ public final class EventLog: Sendable {
         var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: checkpoint.offset,
                                   nextSeq: checkpoint.seq)
         guard case .record(let view) = try probe.next(), view.crc == checkpoint.crc,
-              view.size == checkpoint.size else { return nil }
+              view.size == checkpoint.size, !view.continuesBatch else { return nil }
         return probe
     }
 

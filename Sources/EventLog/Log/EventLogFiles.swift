@@ -52,8 +52,22 @@ enum EventLogFiles {
         }
     }
 
-    /// Copies `path` to `destination` (created exclusively, 0600) and syncs the copy and the directory.
+    /// Copies `path` to `destination` (0600) and syncs the copy and the directory. The copy is written under a
+    /// temporary name and renamed only once complete and synced, so a failed copy never leaves a partial file
+    /// that looks like a backup.
     static func copy(_ path: String, to destination: String, io: any PlatformIO) throws {
+        let temp = destination + ".tmp-" + io.randomBytes(6).map { String($0, radix: 16) }.joined()
+        do {
+            try copyContents(path, to: temp, io: io)
+            try wrapIO("cannot rename \(temp)") { try io.rename(temp, destination) }
+        } catch {
+            try? io.remove(temp)
+            throw error
+        }
+        try wrapIO("cannot sync the directory of \(destination)") { try io.syncDirectory(parent(of: destination)) }
+    }
+
+    private static func copyContents(_ path: String, to destination: String, io: any PlatformIO) throws {
         try wrapIO("cannot copy \(path) to \(destination)") {
             let source = try io.open(path, .readOnly)
             defer { io.close(source) }
@@ -68,7 +82,6 @@ enum EventLogFiles {
                 offset += Int64(count)
             }
             try io.syncData(target)
-            try io.syncDirectory(parent(of: destination))
         }
     }
 }

@@ -32,6 +32,10 @@ public struct RecordView {
     public var crc: UInt32
     /// The payload bytes (valid only during the callback).
     public var payload: UnsafeRawBufferPointer
+    /// Whether another record of the same batch follows (the batch's records are all-or-nothing).
+    public var continuesBatch: Bool = false
+    /// The last sequence number this record stands for: `seq`, except for a *lost* record covering a range.
+    public var lastSeq: UInt64
     /// Total size on disk: header and payload.
     public var size: Int { LogFormat.recordHeaderSize + payload.count }
     /// Where this record is, to resume or check from later.

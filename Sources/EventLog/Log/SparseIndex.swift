@@ -26,6 +26,11 @@ struct SparseIndex: Sendable {
         }
     }
 
+    /// Forgets entries past `seq` (records of a torn batch that recovery cut).
+    mutating func dropEntries(after seq: UInt64) {
+        while let last = entries.last, last.seq > seq { entries.removeLast() }
+    }
+
     /// Replaces the part before `coveredFrom` with `prefix` (built by a later walk).
     mutating func fill(prefix: [Entry]) {
         entries = prefix + entries.drop { entry in prefix.last.map { entry.seq <= $0.seq } ?? false }

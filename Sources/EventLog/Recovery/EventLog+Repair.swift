@@ -75,47 +75,114 @@ extension EventLog {
 
         var header = survey.header ?? LogFormat.FileHeader(fileID: io.randomBytes(16), baseSeq: 0,
                                                            maxPayload: UInt32(LogFormat.maximumPayloadSize))
+        if survey.header == nil { header.baseSeq = 0 }
+        // The last seq the damaged file appears to have held: every seq after what is kept, up to it, is lost.
+        let lastFound = max(survey.runs.last?.lastSeq ?? header.baseSeq,
+                            survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq)
         var runs = survey.runs
         if mode == .truncate {
             // Keep only the run that starts the file (if the header is sound and the first record is valid).
             let firstDamage = survey.problems[0].offset
             runs = runs.filter { $0.end <= firstDamage }
             if survey.header == nil { runs = [] }
-            let kept = runs.last?.lastSeq ?? header.baseSeq
-            let lastFound = survey.runs.last?.lastSeq ?? kept
-            if lastFound > kept { report.lostSeqs = [(kept + 1)...lastFound] }
-            report.keptRecords = runs.reduce(0) { $0 + ($1.lastSeq - $1.firstSeq + 1) }
-            report.droppedBytes = [firstDamage..<survey.size]
-        } else {
-            report.droppedBytes = survey.problems.map { $0.offset..<($0.offset + $0.length) }
+            report.droppedBytes = [(runs.last?.end ?? Int64(LogFormat.fileHeaderSize))..<survey.size]
         }
-        if survey.header == nil { header.baseSeq = 0 }
 
         let fd = try wrapIO("cannot read \(path)") { try io.open(path, .readOnly) }
         defer { io.close(fd) }
         let reader = ChunkReader(io: io, fd: fd, limit: survey.size)
-        var output = header.encoded()
-        var expected = header.baseSeq + 1
-        var lastTime = runs.first?.firstRecordedAt ?? 0
+        var salvage = Salvage(output: header.encoded(), expected: header.baseSeq + 1,
+                              lastTime: runs.first?.firstRecordedAt ?? 0)
         for run in runs {
-            if run.firstSeq > expected {
-                report.lostSeqs.append(expected...(run.firstSeq - 1))
-                for seq in expected..<run.firstSeq {
-                    LogFormat.appendRecord(to: &output, seq: seq, type: LogFormat.lostRecordType, recordedAt: lastTime,
-                                           payload: UnsafeRawBufferPointer(start: nil, count: 0))
-                }
-            }
-            var offset = run.start
-            while offset < run.end {
-                let count = Int(min(Int64(1 << 20), run.end - offset))
-                output.append(contentsOf: try reader.bytes(at: offset, count: count)!)
-                offset += Int64(count)
-            }
-            expected = run.lastSeq + 1
-            lastTime = run.lastRecordedAt
+            try salvage.copy(run, from: reader, maxPayload: Int(header.maxPayload))
         }
-        try AtomicFile.write(output, to: path, io: io)
+        if mode == .salvage {
+            salvage.markLost(through: lastFound)
+        } else if lastFound >= salvage.expected {
+            salvage.lost.append(salvage.expected...lastFound)
+        }
+        report.lostSeqs = salvage.lost
+        report.keptRecords = salvage.kept
+        if mode == .salvage {
+            report.droppedBytes = salvage.droppedBytes(of: runs, problems: survey.problems, size: survey.size)
+        }
+        // The repaired file must itself pass every rule of the format before it replaces the damaged one.
+        try AtomicFile.write(salvage.output, to: path, io: io) { temp in
+            let check = try LogSurvey.survey(path: temp, io: io)
+            if let problem = check.problems.first {
+                throw EventLogError(.corrupted, "repair could not produce a valid log (\(problem.problem) at byte "
+                    + "offset \(problem.offset)); \(path) was left as it was", offset: problem.offset, seq: problem.seq)
+            }
+        }
         return report
+    }
+
+    /// The repaired file being built: whole batches copied from runs of valid records, *lost* records for gaps.
+    private struct Salvage {
+        var output: [UInt8]
+        /// The next seq the output needs.
+        var expected: UInt64
+        /// The recorded_at of the last record written (records never go back in time).
+        var lastTime: Int64
+        var lost: [ClosedRange<UInt64>] = []
+        var kept: UInt64 = 0
+
+        /// Writes one *lost* record standing for `expected…last` (an empty payload for a single seq, else the
+        /// range's last seq as 8 bytes), if that range is not empty.
+        mutating func markLost(through last: UInt64) {
+            guard last >= expected else { return }
+            var payload: [UInt8] = []
+            if last > expected { payload.appendLE(last) }
+            payload.withUnsafeBytes {
+                _ = LogFormat.appendRecord(to: &output, seq: expected, type: LogFormat.lostRecordType,
+                                           recordedAt: lastTime, payload: $0)
+            }
+            lost.append(expected...last)
+            expected = last + 1
+        }
+
+        /// Copies a run batch by batch; a batch that would go back in time is dropped (its seqs become lost).
+        mutating func copy(_ run: LogSurvey.Run, from reader: ChunkReader, maxPayload: Int) throws {
+            var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: run.start, nextSeq: run.firstSeq)
+            var batch: [UInt8] = []
+            var batchFirstSeq = run.firstSeq
+            var batchTime: Int64 = .min
+            var batchRecords: UInt64 = 0
+            while scanner.offset < run.end {
+                guard case .record(let view) = try scanner.next() else {
+                    throw EventLogError(.io, "the log changed while it was being repaired", offset: scanner.offset)
+                }
+                if batch.isEmpty {
+                    batchFirstSeq = view.seq
+                    batchTime = view.recordedAt
+                    batchRecords = 0
+                }
+                batch.append(contentsOf: try reader.bytes(at: view.offset, count: view.size)!)
+                batchRecords += view.lastSeq - view.seq + 1
+                if view.continuesBatch { continue }
+                if batchTime >= lastTime {
+                    markLost(through: batchFirstSeq - 1)
+                    output.append(contentsOf: batch)
+                    kept += batchRecords
+                    expected = view.lastSeq + 1
+                    lastTime = view.recordedAt
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+
+        /// The byte ranges of the damaged file that the output does not carry.
+        func droppedBytes(of runs: [LogSurvey.Run], problems: [LogSurvey.Problem], size: Int64) -> [Range<Int64>] {
+            var dropped: [Range<Int64>] = []
+            var position = Int64(LogFormat.fileHeaderSize)
+            for run in runs {
+                if run.start > position { dropped.append(position..<run.start) }
+                position = max(position, run.end)
+            }
+            if size > position { dropped.append(position..<size) }
+            if problems.first?.offset == 0 { dropped.insert(0..<Int64(LogFormat.fileHeaderSize), at: 0) }
+            return dropped
+        }
     }
 
     /// `events.log.broken-<yyyyMMdd'T'HHmmss'Z'>`, with `-2`, `-3`… if that name is taken.

@@ -20,6 +20,9 @@ struct LogSurvey {
         var problem: String
         /// A torn tail (unacknowledged bytes), as opposed to damage.
         var isTornTail: Bool
+        /// For damage that runs to the end of the file: the last seq it appears to have held (see
+        /// ``RecordScanner/lastSeqInDamagedTail()``), so that repair reports every seq it drops.
+        var lostThrough: UInt64? = nil
     }
 
     /// The file header, or `nil` when it is damaged.
@@ -63,19 +66,26 @@ struct LogSurvey {
         }
         var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: offset, nextSeq: nextSeq)
         var run: Run?
+        // The first record of the batch being read: a run only ever grows by whole batches.
+        var batchFirst: RecordView?
         func closeRun() {
             if let finished = run { survey.runs.append(finished) }
             run = nil
+            batchFirst = nil
         }
         while true {
             switch try scanner.next() {
             case .record(let view):
+                if batchFirst == nil { batchFirst = view }
+                if view.continuesBatch { continue }
+                let first = batchFirst!
+                batchFirst = nil
                 if run == nil {
-                    run = Run(start: view.offset, end: view.offset, firstSeq: view.seq, lastSeq: view.seq,
-                              firstRecordedAt: view.recordedAt, lastRecordedAt: view.recordedAt)
+                    run = Run(start: first.offset, end: first.offset, firstSeq: first.seq, lastSeq: first.seq,
+                              firstRecordedAt: first.recordedAt, lastRecordedAt: first.recordedAt)
                 }
                 run!.end = view.offset + Int64(view.size)
-                run!.lastSeq = view.seq
+                run!.lastSeq = view.lastSeq
                 run!.lastRecordedAt = view.recordedAt
             case .end:
                 closeRun()
@@ -88,11 +98,16 @@ struct LogSurvey {
             case .damage(let problem):
                 closeRun()
                 let found = try scanner.resynchronise(minimumSeq: scanner.nextSeq)
-                survey.problems.append(Problem(offset: scanner.offset, length: (found ?? survey.size) - scanner.offset,
-                                               seq: scanner.nextSeq, problem: problem, isTornTail: false))
-                guard let found else { return survey }
-                let seq = try reader.bytes(at: found, count: LogFormat.recordHeaderSize)!.u64(16)
-                scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: found, nextSeq: seq)
+                var damage = Problem(offset: scanner.offset, length: (found ?? survey.size) - scanner.offset,
+                                     seq: scanner.nextSeq, problem: problem, isTornTail: false)
+                guard let found else {
+                    damage.lostThrough = try scanner.lastSeqInDamagedTail()
+                    survey.problems.append(damage)
+                    return survey
+                }
+                survey.problems.append(damage)
+                let next = try reader.bytes(at: found, count: LogFormat.recordHeaderSize)!.u64(16)
+                scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: found, nextSeq: next)
             }
         }
     }
