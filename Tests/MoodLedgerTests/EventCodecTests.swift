@@ -94,7 +94,7 @@ struct EventCodecTests {
             ($0 as! MoodError).rule.contains("version 9")
         }
         #expect { _ = try [UInt8]([1]).withUnsafeBytes { try EventCodec.decode(type: 77, payload: $0) } } throws: {
-            ($0 as! MoodError).code == .corruptEvent
+            ($0 as! MoodError).code == .newerVersion
         }
     }
 

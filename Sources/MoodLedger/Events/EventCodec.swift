@@ -64,14 +64,14 @@ public enum EventCodec {
     public static func decode(type: UInt16, payload: UnsafeRawBufferPointer) throws(MoodError)
         -> (commandID: EntryID, event: MoodEvent) {
         guard let eventType = EventType(rawValue: type) else {
-            throw MoodError(code: .corruptEvent, field: nil, rule: "unknown event type \(type)")
+            throw MoodError(code: .newerVersion, field: "type",
+                            rule: "event type \(type) is unknown: written by a newer version of MoodLedger")
         }
         var r = ByteReader(payload)
         do throws(ByteReader.Malformed) {
             let version = try r.u8()
-            guard version >= 1, version <= eventType.currentVersion else {
-                throw ByteReader.Malformed(what: "unsupported \(eventType.name) schema version \(version)")
-            }
+            guard version >= 1 else { throw ByteReader.Malformed(what: "version: 0 is not a schema version") }
+            guard version <= eventType.currentVersion else { throw ByteReader.Malformed(what: newerVersionText) }
             let commandID = try r.id()
             let id = try r.id()
             let event: MoodEvent
@@ -81,14 +81,17 @@ public enum EventCodec {
                 event = .created(try readEntryBody(id: id, from: &r, withTags: version >= 2))
             case .updated:
                 let mask = try r.u8()
+                guard mask & 0x0C != 0x0C, mask & 0x30 != 0x30, mask & 0xC0 != 0xC0 else {
+                    throw ByteReader.Malformed(what: "mask: a field is both set and cleared")
+                }
                 var update = MoodUpdate()
                 if mask & 0x01 != 0 { update.loggedAt = try readLoggedAt(from: &r) }
                 if mask & 0x02 != 0 { update.kind = try readKind(from: &r) }
-                if mask & 0x04 != 0 { update.valence = .set(Valence.value(try r.signed())) }
+                if mask & 0x04 != 0 { update.valence = .set(try readValence(from: &r)) }
                 if mask & 0x08 != 0 { update.valence = .clear }
-                if mask & 0x10 != 0 { update.enteredScore = .set(Int(try r.u8())) }
+                if mask & 0x10 != 0 { update.enteredScore = .set(try readScore(from: &r)) }
                 if mask & 0x20 != 0 { update.enteredScore = .clear }
-                if mask & 0x40 != 0 { update.notes = .set(try r.string()) }
+                if mask & 0x40 != 0 { update.notes = .set(try r.string("notes")) }
                 if mask & 0x80 != 0 { update.notes = .clear }
                 event = .updated(id, update)
             case .labelsEdited: event = .labelsEdited(id, try readWords(from: &r))
@@ -98,30 +101,41 @@ public enum EventCodec {
             case .syncAttempted:
                 let destination = try readDestination(from: &r)
                 guard let operation = SyncOperation(code: try r.u8()) else {
-                    throw ByteReader.Malformed(what: "unknown sync operation")
+                    throw ByteReader.Malformed(what: "operation: unknown code")
                 }
                 event = .syncAttempted(id, destination, operation)
             case .syncSucceeded:
-                event = .syncSucceeded(id, try readDestination(from: &r), remoteID: try r.string())
+                event = .syncSucceeded(id, try readDestination(from: &r), remoteID: try r.string("remote_id"))
             case .syncFailed:
                 let destination = try readDestination(from: &r)
-                let status = Int(try r.varint())
-                let retryable = try r.u8() != 0
+                let rawStatus = try r.varint()
+                guard rawStatus <= 999 else { throw ByteReader.Malformed(what: "status: \(rawStatus) is above 999") }
+                let status = Int(rawStatus)
+                let retryable = try r.bool("retryable")
                 event = .syncFailed(id, destination, SyncFailure(status: status == 0 ? nil : status,
-                                                                 error: try r.string(), retryable: retryable))
+                                                                 error: try r.string("error"), retryable: retryable))
             case .remoteApplied:
                 let origin = try readDestination(from: &r)
                 let flags = try r.u8()
-                let remoteID = flags & 1 != 0 ? try r.string() : nil
+                guard flags & ~0x03 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
                 let entry = flags & 2 != 0 ? nil : try readEntryBody(id: id, from: &r, withTags: true)
                 event = .remoteApplied(RemoteChange(origin: origin, remoteID: remoteID, entry: entry, entryID: id))
             }
-            guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
+            guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)
         } catch {
-            throw MoodError(code: .corruptEvent, field: nil, rule: "malformed \(eventType.name) payload: \(error.what)")
+            if error.what == newerVersionText {
+                throw MoodError(code: .newerVersion, field: "version", rule: "\(eventType.name) schema version "
+                    + "\(payload[0]) is newer than this reader's \(eventType.currentVersion): written by a newer "
+                    + "version of MoodLedger")
+            }
+            let field = error.what.split(separator: ":").first.map(String.init)
+            throw MoodError(code: .corruptEvent, field: field, rule: "malformed \(eventType.name) payload: \(error.what)")
         }
     }
+
+    private static let newerVersionText = "version: newer than this reader"
 
     // MARK: - Parts
 
@@ -149,15 +163,15 @@ public enum EventCodec {
         let loggedAt = try readLoggedAt(from: &r)
         let kind = try readKind(from: &r)
         let flags = try r.u8()
-        guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "unknown entry flags") }
-        let valence = flags & 1 != 0 ? Valence.value(try r.signed()) : nil
-        let score = flags & 2 != 0 ? Int(try r.u8()) : nil
-        guard let source = MoodSource(code: try r.u8()) else { throw ByteReader.Malformed(what: "unknown source") }
+        guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "flags: unknown entry flag bits") }
+        let valence = flags & 1 != 0 ? try readValence(from: &r) : nil
+        let score = flags & 2 != 0 ? try readScore(from: &r) : nil
+        guard let source = MoodSource(code: try r.u8()) else { throw ByteReader.Malformed(what: "source: unknown code") }
         let labels: WordList<LabelDomain> = try readWordList(from: &r)
         let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
-        let notes = flags & 4 != 0 ? try r.string() : nil
-        let sourceID = flags & 8 != 0 ? try r.string() : nil
+        let notes = flags & 4 != 0 ? try r.string("notes") : nil
+        let sourceID = flags & 8 != 0 ? try r.string("source_id") : nil
         var entry = MoodEntry(id: id, loggedAt: loggedAt, kind: kind, valence: valence, enteredScore: score, tags: tags,
                               notes: notes, source: source, sourceID: sourceID)
         entry.labelList = labels
@@ -170,21 +184,46 @@ public enum EventCodec {
         w.signed(Int64(loggedAt.utcOffsetMinutes))
     }
 
+    /// The instants a stored `logged_at` may hold: 1900-01-01T00:00:00Z up to (not including) 2200-01-01T00:00:00Z.
+    /// Wider than validation accepts for new entries, narrow enough that no calendar or day table can blow up.
+    static let loggedAtRange: Range<Int64> = -2_208_988_800_000..<7_258_118_400_000
+
     static func readLoggedAt(from r: inout ByteReader) throws(ByteReader.Malformed) -> LoggedAt {
         let ms = try r.signed()
+        guard loggedAtRange.contains(ms) else {
+            throw ByteReader.Malformed(what: "logged_at: \(ms) ms is outside 1900-01-01…2199-12-31")
+        }
         let offset = try r.signed()
-        guard abs(offset) <= 24 * 60 else { throw ByteReader.Malformed(what: "bad UTC offset") }
+        guard offset >= -24 * 60, offset <= 24 * 60 else {
+            throw ByteReader.Malformed(what: "utc_offset_minutes: \(offset) is outside ±1440")
+        }
         return LoggedAt(milliseconds: ms, utcOffsetMinutes: Int(offset))
     }
 
+    /// A grid valence `q` with `|q| ≤ 2⁴⁰` (valence within −1…1).
+    static func readValence(from r: inout ByteReader) throws(ByteReader.Malformed) -> Double {
+        let q = try r.signed()
+        guard q >= -Valence.scale, q <= Valence.scale else {
+            throw ByteReader.Malformed(what: "valence: grid value \(q) is outside −2⁴⁰…2⁴⁰")
+        }
+        return Valence.value(q)
+    }
+
+    /// A typed score, 1…10.
+    static func readScore(from r: inout ByteReader) throws(ByteReader.Malformed) -> Int {
+        let score = try r.u8()
+        guard (1...10).contains(score) else { throw ByteReader.Malformed(what: "score: \(score) is outside 1…10") }
+        return Int(score)
+    }
+
     static func readKind(from r: inout ByteReader) throws(ByteReader.Malformed) -> MoodKind {
-        guard let kind = MoodKind(rawValue: Int(try r.u8())) else { throw ByteReader.Malformed(what: "unknown kind") }
+        guard let kind = MoodKind(rawValue: Int(try r.u8())) else { throw ByteReader.Malformed(what: "kind: unknown code") }
         return kind
     }
 
     static func readDestination(from r: inout ByteReader) throws(ByteReader.Malformed) -> SyncDestination {
         guard let destination = SyncDestination(code: try r.u8()) else {
-            throw ByteReader.Malformed(what: "unknown destination")
+            throw ByteReader.Malformed(what: "destination: unknown code")
         }
         return destination
     }
@@ -231,10 +270,10 @@ public enum EventCodec {
         for _ in 0..<count {
             let raw = try r.u8()
             if raw == 0 {
-                words.append(VocabularyWord(custom: try r.string()))
+                words.append(VocabularyWord(custom: try r.string(D.fieldName)))
             } else {
                 guard let word = VocabularyWord<D>(appleRawValue: Int(raw)) else {
-                    throw ByteReader.Malformed(what: "unknown \(D.fieldName) raw value \(raw)")
+                    throw ByteReader.Malformed(what: "\(D.fieldName): unknown raw value \(raw)")
                 }
                 words.append(word)
             }
@@ -251,7 +290,7 @@ public enum EventCodec {
         let count = try r.count()
         var strings: [String] = []
         strings.reserveCapacity(count)
-        for _ in 0..<count { strings.append(try r.string()) }
+        for _ in 0..<count { strings.append(try r.string("tags")) }
         return strings
     }
 }

@@ -108,7 +108,7 @@ public final class Ledger: Sendable {
             return RecordedEvent(seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
                                  offset: view.offset, size: view.size)
         } catch {
-            throw MoodError(code: .corruptEvent, field: nil,
+            throw MoodError(code: error.code, field: error.field,
                             rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
         }
     }

@@ -18,7 +18,7 @@ enum Replayer {
 
         init(_ view: RecordView) throws(MoodError) {
             if view.type & LogFormat.safeToIgnoreBit != 0 {
-                self = .skip(seq: view.seq, recordedAt: view.recordedAt)
+                self = .skip(seq: view.lastSeq, recordedAt: view.recordedAt)
             } else {
                 self = .event(try Ledger.decode(view))
             }

@@ -57,14 +57,19 @@ enum SnapshotCodec {
         var r = ByteReader(buffer)
         var state = LedgerState()
         state.seq = try r.varint()
-        state.recordedAt = try r.signed()
+        guard state.seq <= LogFormat.maximumSeq else { throw ByteReader.Malformed(what: "seq: above 2⁶³ − 1") }
+        state.recordedAt = try checkedTime(try r.signed(), "recorded_at")
         let entryCount = try r.count()
         var decoded: [MoodEntry] = []
         decoded.reserveCapacity(entryCount)
+        var previousID: EntryID?
         for _ in 0..<entryCount {
             let id = try r.id()
-            let createdAt = try r.signed()
-            let updatedAt = try r.signed()
+            // Entries are written in ascending id order: anything else (a duplicate id) is not a snapshot we wrote.
+            if let previousID, !(previousID < id) { throw ByteReader.Malformed(what: "entries: ids not ascending") }
+            previousID = id
+            let createdAt = try checkedTime(try r.signed(), "created_at")
+            let updatedAt = try checkedTime(try r.signed(), "updated_at")
             var entry = try EventCodec.readEntryBody(id: id, from: &r, withTags: true)
             entry.createdAt = createdAt
             entry.updatedAt = updatedAt
@@ -87,12 +92,16 @@ enum SnapshotCodec {
                 record.operation = operation
             }
             let flags = try r.u8()
-            record.attempts = Int(try r.varint())
-            let status = Int(try r.varint())
-            record.lastStatus = status == 0 ? nil : status
-            if flags & 1 != 0 { record.remoteID = try r.string() }
-            if flags & 2 != 0 { record.lastError = try r.string() }
-            if flags & 4 != 0 { record.nextAttemptAt = try r.signed() }
+            guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
+            let attempts = try r.varint()
+            guard attempts <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "attempts: out of range") }
+            record.attempts = Int(attempts)
+            let status = try r.varint()
+            guard status <= 999 else { throw ByteReader.Malformed(what: "status: above 999") }
+            record.lastStatus = status == 0 ? nil : Int(status)
+            if flags & 1 != 0 { record.remoteID = try r.string("remote_id") }
+            if flags & 2 != 0 { record.lastError = try r.string("error") }
+            if flags & 4 != 0 { record.nextAttemptAt = try checkedTime(try r.signed(), "next_attempt_at") }
             record.parked = flags & 8 != 0
             record.changedSinceAttempt = flags & 16 != 0
             records[OutboxKey(entryID: id, destination: destination)] = record
@@ -108,6 +117,14 @@ enum SnapshotCodec {
 }
 
 extension SnapshotCodec {
+    /// A time field (µs since 1970) within the log format's recorded_at range.
+    static func checkedTime(_ value: Int64, _ field: String) throws(ByteReader.Malformed) -> Int64 {
+        guard LogFormat.recordedAtRange.contains(value) else {
+            throw ByteReader.Malformed(what: "\(field): \(value) µs is outside years 1…9999")
+        }
+        return value
+    }
+
     /// Builds the entries projection and the analytics from decoded entries, concurrently.
     static func build(_ decoded: [MoodEntry]) -> (EntriesState, AnalyticsState) {
         final class Results: @unchecked Sendable {

@@ -17,8 +17,12 @@ public struct EntriesState: Sendable, Equatable {
     private(set) var byDay = DayTable<[EntryID]>(empty: [])
     /// The daily-mood entry of each local day.
     private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
-    /// (source, source id) → entry.
+    /// (source, source id) → entry. Should two entries share a key (only a crafted log can hold that: imports
+    /// refuse it), the first wins: the one created first, then the smaller id — a rule of the entries themselves,
+    /// so replay and snapshot + tail agree whatever order they insert in.
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
+    /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
+    private var sharedSourceKeys: Set<SourceKey> = []
     /// How many entries each source has, by ``MoodSource`` code.
     private(set) var sourceCounts = [Int](repeating: 0, count: MoodSource.allCases.count)
 
@@ -140,7 +144,15 @@ public struct EntriesState: Sendable, Equatable {
             let current = dailyMoodByDay[day].flatMap { self[$0] }
             if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
         }
-        if let sourceID = entry.sourceID { bySourceID[SourceKey(source: entry.source, sourceID: sourceID)] = entry.id }
+        if let sourceID = entry.sourceID {
+            let key = SourceKey(source: entry.source, sourceID: sourceID)
+            if let holder = bySourceID[key].flatMap({ self[$0] }), holder.id != entry.id {
+                sharedSourceKeys.insert(key)
+                if Self.createdFirst(entry, holder) { bySourceID[key] = entry.id }
+            } else {
+                bySourceID[key] = entry.id
+            }
+        }
         sourceCounts[Int(entry.source.code)] += 1
     }
 
@@ -165,10 +177,20 @@ public struct EntriesState: Sendable, Equatable {
         }
         if let sourceID = entry.sourceID {
             let key = SourceKey(source: entry.source, sourceID: sourceID)
-            if bySourceID[key] == entry.id { bySourceID[key] = nil }
+            if bySourceID[key] == entry.id {
+                bySourceID[key] = nil
+                if sharedSourceKeys.contains(key) {
+                    let holders = all.filter { $0.sourceID == sourceID && $0.source == entry.source }
+                    bySourceID[key] = holders.min(by: Self.createdFirst)?.id
+                    if holders.count <= 1 { sharedSourceKeys.remove(key) }
+                }
+            }
         }
         sourceCounts[Int(entry.source.code)] -= 1
     }
+
+    /// The first-wins order of entries sharing a source key: created first, then the smaller id.
+    static func createdFirst(_ a: MoodEntry, _ b: MoodEntry) -> Bool { (a.createdAt, a.id) < (b.createdAt, b.id) }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
         // The indexes are derived from the entries; equal entries (in any order) mean equal state.

@@ -69,12 +69,24 @@ struct ByteReader {
         return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
     }
 
-    mutating func string() throws(Malformed) -> String {
+    /// A length-prefixed UTF-8 string; invalid UTF-8 is malformed (never replaced by U+FFFD).
+    mutating func string(_ field: String = "string") throws(Malformed) -> String {
         let count = try varint()
-        guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "string length past the end") }
+        guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "\(field): length past the end") }
         let start = position
         position += Int(count)
-        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[start..<position]), as: UTF8.self)
+        guard let text = String(validating: UnsafeRawBufferPointer(rebasing: buffer[start..<position]), as: UTF8.self)
+        else { throw Malformed(what: "\(field): invalid UTF-8") }
+        return text
+    }
+
+    /// A boolean byte: exactly 0 or 1.
+    mutating func bool(_ field: String) throws(Malformed) -> Bool {
+        switch try u8() {
+        case 0: return false
+        case 1: return true
+        case let other: throw Malformed(what: "\(field): boolean byte \(other) is neither 0 nor 1")
+        }
     }
 
     mutating func id() throws(Malformed) -> EntryID {

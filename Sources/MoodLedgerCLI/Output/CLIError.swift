@@ -41,6 +41,9 @@ struct CLIError: Error {
             case .corruptEvent:
                 return CLIError(ExitCode.ioError, "corrupt event: \(error.rule)",
                                 hint: "run `moodledger verify`, then `moodledger repair --salvage`")
+            case .newerVersion:
+                return CLIError(ExitCode.ioError, "this ledger was written by a newer version of moodledger: \(error.rule)",
+                                hint: "open it with that newer version; nothing was changed")
             case .readOnly: return CLIError(ExitCode.invalidInput, error.description)
             default: return CLIError(ExitCode.invalidInput, error.description)
             }

@@ -15,6 +15,8 @@ public struct MoodError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let notFound = Code(rawValue: "not_found")
         /// A stored event could not be decoded (exit 74).
         public static let corruptEvent = Code(rawValue: "corrupt_event")
+        /// A stored event has a type or schema version this reader does not know: a newer version wrote it (exit 74).
+        public static let newerVersion = Code(rawValue: "newer_version")
     }
 
     /// What kind of error.
@@ -37,7 +39,7 @@ public struct MoodError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        if let field { return "invalid \(field): \(rule)" }
+        if let field, code != .corruptEvent, code != .newerVersion { return "invalid \(field): \(rule)" }
         return rule
     }
 }

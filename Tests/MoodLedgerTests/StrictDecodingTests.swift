@@ -1,0 +1,112 @@
+import EventLog
+import Foundation
+@testable import MoodLedger
+import TestSupport
+import Testing
+
+/// Crafted payloads behind valid checksums: every decoded value is range-checked and named, never trapped on or
+/// silently replaced (`Specs/events.md`, strict decoding).
+@Suite("Strict decoding of crafted events")
+struct StrictDecodingTests {
+    struct Payload {
+        var bytes: [UInt8] = [1] + [UInt8](repeating: 0xC0, count: 16) + [UInt8](repeating: 0xE1, count: 16)
+        mutating func u8(_ value: UInt8) { bytes.append(value) }
+        mutating func varint(_ value: UInt64) {
+            var v = value
+            while v >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+            bytes.append(UInt8(v))
+        }
+        mutating func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+        mutating func string(_ utf8: [UInt8]) { varint(UInt64(utf8.count)); bytes.append(contentsOf: utf8) }
+    }
+
+    /// A `mood.created` v2 payload with the given fields (momentary, manual, no words).
+    static func created(ms: Int64 = 1_700_000_000_000, offset: Int64 = 60, flags: UInt8 = 0, valence: Int64? = nil,
+                        score: UInt8? = nil, notes: [UInt8]? = nil, trailing: [UInt8] = [], version: UInt8 = 2) -> [UInt8] {
+        var p = Payload()
+        p.bytes[0] = version
+        p.signed(ms)
+        p.signed(offset)
+        p.u8(1)
+        var f = flags
+        if valence != nil { f |= 1 }
+        if score != nil { f |= 2 }
+        if notes != nil { f |= 4 }
+        p.u8(f)
+        if let valence { p.signed(valence) }
+        if let score { p.u8(score) }
+        p.u8(0)  // source manual
+        p.varint(0); p.varint(0); p.varint(0)  // labels, associations, tags
+        if let notes { p.string(notes) }
+        return p.bytes + trailing
+    }
+
+    static func syncFailed(status: UInt64, retryable: UInt8) -> [UInt8] {
+        var p = Payload()
+        p.u8(0)
+        p.varint(status)
+        p.u8(retryable)
+        p.string(Array("timeout".utf8))
+        return p.bytes
+    }
+
+    static let cases: [(String, UInt16, [UInt8], MoodError.Code, String)] = [
+        ("logged_at far in the future", 1, created(ms: Int64.max / 2), .corruptEvent, "logged_at"),
+        ("logged_at before 1900", 1, created(ms: -3_000_000_000_000), .corruptEvent, "logged_at"),
+        ("UTC offset Int64.min", 1, created(offset: Int64.min), .corruptEvent, "utc_offset_minutes"),
+        ("UTC offset 1441", 1, created(offset: 1441), .corruptEvent, "utc_offset_minutes"),
+        ("valence grid 2⁶²", 1, created(valence: 1 << 62), .corruptEvent, "valence"),
+        ("valence just past −1", 1, created(valence: -(1 << 40) - 1), .corruptEvent, "valence"),
+        ("score 0", 1, created(score: 0), .corruptEvent, "score"),
+        ("score 11", 1, created(score: 11), .corruptEvent, "score"),
+        ("unknown entry flag", 1, created(flags: 0x20), .corruptEvent, "flags"),
+        ("notes not UTF-8", 1, created(notes: [0x61, 0xFF, 0x62]), .corruptEvent, "notes"),
+        ("trailing bytes", 1, created(trailing: [0]), .corruptEvent, "payload"),
+        ("status ≥ 2⁶³", 9, syncFailed(status: 1 << 63, retryable: 1), .corruptEvent, "status"),
+        ("retryable 2", 9, syncFailed(status: 500, retryable: 2), .corruptEvent, "retryable"),
+        ("a newer schema version", 1, created(version: 9), .newerVersion, "version"),
+        ("an unknown event type", 77, created(), .newerVersion, "type"),
+    ]
+
+    @Test("Each crafted payload is refused naming its field", arguments: cases.indices)
+    func refused(_ index: Int) {
+        let (name, type, payload, code, field) = Self.cases[index]
+        #expect(Comment(rawValue: name)) {
+            _ = try payload.withUnsafeBytes { try EventCodec.decode(type: type, payload: $0) }
+        } throws: { error in
+            let error = error as! MoodError
+            return error.code == code && error.field == field
+        }
+    }
+
+    @Test("The well-formed baseline of the crafted payloads decodes")
+    func baseline() throws {
+        let (_, event) = try Self.created(valence: 1 << 40, score: 10, notes: Array("ok".utf8)).withUnsafeBytes {
+            try EventCodec.decode(type: 1, payload: $0)
+        }
+        guard case .created(let entry) = event else { Issue.record("not a create"); return }
+        #expect(entry.valence == 1 && entry.enteredScore == 10 && entry.notes == "ok")
+    }
+
+    @Test("Opening, verifying and reading a ledger with a crafted event fail with the seq and field; nothing traps")
+    func ledgerRefuses() throws {
+        let dir = TemporaryDirectory()
+        let ledger = try Ledger.open(at: dir.path)
+        _ = try ledger.log(MoodDraft(valence: 0.5))
+        ledger.close()
+        let log = try EventLog.open(directory: dir.path)
+        try log.append(type: 1, payload: Self.created(offset: Int64.min))
+        log.close()
+        var options = Ledger.Options()
+        options.useSnapshots = false
+        #expect {
+            _ = try Ledger.open(at: dir.path, options: options)
+        } throws: { error in
+            let error = error as! MoodError
+            return error.code == .corruptEvent && error.field == "utc_offset_minutes" && error.rule.contains("seq 2")
+        }
+        let report = try Ledger.verify(at: dir.path)
+        #expect(!report.ok)
+        #expect(report.problems.contains { $0.seq == 2 && $0.problem.contains("utc_offset_minutes") })
+    }
+}
