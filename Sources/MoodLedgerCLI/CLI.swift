@@ -30,6 +30,12 @@ struct Context {
         var options = baseOptions
         options.readOnly = !write
         options.createIfMissing = create
+        if let text = arguments.value("wait") {
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 3600 else {
+                throw UsageError("--wait takes seconds from 0 to 3600, not \(text)")
+            }
+            options.lockWaitMilliseconds = Int((seconds * 1000).rounded())
+        }
         if !create, !ledgerExists {
             throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
                            hint: "create one with `moodledger init --ledger \(ledgerPath)`")
@@ -99,7 +105,7 @@ public enum CLI {
         do {
             var globals: Set<String> = ["help"]
             if spec.printsData { globals.insert("json") }
-            let parsed = try ArgumentList(Array(arguments.dropFirst()), valueOptions: spec.values.union(["ledger"]),
+            let parsed = try ArgumentList(Array(arguments.dropFirst()), valueOptions: spec.values.union(["ledger", "wait"]),
                                           flagOptions: spec.flags.union(globals))
             if parsed.has("help") {
                 console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
@@ -118,10 +124,12 @@ public enum CLI {
     }
 
     /// The ledger options the tool uses: a snapshot on close only once 1,000 events are uncovered, since every
-    /// command opens and closes the ledger.
+    /// command opens and closes the ledger; a writer waits up to 5 s for another writer's lock (`--wait`), as
+    /// SQLite's busy timeout does.
     public static var defaultOptions: Ledger.Options {
         var options = Ledger.Options()
         options.snapshotOnCloseMinimum = 1_000
+        options.lockWaitMilliseconds = 5_000
         return options
     }
 
@@ -132,9 +140,10 @@ public enum CLI {
         var text = """
         moodledger — an event-sourced mood ledger
 
-        usage: moodledger <command> [options] [--ledger PATH] [--json] [--help]
+        usage: moodledger <command> [options] [--ledger PATH] [--wait SECONDS] [--json] [--help]
 
         The ledger is --ledger PATH, else $MOODLEDGER_LEDGER, else ./mood.ledger (a directory).
+        A writer waits up to --wait SECONDS (default 5) for another writer to finish, then exits 75.
         POINT is a sequence number (1200) or an ISO 8601 instant (2026-03-01T12:00:00Z).
 
         commands:

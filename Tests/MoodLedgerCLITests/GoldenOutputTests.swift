@@ -92,8 +92,20 @@ struct BinaryTests {
         #expect(try run(["init", "--ledger", "l"], directory: dir.path).0 == 0)
         let holder = try Ledger.open(at: dir.sub("l"))
         defer { holder.close() }
-        let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l"], directory: dir.path)
+        let started = Date()
+        let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l", "--wait", "0.3"], directory: dir.path)
         #expect(code == 75, "\(err)")
         #expect(err.contains("locked by pid \(getpid())"))
+        #expect(Date().timeIntervalSince(started) >= 0.3, "it waited for the lock first")
+    }
+
+    @Test("A writer waits for the lock (default up to 5 s) and goes ahead once the other writer is done")
+    func writerWaits() throws {
+        let dir = TemporaryDirectory("e2e")
+        #expect(try run(["init", "--ledger", "l"], directory: dir.path).0 == 0)
+        let holder = try Ledger.open(at: dir.sub("l"))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.4) { holder.close() }
+        let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l"], directory: dir.path)
+        #expect(code == 0, "\(err)")
     }
 }

@@ -222,4 +222,30 @@ struct ImportExportTests {
         #expect(pull["pulled"] == .int(1), "only the sample the ledger did not write")
         #expect(try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
     }
+
+    @Test("A HealthKit store file is input like any other: a bad sample refuses pull and push with exit 65, nothing appended")
+    func hostileHealthStore() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        _ = cli.id(["log", "--valence", "0.5", "--label", "calm"])
+        let store = cli.dir.sub("health.json")
+        let good = "{\"uuid\": \"11111111-2222-4333-8444-555555555555\", \"start_date\": \"2026-01-02T10:00:00Z\", "
+            + "\"kind\": 1, \"valence\": 0.2}"
+        let bad: [(String, String)] = [
+            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 1e7}", "valence"),
+            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"yesterday-ish\", \"kind\": 1, \"valence\": 0.1}", "start_date"),
+            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 7, \"valence\": 0.1}", "kind"),
+            ("{\"uuid\": \"not-a-uuid\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 0.1}", "uuid"),
+        ]
+        let before = cli.run(["stats", "--json"]).out
+        for (sample, field) in bad {
+            try Data("{\"authorized\": true, \"samples\": [\(good), \(sample)]}".utf8).write(to: URL(fileURLWithPath: store))
+            for direction in ["pull", "push"] {
+                let result = cli.run(["healthkit", direction, "--store", store])
+                #expect(result.code == 65, "\(direction) \(field): \(result.err)")
+                #expect(result.err.contains("sample 2") && result.err.contains(field), "\(direction): \(result.err)")
+            }
+            #expect(cli.run(["stats", "--json"]).out == before, "nothing appended (\(field))")
+        }
+    }
 }

@@ -78,13 +78,16 @@ enum InterchangeCommands {
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let report: HealthKitSyncReport
-        switch direction {
-        case "push": report = try ledger.pushToHealthKit(store, now: ledger.options.clock())
-        case "pull":
-            do { report = try ledger.pullFromHealthKit(store) } catch let error as HealthStoreError {
-                throw CLIError(error.code == .authorizationDenied ? ExitCode.invalidInput : ExitCode.ioError, error.message)
+        do {
+            switch direction {
+            case "push": report = try ledger.pushToHealthKit(store, now: ledger.options.clock())
+            case "pull": report = try ledger.pullFromHealthKit(store)
+            default: throw UsageError("healthkit takes push or pull")
             }
-        default: throw UsageError("healthkit takes push or pull")
+        } catch let error as HealthStoreError {
+            let code = error.code == .authorizationDenied || error.code == .invalidData ? ExitCode.invalidInput
+                : ExitCode.ioError
+            throw CLIError(code, "\(path): \(error.message); nothing was recorded")
         }
         if context.json {
             context.printJSON(report.json)

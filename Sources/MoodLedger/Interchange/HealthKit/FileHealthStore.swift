@@ -28,7 +28,12 @@ public final class FileHealthStore: HealthStore, Sendable {
         guard let root = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)) else {
             throw HealthStoreError(.unavailable, "\(path) is not a health store file")
         }
-        let samples = (root["samples"]?.arrayValue ?? []).compactMap(StateOfMindSample.init(json:))
+        // Every sample is validated up front: one bad sample refuses the whole file (exit 65) before anything acts.
+        let now = io.now() / 1000
+        var samples: [StateOfMindSample] = []
+        for (index, item) in (root["samples"]?.arrayValue ?? []).enumerated() {
+            samples.append(try StateOfMindSample(validating: item, number: index + 1, now: now))
+        }
         return Contents(authorized: root["authorized"] != .bool(false), samples: samples)
     }
 

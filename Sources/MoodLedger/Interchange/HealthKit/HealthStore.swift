@@ -39,9 +39,35 @@ public struct StateOfMindSample: Sendable, Equatable {
         ])
     }
 
+    /// Reads and validates one sample of a store file with the rules of `import --format healthkit` (the same
+    /// reader) and of new entries: every field present and in range, every word known. Nothing is dropped.
+    /// - Parameters:
+    ///   - json: the sample object.
+    ///   - number: its 1-based position in the file, for the error.
+    ///   - now: the current time in milliseconds (the future limit of `start_date`).
+    /// - Throws: ``HealthStoreError`` `invalid_data`, naming the sample and the field.
+    init(validating json: JSONValue, number: Int, now: Int64) throws(HealthStoreError) {
+        guard case .object = json else { throw HealthStoreError(.invalidData, "sample \(number) is not an object") }
+        do {
+            var reader = RecordReader(record: json, number: number)
+            let draft = try JSONImporters.healthKit(&reader)!
+            let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
+            self.init(uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
+                      labels: entry.labels, associations: entry.associations)
+        } catch let error as ImportError {
+            throw HealthStoreError(.invalidData, "sample \(number)" + (error.field.map { ", field \($0)" } ?? "")
+                + ": \(error.problem)")
+        } catch let error as MoodError {
+            throw HealthStoreError(.invalidData, "sample \(number): \(error)")
+        } catch {
+            throw HealthStoreError(.invalidData, "sample \(number): \(error)")
+        }
+    }
+
     /// Reads the JSON form back (names or raw values).
     public init?(json: JSONValue) {
         guard let uuid = json["uuid"]?.stringValue.flatMap(EntryID.init), let valence = json["valence"]?.doubleValue,
+              valence.isFinite, (-1...1).contains(valence),
               let date = json["start_date"]?.stringValue.flatMap(ISO8601.parse),
               let kind = json["kind"]?.intValue.flatMap(MoodKind.init(rawValue:)) else { return nil }
         func words<D>(_ key: String) -> [VocabularyWord<D>] {
@@ -65,6 +91,8 @@ public struct HealthStoreError: Error, Sendable, Equatable, CustomStringConverti
         public static let notFound = Code(rawValue: "not_found")
         /// The store could not be read or written.
         public static let unavailable = Code(rawValue: "unavailable")
+        /// The store holds a sample that breaks a rule (named with the sample and field); nothing was done.
+        public static let invalidData = Code(rawValue: "invalid_data")
     }
 
     public var code: Code
@@ -75,7 +103,7 @@ public struct HealthStoreError: Error, Sendable, Equatable, CustomStringConverti
     }
     public var description: String { message }
     /// Whether trying again later may help.
-    public var retryable: Bool { code != .notFound }
+    public var retryable: Bool { code != .notFound && code != .invalidData }
 }
 
 /// HealthKit's semantics for state-of-mind samples: immutable samples, deniable authorization.
