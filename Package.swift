@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "MoodLedger", targets: ["MoodLedger"]),
+        .library(name: "MoodLedgerServer", targets: ["MoodLedgerServer"]),
         .executable(name: "moodledger", targets: ["moodledger"]),
         .executable(name: "moodledger-bench", targets: ["moodledger-bench"]),
     ],
@@ -16,16 +17,19 @@ let package = Package(
         .target(name: "EventLog"),
         // records → events → projections → queries.
         .target(name: "MoodLedger", dependencies: ["EventLog"]),
+        // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
+        .target(name: "MoodLedgerServer", dependencies: ["MoodLedger", "EventLog"]),
         // The command-line tool as a library, so tests run every command in-process.
-        .target(name: "MoodLedgerCLI", dependencies: ["MoodLedger", "EventLog"]),
+        .target(name: "MoodLedgerCLI", dependencies: ["MoodLedger", "EventLog", "MoodLedgerServer"]),
         .executableTarget(name: "moodledger", dependencies: ["MoodLedgerCLI"]),
-        .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog"]),
+        .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog", "MoodLedgerServer"]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
         .target(name: "TestSupport", dependencies: ["EventLog", "MoodLedger"], path: "Tests/TestSupport"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
+        .testTarget(name: "MoodLedgerServerTests", dependencies: ["MoodLedgerServer", "MoodLedger", "TestSupport", "moodledger"]),
         .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
                     exclude: ["Fixtures", "Golden"]),
     ]

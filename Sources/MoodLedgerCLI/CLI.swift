@@ -134,7 +134,7 @@ public enum CLI {
     }
 
     static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
-        + InterchangeCommands.all + MaintenanceCommands.all + [DemoCommand.spec]
+        + InterchangeCommands.all + MaintenanceCommands.all + [DemoCommand.spec, ServeCommand.spec]
 
     static func help() -> String {
         var text = """

@@ -76,16 +76,26 @@ extension EventLog {
     /// - Returns: the highest durable sequence number.
     /// - Throws: ``EventLogError``; a failed sync puts the log in the failed state and is never retried.
     @discardableResult
+    ///
+    /// The `fdatasync` runs without the log's lock, so appends made meanwhile go ahead (they form the next group of a
+    /// group commit); what this call reports durable is what was written when it began.
     public func sync() throws -> UInt64 {
-        try state.withLock { state in
+        let (fd, target) = try state.withLock { state -> (Int32, UInt64) in
             try checkWritable(state)
-            if state.durableSeq == state.nextSeq - 1 { return state.durableSeq }
-            do {
-                try io.syncData(state.fd)
-            } catch let error as Errno {
-                throw fail(&state, EventLogError.io("fdatasync failed; the log refuses appends until reopened", error))
+            return (state.fd, state.nextSeq - 1)
+        }
+        if durableSeq >= target { return durableSeq }
+        do {
+            try io.syncData(fd)
+        } catch let error as Errno {
+            throw state.withLock { state in
+                fail(&state, EventLogError.io("fdatasync failed; the log refuses appends until reopened", error))
             }
-            state.durableSeq = state.nextSeq - 1
+        }
+        return try state.withLock { state in
+            // A write that failed while the sync ran put the log in the failed state: nothing more is durable.
+            try checkWritable(state)
+            state.durableSeq = max(state.durableSeq, target)
             return state.durableSeq
         }
     }

@@ -3,7 +3,8 @@ extension MoodEntry {
     public var json: JSONValue {
         .object([("id", .string(id.description))] + fields(derived: true) + [
             ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
-            ("updated_at", .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
+            // `null` until the entry is first changed (the backend API's rule).
+            ("updated_at", updatedAt == createdAt ? .null : .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
         ])
     }
 

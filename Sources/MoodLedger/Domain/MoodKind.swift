@@ -22,6 +22,8 @@ public enum MoodSource: String, Sendable, CaseIterable, Hashable {
     case healthkit
     case backend
     case `import`
+    /// The backend API's `ai_analysis` source (code 4).
+    case aiAnalysis = "ai_analysis"
 
     var code: UInt8 { UInt8(MoodSource.allCases.firstIndex(of: self)!) }
     init?(code: UInt8) {

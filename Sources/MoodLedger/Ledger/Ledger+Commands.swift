@@ -147,19 +147,21 @@ extension Ledger {
         return ([.created(entry)], entry.id, true)
     }
 
-    /// Appends one command's events as one batch (one sync) and applies them; snapshots when due.
-    func append(_ events: [MoodEvent], now: Int64, to core: inout Core) throws {
-        guard !events.isEmpty else { return }
+    /// Appends one command's events, then any `attachments` (safe-to-ignore records the folds skip), as one batch
+    /// (one write, one sync: all of it survives a crash or none) and applies them; snapshots when due.
+    func append(_ events: [MoodEvent], attachments: [PendingRecord] = [], now: Int64, to core: inout Core) throws {
+        guard !events.isEmpty || !attachments.isEmpty else { return }
         let command = options.newID()
         let records = events.map {
             PendingRecord(type: $0.type.rawValue, payload: EventCodec.encode($0, commandID: command), recordedAt: now * 1000)
-        }
+        } + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
         let recordedAt = core.log.lastRecordedAt
         for (seq, event) in zip(seqs, events) {
             core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
         }
-        core.sinceSnapshot += events.count
+        if !attachments.isEmpty { core.state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+        core.sinceSnapshot += records.count
         if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
             _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
         }

@@ -129,7 +129,10 @@ public final class Ledger: Sendable {
     /// - Returns: the highest durable sequence number.
     /// - Throws: ``EventLogError``; a failed sync is never retried and the ledger refuses writes until reopened.
     @discardableResult
-    public func sync() throws -> UInt64 { try core.withLock { try $0.log.sync() } }
+    ///
+    /// Commands and reads are not held up by the `fdatasync` (the ledger's lock is not held during it), so callers
+    /// that each append and then sync form group commits: one sync makes every append before it durable.
+    public func sync() throws -> UInt64 { try core.withLock { $0.log }.sync() }
 
     /// Writes a snapshot of the current state now.
     /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).

@@ -38,7 +38,8 @@ extension LedgerState {
             values.append(contentsOf: aggregate.valences)
             sum += aggregate.valenceSum
             squares += aggregate.valenceSquareSum
-            daily.append(DailyPoint(date: date, entryCount: aggregate.count, averageValence: aggregate.averageValence))
+            daily.append(DailyPoint(date: date, entryCount: aggregate.count, averageValence: aggregate.averageValence,
+                                    topLabels: Self.top(aggregate.labels, total: aggregate.count, limit: 3)))
         }
         let statistics = ValenceStatistics(values: values, sum: sum, squareSum: squares)
         return TrendReport(from: from, to: to, totalEntries: total, averageValence: statistics.mean,
@@ -56,14 +57,15 @@ extension LedgerState {
     /// Label analytics over a period (all time when both ends are `nil`).
     public func labelAnalytics(from: LocalDate? = nil, to: LocalDate? = nil, limit: Int = .max) -> WordAnalytics {
         let (stats, total, _) = wordStats(from: from, to: to, \.labels, totals: analytics.labelTotals)
-        return WordAnalytics(kind: "label", totalEntries: total, words: Self.top(stats, total: total, limit: limit))
+        return WordAnalytics(kind: "label", from: from, to: to, totalEntries: total, unique: stats.count,
+                             words: Self.top(stats, total: total, limit: limit))
     }
 
     /// Association analytics over a period, with each association's valence impact.
     public func associationAnalytics(from: LocalDate? = nil, to: LocalDate? = nil, limit: Int = .max) -> WordAnalytics {
         let (stats, total, average) = wordStats(from: from, to: to, \.associations,
                                                 totals: analytics.associationTotals)
-        return WordAnalytics(kind: "association", totalEntries: total,
+        return WordAnalytics(kind: "association", from: from, to: to, totalEntries: total, unique: stats.count,
                              words: Self.top(stats, total: total, limit: limit, overall: average))
     }
 
@@ -92,12 +94,20 @@ extension LedgerState {
                                    to: to, entryCount: 0)
         var sum: Int64 = 0
         var valued = 0
+        var scoreSum = 0
+        var scored = 0
         for date in activeDays(from: from, to: to) {
             let aggregate = analytics.days[date]!
             summary.entryCount += aggregate.count
             sum += aggregate.valenceSum
             valued += aggregate.valences.count
             for entry in entries.entries(on: date) {
+                if let score = entry.score {
+                    scoreSum += score
+                    scored += 1
+                    summary.highestScore = max(summary.highestScore ?? score, score)
+                    summary.lowestScore = min(summary.lowestScore ?? score, score)
+                }
                 if summary.latest == nil || MoodEntry.newestFirst(entry, summary.latest!) { summary.latest = entry }
                 guard let v = entry.valence else { continue }
                 if summary.highest?.valence.map({ v > $0 }) ?? true { summary.highest = entry }
@@ -105,6 +115,7 @@ extension LedgerState {
             }
         }
         summary.averageValence = valued == 0 ? nil : Double(sum) / Double(valued) / Double(Valence.scale)
+        summary.averageScore = scored == 0 ? nil : Double(scoreSum) / Double(scored)
         return summary
     }
 

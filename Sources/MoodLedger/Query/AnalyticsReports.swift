@@ -61,9 +61,11 @@ public struct TrendReport: Sendable, Equatable {
     /// Days with entries: (date, entry count, average valence).
     public var daily: [DailyPoint]
 
+    /// `{"start_date", "end_date", "total_entries", "average_valence", "trend_direction", "valence_statistics",
+    /// "daily_data": [{"date", "entry_count", "average_valence", "top_labels"}]}` (the backend API's shape).
     public var json: JSONValue {
         .object([
-            ("from", .string(from.description)), ("to", .string(to.description)),
+            ("start_date", .string(from.description)), ("end_date", .string(to.description)),
             ("total_entries", .int(Int64(totalEntries))), ("average_valence", .rounded(averageValence)),
             ("trend_direction", .string(direction)), ("valence_statistics", statistics.json),
             ("daily_data", .array(daily.map(\.json))),
@@ -76,10 +78,13 @@ public struct DailyPoint: Sendable, Equatable {
     public var date: LocalDate
     public var entryCount: Int
     public var averageValence: Double?
+    /// The day's most used labels (up to 3).
+    public var topLabels: [WordReport] = []
 
     var json: JSONValue {
         .object([("date", .string(date.description)), ("entry_count", .int(Int64(entryCount))),
-                 ("average_valence", .rounded(averageValence))])
+                 ("average_valence", .rounded(averageValence)),
+                 ("top_labels", .array(topLabels.map { $0.json(key: "label") }))])
     }
 }
 
@@ -87,12 +92,21 @@ public struct DailyPoint: Sendable, Equatable {
 public struct WordAnalytics: Sendable, Equatable {
     /// "label" or "association".
     public var kind: String
+    /// The period (either end `nil`: open).
+    public var from: LocalDate?
+    public var to: LocalDate?
     public var totalEntries: Int
+    /// How many distinct words the period has (before any limit).
+    public var unique: Int
+    /// The most used words, at most the limit asked for.
     public var words: [WordReport]
 
+    /// `{"period": {"from", "to"}, "total_entries", "unique_<kind>s", "top_<kind>s": [...]}` (the backend API's shape).
     public var json: JSONValue {
-        .object([("total_entries", .int(Int64(totalEntries))), ("unique_\(kind)s", .int(Int64(words.count))),
-                 ("\(kind)s", .array(words.map { $0.json(key: kind) }))])
+        .object([("period", .object([("from", .optional(from) { .string($0.description) }),
+                                     ("to", .optional(to) { .string($0.description) })])),
+                 ("total_entries", .int(Int64(totalEntries))), ("unique_\(kind)s", .int(Int64(unique))),
+                 ("top_\(kind)s", .array(words.map { $0.json(key: kind) }))])
     }
 }
 
@@ -106,10 +120,17 @@ public struct RangeSummary: Sendable, Equatable {
     public var highest: MoodEntry?
     public var lowest: MoodEntry?
     public var latest: MoodEntry?
+    /// The older app's 1–10 view: the mean of the entries' scores (one decimal), and the extremes.
+    public var averageScore: Double?
+    public var highestScore: Int?
+    public var lowestScore: Int?
 
     public var json: JSONValue {
         .object([("range", .string(range)), ("from", .string(from.description)), ("to", .string(to.description)),
                  ("entry_count", .int(Int64(entryCount))), ("average_valence", .rounded(averageValence)),
+                 ("average_score", .optional(averageScore) { .double(($0 * 10).rounded() / 10) }),
+                 ("highest_score", .optional(highestScore) { .int(Int64($0)) }),
+                 ("lowest_score", .optional(lowestScore) { .int(Int64($0)) }),
                  ("highest", .optional(highest) { $0.json }), ("lowest", .optional(lowest) { $0.json }),
                  ("latest", .optional(latest) { $0.json })])
     }

@@ -49,5 +49,8 @@ public struct WordTable<Domain: VocabularyDomain, Value: Sendable & Equatable>: 
     }
 
     /// Whether no word has a value.
+    /// How many words hold a value.
+    public var count: Int { custom.count + canonical.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+
     public var isEmpty: Bool { custom.isEmpty && !canonical.contains { $0 != nil } }
 }

@@ -163,7 +163,7 @@ enum EntryCommands {
 
     static func source(_ text: String) throws -> MoodSource {
         guard let source = MoodSource(rawValue: text.lowercased()) else {
-            throw MoodError.invalid("source", "must be manual, healthkit, backend or import")
+            throw MoodError.invalid("source", "must be manual, healthkit, backend, import or ai_analysis")
         }
         return source
     }

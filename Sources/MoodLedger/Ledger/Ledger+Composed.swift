@@ -1,0 +1,107 @@
+import EventLog
+
+/// A replacement of an entry's fields, as an API's PUT carries it: what is given replaces, what is `nil` is kept.
+public struct MoodReplacement: Sendable, Equatable {
+    /// Scalar fields (valence or score, notes, time, kind).
+    public var changes = MoodChanges()
+    /// The new labels, if given.
+    public var labels: [String]?
+    /// The new associations, if given.
+    public var associations: [String]?
+    /// The new tags, if given.
+    public var tags: [String]?
+
+    /// Creates an empty replacement (it changes nothing).
+    public init() {}
+}
+
+/// What a composed command did.
+public struct CommandResult: Sendable, Equatable {
+    /// The entry after the command (`nil` after a deletion).
+    public var entry: MoodEntry?
+    /// Whether it created the entry.
+    public var created: Bool
+    /// How many events it appended (attachments not counted).
+    public var appendedEvents: Int
+    /// The ledger's last sequence number after the command: the server revision of the change.
+    public var lastSeq: UInt64
+}
+
+extension Ledger {
+    /// The events ``log(_:)`` would append for `draft` against `state`: none for a known (source, source id) or id,
+    /// a merge into the day's daily mood, or a creation.
+    /// - Returns: the events, the entry concerned, and whether it is created.
+    /// - Throws: ``MoodError`` naming the field and rule.
+    public static func events(logging draft: MoodDraft, in state: LedgerState, now: Int64,
+                              options: Options) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool) {
+        let (events, id, created) = try decide(draft, in: state, now: now, options: options)
+        return (events, id, created)
+    }
+
+    /// The events that apply `replacement` to entry `id`: at most one update and one edit per word list, none
+    /// when nothing changes.
+    /// - Throws: ``MoodError`` `not_found`, `read_only` or `invalid_input`.
+    public static func events(replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
+                              now: Int64) throws -> [MoodEvent] {
+        let entry = try editable(id, in: state)
+        let update = try MoodRules.update(entry, with: replacement.changes, now: now)
+        var events: [MoodEvent] = update.isEmpty ? [] : [.updated(id, update)]
+        if let labels = replacement.labels,
+           let edited = try MoodRules.edit(entry.labels, .set(labels), limit: MoodRules.maximumLabels) {
+            events.append(.labelsEdited(id, edited))
+        }
+        if let associations = replacement.associations,
+           let edited = try MoodRules.edit(entry.associations, .set(associations), limit: MoodRules.maximumAssociations) {
+            events.append(.associationsEdited(id, edited))
+        }
+        if let tags = replacement.tags, let edited = try MoodRules.editTags(entry.tags, .set(tags)) {
+            events.append(.tagsEdited(id, edited))
+        }
+        return events
+    }
+
+    /// The events that delete entry `id`.
+    /// - Throws: ``MoodError`` `not_found` or `read_only`.
+    public static func events(deleting id: EntryID, in state: LedgerState) throws -> [MoodEvent] {
+        _ = try editable(id, in: state)
+        return [.deleted(id)]
+    }
+
+    /// Runs `decide` against the current state, then appends its events followed by the records `attach` returns
+    /// (types with the *safe to ignore* bit, which the folds skip) as one batch: one write, one sync, all or nothing
+    /// across a crash. Servers use it to store a request's idempotency key with the change it made.
+    ///
+    /// - Parameters:
+    ///   - attach: given the events and the entry concerned, the extra records to store with them (may be empty).
+    ///   - decide: the command: the events to append against the state at the current time (ms), and the entry.
+    /// - Returns: what the command did, with the ledger's last seq after it.
+    /// - Throws: what `decide` throws (nothing appended), ``EventLogError`` (`invalidArgument` for an attachment
+    ///   without the safe-to-ignore bit).
+    public func execute(attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
+                        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool))
+        throws -> CommandResult {
+        try core.withLock { core in
+            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            let now = options.clock()
+            let (events, id, created) = try decide(core.state, now)
+            let attachments = attach(events, id)
+            for record in attachments where record.type & LogFormat.safeToIgnoreBit == 0 {
+                throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")
+            }
+            try append(events, attachments: attachments, now: now, to: &core)
+            return CommandResult(entry: core.state.entries[id], created: created, appendedEvents: events.count,
+                                 lastSeq: core.state.seq)
+        }
+    }
+
+    /// Calls `body` for each record of type `type` (a safe-to-ignore type the folds skip) from `first` on.
+    /// - Throws: ``EventLogError`` for damage met while reading, or what `body` throws.
+    public func forEachAttachment(type: UInt16, from first: UInt64,
+                                  _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void) throws {
+        let log = core.withLock { $0.log }
+        try log.forEach(from: first) { view in
+            if view.type == type { try body(view.seq, view.recordedAt, Array(view.payload)) }
+            return true
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Dispatch
+import EventLog
+import Foundation
+import MoodLedger
+import MoodLedgerServer
+
+/// `serve`: the reference backend (`Specs/server.md`), and `serve user add` / `serve token` for its credentials.
+enum ServeCommand {
+    static let spec = CommandSpec(
+        name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
+        usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500]\n"
+            + "       serve user add NAME --data DIR\n       serve token --user NAME --data DIR [--ttl 1h]",
+        values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections"],
+        printsData: false) { context in
+        guard let data = context.arguments.value("data") else { throw UsageError("serve needs --data DIR") }
+        switch context.arguments.positionals.first {
+        case nil: return try run(context, data: data)
+        case "user":
+            guard context.arguments.positionals.count == 3, context.arguments.positionals[1] == "add" else {
+                throw UsageError("usage: serve user add NAME --data DIR")
+            }
+            return try addUser(context, name: context.arguments.positionals[2], data: data)
+        case "token": return try token(context, data: data)
+        case let other?: throw UsageError("serve takes no argument \(other) (user add NAME, or token)")
+        }
+    }
+
+    private static func addUser(_ context: Context, name: String, data: String) throws -> Int32 {
+        try AtomicFile.makeDirectory(data)
+        var credentials = try Credentials.load(directory: data, create: true)
+        let key: String
+        do { key = try credentials.addUser(name) } catch let error as ServerError {
+            throw CLIError(ExitCode.invalidInput, error.description)
+        }
+        try credentials.save(directory: data)
+        try AtomicFile.makeDirectory(data + "/users")
+        context.console.line("user \(name) added; API key (shown once, only its hash is kept):")
+        context.console.line(key)
+        return ExitCode.ok
+    }
+
+    private static func token(_ context: Context, data: String) throws -> Int32 {
+        guard let name = context.arguments.value("user") else { throw UsageError("serve token needs --user NAME") }
+        let ttl = try seconds(context.arguments.value("ttl") ?? "1h")
+        let credentials: Credentials
+        do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
+            throw CLIError(ExitCode.noInput, error.description)
+        }
+        guard credentials.users.contains(where: { $0.name == name }) else {
+            throw CLIError(ExitCode.noInput, "no user \(name) in \(data)", hint: "add one with `moodledger serve user add \(name) --data \(data)`")
+        }
+        context.console.line(JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))
+        return ExitCode.ok
+    }
+
+    /// `90`, `90s`, `15m`, `1h`, `7d` → seconds (1 s … 365 d).
+    static func seconds(_ text: String) throws -> Int64 {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        if let last = text.last, let factor = units[last] {
+            unit = factor
+            digits = digits.dropLast()
+        }
+        guard let value = Int64(digits), value > 0, value * unit <= 365 * 86_400 else {
+            throw UsageError("--ttl takes a duration like 90s, 15m, 1h or 7d (at most 365d), not \(text)")
+        }
+        return value * unit
+    }
+
+    private static func run(_ context: Context, data: String) throws -> Int32 {
+        var configuration = MoodServer.Configuration(dataDirectory: data)
+        if let host = context.arguments.value("host") { configuration.http.host = host }
+        if let text = context.arguments.value("port") {
+            guard let port = UInt16(text) else { throw UsageError("--port takes 0…65535, not \(text)") }
+            configuration.http.port = port
+        }
+        func count(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let text = context.arguments.value(name) else { return nil }
+            guard let value = Int(text), range.contains(value) else {
+                throw UsageError("--\(name) takes \(range.lowerBound)…\(range.upperBound), not \(text)")
+            }
+            return value
+        }
+        if let value = try count("writes-per-hour", 0...100_000_000) { configuration.writesPerHour = value }
+        if let value = try count("reads-per-hour", 0...100_000_000) { configuration.readsPerHour = value }
+        if let value = try count("workers", 1...1024) { configuration.http.workers = value }
+        if let value = try count("max-connections", 1...100_000) { configuration.http.maxConnections = value }
+        let console = context.console
+        configuration.log = { console.error("moodledger serve: \($0)") }
+        let backend: MoodServer
+        do { backend = try MoodServer(configuration: configuration) } catch let error as ServerError {
+            throw CLIError(ExitCode.invalidInput, error.description)
+        }
+        let server: HTTPServer
+        do { server = try backend.start() } catch let error as Errno {
+            throw CLIError(ExitCode.cannotCreate, "cannot listen on \(configuration.http.host):\(configuration.http.port): \(error)")
+        }
+        // SIGINT/SIGTERM: stop accepting, finish in-flight requests, close every ledger.
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { server.stop() }
+            source.resume()
+            sources.append(source)
+        }
+        let host = configuration.http.host.contains(":") ? "[\(configuration.http.host)]" : configuration.http.host
+        console.line("moodledger serve: listening on http://\(host):\(server.port) (data \(data))")
+        server.run(grace: 10)
+        backend.close()
+        for source in sources { source.cancel() }
+        console.line("moodledger serve: stopped; every ledger closed")
+        return ExitCode.ok
+    }
+}

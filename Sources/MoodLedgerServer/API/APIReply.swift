@@ -1,0 +1,48 @@
+import MoodLedger
+
+/// The seed's response envelope: `{"success": true, "data": …}` or
+/// `{"success": false, "error": {"code", "message", "field"}}`, as JSON responses.
+enum APIReply {
+    static let contentType = ("Content-Type", "application/json; charset=utf-8")
+
+    static func data(_ status: Int, _ data: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        let body = JSONValue.object([("success", .bool(true)), ("data", data)]).serialized()
+        return HTTPResponse(status: status, headers: [contentType] + headers, body: Array(body.utf8))
+    }
+
+    static func error(_ status: Int, _ code: String, _ message: String, field: String? = nil,
+                      headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        let error = JSONValue.object([("code", .string(code)), ("message", .string(message)),
+                                      ("field", .optional(field) { .string($0) })])
+        let body = JSONValue.object([("success", .bool(false)), ("error", error)]).serialized()
+        return HTTPResponse(status: status, headers: [contentType] + headers, body: Array(body.utf8))
+    }
+
+    /// A domain error as an API error: invalid input 422 naming the field, read-only 403, unknown entry 404.
+    /// Never echoes input values (notes are health data).
+    static func from(_ error: MoodError) -> HTTPResponse {
+        switch error.code {
+        case .notFound: return Self.error(404, "not_found", "no such entry")
+        case .readOnly: return Self.error(403, "read_only", error.rule, field: error.field)
+        case .invalidInput: return Self.error(422, "validation_error", error.rule, field: error.field)
+        default: return Self.error(500, "internal_error", "the ledger could not be read")
+        }
+    }
+
+    /// An error thrown while handling a request, mapped to a response.
+    static func from(any error: Error) -> HTTPResponse {
+        if let error = error as? APIFailure { return error.response }
+        if let error = error as? MoodError { return from(error) }
+        return Self.error(500, "internal_error", "the request could not be completed; nothing was acknowledged")
+    }
+}
+
+/// A response to send instead of going on (thrown by the handlers' checks).
+struct APIFailure: Error {
+    var response: HTTPResponse
+    init(_ status: Int, _ code: String, _ message: String, field: String? = nil,
+         headers: [(name: String, value: String)] = []) {
+        response = APIReply.error(status, code, message, field: field, headers: headers)
+    }
+    init(response: HTTPResponse) { self.response = response }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import MoodLedger
+
+/// Routes to handlers; the read side of the API (lists, aggregates, the changes feed).
+extension MoodServer {
+    func dispatch(_ route: Route, method: String, request: HTTPRequest, user: UserLedger, now: Int64) throws -> HTTPResponse {
+        let today = LoggedAt(milliseconds: now).localDate
+        switch (route.name, method) {
+        case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
+            return APIReply.data(200, try list(request, today: today, user: user).json)
+        case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
+            return try write(.create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request, user: user)
+        case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
+            let id = try Self.entryID(text)
+            guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
+            return APIReply.data(200, entry.json, headers: [("ETag", Self.etag(try user.revision(of: id)))])
+        case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
+            let id = try Self.entryID(text)
+            let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
+            return try write(.replace(id, replacement, progress: false), request: request, user: user)
+        case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
+            return try write(.delete(try Self.entryID(text)), request: request, user: user)
+        case (.moodDaily(let text), "GET"):
+            guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date") }
+            let include = try Self.flag(request, "include_entries")
+            return APIReply.data(200, user.ledger.state.day(date, includeEntries: include).json)
+        case (.moodTrends, "GET"):
+            let (from, to) = try Self.period(request, today: today)
+            do { return APIReply.data(200, try user.ledger.state.trends(from: from, to: to).json) } catch { throw APIReply.failure(error) }
+        case (.moodLabelAnalytics, "GET"):
+            let (from, to) = try Self.period(request, today: today)
+            let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
+            return APIReply.data(200, user.ledger.state.labelAnalytics(from: from, to: to, limit: limit).json)
+        case (.moodAssociationAnalytics, "GET"):
+            let (from, to) = try Self.period(request, today: today)
+            let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
+            return APIReply.data(200, user.ledger.state.associationAnalytics(from: from, to: to, limit: limit).json)
+        case (.moodChanges, "GET"):
+            return APIReply.data(200, try changes(request, user: user))
+        case (.wellnessAnalytics, "GET"):
+            return APIReply.data(200, try wellnessAnalytics(request, today: today, user: user))
+        case (.progress, "POST"):
+            return try write(.create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), progress: true),
+                             request: request, user: user)
+        case (.progress, "GET"):
+            return APIReply.data(200, try progressList(request, user: user))
+        default:
+            throw APIFailure(405, "method_not_allowed", "\(method) is not allowed here")
+        }
+    }
+
+    // MARK: - Reads
+
+    private func list(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> EntryPage {
+        var query = EntryQuery()
+        (query.from, query.to) = try Self.period(request, today: today)
+        if let source = Self.value(request, "source") {
+            guard let parsed = MoodSource(rawValue: source) else {
+                throw APIFailure(422, "validation_error", "must be manual, healthkit, backend, import or ai_analysis", field: "source")
+            }
+            query.source = parsed
+        }
+        if let label = Self.value(request, "label") {
+            guard let word = try? MoodLabel.parse(label) else { throw APIFailure(422, "validation_error", "unknown label", field: "label") }
+            query.label = word
+        }
+        if let association = Self.value(request, "association") {
+            guard let word = try? MoodAssociation.parse(association) else {
+                throw APIFailure(422, "validation_error", "unknown association", field: "association")
+            }
+            query.association = word
+        }
+        query.minValence = try Self.number(request, "min_valence", range: -1...1)
+        query.maxValence = try Self.number(request, "max_valence", range: -1...1)
+        query.limit = try Self.integer(request, "limit", default: 30, range: 1...100)
+        query.offset = try Self.integer(request, "offset", default: 0, range: 0...Int(Int32.max))
+        do { return try user.ledger.state.list(query) } catch { throw APIReply.failure(error) }
+    }
+
+    /// `GET /api/v1/mood/changes?since=REV&limit=N`: every entry changed after revision `since` (its current state,
+    /// or a deletion), oldest change first, with the ledger's revision — what a sync client pulls.
+    private func changes(_ request: HTTPRequest, user: UserLedger) throws -> JSONValue {
+        let since = UInt64(try Self.integer(request, "since", default: 0, range: 0...Int(Int64.max)))
+        let limit = try Self.integer(request, "limit", default: 100, range: 1...1000)
+        let state = user.ledger.state
+        let all = try user.changes(since: since).filter { $0.1 <= state.seq }
+        let page = all.prefix(limit)
+        let items: [JSONValue] = page.map { id, revision in
+            if let entry = state.entries[id] {
+                return .object([("revision", .int(Int64(revision))), ("operation", .string("upsert")),
+                                ("id", .string(id.description)), ("entry", entry.json)])
+            }
+            return .object([("revision", .int(Int64(revision))), ("operation", .string("delete")),
+                            ("id", .string(id.description)), ("entry", .null)])
+        }
+        let hasMore = all.count > page.count
+        let next = hasMore ? page.last!.1 : state.seq
+        return .object([("changes", .array(items)), ("revision", .int(Int64(state.seq))),
+                        ("next_since", .int(Int64(next))), ("has_more", .bool(hasMore))])
+    }
+
+    private func wellnessAnalytics(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> JSONValue {
+        let (from, to) = try Self.period(request, today: today)
+        let labelLimit = try Self.integer(request, "top_labels_limit", default: 5, range: 1...100)
+        let associationLimit = try Self.integer(request, "top_associations_limit", default: 5, range: 1...100)
+        let daily = try Self.flag(request, "include_daily_breakdown")
+        let state = user.ledger.state
+        let trends: TrendReport
+        let summary: RangeSummary
+        do {
+            trends = try state.trends(from: from, to: to)
+            summary = try state.summary(range: "custom", today: today, from: from, to: to)
+        } catch { throw APIReply.failure(error) }
+        var pairs: [(String, JSONValue)] = [
+            ("period", .object([("from", .string(from.description)), ("to", .string(to.description))])),
+            ("summary", .object([("total_entries", .int(Int64(summary.entryCount))),
+                                 ("average_valence", summary.json["average_valence"] ?? .null),
+                                 ("average_score", summary.json["average_score"] ?? .null),
+                                 ("highest_score", summary.json["highest_score"] ?? .null),
+                                 ("lowest_score", summary.json["lowest_score"] ?? .null)])),
+            ("trends", .object([("trend_direction", .string(trends.direction)),
+                                ("valence_statistics", trends.json["valence_statistics"] ?? .null)])),
+            ("top_labels", state.labelAnalytics(from: from, to: to, limit: labelLimit).json["top_labels"] ?? .array([])),
+            ("top_associations", state.associationAnalytics(from: from, to: to, limit: associationLimit).json["top_associations"] ?? .array([])),
+        ]
+        if daily { pairs.append(("daily_aggregates", trends.json["daily_data"] ?? .array([]))) }
+        return .object(pairs)
+    }
+
+    private func progressList(_ request: HTTPRequest, user: UserLedger) throws -> JSONValue {
+        let type = Self.value(request, "type") ?? "mood_score"
+        guard type == "mood_score" else { return .array([]) }
+        var from: LocalDate?
+        var to: LocalDate?
+        if let text = Self.value(request, "from") { from = try Self.date(text, field: "from") }
+        if let text = Self.value(request, "to") { to = try Self.date(text, field: "to") }
+        let state = user.ledger.state
+        var records: [JSONValue] = []
+        for day in state.entries.activeDays where (from.map { day >= $0 } ?? true) && (to.map { day <= $0 } ?? true) {
+            for entry in state.entries.entries(on: day).reversed() where entry.valence != nil || entry.enteredScore != nil {
+                records.append(Self.progressJSON(entry))
+            }
+        }
+        return .array(records)
+    }
+
+    // MARK: - Parameters
+
+    static func value(_ request: HTTPRequest, _ name: String) -> String? {
+        request.queryItems.last { $0.name == name }?.value
+    }
+
+    static func date(_ text: String, field: String) throws -> LocalDate {
+        guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be a date YYYY-MM-DD", field: field) }
+        return date
+    }
+
+    /// `from`/`to`: the last 30 days ending today when absent (the seed's defaults); `from` after `to` is 422.
+    static func period(_ request: HTTPRequest, today: LocalDate) throws -> (LocalDate, LocalDate) {
+        let to = try value(request, "to").map { try date($0, field: "to") } ?? today
+        let from = try value(request, "from").map { try date($0, field: "from") } ?? to.advanced(by: -30)
+        guard from <= to else { throw APIFailure(422, "validation_error", "must not be after to", field: "from") }
+        return (from, to)
+    }
+
+    static func integer(_ request: HTTPRequest, _ name: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = value(request, name) else { return fallback }
+        guard let number = Int(text), range.contains(number) else {
+            throw APIFailure(422, "validation_error", "must be a whole number \(range.lowerBound)...\(range.upperBound)", field: name)
+        }
+        return number
+    }
+
+    static func number(_ request: HTTPRequest, _ name: String, range: ClosedRange<Double>) throws -> Double? {
+        guard let text = value(request, name) else { return nil }
+        guard let number = Double(text), number.isFinite, range.contains(number) else {
+            throw APIFailure(422, "validation_error", "must be a number \(range.lowerBound)...\(range.upperBound)", field: name)
+        }
+        return number
+    }
+
+    static func flag(_ request: HTTPRequest, _ name: String) throws -> Bool {
+        switch value(request, name)?.lowercased() {
+        case nil, "false", "0": return false
+        case "true", "1", "": return true
+        default: throw APIFailure(422, "validation_error", "must be true or false", field: name)
+        }
+    }
+
+    static func entryID(_ text: String) throws -> EntryID {
+        guard let id = EntryID(text) else { throw APIFailure(404, "not_found", "no such entry") }
+        return id
+    }
+
+    /// The body as JSON: `application/json` (or `+json`) UTF-8, else 415; malformed JSON is 400.
+    static func jsonBody(_ request: HTTPRequest) throws -> JSONValue {
+        let type = request.header("content-type")?.lowercased() ?? ""
+        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard media == "application/json" || media.hasSuffix("+json") else {
+            throw APIFailure(415, "unsupported_media_type", "the body must be application/json")
+        }
+        if let charset = type.split(separator: ";").dropFirst().first(where: { $0.contains("charset") }),
+           !charset.lowercased().contains("utf-8") {
+            throw APIFailure(415, "unsupported_media_type", "the body must be UTF-8")
+        }
+        guard let text = String(validating: request.body, as: UTF8.self) else {
+            throw APIFailure(415, "unsupported_media_type", "the body must be UTF-8")
+        }
+        do { return try JSONParser.parse(text) } catch {
+            throw APIFailure(400, "bad_request", "the body is not valid JSON (line \(error.line), column \(error.column))")
+        }
+    }
+}
+
+extension APIReply {
+    /// A domain error as a thrown API failure.
+    static func failure(_ error: Error) -> APIFailure {
+        if let error = error as? MoodError { return APIFailure(response: from(error)) }
+        return APIFailure(response: from(any: error))
+    }
+}

@@ -1,0 +1,144 @@
+import EventLog
+import Foundation
+import MoodLedger
+
+/// Creates, replacements and deletions: validated against the ledger, appended with their idempotency key in one
+/// batch, acknowledged only once durable (group commit).
+extension MoodServer {
+    enum Write {
+        case create(MoodDraft, progress: Bool)
+        case replace(EntryID, MoodReplacement, progress: Bool)
+        case delete(EntryID)
+    }
+
+    func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> HTTPResponse {
+        let key = request.header("idempotency-key")
+        if let key, key.isEmpty || key.utf8.count > 255 {
+            throw APIFailure(422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
+        }
+        let fingerprint = ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+        if let key {
+            switch user.claim(key, fingerprint: fingerprint) {
+            case .new: break
+            case .replay(let known): return try replay(known, write: write, key: key, user: user)
+            case .mismatch:
+                throw APIFailure(422, "idempotency_key_reused", "this Idempotency-Key was used for a different request",
+                                 field: "Idempotency-Key")
+            case .inFlight:
+                throw APIFailure(409, "request_in_progress", "a request with this Idempotency-Key is still in progress",
+                                 headers: [("Retry-After", "1")])
+            }
+        }
+        try user.prepareRevisions()
+        var stored: UserLedger.Idempotent?
+        defer { if let key { user.finish(key, stored) } }
+        // If-Match, the change and its revision are one step per user, so a stale precondition never slips through.
+        let (result, status) = try user.writing { () throws -> (CommandResult, Int) in
+            var status = 200
+            var entryID: EntryID?
+            let result = try user.ledger.execute(attaching: { events, id in
+                entryID = id
+                status = self.status(of: write, events: events)
+                return key.map { [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)] } ?? []
+            }) { state, now in
+                switch write {
+                case .create(let draft, _):
+                    return try Ledger.events(logging: draft, in: state, now: now, options: user.ledger.options)
+                case .replace(let id, let replacement, _):
+                    try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
+                    return (try Ledger.events(replacing: id, with: replacement, in: state, now: now), id, false)
+                case .delete(let id):
+                    try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
+                    return (try Ledger.events(deleting: id, in: state), id, false)
+                }
+            }
+            if let entryID, result.appendedEvents > 0 { user.noteChange(entryID, at: result.lastSeq) }
+            return (result, status)
+        }
+        do {
+            try user.waitDurable(result.lastSeq)
+        } catch {
+            configuration.log("\(user.name): sync failed: \(error)")
+            throw APIFailure(500, "internal_error", "the change could not be made durable; it was not acknowledged")
+        }
+        let response = try render(write, status: status, entry: result.entry, user: user)
+        if key != nil {
+            stored = UserLedger.Idempotent(fingerprint: fingerprint, status: status, entryID: result.entry?.id,
+                                           seq: result.lastSeq, body: response.body)
+        }
+        return response
+    }
+
+    private func status(of write: Write, events: [MoodEvent]) -> Int {
+        switch write {
+        case .create: return events.contains { if case .created = $0 { return true } else { return false } } ? 201 : 200
+        case .replace: return 200
+        case .delete: return 204
+        }
+    }
+
+    /// `If-Match`: the entry's current ETag (or `*` for any existing entry); a stale one is 412.
+    private func checkPrecondition(_ request: HTTPRequest, id: EntryID, user: UserLedger, exists: Bool) throws {
+        guard let condition = request.header("if-match") else { return }
+        guard exists else { throw APIFailure(412, "precondition_failed", "the entry does not exist") }
+        if condition == "*" { return }
+        let current = Self.etag(try user.revision(of: id))
+        let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).replacing("W/", with: "") }
+        guard tags.contains(current) else {
+            throw APIFailure(412, "precondition_failed", "the entry changed since that ETag (now \(current))",
+                             headers: [("ETag", current)])
+        }
+    }
+
+    static func etag(_ revision: UInt64) -> String { "\"\(revision)\"" }
+
+    /// The response of a write: the entry (mood and wellness routes), the progress record, or 204.
+    private func render(_ write: Write, status: Int, entry: MoodEntry?, user: UserLedger) throws -> HTTPResponse {
+        if status == 204 { return HTTPResponse(status: 204) }
+        guard let entry else { throw APIFailure(404, "not_found", "no such entry") }
+        var headers = [("ETag", Self.etag(try user.revision(of: entry.id)))]
+        let progress: Bool
+        switch write {
+        case .create(_, let isProgress):
+            progress = isProgress
+            headers.append(("Location", (progress ? "/api/v1/progress/" : "/api/v1/mood/") + entry.id.description))
+        case .replace(_, _, let isProgress): progress = isProgress
+        case .delete: progress = false
+        }
+        return APIReply.data(status, progress ? Self.progressJSON(entry) : entry.json, headers: headers)
+    }
+
+    /// The first response of an idempotency key, again: kept in memory, or rebuilt from the ledger as it was at
+    /// that revision (time travel) after a restart.
+    private func replay(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) throws -> HTTPResponse {
+        try user.waitDurable(known.seq)
+        if known.status == 204 { return HTTPResponse(status: 204) }
+        var body = known.body
+        if body == nil {
+            let then = try user.ledger.state(at: .seq(known.seq))
+            guard let id = known.entryID, let entry = then.entries[id] else {
+                throw APIFailure(500, "internal_error", "the first response of this Idempotency-Key cannot be rebuilt")
+            }
+            var isProgress = false
+            if case .create(_, let progress) = write { isProgress = progress }
+            if case .replace(_, _, let progress) = write { isProgress = progress }
+            let data = isProgress ? Self.progressJSON(entry) : entry.json
+            body = Array(JSONValue.object([("success", .bool(true)), ("data", data)]).serialized().utf8)
+            var rebuilt = known
+            rebuilt.body = body
+            user.finish(key, rebuilt)
+        }
+        return HTTPResponse(status: known.status, headers: [APIReply.contentType, ("Idempotent-Replayed", "true")],
+                            body: body ?? [])
+    }
+
+    /// The older `/api/v1/progress` record of an entry: `type: mood_score`, `quantity` its 1–10 score.
+    static func progressJSON(_ entry: MoodEntry) -> JSONValue {
+        .object([("id", .string(entry.id.description)), ("type", .string("mood_score")),
+                 ("quantity", .optional(entry.enteredScore ?? entry.score) { .double(Double($0)) }),
+                 ("logged_at", .string(entry.loggedAt.iso8601)), ("notes", .optional(entry.notes) { .string($0) }),
+                 ("created_at", .string(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))),
+                 ("updated_at", entry.updatedAt == entry.createdAt ? .null
+                    : .string(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0)))])
+    }
+}

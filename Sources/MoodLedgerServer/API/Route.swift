@@ -1,0 +1,57 @@
+/// The server's routes (`Specs/server.md`, `Specs/openapi.yaml`) and the methods each allows.
+struct Route {
+    enum Name {
+        case health
+        case moodCollection
+        case moodChanges
+        case moodTrends
+        case moodLabelAnalytics
+        case moodAssociationAnalytics
+        case moodDaily(String)
+        case moodItem(String)
+        case wellnessCollection
+        case wellnessAnalytics
+        case wellnessItem(String)
+        case progress
+    }
+
+    var name: Name
+    var allowed: [String]
+
+    /// The route of a path (percent-decoded segment by segment), or `nil`.
+    static func match(_ path: String) -> Route? {
+        var raw = path
+        if raw.count > 1, raw.hasSuffix("/") { raw.removeLast() }
+        let segments = raw.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            HTTPRequest.percentDecode(String($0).replacingPlus()) ?? "\u{FFFD}"
+        }
+        switch segments {
+        case ["health"]: return Route(name: .health, allowed: ["GET"])
+        case ["api", "v1", "mood"]: return Route(name: .moodCollection, allowed: ["GET", "POST"])
+        case ["api", "v1", "mood", "changes"]: return Route(name: .moodChanges, allowed: ["GET"])
+        case ["api", "v1", "mood", "trends"]: return Route(name: .moodTrends, allowed: ["GET"])
+        case ["api", "v1", "mood", "analytics", "labels"]: return Route(name: .moodLabelAnalytics, allowed: ["GET"])
+        case ["api", "v1", "mood", "analytics", "associations"]:
+            return Route(name: .moodAssociationAnalytics, allowed: ["GET"])
+        case ["api", "v1", "wellness", "mood-entries"]: return Route(name: .wellnessCollection, allowed: ["GET", "POST"])
+        case ["api", "v1", "wellness", "mood-entries", "analytics"]: return Route(name: .wellnessAnalytics, allowed: ["GET"])
+        case ["api", "v1", "progress"]: return Route(name: .progress, allowed: ["GET", "POST"])
+        default: break
+        }
+        if segments.count == 5, Array(segments[0..<4]) == ["api", "v1", "mood", "daily"] {
+            return Route(name: .moodDaily(segments[4]), allowed: ["GET"])
+        }
+        if segments.count == 4, Array(segments[0..<3]) == ["api", "v1", "mood"] {
+            return Route(name: .moodItem(segments[3]), allowed: ["GET", "PUT", "DELETE"])
+        }
+        if segments.count == 5, Array(segments[0..<4]) == ["api", "v1", "wellness", "mood-entries"] {
+            return Route(name: .wellnessItem(segments[4]), allowed: ["GET", "PUT", "DELETE"])
+        }
+        return nil
+    }
+}
+
+extension String {
+    /// In a path, `+` is a plus sign (only query strings use it for spaces).
+    fileprivate func replacingPlus() -> String { replacing("+", with: "%2B") }
+}

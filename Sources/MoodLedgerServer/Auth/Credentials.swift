@@ -1,0 +1,103 @@
+import EventLog
+import MoodLedger
+
+/// The server's credentials file, `DIR/credentials.json` (0600): the token-signing secret and each user's API key,
+/// stored as SHA-256 hashes only (`Specs/server.md`).
+public struct Credentials: Sendable {
+    /// One user.
+    public struct User: Sendable, Equatable {
+        /// The user id: also the ledger's folder name under `DIR/users/`.
+        public var name: String
+        /// SHA-256 of the API key.
+        public var keyHash: [UInt8]
+    }
+
+    /// The HMAC secret tokens are signed with (32 random bytes).
+    public var secret: [UInt8]
+    public var users: [User]
+
+    /// The file's path inside a data directory.
+    public static func path(in directory: String) -> String { directory + "/credentials.json" }
+
+    /// Whether `name` may be a user id: 1–64 of `a-z 0-9 _ -`, starting with a letter or digit — so it can never
+    /// name a path outside `DIR/users/`.
+    public static func isValidUserName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count) else { return false }
+        func allowed(_ byte: UInt8, first: Bool) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+            case UInt8(ascii: "_"), UInt8(ascii: "-"): return !first
+            default: return false
+            }
+        }
+        return bytes.enumerated().allSatisfy { allowed($1, first: $0 == 0) }
+    }
+
+    /// Loads the file, or creates a fresh one (new secret, no users) if `create` and it is missing.
+    /// - Throws: ``ServerError`` when the file is unreadable or malformed.
+    public static func load(directory: String, create: Bool, io: any PlatformIO = SystemIO()) throws -> Credentials {
+        let path = path(in: directory)
+        guard io.exists(path) else {
+            guard create else { throw ServerError("no credentials at \(path): add a user first (moodledger serve user add NAME --data DIR)") }
+            let fresh = Credentials(secret: io.randomBytes(32), users: [])
+            try fresh.save(directory: directory, io: io)
+            return fresh
+        }
+        let bytes = try AtomicFile.read(path, limit: 16 << 20, io: io)
+        guard let root = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)),
+              let secret = root["secret"]?.stringValue.flatMap(ByteText.unhex), secret.count == 32 else {
+            throw ServerError("\(path) is not a moodledger credentials file")
+        }
+        var users: [User] = []
+        for item in root["users"]?.arrayValue ?? [] {
+            guard let name = item["name"]?.stringValue, isValidUserName(name),
+                  let hash = item["key_sha256"]?.stringValue.flatMap(ByteText.unhex), hash.count == 32 else {
+                throw ServerError("\(path) holds a malformed user")
+            }
+            users.append(User(name: name, keyHash: hash))
+        }
+        return Credentials(secret: secret, users: users)
+    }
+
+    /// Writes the file atomically, 0600.
+    public func save(directory: String, io: any PlatformIO = SystemIO()) throws {
+        let json = JSONValue.object([
+            ("version", .int(1)), ("secret", .string(ByteText.hex(secret))),
+            ("users", .array(users.map { .object([("name", .string($0.name)), ("key_sha256", .string(ByteText.hex($0.keyHash)))]) })),
+        ])
+        try AtomicFile.write(Array((json.serialized(pretty: true) + "\n").utf8), to: Self.path(in: directory), io: io)
+    }
+
+    /// Adds a user with a new random API key. - Returns: the key (shown once; only its hash is kept).
+    /// - Throws: ``ServerError`` for an invalid or taken name.
+    public mutating func addUser(_ name: String, io: any PlatformIO = SystemIO()) throws -> String {
+        guard Self.isValidUserName(name) else {
+            throw ServerError("invalid user name \(name): 1–64 of a-z, 0-9, _ and -, starting with a letter or digit")
+        }
+        guard !users.contains(where: { $0.name == name }) else { throw ServerError("user \(name) exists already") }
+        let key = "mlk_" + ByteText.hex(io.randomBytes(24))
+        users.append(User(name: name, keyHash: SHA256.hash(Array(key.utf8))))
+        return key
+    }
+
+    /// The user whose API key this is, comparing hashes in constant time.
+    public func user(named name: String, apiKey: String) -> User? {
+        let hash = SHA256.hash(Array(apiKey.utf8))
+        var found: User?
+        for user in users where user.name == name {
+            if ConstantTime.equal(user.keyHash, hash) { found = user }
+        }
+        return found
+    }
+}
+
+/// A server-side failure with a message for the operator (never a secret).
+public struct ServerError: Error, Sendable, CustomStringConvertible {
+    public var code: String
+    public var description: String
+    public init(_ description: String, code: String = "server_error") {
+        self.description = description
+        self.code = code
+    }
+}

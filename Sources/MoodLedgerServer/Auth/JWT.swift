@@ -1,0 +1,47 @@
+import MoodLedger
+
+/// HS256 JSON Web Tokens (RFC 7519) with `sub`, `iat` and `exp`: the bearer tokens the seed API asks for.
+public enum JWT {
+    /// Why a token was refused (the text goes into `WWW-Authenticate`'s `error_description`).
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    /// A signed token for `subject`, valid from `now` for `ttl` seconds.
+    public static func sign(subject: String, now: Int64, ttl: Int64, secret: [UInt8]) -> String {
+        let header = ByteText.base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let claims = JSONValue.object([("sub", .string(subject)), ("iat", .int(now)), ("exp", .int(now + ttl))])
+        let payload = ByteText.base64URL(Array(claims.serialized().utf8))
+        let signature = HMACSHA256.mac(key: secret, message: Array("\(header).\(payload)".utf8))
+        return "\(header).\(payload).\(ByteText.base64URL(signature))"
+    }
+
+    /// Checks a token's form, algorithm (HS256 only; `none` never), signature (constant time) and expiry.
+    /// - Returns: the subject.
+    /// - Throws: ``Invalid``.
+    public static func verify(_ token: String, now: Int64, secret: [UInt8]) throws(Invalid) -> String {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count <= 4096, parts.count == 3,
+              let headerBytes = ByteText.unbase64URL(String(parts[0])),
+              let payloadBytes = ByteText.unbase64URL(String(parts[1])),
+              let signature = ByteText.unbase64URL(String(parts[2])) else {
+            throw Invalid(reason: "malformed token")
+        }
+        guard let header = try? JSONParser.parse(String(decoding: headerBytes, as: UTF8.self)),
+              header["alg"] == .string("HS256") else {
+            throw Invalid(reason: "the token's algorithm must be HS256")
+        }
+        let expected = HMACSHA256.mac(key: secret, message: Array("\(parts[0]).\(parts[1])".utf8))
+        guard ConstantTime.equal(signature, expected) else { throw Invalid(reason: "bad signature") }
+        guard let claims = try? JSONParser.parse(String(decoding: payloadBytes, as: UTF8.self)),
+              let subject = claims["sub"]?.stringValue, let expiry = claims["exp"]?.intValue else {
+            throw Invalid(reason: "the token needs sub and exp")
+        }
+        guard Int64(expiry) > now else { throw Invalid(reason: "the token has expired") }
+        if let notBefore = claims["nbf"]?.intValue, Int64(notBefore) > now {
+            throw Invalid(reason: "the token is not valid yet")
+        }
+        return subject
+    }
+}

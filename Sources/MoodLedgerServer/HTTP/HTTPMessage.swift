@@ -1,0 +1,137 @@
+/// One HTTP/1.1 request, parsed and framed (`Specs/server.md`, RFC 9112).
+public struct HTTPRequest: Sendable {
+    /// The method, e.g. `GET`.
+    public var method: String
+    /// The path of the request target, percent-decoding left to the router.
+    public var path: String
+    /// The raw query (after `?`), or empty.
+    public var query: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var minorVersion: Int
+    /// Header fields in order, names lowercased.
+    public var headers: [(name: String, value: String)]
+    /// The body (decoded from chunks when chunked).
+    public var body: [UInt8]
+
+    /// The value of a header (the first, when repeated).
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// Whether the connection stays open after the response (HTTP/1.1 default; `Connection: close` ends it).
+    public var keepAlive: Bool {
+        let tokens = headers.filter { $0.name == "connection" }
+            .flatMap { $0.value.lowercased().split(separator: ",").map { $0.trimmingCharacters() } }
+        if tokens.contains("close") { return false }
+        return minorVersion >= 1 || tokens.contains("keep-alive")
+    }
+
+    /// The query's parameters, percent-decoded (`+` is a space), in order.
+    public var queryItems: [(name: String, value: String)] {
+        query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = HTTPRequest.percentDecode(String(parts[0]))
+            let value = parts.count > 1 ? HTTPRequest.percentDecode(String(parts[1])) : ""
+            return (name ?? "", value ?? "")
+        }
+    }
+
+    /// Percent-decodes `text` (`+` → space); `nil` for a malformed escape or invalid UTF-8.
+    public static func percentDecode(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%") {
+                guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// A response: status, headers and body. `Date`, `Content-Length` and `Connection` are added when it is written.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Close the connection after this response.
+    public var close = false
+
+    /// Creates a response.
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [], close: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.close = close
+    }
+
+    /// A short plain-text error (for framing errors, before any route runs).
+    static func plain(_ status: Int, _ text: String, close: Bool = true, headers: [(name: String, value: String)] = [])
+        -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
+                     body: Array((text + "\n").utf8), close: close)
+    }
+
+    /// The bytes on the wire. `head` leaves the body out (a HEAD request) but keeps its Content-Length.
+    func serialized(date: String, head: Bool = false) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\nDate: \(date)\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        if status != 204, status != 304, status >= 200 { text += "Content-Length: \(body.count)\r\n" }
+        if close { text += "Connection: close\r\n" }
+        text += "\r\n"
+        var bytes = Array(text.utf8)
+        if !head, status != 204, status != 304 { bytes += body }
+        return bytes
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 204: return "No Content"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 417: return "Expectation Failed"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 503: return "Service Unavailable"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status \(status)"
+        }
+    }
+}
+
+extension Substring {
+    func trimmingCharacters() -> String {
+        var s = self
+        while let first = s.first, first == " " || first == "\t" { s.removeFirst() }
+        while let last = s.last, last == " " || last == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,153 @@
+import EventLog
+import Foundation
+import MoodLedger
+import Synchronization
+
+/// The reference backend: the seed API over one MoodLedger ledger per user (`Specs/server.md`).
+///
+/// Each user's data is `DIR/users/<user>/`, an ordinary ledger, so the server has the ledger's audit, time travel
+/// and crash safety; a server revision is the user's ledger sequence number. Writes are acknowledged only once
+/// durable, and concurrent writes to one ledger share their `fdatasync` (group commit).
+public final class MoodServer: Sendable {
+    /// How the server behaves; every property documents its default.
+    public struct Configuration: Sendable {
+        /// The data directory (`users/`, `credentials.json`). Created 0700 when missing.
+        public var dataDirectory: String
+        /// Sockets, timeouts and limits of the HTTP layer.
+        public var http = HTTPServer.Configuration()
+        /// POST/PUT/DELETE requests per user per hour; 0 = unlimited. Default 100 (the seed's).
+        public var writesPerHour = 100
+        /// GET requests per user per hour; 0 = unlimited. Default 500 (the seed's).
+        public var readsPerHour = 500
+        /// The clock (milliseconds since 1970) for tokens, rate limits and the ledgers. Default: the system clock.
+        public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
+        /// Where operator messages go. Default: standard error.
+        public var log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("moodledger serve: " + $0 + "\n").utf8)) }
+
+        public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
+    }
+
+    public let configuration: Configuration
+    let credentials: Credentials
+    let limiter: RateLimiter
+    private let ledgers = Mutex([String: UserLedger]())
+    private let opening = NSLock()
+
+    /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
+    /// - Throws: ``ServerError`` when the credentials file is missing or malformed; ``EventLogError`` for the directory.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        try AtomicFile.makeDirectory(configuration.dataDirectory)
+        credentials = try Credentials.load(directory: configuration.dataDirectory, create: true)
+        limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
+    }
+
+    /// Binds the socket; ``HTTPServer/run(grace:)`` then serves until ``HTTPServer/stop()``.
+    /// - Throws: ``Errno`` when the address cannot be bound.
+    public func start() throws -> HTTPServer {
+        try HTTPServer(configuration: configuration.http) { [self] request in handle(request) }
+    }
+
+    /// Closes every open ledger cleanly (after the HTTP server stopped).
+    public func close() {
+        let open = ledgers.withLock { ledgers -> [UserLedger] in
+            defer { ledgers.removeAll() }
+            return Array(ledgers.values)
+        }
+        for user in open {
+            _ = try? user.ledger.sync()
+            user.ledger.close()
+        }
+    }
+
+    /// A user's directory.
+    public static func userDirectory(_ name: String, in dataDirectory: String) -> String {
+        dataDirectory + "/users/" + name
+    }
+
+    // MARK: - Requests
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let route = Route.match(request.path)
+        guard let route else { return APIReply.error(404, "not_found", "no such route") }
+        if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))]) }
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard route.allowed.contains(method) else {
+            return APIReply.error(405, "method_not_allowed", "\(request.method) is not allowed here",
+                                  headers: [("Allow", (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : [])).joined(separator: ", "))])
+        }
+        if case .health = route.name { return APIReply.data(200, .object([("status", .string("ok"))])) }
+        do {
+            let now = configuration.clock()
+            let user = try authenticate(request, now: now)
+            var rateHeaders: [(name: String, value: String)] = []
+            if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
+                rateHeaders = decision.headers
+                guard decision.allowed else {
+                    return APIReply.error(429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
+                }
+            }
+            let ledger = try open(user)
+            var response = try dispatch(route, method: method, request: request, user: ledger, now: now)
+            response.headers += rateHeaders
+            if ledger.failed { drop(user) }
+            return response
+        } catch {
+            return APIReply.from(any: error)
+        }
+    }
+
+    /// Checks `X-API-Key` and `Authorization: Bearer <JWT>` (both required, as the seed says).
+    /// - Returns: the user.
+    func authenticate(_ request: HTTPRequest, now: Int64) throws -> String {
+        let challenge = "Bearer realm=\"moodledger\""
+        guard let authorization = request.header("authorization") else {
+            throw APIFailure(401, "unauthorized", "Authorization: Bearer <token> is required", headers: [("WWW-Authenticate", challenge)])
+        }
+        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            throw APIFailure(401, "unauthorized", "the Authorization scheme must be Bearer", headers: [("WWW-Authenticate", challenge)])
+        }
+        let subject: String
+        do {
+            subject = try JWT.verify(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces),
+                                     now: now / 1000, secret: credentials.secret)
+        } catch {
+            throw APIFailure(401, "unauthorized", "invalid token: \(error.reason)",
+                             headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
+        }
+        guard let key = request.header("x-api-key") else {
+            throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
+        }
+        guard Credentials.isValidUserName(subject), credentials.user(named: subject, apiKey: key) != nil else {
+            throw APIFailure(401, "unauthorized", "the API key does not belong to the token's user",
+                             headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
+        }
+        return subject
+    }
+
+    /// The user's ledger, opened on first use (durability batched: the server syncs in groups).
+    func open(_ name: String) throws -> UserLedger {
+        if let open = ledgers.withLock({ $0[name] }) { return open }
+        opening.lock()
+        defer { opening.unlock() }
+        if let open = ledgers.withLock({ $0[name] }) { return open }
+        try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
+        var options = Ledger.Options()
+        options.durability = .batched
+        options.snapshotInterval = 0
+        options.snapshotOnCloseMinimum = 1_000
+        options.clock = configuration.clock
+        let ledger = try Ledger.open(at: Self.userDirectory(name, in: configuration.dataDirectory), options: options)
+        for notice in ledger.notices { configuration.log("\(name): \(notice)") }
+        let user = try UserLedger(name: name, ledger: ledger, now: configuration.clock())
+        ledgers.withLock { $0[name] = user }
+        return user
+    }
+
+    /// Forgets a ledger whose sync failed; the next request reopens it, recovering from disk.
+    private func drop(_ name: String) {
+        guard let user = ledgers.withLock({ $0.removeValue(forKey: name) }) else { return }
+        configuration.log("\(name): a sync failed; the ledger is reopened from disk on the next request")
+        user.ledger.close()
+    }
+}

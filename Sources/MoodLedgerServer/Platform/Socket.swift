@@ -1,0 +1,139 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+import EventLog
+
+/// Every socket system call the server makes, wrapped: EINTR retried, errors thrown as ``Errno``, SIGPIPE never
+/// raised (`MSG_NOSIGNAL`, and the signal ignored process-wide when a server starts).
+enum Socket {
+    private static var lastError: Errno { Errno(rawValue: errno) }
+
+    /// A listening TCP socket bound to `host:port` (port 0 picks a free one); non-blocking, close-on-exec.
+    /// - Returns: the descriptor and the port actually bound.
+    static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws -> (fd: Int32, port: UInt16) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else { throw Errno(rawValue: EADDRNOTAVAIL) }
+        defer { freeaddrinfo(list) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw lastError }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0, Glibc.listen(fd, backlog) == 0 else {
+            let error = lastError
+            _ = Glibc.close(fd)
+            throw error
+        }
+        try setNonBlocking(fd)
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let bound = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard bound == 0 else { throw lastError }
+        let family = storage.ss_family
+        let actual: UInt16 = withUnsafePointer(to: &storage) { pointer in
+            if family == sa_family_t(AF_INET6) {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        return (fd, actual)
+    }
+
+    /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
+    static func accept(_ listener: Int32) throws -> Int32? {
+        while true {
+            let fd = Glibc.accept(listener, nil, nil)
+            if fd >= 0 {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                do { try setNonBlocking(fd) } catch {
+                    _ = Glibc.close(fd)
+                    continue
+                }
+                var one: Int32 = 1
+                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return fd
+            }
+            let error = lastError
+            if error.rawValue == EINTR || error.rawValue == ECONNABORTED { continue }
+            if error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK { return nil }
+            throw error
+        }
+    }
+
+    /// Reads what is available into `buffer`. - Returns: the byte count (0 at end of stream), or `nil` if nothing
+    /// is available now.
+    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
+            let error = lastError
+            if error.rawValue == EINTR { continue }
+            if error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK { return nil }
+            throw error
+        }
+    }
+
+    /// Writes as much of `bytes` as the socket takes now. - Returns: the byte count written (0 if it would block).
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
+        while true {
+            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count >= 0 { return count }
+            let error = lastError
+            if error.rawValue == EINTR { continue }
+            if error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK { return 0 }
+            throw error
+        }
+    }
+
+    /// Waits for events on `fds` up to `timeoutMilliseconds`; fills in each `revents`.
+    static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
+        while true {
+            let result = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
+            if result >= 0 { return }
+            let error = lastError
+            if error.rawValue != EINTR { throw error }
+        }
+    }
+
+    /// A pipe whose read end wakes `poll` (both ends non-blocking, close-on-exec).
+    static func wakePipe() throws -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw lastError }
+        for fd in ends {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            try setNonBlocking(fd)
+        }
+        return (ends[0], ends[1])
+    }
+
+    /// Writes one byte to a wake pipe (a full pipe already wakes the reader).
+    static func wake(_ fd: Int32) {
+        var byte: UInt8 = 1
+        _ = Glibc.write(fd, &byte, 1)
+    }
+
+    /// Empties a wake pipe.
+    static func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while Glibc.read(fd, &buffer, buffer.count) > 0 {}
+    }
+
+    static func setNonBlocking(_ fd: Int32) throws {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw lastError }
+    }
+
+    /// Closes a descriptor (never retried: Linux always releases it).
+    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
+    static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
+}

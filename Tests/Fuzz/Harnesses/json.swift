@@ -1,0 +1,10 @@
+// libFuzzer harness: the JSON parser and every JSON importer. Input: the file's bytes.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    _ = try? JSONParser.parse(text)
+    for format in [ImportFormat.progress, .legacyMood, .moodAPI, .healthkit] {
+        _ = try? ImportPlan.plan(text, format: format, options: ImportOptions())
+    }
+    return 0
+}
