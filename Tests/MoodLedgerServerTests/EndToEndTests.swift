@@ -1,0 +1,122 @@
+import Foundation
+import MoodLedger
+import Synchronization
+import TestSupport
+import Testing
+
+/// The built `moodledger serve` as a user runs it, killed with SIGKILL under load and restarted.
+@Suite("moodledger serve end to end", .serialized)
+struct EndToEndTests {
+    /// Runs `moodledger ARGS`, returning stdout.
+    @discardableResult
+    static func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Starts the server; returns the process and its port once it listens.
+    static func start(_ data: String) throws -> (Process, UInt16) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
+        process.arguments = ["serve", "--data", data, "--port", "0", "--writes-per-hour", "0", "--reads-per-hour", "0"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = UInt16(text[range].split(separator: ":")[1]) else {
+            process.terminate()
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (process, port)
+    }
+
+    static func call(_ port: UInt16, _ method: String, _ target: String, auth: [String], json: String? = nil) throws -> RawResponse {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + auth.map { $0 + "\r\n" }.joined()
+        if let json { head += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
+        let client = try RawClient(port: port)
+        defer { client.close() }
+        try client.send(head + "\r\n" + (json ?? ""))
+        return try client.readResponse()
+    }
+
+    @Test("Every route through the real binary; SIGKILL mid-load, restart: every acknowledged write is there, nothing else")
+    func killUnderLoad() throws {
+        let dir = TemporaryDirectory("serve-e2e")
+        let data = dir.sub("data")
+        let key = try Self.run(["serve", "user", "add", "alice", "--data", data]).split(separator: "\n").last.map(String.init)!
+        let token = try Self.run(["serve", "token", "--user", "alice", "--data", data]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let auth = ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
+        #expect(try FileManager.default.attributesOfItem(atPath: data + "/credentials.json")[.posixPermissions] as? Int == 0o600)
+        var (server, port) = try Self.start(data)
+        // Every route once.
+        let created = try Self.call(port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5,"labels":["calm"],"notes":"first"}"#)
+        #expect(created.status == 201)
+        let id = created.data["id"]!.stringValue!
+        for target in ["/api/v1/mood", "/api/v1/mood/\(id)", "/api/v1/mood/trends", "/api/v1/mood/analytics/labels",
+                       "/api/v1/mood/analytics/associations", "/api/v1/mood/changes?since=0", "/api/v1/wellness/mood-entries",
+                       "/api/v1/wellness/mood-entries/\(id)", "/api/v1/wellness/mood-entries/analytics", "/api/v1/progress"] {
+            #expect(try Self.call(port, "GET", target, auth: auth).status == 200, "\(target)")
+        }
+        #expect(try Self.call(port, "PUT", "/api/v1/mood/\(id)", auth: auth, json: #"{"valence":0.7}"#).status == 200)
+        #expect(try Self.call(port, "DELETE", "/api/v1/mood/\(id)", auth: auth).status == 204)
+        #expect(try Self.call(port, "POST", "/api/v1/progress", auth: auth, json: #"{"type":"mood_score","quantity":6}"#).status == 201)
+
+        // Load from 8 threads, then SIGKILL while requests are in flight.
+        let acknowledged = Mutex<Set<String>>([])
+        let sent = Mutex<Set<String>>([])
+        let stop = Atomic<Bool>(false)
+        let group = DispatchGroup()
+        let loadPort = port
+        for thread in 0..<8 {
+            DispatchQueue.global().async(group: group) {
+                var n = 0
+                while !stop.load(ordering: .relaxed) {
+                    let source = "load-\(thread)-\(n)"
+                    n += 1
+                    sent.withLock { _ = $0.insert(source) }
+                    let body = #"{"valence":0.1,"labels":["calm"],"source":"import","source_id":"\#(source)"}"#
+                    guard let response = try? Self.call(loadPort, "POST", "/api/v1/mood", auth: auth, json: body) else { continue }
+                    if response.status == 201 { acknowledged.withLock { _ = $0.insert(source) } }
+                }
+            }
+        }
+        Thread.sleep(forTimeInterval: 1.0)
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+        stop.store(true, ordering: .relaxed)
+        group.wait()
+        let acked = acknowledged.withLock { $0 }
+        #expect(acked.count > 20, "the load ran: \(acked.count) acknowledged")
+
+        (server, port) = try Self.start(data)
+        defer { server.terminate(); server.waitUntilExit() }
+        var present: Set<String> = []
+        var offset = 0
+        while true {
+            let page = try Self.call(port, "GET", "/api/v1/mood?from=2000-01-01&to=2100-01-01&source=import&limit=100&offset=\(offset)", auth: auth)
+            for entry in page.data["entries"]?.arrayValue ?? [] { present.insert(entry["source_id"]!.stringValue!) }
+            offset += 100
+            if page.data["has_more"] != .bool(true) { break }
+        }
+        #expect(acked.isSubset(of: present), "lost: \(acked.subtracting(present).sorted().prefix(5))")
+        #expect(present.isSubset(of: sent.withLock { $0 }), "nothing that was never sent")
+        // The server's graceful stop (SIGTERM) closes the ledgers: its exit status is 0.
+        server.terminate()
+        server.waitUntilExit()
+        #expect(server.terminationStatus == 0)
+    }
+}
