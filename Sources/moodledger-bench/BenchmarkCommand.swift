@@ -26,6 +26,12 @@ enum BenchmarkCommand {
                 }
                 events = n
             case "--sizes": print(Sizes.report()); return 0
+            case "--server":  // the reference backend under loopback load (Specs/benchmark.md, Server)
+                var seconds = 3.0
+                if let i = arguments.firstIndex(of: "--seconds"), i + 1 < arguments.count, let s = Double(arguments[i + 1]) {
+                    seconds = s
+                }
+                return ServerBench.run(seconds: seconds, json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
             case "--generate":  // internal: the load phase, run as a child process
@@ -48,7 +54,8 @@ enum BenchmarkCommand {
                 }
                 return 0
             case "--help", "-h":
-                print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)")
+                print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
+                      + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)")
                 return 0
             default:
                 FileHandle.standardError.write(Data("moodledger-bench: unknown argument \(arguments[index])\n".utf8))

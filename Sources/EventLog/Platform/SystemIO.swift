@@ -160,6 +160,22 @@ public struct SystemIO: PlatformIO {
         #endif
     }
 
+    /// The current resident set size of this process in bytes (`/proc/self/statm` on Linux; the peak elsewhere).
+    public static func currentResidentBytes() -> Int64 {
+        #if canImport(Glibc)
+        let fd = Glibc_or_Darwin_open("/proc/self/statm", O_RDONLY, 0)
+        guard fd >= 0 else { return peakResidentBytes() }
+        defer { _ = systemClose(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let fields = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int64(fields[1]) else { return peakResidentBytes() }
+        return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+        #else
+        return peakResidentBytes()
+        #endif
+    }
+
     /// Whether a descriptor is a terminal (for progress output).
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 

@@ -44,6 +44,12 @@ public struct ImportRow: Sendable, Equatable {
     /// Where it came from in the file (1-based line, or record index for JSON).
     public var line: Int
     public var draft: MoodDraft
+
+    /// A row from `line` of a file.
+    public init(line: Int, draft: MoodDraft) {
+        self.line = line
+        self.draft = draft
+    }
 }
 
 /// What a parsed file holds, before anything is appended.

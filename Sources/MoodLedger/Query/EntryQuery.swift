@@ -24,6 +24,14 @@ public struct EntryPage: Sendable, Equatable {
     public var total: Int
     public var limit: Int
     public var offset: Int
+    /// A page.
+    public init(entries: [MoodEntry], total: Int, limit: Int, offset: Int) {
+        self.entries = entries
+        self.total = total
+        self.limit = limit
+        self.offset = offset
+    }
+
     /// Whether entries follow this page.
     public var hasMore: Bool { offset + entries.count < total }
 

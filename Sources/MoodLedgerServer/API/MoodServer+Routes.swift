@@ -26,7 +26,7 @@ extension MoodServer {
             return APIReply.data(200, user.ledger.state.day(date, includeEntries: include).json)
         case (.moodTrends, "GET"):
             let (from, to) = try Self.period(request, today: today)
-            do { return APIReply.data(200, try user.ledger.state.trends(from: from, to: to).json) } catch { throw APIReply.failure(error) }
+            return APIReply.data(200, try Self.trends(user.ledger.state, from: from, to: to).json)
         case (.moodLabelAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
@@ -60,20 +60,21 @@ extension MoodServer {
             }
             query.source = parsed
         }
-        if let label = Self.value(request, "label") {
-            guard let word = try? MoodLabel.parse(label) else { throw APIFailure(422, "validation_error", "unknown label", field: "label") }
-            query.label = word
-        }
-        if let association = Self.value(request, "association") {
-            guard let word = try? MoodAssociation.parse(association) else {
-                throw APIFailure(422, "validation_error", "unknown association", field: "association")
-            }
-            query.association = word
-        }
         query.minValence = try Self.number(request, "min_valence", range: -1...1)
         query.maxValence = try Self.number(request, "max_valence", range: -1...1)
         query.limit = try Self.integer(request, "limit", default: 30, range: 1...100)
         query.offset = try Self.integer(request, "offset", default: 0, range: 0...Int(Int32.max))
+        let empty = EntryPage(entries: [], total: 0, limit: query.limit, offset: query.offset)
+        // A word no entry can hold, or a period that ends before it starts, matches nothing (not an error).
+        if let label = Self.value(request, "label") {
+            guard let word = try? MoodLabel.parse(label) else { return empty }
+            query.label = word
+        }
+        if let association = Self.value(request, "association") {
+            guard let word = try? MoodAssociation.parse(association) else { return empty }
+            query.association = word
+        }
+        if let from = query.from, let to = query.to, from > to { return empty }
         do { return try user.ledger.state.list(query) } catch { throw APIReply.failure(error) }
     }
 
@@ -105,11 +106,10 @@ extension MoodServer {
         let associationLimit = try Self.integer(request, "top_associations_limit", default: 5, range: 1...100)
         let daily = try Self.flag(request, "include_daily_breakdown")
         let state = user.ledger.state
-        let trends: TrendReport
+        let trends = try Self.trends(state, from: from, to: to)
         let summary: RangeSummary
         do {
-            trends = try state.trends(from: from, to: to)
-            summary = try state.summary(range: "custom", today: today, from: from, to: to)
+            summary = try (from <= to ? state : LedgerState()).summary(range: "custom", today: today, from: min(from, to), to: to)
         } catch { throw APIReply.failure(error) }
         var pairs: [(String, JSONValue)] = [
             ("period", .object([("from", .string(from.description)), ("to", .string(to.description))])),
@@ -128,12 +128,12 @@ extension MoodServer {
     }
 
     private func progressList(_ request: HTTPRequest, user: UserLedger) throws -> JSONValue {
-        let type = Self.value(request, "type") ?? "mood_score"
-        guard type == "mood_score" else { return .array([]) }
         var from: LocalDate?
         var to: LocalDate?
         if let text = Self.value(request, "from") { from = try Self.date(text, field: "from") }
         if let text = Self.value(request, "to") { to = try Self.date(text, field: "to") }
+        let type = Self.value(request, "type") ?? "mood_score"
+        guard type == "mood_score" else { return .array([]) }
         let state = user.ledger.state
         var records: [JSONValue] = []
         for day in state.entries.activeDays where (from.map { day >= $0 } ?? true) && (to.map { day <= $0 } ?? true) {
@@ -155,12 +155,24 @@ extension MoodServer {
         return date
     }
 
-    /// `from`/`to`: the last 30 days ending today when absent (the seed's defaults); `from` after `to` is 422.
+    /// `from`/`to`: the last 30 days ending today when absent (the seed's defaults). A `from` after `to` is an
+    /// empty period (no entries), not an error.
     static func period(_ request: HTTPRequest, today: LocalDate) throws -> (LocalDate, LocalDate) {
         let to = try value(request, "to").map { try date($0, field: "to") } ?? today
         let from = try value(request, "from").map { try date($0, field: "from") } ?? to.advanced(by: -30)
-        guard from <= to else { throw APIFailure(422, "validation_error", "must not be after to", field: "from") }
         return (from, to)
+    }
+
+    /// Trends over a period; an empty period (from after to) has no entries.
+    static func trends(_ state: LedgerState, from: LocalDate, to: LocalDate) throws -> TrendReport {
+        do {
+            guard from <= to else {
+                var empty = try LedgerState().trends(from: to, to: to)
+                (empty.from, empty.to) = (from, to)
+                return empty
+            }
+            return try state.trends(from: from, to: to)
+        } catch { throw APIReply.failure(error) }
     }
 
     static func integer(_ request: HTTPRequest, _ name: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {

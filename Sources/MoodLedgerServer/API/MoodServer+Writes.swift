@@ -79,8 +79,9 @@ extension MoodServer {
 
     /// `If-Match`: the entry's current ETag (or `*` for any existing entry); a stale one is 412.
     private func checkPrecondition(_ request: HTTPRequest, id: EntryID, user: UserLedger, exists: Bool) throws {
-        guard let condition = request.header("if-match") else { return }
-        guard exists else { throw APIFailure(412, "precondition_failed", "the entry does not exist") }
+        // A missing entry is 404 whatever the precondition says (the more useful answer); an empty If-Match is none.
+        guard exists else { throw APIFailure(404, "not_found", "no such entry") }
+        guard let condition = request.header("if-match"), !condition.isEmpty else { return }
         if condition == "*" { return }
         let current = Self.etag(try user.revision(of: id))
         let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).replacing("W/", with: "") }

@@ -77,10 +77,12 @@ struct HTTPParser {
                 return .failure(.plain(400, "malformed header field name (no whitespace before the colon)"))
             }
             let valueBytes = UnsafeRawBufferPointer(rebasing: raw[(colon + 1)..<raw.endIndex])
-            guard valueBytes.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }),
-                  let value = String(validating: valueBytes, as: UTF8.self) else {
+            guard valueBytes.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 return .failure(.plain(400, "header field value holds a control character"))
             }
+            // obs-text (0x80–0xFF) is allowed in field values: read as UTF-8 when it is, else as ISO-8859-1.
+            let value = String(validating: valueBytes, as: UTF8.self)
+                ?? String(String.UnicodeScalarView(valueBytes.map { Unicode.Scalar($0) }))
             headers.append((String(decoding: nameBytes, as: UTF8.self).lowercased(), Substring(value).trimmingCharacters()))
         }
         let hosts = headers.filter { $0.name == "host" }
