@@ -20,7 +20,9 @@ enum ServerBench {
             try AtomicFile.makeDirectory(data)
             var credentials = try Credentials.load(directory: data, create: true)
             let key = try credentials.addUser("bench")
+            let writerKey = try credentials.addUser("writer")
             try credentials.save(directory: data)
+            try AtomicFile.makeDirectory(data + "/users")
             try preload(MoodServer.userDirectory("bench", in: data), entries: 10_000)
             var configuration = MoodServer.Configuration(dataDirectory: data)
             configuration.http.port = 0
@@ -33,21 +35,24 @@ enum ServerBench {
             let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
                                  secret: credentials.secret)
             let auth = "X-API-Key: \(key)\r\nAuthorization: Bearer \(token)\r\n"
+            let writerToken = JWT.sign(subject: "writer", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
+                                       secret: credentials.secret)
+            let writer = "X-API-Key: \(writerKey)\r\nAuthorization: Bearer \(writerToken)\r\n"
             let body = #"{"valence":0.5,"labels":["calm"],"associations":["work"]}"#
-            let post = Array(("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\n"
+            let post = Array(("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(writer)Content-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
             let get = Array("GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
-            for count in connections {
-                let (rate, p50, p99) = try load(port: server.port, request: post, connections: count, seconds: seconds, expect: 201)
-                bench.record("post_c\(count)_per_s", rate, places: 0)
-                bench.record("post_c\(count)_p50_us", p50, places: 0)
-                bench.record("post_c\(count)_p99_us", p99, places: 0)
-            }
             for count in connections {
                 let (rate, p50, p99) = try load(port: server.port, request: get, connections: count, seconds: seconds, expect: 200)
                 bench.record("get_list_c\(count)_per_s", rate, places: 0)
                 bench.record("get_list_c\(count)_p50_us", p50, places: 0)
                 bench.record("get_list_c\(count)_p99_us", p99, places: 0)
+            }
+            for count in connections {
+                let (rate, p50, p99) = try load(port: server.port, request: post, connections: count, seconds: seconds, expect: 201)
+                bench.record("post_c\(count)_per_s", rate, places: 0)
+                bench.record("post_c\(count)_p50_us", p50, places: 0)
+                bench.record("post_c\(count)_p99_us", p99, places: 0)
             }
             bench.record("idle_connections_rss_mb", try idle(port: server.port, count: 1000), places: 1)
             server.stop()

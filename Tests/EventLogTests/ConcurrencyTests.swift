@@ -23,7 +23,10 @@ struct ConcurrencyTests {
         #expect(reader.lastSeq == 1, "a reader sees the log as it was when it opened")
         reader.close()
         first.close()
-        let again = try EventLog.open(directory: dir.path)
+        // Other tests spawn processes: between fork and exec a child briefly holds inherited descriptors.
+        var patient = EventLog.Configuration()
+        patient.lockWaitMilliseconds = 2000
+        let again = try EventLog.open(directory: dir.path, configuration: patient)
         #expect(again.lastSeq == 2)
         again.close()
     }

@@ -61,6 +61,33 @@ public struct EntriesState: Sendable, Equatable {
         (byDay[day] ?? []).compactMap { self[$0] }.sorted(by: MoodEntry.newestFirst)
     }
 
+    /// How many entries a local day has.
+    public func count(on day: LocalDate) -> Int { byDay[day]?.count ?? 0 }
+
+    /// The `k` newest entries of a day, newest first, without building the day's other entries (a page of a day
+    /// with thousands of entries costs a selection, not a sort of all of them).
+    public func newest(_ k: Int, on day: LocalDate) -> [MoodEntry] {
+        guard let ids = byDay[day], k > 0 else { return [] }
+        if ids.count <= k * 4 { return Array(entries(on: day).prefix(k)) }
+        // Keys of the best k so far, newest first; a candidate older than the last is skipped at once.
+        var best: [(ms: Int64, id: EntryID, position: Int)] = []
+        best.reserveCapacity(k + 1)
+        for id in ids {
+            guard let position = positions[id] else { continue }
+            let key = (ms: all[position].loggedAt.milliseconds, id: id, position: position)
+            if best.count == k, let last = best.last, (key.ms, key.id) < (last.ms, last.id) { continue }
+            var low = 0
+            var high = best.count
+            while low < high {
+                let mid = (low + high) / 2
+                if (best[mid].ms, best[mid].id) > (key.ms, key.id) { low = mid + 1 } else { high = mid }
+            }
+            best.insert(key, at: low)
+            if best.count > k { best.removeLast() }
+        }
+        return best.map { all[$0.position] }
+    }
+
     /// The days with entries, ascending.
     public var activeDays: [LocalDate] { byDay.days }
 

@@ -49,6 +49,10 @@ extension LedgerState {
         guard (1...100).contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
         guard query.offset >= 0 else { throw .invalid("offset", "must not be negative") }
         if let from = query.from, let to = query.to, from > to { throw .invalid("from", "must not be after to") }
+        if query.source == nil, query.label == nil, query.association == nil, query.minValence == nil,
+           query.maxValence == nil {
+            return unfilteredPage(query)
+        }
         let minQ = query.minValence.map(Valence.fixed)
         let maxQ = query.maxValence.map(Valence.fixed)
         var total = 0
@@ -71,6 +75,26 @@ extension LedgerState {
                 if total >= query.offset && page.count < query.limit { page.append(entry) }
                 total += 1
             }
+        }
+        return EntryPage(entries: page, total: total, limit: query.limit, offset: query.offset)
+    }
+
+    /// A page by date range only: the total from per-day counts, and only the page's entries built.
+    private func unfilteredPage(_ query: EntryQuery) -> EntryPage {
+        let days = activeDays(from: query.from, to: query.to)
+        var total = 0
+        for day in days { total += entries.count(on: day) }
+        var page: [MoodEntry] = []
+        var skip = query.offset
+        for day in days.reversed() where page.count < query.limit {
+            let count = entries.count(on: day)
+            if skip >= count {
+                skip -= count
+                continue
+            }
+            let wanted = min(count, skip + query.limit - page.count)
+            page += entries.newest(wanted, on: day).dropFirst(skip)
+            skip = 0
         }
         return EntryPage(entries: page, total: total, limit: query.limit, offset: query.offset)
     }

@@ -59,41 +59,52 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Compact JSON text (no spaces), or indented with two spaces when `pretty`.
     public func serialized(pretty: Bool = false) -> String {
-        var out = ""
+        String(decoding: serializedBytes(pretty: pretty), as: UTF8.self)
+    }
+
+    /// ``serialized(pretty:)`` as UTF-8 bytes (what a server writes), built without intermediate strings.
+    public func serializedBytes(pretty: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(to: &out, pretty: pretty, indent: 0)
         return out
     }
 
-    private func write(to out: inout String, pretty: Bool, indent: Int) {
+    private func write(to out: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d): out += JSONValue.format(d)
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .int(let i): out += String(i).utf8
+        case .double(let d): out += JSONValue.format(d).utf8
         case .string(let s): JSONValue.quote(s, into: &out)
         case .array(let items):
-            if items.isEmpty { out += "[]"; return }
-            out += "["
+            if items.isEmpty { out += "[]".utf8; return }
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                if pretty { Self.newline(&out, indent + 1) }
                 item.write(to: &out, pretty: pretty, indent: indent + 1)
             }
-            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
-            out += "]"
+            if pretty { Self.newline(&out, indent) }
+            out.append(UInt8(ascii: "]"))
         case .object(let pairs):
-            if pairs.isEmpty { out += "{}"; return }
-            out += "{"
+            if pairs.isEmpty { out += "{}".utf8; return }
+            out.append(UInt8(ascii: "{"))
             for (i, (key, value)) in pairs.enumerated() {
-                if i > 0 { out += "," }
-                if pretty { out += "\n" + String(repeating: "  ", count: indent + 1) }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                if pretty { Self.newline(&out, indent + 1) }
                 JSONValue.quote(key, into: &out)
-                out += pretty ? ": " : ":"
+                out += (pretty ? ": " : ":").utf8
                 value.write(to: &out, pretty: pretty, indent: indent + 1)
             }
-            if pretty { out += "\n" + String(repeating: "  ", count: indent) }
-            out += "}"
+            if pretty { Self.newline(&out, indent) }
+            out.append(UInt8(ascii: "}"))
         }
+    }
+
+    private static func newline(_ out: inout [UInt8], _ indent: Int) {
+        out.append(10)
+        for _ in 0..<(indent * 2) { out.append(32) }
     }
 
     /// Shortest round-tripping decimal; integers without a fraction; non-finite as null.
@@ -103,21 +114,31 @@ public enum JSONValue: Sendable, Equatable {
         return "\(d)"
     }
 
-    static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// A JSON string: `"` and `\\` escaped, `\n` `\r` `\t` by name, other controls below U+0020 as `\u00xx`
+    /// (lowercase hex); everything else, U+007F and non-ASCII included, as its UTF-8 bytes.
+    static func quote(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = s
+        text.withUTF8 { bytes in
+            var runStart = 0
+            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out += UnsafeBufferPointer(rebasing: bytes[runStart..<i])
+                runStart = i + 1
+                switch byte {
+                case UInt8(ascii: "\""): out += "\\\"".utf8
+                case UInt8(ascii: "\\"): out += "\\\\".utf8
+                case 10: out += "\\n".utf8
+                case 13: out += "\\r".utf8
+                case 9: out += "\\t".utf8
+                default:
+                    let digits = Array("0123456789abcdef".utf8)
+                    out += "\\u00".utf8
+                    out.append(digits[Int(byte >> 4)])
+                    out.append(digits[Int(byte & 15)])
+                }
             }
+            out += UnsafeBufferPointer(rebasing: bytes[runStart...])
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

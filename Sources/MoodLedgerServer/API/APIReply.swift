@@ -6,8 +6,8 @@ enum APIReply {
     static let contentType = ("Content-Type", "application/json; charset=utf-8")
 
     static func data(_ status: Int, _ data: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        let body = JSONValue.object([("success", .bool(true)), ("data", data)]).serialized()
-        return HTTPResponse(status: status, headers: [contentType] + headers, body: Array(body.utf8))
+        let body = JSONValue.object([("success", .bool(true)), ("data", data)]).serializedBytes()
+        return HTTPResponse(status: status, headers: [contentType] + headers, body: body)
     }
 
     static func error(_ status: Int, _ code: String, _ message: String, field: String? = nil,
