@@ -159,6 +159,7 @@ public final class MoodServer: Sendable {
         options.snapshotInterval = 0
         options.snapshotOnCloseMinimum = 1_000
         options.clock = configuration.clock
+        options.loggedAtBounds = .storage  // the seed API bounds no logged_at; the ledger stores 1900…2199
         let ledger = try Ledger.open(at: Self.userDirectory(name, in: configuration.dataDirectory), options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
         let user = try UserLedger(name: name, ledger: ledger, now: configuration.clock())

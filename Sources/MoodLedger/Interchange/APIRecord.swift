@@ -77,7 +77,7 @@ public enum APIRecord {
     public static func progressDraft(from json: JSONValue) throws(MoodError) -> MoodDraft {
         let r = try reader(json)
         do throws(ImportError) {
-            let type = try r.string("type") ?? "mood_score"
+            let type = try r.string("type") ?? "mood_score"  // null or absent: a mood score
             guard type == "mood_score" else { throw r.error("type", "only mood_score is stored") }
             guard let quantity = try r.number("quantity") else { throw r.error("quantity", "is required") }
             guard quantity.rounded() == quantity, (1...10).contains(quantity) else {

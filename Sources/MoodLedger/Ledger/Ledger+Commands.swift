@@ -22,7 +22,7 @@ extension Ledger {
     public func update(_ id: EntryID, _ changes: MoodChanges) throws -> MoodEntry {
         try perform { state, now in
             let entry = try Self.existing(id, in: state)
-            let update = try MoodRules.update(entry, with: changes, now: now)
+            let update = try MoodRules.update(entry, with: changes, now: now, bounds: options.loggedAtBounds)
             return (update.isEmpty ? [] : [.updated(id, update)], id, false)
         }.entry
     }
@@ -140,6 +140,7 @@ extension Ledger {
         }
         if let id = draft.id, state.entries[id] != nil { return ([], id, false) }
         let entry = try MoodRules.validate(draft, now: now, defaultOffsetMinutes: options.utcOffsetMinutes,
+                                           bounds: options.loggedAtBounds,
                                            newID: options.newID)
         if entry.kind == .dailyMood, let existing = state.entries.dailyMood(on: entry.localDate) {
             return (try merge(entry, into: existing, now: now), existing.id, false)

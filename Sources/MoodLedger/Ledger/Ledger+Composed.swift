@@ -42,9 +42,9 @@ extension Ledger {
     /// when nothing changes.
     /// - Throws: ``MoodError`` `not_found`, `read_only` or `invalid_input`.
     public static func events(replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
-                              now: Int64) throws -> [MoodEvent] {
+                              now: Int64, bounds: LoggedAtBounds = .userInput) throws -> [MoodEvent] {
         let entry = try editable(id, in: state)
-        let update = try MoodRules.update(entry, with: replacement.changes, now: now)
+        let update = try MoodRules.update(entry, with: replacement.changes, now: now, bounds: bounds)
         var events: [MoodEvent] = update.isEmpty ? [] : [.updated(id, update)]
         if let labels = replacement.labels,
            let edited = try MoodRules.edit(entry.labels, .set(labels), limit: MoodRules.maximumLabels) {

@@ -22,6 +22,9 @@ extension Ledger {
         public var createIfMissing = true
         /// Load snapshots on open. Default: `true`; `false` always replays the whole log.
         public var useSnapshots = true
+        /// Which `logged_at` instants commands accept. Default ``LoggedAtBounds/userInput``; the reference server
+        /// uses ``LoggedAtBounds/storage``.
+        public var loggedAtBounds = LoggedAtBounds.userInput
         /// The UTC offset (minutes) for entries logged without a time. Default: the machine's current offset.
         public var utcOffsetMinutes = TimeZone.current.secondsFromGMT() / 60
         /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.

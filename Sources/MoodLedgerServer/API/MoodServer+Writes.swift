@@ -12,10 +12,12 @@ extension MoodServer {
     }
 
     func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> HTTPResponse {
-        let key = request.header("idempotency-key")
-        if let key, key.isEmpty || key.utf8.count > 255 {
+        let given = request.header("idempotency-key")
+        if let given, given.isEmpty || given.utf8.count > 255 {
             throw APIFailure(422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }
+        // Keys are scoped to the method and path: the same key on another route is another request.
+        let key = given.map { "\(request.method) \(request.path) \($0)" }
         let fingerprint = ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
         if let key {
             switch user.claim(key, fingerprint: fingerprint) {
@@ -46,7 +48,8 @@ extension MoodServer {
                     return try Ledger.events(logging: draft, in: state, now: now, options: user.ledger.options)
                 case .replace(let id, let replacement, _):
                     try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
-                    return (try Ledger.events(replacing: id, with: replacement, in: state, now: now), id, false)
+                    return (try Ledger.events(replacing: id, with: replacement, in: state, now: now,
+                                              bounds: user.ledger.options.loggedAtBounds), id, false)
                 case .delete(let id):
                     try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
                     return (try Ledger.events(deleting: id, in: state), id, false)

@@ -4,7 +4,7 @@ public func fuzzCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     var options = ImportOptions()
     options.moodMap = ["great": 5, "fine": 3]
-    _ = try? ImportPlan.plan(text, format: .daylio, options: options)
+    _ = try? Importer.plan(text, format: .daylio, options: options)
     _ = try? CSVReader.records(text)
     return 0
 }

@@ -19,7 +19,7 @@ public enum MoodRules {
     /// - Returns: the entry to create.
     /// - Throws: ``MoodError`` naming the field and rule.
     public static func validate(_ draft: MoodDraft, now: Int64, defaultOffsetMinutes: Int = 0,
-                                newID: () -> EntryID) throws(MoodError) -> MoodEntry {
+                                bounds: LoggedAtBounds = .userInput, newID: () -> EntryID) throws(MoodError) -> MoodEntry {
         if draft.valence != nil, draft.score != nil {
             throw .invalid("valence", "give either a valence or a score, not both")
         }
@@ -36,7 +36,8 @@ public enum MoodRules {
             labels = Suggestions.labels(forScore: score, notes: notes)
         }
         let loggedAt = try checkLoggedAt(draft.loggedAt ?? LoggedAt(milliseconds: now,
-                                                                    utcOffsetMinutes: defaultOffsetMinutes), now: now)
+                                                                    utcOffsetMinutes: defaultOffsetMinutes), now: now,
+                                     bounds: bounds)
         if let sourceID = draft.sourceID {
             guard !sourceID.isEmpty, sourceID.count <= maximumSourceIDLength else {
                 throw .invalid("source_id", "must be 1 to \(maximumSourceIDLength) characters")
@@ -51,8 +52,8 @@ public enum MoodRules {
     /// Validates changes against the current entry and keeps only what really changes.
     /// - Returns: the update event body; empty when nothing would change.
     /// - Throws: ``MoodError`` (`read_only` for HealthKit entries, `invalid_input` for broken rules).
-    public static func update(_ entry: MoodEntry, with changes: MoodChanges, now: Int64) throws(MoodError)
-        -> MoodUpdate {
+    public static func update(_ entry: MoodEntry, with changes: MoodChanges, now: Int64,
+                              bounds: LoggedAtBounds = .userInput) throws(MoodError) -> MoodUpdate {
         try checkEditable(entry)
         if changes.valence != nil, changes.score != nil {
             throw .invalid("valence", "give either a valence or a score, not both")
@@ -77,7 +78,7 @@ public enum MoodRules {
             break
         }
         if let loggedAt = changes.loggedAt, loggedAt != entry.loggedAt {
-            update.loggedAt = try checkLoggedAt(loggedAt, now: now)
+            update.loggedAt = try checkLoggedAt(loggedAt, now: now, bounds: bounds)
         }
         if let kind = changes.kind, kind != entry.kind { update.kind = kind }
         return update
@@ -134,16 +135,26 @@ public enum MoodRules {
     }
 
     static func checkNotes(_ notes: String?) throws(MoodError) -> String? {
-        guard let trimmed = notes?.trimmingWhitespace(), !trimmed.isEmpty else { return nil }
-        guard trimmed.count <= maximumNotesLength else {
-            throw .invalid("notes", "must be at most \(maximumNotesLength) characters (got \(trimmed.count))")
+        // Counted in Unicode code points as given (JSON Schema's maxLength), then trimmed.
+        if let notes, notes.unicodeScalars.count > maximumNotesLength {
+            throw .invalid("notes", "must be at most \(maximumNotesLength) characters (got \(notes.unicodeScalars.count))")
         }
+        guard let trimmed = notes?.trimmingWhitespace(), !trimmed.isEmpty else { return nil }
         return trimmed
     }
 
-    static func checkLoggedAt(_ loggedAt: LoggedAt, now: Int64) throws(MoodError) -> LoggedAt {
+    static func checkLoggedAt(_ loggedAt: LoggedAt, now: Int64, bounds: LoggedAtBounds = .userInput) throws(MoodError)
+        -> LoggedAt {
         guard abs(loggedAt.utcOffsetMinutes) <= 14 * 60 else {
             throw .invalid("logged_at", "UTC offset must be within ±14:00")
+        }
+        if bounds == .storage {
+            // Local years 1901…2198 with offsets within ±14:00 keep every instant inside what a ledger stores.
+            guard EventCodec.loggedAtRange.contains(loggedAt.milliseconds),
+                  (1901...2198).contains(loggedAt.localDate.components.year) else {
+                throw .invalid("logged_at", "must be in the years 1901 to 2198")
+            }
+            return loggedAt
         }
         guard loggedAt.milliseconds >= earliestMilliseconds else {
             throw .invalid("logged_at", "must not be before 2000-01-01")
@@ -159,7 +170,7 @@ public enum MoodRules {
         for tag in tags {
             let trimmed = tag.trimmingWhitespace()
             guard !trimmed.isEmpty else { throw .invalid("tags", "a tag must not be empty") }
-            guard trimmed.count <= maximumTagLength else {
+            guard tag.unicodeScalars.count <= maximumTagLength else {
                 throw .invalid("tags", "a tag must be at most \(maximumTagLength) characters")
             }
             if !result.contains(trimmed) { result.append(trimmed) }
@@ -178,6 +189,15 @@ public enum MoodRules {
         guard result.count <= limit else { throw .invalid(W.fieldName, "at most \(limit) allowed") }
         return result
     }
+}
+
+/// Which instants `logged_at` may hold.
+public enum LoggedAtBounds: Sendable, Equatable {
+    /// A person logging: 2000-01-01 up to 24 hours from now (a typo guard). The default.
+    case userInput
+    /// A backend storing what its clients send (the seed API sets no bounds): the whole range a ledger can store,
+    /// 1900-01-01 up to 2200-01-01.
+    case storage
 }
 
 /// Lets the rules parse labels and associations alike.

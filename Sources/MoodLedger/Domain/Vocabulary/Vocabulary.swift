@@ -72,7 +72,7 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
         guard !custom.isEmpty else {
             throw MoodError.invalid(Domain.fieldName, "a word must not be empty")
         }
-        guard custom.count <= 50 else {
+        guard custom.count <= 50, text.unicodeScalars.count <= 50 else {
             throw MoodError.invalid(Domain.fieldName, "a word must be at most 50 characters")
         }
         return VocabularyWord(custom: custom)
