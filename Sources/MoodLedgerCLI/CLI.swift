@@ -30,6 +30,7 @@ struct Context {
         var options = baseOptions
         options.readOnly = !write
         options.createIfMissing = create
+        options.zone = try zone()
         if let text = arguments.value("wait") {
             guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 3600 else {
                 throw UsageError("--wait takes seconds from 0 to 3600, not \(text)")
@@ -43,6 +44,51 @@ struct Context {
         let ledger = try Ledger.open(at: ledgerPath, options: options)
         for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
         return ledger
+    }
+
+    /// The zone of local times: `--utc-offset` (fixed), else `--tz`, else `$TZ`, else the base options' zone, else
+    /// their fixed offset.
+    func zone() throws -> LocalZone {
+        if let text = arguments.value("utc-offset") { return .fixed(minutes: try InterchangeCommands.offset(text)) }
+        if let name = arguments.value("tz") {
+            guard let zone = LocalZone(identifier: name) else {
+                throw MoodError.invalid("tz", "\(name) is not an IANA time zone name such as Europe/Berlin")
+            }
+            return zone
+        }
+        if let name = environment["TZ"], let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name) {
+            return zone
+        }
+        return baseOptions.zone ?? .fixed(minutes: baseOptions.utcOffsetMinutes)
+    }
+
+    /// A date typed on the command line (`today`, `yesterday`, `YYYY-MM-DD`, a date-time), in the zone.
+    func date(_ text: String, _ field: String) throws -> LocalDate {
+        try zone().parseDate(text, now: baseOptions.clock(), field: field)
+    }
+
+    /// The `--name` date option, if given.
+    func dateOption(_ name: String) throws -> LocalDate? { try arguments.value(name).map { try date($0, name) } }
+
+    /// Today in the zone.
+    func today() throws -> LocalDate { try zone().localDate(atUTC: baseOptions.clock()) }
+
+    /// A time typed on the command line, in the zone (see ``LocalZone/parseTime(_:now:field:)``); a skipped or
+    /// repeated local time is reported on stderr.
+    func time(_ text: String) throws -> LoggedAt {
+        let zone = try zone()
+        let (loggedAt, adjustment) = try zone.parseTime(text, now: baseOptions.clock())
+        if let adjustment { console.error("moodledger: notice: " + zone.explain(adjustment, local: text)) }
+        return loggedAt
+    }
+
+    /// `--time` (or its deprecated alias `--at`, with a warning) for the commands that log a time.
+    func loggedTimeOption() throws -> LoggedAt? {
+        if let text = arguments.value("time") { return try time(text) }
+        guard let text = arguments.value("at") else { return nil }
+        console.error("moodledger: warning: --at is deprecated for log and update (it means a time-travel point "
+                      + "elsewhere); use --time")
+        return try time(text)
     }
 
     /// Whether a ledger (its log file) exists at the ledger path.
@@ -105,7 +151,8 @@ public enum CLI {
         do {
             var globals: Set<String> = ["help"]
             if spec.printsData { globals.insert("json") }
-            let parsed = try ArgumentList(Array(arguments.dropFirst()), valueOptions: spec.values.union(["ledger", "wait"]),
+            let parsed = try ArgumentList(Array(arguments.dropFirst()),
+                                          valueOptions: spec.values.union(["ledger", "wait", "tz", "utc-offset"]),
                                           flagOptions: spec.flags.union(globals))
             if parsed.has("help") {
                 console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
@@ -130,6 +177,7 @@ public enum CLI {
         var options = Ledger.Options()
         options.snapshotOnCloseMinimum = 1_000
         options.lockWaitMilliseconds = 5_000
+        options.zone = LocalZone.current
         return options
     }
 
@@ -140,10 +188,12 @@ public enum CLI {
         var text = """
         moodledger — an event-sourced mood ledger
 
-        usage: moodledger <command> [options] [--ledger PATH] [--wait SECONDS] [--json] [--help]
+        usage: moodledger <command> [options] [--ledger PATH] [--tz ZONE | --utc-offset ±HH:MM] [--wait SECONDS] [--json]
 
         The ledger is --ledger PATH, else $MOODLEDGER_LEDGER, else ./mood.ledger (a directory).
         A writer waits up to --wait SECONDS (default 5) for another writer to finish, then exits 75.
+        Local times are in --tz ZONE (IANA, e.g. Europe/Berlin; default $TZ or the system's) or --utc-offset.
+        DATE is today, yesterday or YYYY-MM-DD; TIME is now, a local date-time (2026-11-16T08:30) or an instant.
         POINT is a sequence number (1200) or an ISO 8601 instant (2026-03-01T12:00:00Z).
 
         commands:

@@ -17,10 +17,10 @@ struct GoldenOutputTests {
             transcript += "[exit \(result.code)]\n\n"
         }
         record(["init"])
-        let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--at", "2026-05-27T09:00:00+02:00"])
+        let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--time", "2026-05-27T09:00:00+02:00"])
         let b = cli.id(["log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
-                        "--association", "friends", "--at", "2026-05-27T19:30:00+02:00"])
-        _ = cli.id(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--at", "2026-05-28T21:00:00+02:00"])
+                        "--association", "friends", "--time", "2026-05-27T19:30:00+02:00"])
+        _ = cli.id(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--time", "2026-05-28T21:00:00+02:00"])
         record(["update", a, "--score", "4"])
         record(["labels", b, "--remove", "my own word"])
         record(["list"])

@@ -112,8 +112,13 @@ struct ImportExportTests {
     func jsonFormats() throws {
         let cli = CLIHarness()
         cli.run(["init"])
+        // Without --suggest nothing is stored that the file did not hold.
+        let plain = CLIHarness()
+        plain.run(["init"])
+        #expect(plain.run(["import", fixture("json/progress.json"), "--format", "progress"]).code == 0)
+        for entry in try entries(plain) { #expect(entry["labels"] == .array([]) && entry["associations"] == .array([])) }
         for format in ["progress", "legacy-mood", "mood-api", "healthkit"] {
-            let result = cli.run(["import", fixture("json/\(format).json"), "--format", format])
+            let result = cli.run(["import", fixture("json/\(format).json"), "--format", format, "--suggest"])
             #expect(result.code == 0, "\(format): \(result.err)")
             #expect(cli.run(["import", fixture("json/\(format).json"), "--format", format, "--json"]).out.contains("\"created\": 0"))
         }

@@ -84,9 +84,12 @@ enum DaylioImporter {
             let stamp = day.description + "T" + ISO8601.pad(minutes / 60, 2) + ":" + ISO8601.pad(minutes % 60, 2)
             let occurrence = seen[stamp, default: 0]  // rows at the same minute: #0, #1, … in file order
             seen[stamp] = occurrence + 1
+            // The zone's offset at that instant (DST right); a skipped or repeated local time is reported.
+            let zone = options.zone ?? .fixed(minutes: options.utcOffsetMinutes)
+            let (loggedAt, adjustment) = zone.resolve(localMilliseconds: localMs)
+            if let adjustment { plan.adjustedTimes.append("line \(line): " + zone.explain(adjustment, local: stamp)) }
             var draft = MoodDraft(valence: Valence.from(daylioLevel: level), associations: associations, tags: tags,
-                                  loggedAt: LoggedAt(milliseconds: localMs - Int64(options.utcOffsetMinutes) * 60_000,
-                                                     utcOffsetMinutes: options.utcOffsetMinutes),
+                                  loggedAt: loggedAt,
                                   source: .import, sourceID: "daylio:\(stamp)#\(occurrence)", suggestLabels: false)
             draft.notes = try Importer.notes(noteText.isEmpty ? nil : noteText, line: line, options: options, plan: &plan)
             plan.rows.append(ImportRow(line: line, draft: draft))

@@ -11,8 +11,15 @@ public enum ImportFormat: String, Sendable, CaseIterable {
 public struct ImportOptions: Sendable {
     /// The UTC offset of local times in the file (Daylio rows), in minutes. Default 0; the CLI passes the machine's.
     public var utcOffsetMinutes = 0
+    /// The zone of local times in the file, and the offset given to instants that carry none of their own
+    /// (`utc_offset_minutes`). Default `nil`: the fixed ``utcOffsetMinutes`` for local times, instants keep the
+    /// offset they are written with.
+    public var zone: LocalZone?
     /// Daylio mood names → levels 1…5, on top of the built-in names (case- and space-insensitive).
     public var moodMap: [String: Int] = [:]
+    /// Store the older apps' suggestions for label-less 1–10 records (labels for the score, associations from note
+    /// keywords). Default: `false` — only words a person or a source chose are stored.
+    public var suggest = false
     /// Cut notes over 500 characters instead of failing the row. Default: `false`.
     public var truncateNotes = false
 
@@ -60,6 +67,8 @@ public struct ImportPlan: Sendable, Equatable {
     public var truncatedLines: [Int] = []
     /// Records skipped on purpose (e.g. progress records that are not mood scores), with why.
     public var skipped: [(line: Int, reason: String)] = []
+    /// Local times the zone skipped or repeated, with what was done (`line N: …`).
+    public var adjustedTimes: [String] = []
 
     public init(format: ImportFormat) { self.format = format }
 

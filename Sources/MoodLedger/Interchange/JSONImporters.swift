@@ -14,7 +14,7 @@ enum JSONImporters {
             guard case .object = record else {
                 throw ImportError(line: number, field: nil, problem: "record \(number) is not an object")
             }
-            var reader = RecordReader(record: record, number: number)
+            var reader = RecordReader(record: record, number: number, zone: options.zone)
             let row: MoodDraft?
             switch format {
             case .progress: row = try progress(&reader, plan: &plan, options: options)
@@ -65,8 +65,10 @@ enum JSONImporters {
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
-        return MoodDraft(score: Int(quantity), associations: Suggestions.associations(forNotes: notes).map(\.name),
-                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)")
+        return MoodDraft(score: Int(quantity),
+                         associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
+                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)",
+                         suggestLabels: options.suggest)
     }
 
     static func legacyMood(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
@@ -76,8 +78,10 @@ enum JSONImporters {
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
-        return MoodDraft(score: Int(score), labels: emotions, associations: Suggestions.associations(forNotes: notes).map(\.name),
-                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)")
+        return MoodDraft(score: Int(score), labels: emotions,
+                         associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
+                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)",
+                         suggestLabels: options.suggest)
     }
 
     static func moodAPI(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
@@ -138,6 +142,8 @@ enum JSONImporters {
 struct RecordReader {
     let record: JSONValue
     let number: Int
+    /// The import zone (``ImportOptions/zone``); `nil` keeps offsets as written (the API's bodies).
+    var zone: LocalZone? = nil
 
     func error(_ field: String, _ problem: String) -> ImportError {
         ImportError(line: number, field: field, problem: problem)
@@ -194,10 +200,12 @@ struct RecordReader {
         return result
     }
 
-    /// An ISO 8601 instant (required), with its offset; `offsetKey` overrides the offset when present.
+    /// An ISO 8601 instant (required). Its offset: `offsetKey`'s value when the record has one, else the import
+    /// zone's offset at that instant (so it lands on the user's local day), else the offset it is written with.
     func instant(_ key: String, offsetKey: String? = nil) throws(ImportError) -> LoggedAt {
         guard let text = try string(key) else { throw error(key, "is required") }
         guard var instant = ISO8601.parse(text) else { throw error(key, "is not an ISO 8601 instant with an offset") }
+        if let zone { instant = zone.loggedAt(atUTC: instant.milliseconds) }
         if let offsetKey, let offset = try number(offsetKey) {
             guard offset.rounded() == offset, abs(offset) <= 840 else { throw error(offsetKey, "must be whole minutes within ±840") }
             instant.utcOffsetMinutes = Int(offset)

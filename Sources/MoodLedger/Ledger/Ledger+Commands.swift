@@ -139,12 +139,18 @@ extension Ledger {
             return ([], existing.id, false)
         }
         if let id = draft.id, state.entries[id] != nil { return ([], id, false) }
-        let entry = try MoodRules.validate(draft, now: now, defaultOffsetMinutes: options.utcOffsetMinutes,
+        let defaultOffset = options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes
+        if draft.kind == .dailyMood {
+            // A second daily mood for a local day merges into the first: what is given replaces, the rest is kept.
+            let day = (draft.loggedAt ?? LoggedAt(milliseconds: now, utcOffsetMinutes: defaultOffset)).localDate
+            if let existing = state.entries.dailyMood(on: day) {
+                return (try merge(draft, into: existing, now: now, bounds: options.loggedAtBounds), existing.id, false)
+            }
+        }
+        let entry = try MoodRules.validate(draft, now: now,
+                                           defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
                                            bounds: options.loggedAtBounds,
                                            newID: options.newID)
-        if entry.kind == .dailyMood, let existing = state.entries.dailyMood(on: entry.localDate) {
-            return (try merge(entry, into: existing, now: now), existing.id, false)
-        }
         return ([.created(entry)], entry.id, true)
     }
 
@@ -181,22 +187,35 @@ extension Ledger {
         return entry
     }
 
-    /// A second daily mood for a day: the events that turn the first into it.
-    static func merge(_ entry: MoodEntry, into existing: MoodEntry, now: Int64) throws(MoodError) -> [MoodEvent] {
+    /// A second daily mood for a day (`Specs/mood-model.md`, *Daily moods merge*): each field the draft gives
+    /// (valence or score, notes, time, labels, associations, tags) replaces the stored one; fields not given are
+    /// kept. One `mood.updated` for the scalar fields and one edit per word list, only for what really changes.
+    static func merge(_ draft: MoodDraft, into existing: MoodEntry, now: Int64, bounds: LoggedAtBounds) throws
+        -> [MoodEvent] {
         try MoodRules.checkEditable(existing)
-        var update = MoodUpdate()
-        if entry.valence != existing.valence { update.valence = entry.valence.map { .set($0) } ?? .clear }
-        if entry.enteredScore != existing.enteredScore {
-            update.enteredScore = entry.enteredScore.map { .set($0) } ?? .clear
+        if draft.valence != nil, draft.score != nil {
+            throw MoodError.invalid("valence", "give either a valence or a score, not both")
         }
-        if let notes = entry.notes, notes != existing.notes { update.notes = .set(notes) }
-        if entry.loggedAt != existing.loggedAt { update.loggedAt = entry.loggedAt }
+        var changes = MoodChanges(valence: draft.valence, score: draft.score, loggedAt: draft.loggedAt)
+        if let notes = draft.notes, !notes.trimmingWhitespace().isEmpty { changes.notes = .set(notes) }
+        let update = try MoodRules.update(existing, with: changes, now: now, bounds: bounds)
         var events: [MoodEvent] = update.isEmpty ? [] : [.updated(existing.id, update)]
-        if entry.labels != existing.labels { events.append(.labelsEdited(existing.id, entry.labels)) }
-        if entry.associations != existing.associations {
-            events.append(.associationsEdited(existing.id, entry.associations))
+        var labels = draft.labels
+        if labels.isEmpty, draft.suggestLabels, let score = draft.score {
+            labels = Suggestions.labels(forScore: score, notes: draft.notes).map(\.name)
         }
-        if !entry.tags.isEmpty, entry.tags != existing.tags { events.append(.tagsEdited(existing.id, entry.tags)) }
+        if !labels.isEmpty,
+           let edited = try MoodRules.edit(existing.labels, .set(labels), limit: MoodRules.maximumLabels) {
+            events.append(.labelsEdited(existing.id, edited))
+        }
+        if !draft.associations.isEmpty,
+           let edited = try MoodRules.edit(existing.associations, .set(draft.associations),
+                                           limit: MoodRules.maximumAssociations) {
+            events.append(.associationsEdited(existing.id, edited))
+        }
+        if !draft.tags.isEmpty, let edited = try MoodRules.editTags(existing.tags, .set(draft.tags)) {
+            events.append(.tagsEdited(existing.id, edited))
+        }
         return events
     }
 }

@@ -16,6 +16,8 @@ public struct ImportReport: Sendable, Equatable {
     public var truncatedLines: [Int] = []
     /// Records skipped on purpose, with why.
     public var skipped: [String] = []
+    /// Local times the zone skipped or repeated, and what was done with each.
+    public var adjustedTimes: [String] = []
     /// Whether nothing was appended on purpose.
     public var dryRun = false
 
@@ -23,7 +25,8 @@ public struct ImportReport: Sendable, Equatable {
         .object([("rows", .int(Int64(rows))), ("created", .int(Int64(created))), ("existing", .int(Int64(existing))),
                  ("merged", .int(Int64(merged))), ("appended_events", .int(Int64(appended))),
                  ("truncated_lines", .array(truncatedLines.map { .int(Int64($0)) })),
-                 ("skipped", .array(skipped.map { .string($0) })), ("dry_run", .bool(dryRun))])
+                 ("skipped", .array(skipped.map { .string($0) })),
+                 ("adjusted_times", .array(adjustedTimes.map { .string($0) })), ("dry_run", .bool(dryRun))])
     }
 }
 
@@ -39,7 +42,8 @@ extension Ledger {
         try core.withLock { core in
             if !dryRun, options.readOnly { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             var report = ImportReport(rows: plan.rows.count, truncatedLines: plan.truncatedLines,
-                                      skipped: plan.skipped.map { "line \($0.line): \($0.reason)" }, dryRun: dryRun)
+                                      skipped: plan.skipped.map { "line \($0.line): \($0.reason)" },
+                                      adjustedTimes: plan.adjustedTimes, dryRun: dryRun)
             let now = options.clock()
             var scratch = core.state
             var events: [MoodEvent] = []

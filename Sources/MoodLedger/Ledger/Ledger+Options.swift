@@ -25,6 +25,9 @@ extension Ledger {
         /// Which `logged_at` instants commands accept. Default ``LoggedAtBounds/userInput``; the reference server
         /// uses ``LoggedAtBounds/storage``.
         public var loggedAtBounds = LoggedAtBounds.userInput
+        /// The zone whose offset an entry logged "now" gets. Default `nil`: the fixed ``utcOffsetMinutes``. The
+        /// `moodledger` tool sets the machine's zone (or `--tz`).
+        public var zone: LocalZone?
         /// The UTC offset (minutes) for entries logged without a time. Default: the machine's current offset.
         public var utcOffsetMinutes = TimeZone.current.secondsFromGMT() / 60
         /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.

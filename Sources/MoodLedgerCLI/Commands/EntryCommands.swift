@@ -9,9 +9,9 @@ enum EntryCommands {
     static let log = CommandSpec(
         name: "log", summary: "log a mood entry; prints its id (--json: the entry)",
         usage: "log [--valence V | --score N] [--label L]… [--association A]… [--tag T]… [--note TEXT] "
-            + "[--kind momentary|daily] [--at ISO8601] [--source manual|healthkit|backend] [--source-id ID]",
-        values: ["valence", "score", "label", "association", "tag", "note", "kind", "at", "source", "source-id"],
-        flags: ["no-suggest"]
+            + "[--kind momentary|daily] [--time TIME] [--source manual|healthkit|backend] [--source-id ID]",
+        values: ["valence", "score", "label", "association", "tag", "note", "kind", "time", "at", "source", "source-id"],
+        flags: ["suggest"]
     ) { context in
         let a = context.arguments
         var draft = MoodDraft()
@@ -22,13 +22,14 @@ enum EntryCommands {
         draft.tags = a.values["tag"] ?? []
         draft.notes = a.value("note")
         draft.kind = try a.value("kind").map(kind) ?? .momentaryEmotion
-        draft.loggedAt = try a.value("at").map(instant)
+        draft.loggedAt = try context.loggedTimeOption()
         draft.source = try a.value("source").map(source) ?? .manual
         draft.sourceID = a.value("source-id")
-        draft.suggestLabels = !a.has("no-suggest")
+        draft.suggestLabels = a.has("suggest")
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let outcome = try ledger.log(draft)
+        reportWords(draft, outcome.entry, context: context)
         if context.json {
             context.printJSON(outcome.entry.json)
         } else {
@@ -41,10 +42,32 @@ enum EntryCommands {
         return ExitCode.ok
     }
 
+    /// Says on stderr which typed words an alias changed (`tired` → `drained`), and what would have been suggested
+    /// for a score given without labels (stored only with `--suggest`).
+    static func reportWords(_ draft: MoodDraft, _ entry: MoodEntry, context: Context) {
+        func aliases<D>(_ typed: [String], _ as: VocabularyWord<D>.Type) -> [String] {
+            typed.compactMap { text in
+                guard let word = try? VocabularyWord<D>.parse(text), !word.isCustom,
+                      word.wireName != text.lowercased().trimmingCharacters(in: .whitespaces) else { return nil }
+                return "\(D.fieldName) \"\(text)\" recorded as \"\(word.wireName)\""
+            }
+        }
+        for line in aliases(draft.labels, MoodLabel.self) + aliases(draft.associations, MoodAssociation.self) {
+            context.console.error("moodledger: \(line)")
+        }
+        if let score = draft.score, draft.labels.isEmpty, !draft.suggestLabels, entry.labels.isEmpty {
+            let labels = Suggestions.labels(forScore: score, notes: draft.notes).map(\.wireName)
+            let associations = Suggestions.associations(forNotes: draft.notes).map(\.wireName)
+            context.console.error("moodledger: suggested labels: \(labels.joined(separator: ", "))"
+                + (associations.isEmpty ? "" : "; associations: \(associations.joined(separator: ", "))")
+                + " (not stored; add them with --suggest or `moodledger labels \(entry.id) --add …`)")
+        }
+    }
+
     static let update = CommandSpec(
         name: "update", summary: "change an entry's valence or score, note, time or kind",
-        usage: "update ID [--valence V | --score N] [--note TEXT | --clear-note] [--at ISO8601] [--kind momentary|daily]",
-        values: ["valence", "score", "note", "at", "kind"], flags: ["clear-note"]
+        usage: "update ID [--valence V | --score N] [--note TEXT | --clear-note] [--time TIME] [--kind momentary|daily]",
+        values: ["valence", "score", "note", "time", "at", "kind"], flags: ["clear-note"]
     ) { context in
         let a = context.arguments
         let id = try context.entryID()
@@ -54,7 +77,7 @@ enum EntryCommands {
         if a.has("clear-note") && a.value("note") != nil { throw UsageError("give --note or --clear-note, not both") }
         if let note = a.value("note") { changes.notes = .set(note) }
         if a.has("clear-note") { changes.notes = .clear }
-        changes.loggedAt = try a.value("at").map(instant)
+        changes.loggedAt = try context.loggedTimeOption()
         changes.kind = try a.value("kind").map(kind)
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
@@ -122,8 +145,8 @@ enum EntryCommands {
     ) { context in
         let a = context.arguments
         var query = EntryQuery()
-        query.from = try a.value("from").map { try date($0, "from") }
-        query.to = try a.value("to").map { try date($0, "to") }
+        query.from = try context.dateOption("from")
+        query.to = try context.dateOption("to")
         query.source = try a.value("source").map(source)
         query.label = try a.value("label").map { try MoodLabel.parse($0) }
         query.association = try a.value("association").map { try MoodAssociation.parse($0) }

@@ -10,7 +10,7 @@ enum InterchangeCommands {
         name: "import", summary: "import a file atomically and idempotently (--dry-run: report only)",
         usage: "import FILE --format daylio|progress|legacy-mood|mood-api|healthkit [--utc-offset ±HH:MM] "
             + "[--mood-map \"Name=level,…\"] [--truncate-notes] [--dry-run]",
-        values: ["format", "utc-offset", "mood-map"], flags: ["truncate-notes", "dry-run"]
+        values: ["format", "mood-map"], flags: ["truncate-notes", "dry-run", "suggest"]
     ) { context in
         let a = context.arguments
         let path = try context.positional(0, "FILE")
@@ -19,7 +19,8 @@ enum InterchangeCommands {
             throw UsageError("unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         var options = ImportOptions()
-        options.utcOffsetMinutes = try a.value("utc-offset").map(offset) ?? context.baseOptions.utcOffsetMinutes
+        options.zone = try context.zone()
+        options.suggest = a.has("suggest")
         options.truncateNotes = a.has("truncate-notes")
         for pair in a.list("mood-map") {
             let parts = pair.split(separator: "=", maxSplits: 1)
@@ -53,6 +54,7 @@ enum InterchangeCommands {
                                  + "\(report.created) new, \(report.existing) already there, \(report.merged) merged into a day's mood")
             for line in report.truncatedLines { context.console.line("line \(line): notes cut to 500 characters") }
             for skipped in report.skipped { context.console.line("skipped \(skipped)") }
+            for adjusted in report.adjustedTimes { context.console.line(adjusted) }
         }
         return ExitCode.ok
     }

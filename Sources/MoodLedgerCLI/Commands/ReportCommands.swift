@@ -6,8 +6,9 @@ enum ReportCommands {
     static let all: [CommandSpec] = [day, trends, analytics, summary, outbox]
 
     static let day = CommandSpec(name: "day", summary: "the daily aggregate of a local date",
-                                 usage: "day DATE [--entries] [--at POINT]", values: ["at"], flags: ["entries"]) { context in
-        let date = try EntryCommands.date(try context.positional(0, "DATE"), "date")
+                                 usage: "day [DATE] [--entries] [--at POINT]", values: ["at"], flags: ["entries"]) { context in
+        // Today when no date is given.
+        let date = try context.arguments.positionals.first.map { try context.date($0, "date") } ?? context.today()
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let report = try context.state(of: ledger).day(date, includeEntries: context.arguments.has("entries"))
@@ -25,11 +26,10 @@ enum ReportCommands {
     }
 
     static let trends = CommandSpec(name: "trends", summary: "statistics and direction over a period",
-                                    usage: "trends --from DATE --to DATE [--at POINT]", values: ["from", "to", "at"]) { context in
-        let a = context.arguments
-        guard let fromText = a.value("from"), let toText = a.value("to") else { throw UsageError("trends needs --from and --to") }
-        let from = try EntryCommands.date(fromText, "from")
-        let to = try EntryCommands.date(toText, "to")
+                                    usage: "trends [--from DATE] [--to DATE] [--at POINT]", values: ["from", "to", "at"]) { context in
+        // The API's defaults: the last 30 days ending today.
+        let to = try context.dateOption("to") ?? context.today()
+        let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let report = try context.state(of: ledger).trends(from: from, to: to)
@@ -51,8 +51,9 @@ enum ReportCommands {
                                        values: ["from", "to", "at"]) { context in
         let which = try context.positional(0, "labels or associations")
         guard which == "labels" || which == "associations" else { throw UsageError("analytics takes labels or associations") }
-        let from = try context.arguments.value("from").map { try EntryCommands.date($0, "from") }
-        let to = try context.arguments.value("to").map { try EntryCommands.date($0, "to") }
+        // The last 30 days ending today unless a period is given (--from alone runs to today).
+        let to = try context.dateOption("to") ?? context.today()
+        let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
@@ -72,17 +73,15 @@ enum ReportCommands {
     }
 
     static let summary = CommandSpec(name: "summary", summary: "7D, 30D, 90D or 1Y summary ending today (or custom)",
-                                     usage: "summary 7D|30D|90D|1Y|custom [--from DATE --to DATE] [--today DATE] [--at POINT]",
+                                     usage: "summary [7D|30D|90D|1Y|custom] [--from DATE --to DATE] [--today DATE] [--at POINT]",
                                      values: ["from", "to", "today", "at"]) { context in
-        let range = try context.positional(0, "the range")
+        let range = context.arguments.positionals.first ?? "30D"  // the API's default: 30 days ending today
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
-        let today = try context.arguments.value("today").map { try EntryCommands.date($0, "today") }
-            ?? LoggedAt(milliseconds: ledger.options.clock(), utcOffsetMinutes: ledger.options.utcOffsetMinutes).localDate
-        let report = try state.summary(range: range, today: today,
-                                       from: try context.arguments.value("from").map { try EntryCommands.date($0, "from") },
-                                       to: try context.arguments.value("to").map { try EntryCommands.date($0, "to") })
+        let today = try context.dateOption("today") ?? context.today()
+        let report = try state.summary(range: range, today: today, from: try context.dateOption("from"),
+                                       to: try context.dateOption("to"))
         if context.json {
             context.printJSON(report.json)
         } else {

@@ -22,14 +22,15 @@ public struct MoodDraft: Sendable, Equatable {
     public var sourceID: String?
     /// A preset identity (imports keep the id they bring); `nil` draws a new one.
     public var id: EntryID?
-    /// When only a score is given: add the labels the older apps suggested for it. Default: `true`.
+    /// When only a score is given: also store the labels the older apps suggested for it. Default: `false` —
+    /// nothing is stored that the user did not choose (`--suggest` asks for it).
     public var suggestLabels: Bool
 
     /// Creates a draft.
     public init(valence: Double? = nil, score: Int? = nil, labels: [String] = [], associations: [String] = [],
                 tags: [String] = [], notes: String? = nil, kind: MoodKind = .momentaryEmotion,
                 loggedAt: LoggedAt? = nil, source: MoodSource = .manual, sourceID: String? = nil, id: EntryID? = nil,
-                suggestLabels: Bool = true) {
+                suggestLabels: Bool = false) {
         self.valence = valence
         self.score = score
         self.labels = labels
