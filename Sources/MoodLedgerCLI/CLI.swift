@@ -24,6 +24,8 @@ struct Context {
     var baseOptions: Ledger.Options
     /// Whether `--ledger` or `$MOODLEDGER_LEDGER` named the ledger (demo uses its own default otherwise).
     var ledgerNamed: Bool
+    /// A zone that wins over every option and the environment (the deterministic demo).
+    var zoneOverride: LocalZone?
 
     /// Opens the ledger: read-only for reading commands, with the writer lock for writing ones.
     func openLedger(write: Bool, create: Bool = false) throws -> Ledger {
@@ -49,6 +51,7 @@ struct Context {
     /// The zone of local times: `--utc-offset` (fixed), else `--tz`, else `$TZ`, else the base options' zone, else
     /// their fixed offset.
     func zone() throws -> LocalZone {
+        if let zoneOverride { return zoneOverride }
         if let text = arguments.value("utc-offset") { return .fixed(minutes: try InterchangeCommands.offset(text)) }
         if let name = arguments.value("tz") {
             guard let zone = LocalZone(identifier: name) else {

@@ -138,3 +138,66 @@ struct DataCorrectnessTests {
         #expect(cli.run(["list", "--from", "yesterday", "--to", "today"]).code == 0)
     }
 }
+
+@Suite("Round trips keep every field", .serialized)
+struct RoundTripTests {
+    @Test("demo ledger: export json → import mood-api → export json is byte-identical; the same for csv")
+    func demoRoundTrips() throws {
+        let demo = CLIHarness()
+        #expect(demo.run(["demo"]).code == 0)
+        for (format, importFormat) in [("json", "mood-api"), ("csv", "csv")] {
+            let first = demo.run(["export", "--format", format])
+            #expect(first.code == 0 && first.out.count > 1000)
+            let path = demo.dir.sub("export.\(format)")
+            try Data(first.out.utf8).write(to: URL(fileURLWithPath: path))
+            let target = CLIHarness()
+            target.run(["init"])
+            let imported = target.run(["import", path, "--format", importFormat])
+            #expect(imported.code == 0, "\(format): \(imported.err)")
+            let second = target.run(["export", "--format", format])
+            #expect(second.out == first.out, "\(format): a second export is byte-identical")
+            if second.out != first.out {
+                let a = first.out.split(separator: "\n"), b = second.out.split(separator: "\n")
+                if let i = (0..<min(a.count, b.count)).first(where: { a[$0] != b[$0] }) { Issue.record("first difference: \(a[i]) vs \(b[i])") }
+            }
+        }
+    }
+
+    @Test("A typed score comes back typed; legacy mood_score and a missing logged_at are accepted")
+    func typedScore() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let id = cli.id(["log", "--score", "6", "--label", "grateful", "--kind", "daily", "--tag", "t"])
+        let exported = cli.run(["export", "--format", "json"]).out
+        #expect(exported.contains("\"typed_score\": 6"))
+        let target = CLIHarness()
+        target.run(["init"])
+        let path = cli.dir.sub("e.json")
+        try Data(exported.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(target.run(["import", path, "--format", "mood-api"]).code == 0)
+        let entry = try JSONParser.parse(target.run(["show", id, "--json"]).out)
+        #expect(entry["score"] == .int(6) && entry["kind"] == .string("daily_mood") && entry["tags"] == .array([.string("t")]))
+        #expect(target.run(["export", "--format", "json"]).out.contains("\"typed_score\": 6"))
+        let legacy = cli.dir.sub("legacy.json")
+        try Data(#"[{"mood_score": 7, "labels": ["happy"]}]"#.utf8).write(to: URL(fileURLWithPath: legacy))
+        #expect(target.run(["import", legacy, "--format", "mood-api", "--json"]).out.contains("\"created\": 1"))
+    }
+
+    @Test("A corrected Daylio re-import reports differing rows and updates them only with --update-existing")
+    func updateExisting() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let csv = "full_date,date,weekday,time,mood,activities,note_title,note\n2025-05-10,May 10,Saturday,08:00,good,,,\n"
+        let path = cli.dir.sub("d.csv")
+        try Data(csv.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(cli.run(["import", path, "--format", "daylio", "--utc-offset", "+00:00"]).code == 0)
+        let again = cli.run(["import", path, "--format", "daylio", "--tz", "America/New_York"])
+        #expect(again.out.contains("1 rows already imported with different values"), "\(again.out)")
+        let updated = try JSONParser.parse(cli.run(["import", path, "--format", "daylio", "--tz", "America/New_York",
+                                                    "--update-existing", "--json"]).out)
+        #expect(updated["updated"] == .int(1) && updated["created"] == .int(0))
+        let page = try JSONParser.parse(cli.run(["list", "--from", "2025-05-01", "--to", "2025-05-31", "--json"]).out)
+        #expect(page["total"] == .int(1), "never duplicated")
+        #expect(page["entries"]?.arrayValue?.first?["logged_at"] == .string("2025-05-10T08:00:00-04:00"))
+    }
+}

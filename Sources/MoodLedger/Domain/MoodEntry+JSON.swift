@@ -8,6 +8,18 @@ extension MoodEntry {
         ])
     }
 
+    /// The export shape (`Specs/imports-exports.md`): the API entry without the ledger's own timestamps (an import
+    /// makes new ones), plus `typed_score` (the 1–10 score a person typed, or `null`), so that an import restores
+    /// every field and a second export is byte-identical.
+    public var exportJSON: JSONValue {
+        var pairs: [(String, JSONValue)] = [("id", .string(id.description))]
+        for (key, value) in fields(derived: true) {
+            pairs.append((key, value))
+            if key == "score" { pairs.append(("typed_score", .optional(enteredScore) { .int(Int64($0)) })) }
+        }
+        return .object(pairs)
+    }
+
     /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).
     var creationJSON: JSONValue { .object(fields(derived: false)) }
 

@@ -14,7 +14,7 @@ public enum Exporter {
         let entries = state.entries.activeDays.flatMap { state.entries.entries(on: $0).reversed() }
         switch format {
         case .json:
-            return JSONValue.object([("entries", .array(entries.map(\.json))), ("total", .int(Int64(entries.count)))])
+            return JSONValue.object([("entries", .array(entries.map(\.exportJSON))), ("total", .int(Int64(entries.count)))])
                 .serialized(pretty: true) + "\n"
         case .csv:
             var lines = [csvColumns.joined(separator: ",")]
@@ -36,10 +36,10 @@ public enum Exporter {
     }
 
     static let csvColumns = ["id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
-                             "labels", "associations", "tags", "notes", "source", "source_id", "created_at", "updated_at"]
+                             "typed_score", "labels", "associations", "tags", "notes", "source", "source_id"]
 
     static func csvRow(_ entry: MoodEntry) -> String {
-        let json = entry.json
+        let json = entry.exportJSON
         return csvColumns.map { column -> String in
             let text: String
             switch json[column] {

@@ -5,6 +5,8 @@ public enum ImportFormat: String, Sendable, CaseIterable {
     case legacyMood = "legacy-mood"
     case moodAPI = "mood-api"
     case healthkit
+    /// The tool's own CSV export (`export --format csv`).
+    case csv
 }
 
 /// How an import reads its file.
@@ -90,6 +92,7 @@ public enum Importer {
         switch format {
         case .daylio: return try DaylioImporter.plan(text, options: options)
         case .progress, .legacyMood, .moodAPI, .healthkit: return try JSONImporters.plan(text, format: format, options: options)
+        case .csv: return try JSONImporters.planCSV(text, options: options)
         }
     }
 
@@ -98,11 +101,12 @@ public enum Importer {
         -> String? {
         guard let text else { return nil }
         let trimmed = text.trimmingWhitespace()
-        guard trimmed.count > MoodRules.maximumNotesLength else { return trimmed.isEmpty ? nil : trimmed }
+        // Counted in code points, as the validation rule counts them.
+        guard trimmed.unicodeScalars.count > MoodRules.maximumNotesLength else { return trimmed.isEmpty ? nil : trimmed }
         guard options.truncateNotes else {
             throw ImportError(line: line, field: "notes", problem: "longer than 500 characters (use --truncate-notes to cut)")
         }
         plan.truncatedLines.append(line)
-        return String(trimmed.prefix(MoodRules.maximumNotesLength))
+        return String(String.UnicodeScalarView(trimmed.unicodeScalars.prefix(MoodRules.maximumNotesLength)))
     }
 }

@@ -21,7 +21,7 @@ enum JSONImporters {
             case .legacyMood: row = try legacyMood(&reader, plan: &plan, options: options)
             case .moodAPI: row = try moodAPI(&reader, plan: &plan, options: options)
             case .healthkit: row = try healthKit(&reader)
-            case .daylio: row = nil
+            case .daylio, .csv: row = nil
             }
             guard var draft = row else { continue }
             if let sourceID = draft.sourceID, format != .healthkit, draft.id == nil {
@@ -50,6 +50,42 @@ enum JSONImporters {
         case .object: return [value]
         default: throw ImportError(line: 0, field: nil, problem: "expected an object or an array of \(format.rawValue) records")
         }
+    }
+
+    /// The tool's own CSV export: each row becomes the mood-api record it was rendered from (`|` separates words).
+    static func planCSV(_ text: String, options: ImportOptions) throws(ImportError) -> ImportPlan {
+        let records = try CSVReader.records(text)
+        guard let header = records.first, header.fields.contains("logged_at") else {
+            throw ImportError(line: 1, field: nil, problem: "not a moodledger CSV export (needs a logged_at column)")
+        }
+        var plan = ImportPlan(format: .csv)
+        let lists: Set<String> = ["labels", "associations", "tags"]
+        let numbers: Set<String> = ["valence", "score", "typed_score", "utc_offset_minutes"]
+        for record in records.dropFirst() where !(record.fields.count == 1 && record.fields[0].isEmpty) {
+            guard record.fields.count == header.fields.count else {
+                throw ImportError(line: record.line, field: nil,
+                                  problem: "has \(record.fields.count) fields, the header has \(header.fields.count)")
+            }
+            var pairs: [(String, JSONValue)] = []
+            for (name, field) in zip(header.fields, record.fields) {
+                if lists.contains(name) {
+                    pairs.append((name, .array(field.isEmpty ? [] : field.split(separator: "|").map { .string(String($0)) })))
+                } else if field.isEmpty {
+                    pairs.append((name, .null))
+                } else if numbers.contains(name) {
+                    guard let number = Double(field) else {
+                        throw ImportError(line: record.line, field: name, problem: "must be a number")
+                    }
+                    pairs.append((name, number.rounded() == number && abs(number) < 1e15 ? .int(Int64(number)) : .double(number)))
+                } else {
+                    pairs.append((name, .string(field)))
+                }
+            }
+            var reader = RecordReader(record: .object(pairs), number: record.line, zone: options.zone)
+            guard let draft = try moodAPI(&reader, plan: &plan, options: options) else { continue }
+            plan.rows.append(ImportRow(line: record.line, draft: draft))
+        }
+        return plan
     }
 
     // MARK: - Formats
@@ -85,17 +121,30 @@ enum JSONImporters {
     }
 
     static func moodAPI(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
-        var draft = MoodDraft(suggestLabels: false)
-        draft.valence = try r.number("valence")
-        if draft.valence == nil, let score = try r.number("score") {
-            guard score.rounded() == score else { throw r.error("score", "must be a whole number") }
-            draft.score = Int(score)
+        var draft = MoodDraft(suggestLabels: options.suggest)
+        // A typed score is restored as typed (its valence is its exact translation); then the valence; then a
+        // score (derived in an export, or the API's legacy mood_score).
+        if let typed = try r.number("typed_score") {
+            guard typed.rounded() == typed else { throw r.error("typed_score", "must be a whole number") }
+            draft.score = Int(typed)
+        } else if let valence = try r.number("valence") {
+            draft.valence = valence
+        } else {
+            var score = try r.number("score")
+            if score == nil { score = try r.number("mood_score") }
+            if let score {
+                guard score.rounded() == score else { throw r.error("score", "must be a whole number") }
+                draft.score = Int(score)
+            }
         }
         draft.labels = try r.strings("labels") ?? []
         draft.associations = try r.strings("associations") ?? []
         draft.tags = try r.strings("tags") ?? []
         draft.notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
-        draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
+        // A missing logged_at means now (the API's rule).
+        if r.record["logged_at"] != nil, r.record["logged_at"] != .null {
+            draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
+        }
         if let kind = try r.string("kind") {
             guard let parsed = MoodKind(parsing: kind) else { throw r.error("kind", "must be momentary_emotion or daily_mood") }
             draft.kind = parsed
@@ -106,8 +155,9 @@ enum JSONImporters {
         }
         let source = try r.string("source").flatMap { MoodSource(rawValue: $0) } ?? .backend
         draft.source = source
-        // Identity on re-import: the id when the record has one; else its time (plus an occurrence count).
-        draft.sourceID = try r.string("source_id") ?? (source == .manual ? nil : draft.id.map { "api:\($0)" })
+        // Identity on re-import: the id when the record has one; else its source id; else its time (plus an
+        // occurrence count). Nothing is invented for a record with an id, so a round trip keeps source_id as it was.
+        draft.sourceID = try r.string("source_id")
         if draft.id == nil, draft.sourceID == nil, let loggedAt = draft.loggedAt {
             draft.sourceID = "api:" + ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
         }

@@ -13,6 +13,16 @@ public struct MoodReplacement: Sendable, Equatable {
 
     /// Creates an empty replacement (it changes nothing).
     public init() {}
+
+    /// Everything a draft carries, as a replacement (a re-imported row's values).
+    public init(_ draft: MoodDraft) {
+        changes = MoodChanges(valence: draft.valence, score: draft.score,
+                              notes: draft.notes.map { $0.isEmpty ? .clear : .set($0) } ?? .clear,
+                              loggedAt: draft.loggedAt, kind: draft.kind)
+        labels = draft.labels
+        associations = draft.associations
+        tags = draft.tags
+    }
 }
 
 /// What a composed command did.

@@ -24,6 +24,8 @@ enum DemoCommand {
         var options = context.baseOptions
         options.clock = { clock.now }
         options.utcOffsetMinutes = 60
+        options.zone = .fixed(minutes: 60)
+        context.zoneOverride = .fixed(minutes: 60)
         let ids = DemoIDs()
         options.newID = { ids.next() }
         context.baseOptions = options

@@ -8,9 +8,9 @@ enum InterchangeCommands {
 
     static let importFile = CommandSpec(
         name: "import", summary: "import a file atomically and idempotently (--dry-run: report only)",
-        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|healthkit [--utc-offset ±HH:MM] "
-            + "[--mood-map \"Name=level,…\"] [--truncate-notes] [--dry-run]",
-        values: ["format", "mood-map"], flags: ["truncate-notes", "dry-run", "suggest"]
+        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|healthkit|csv [--tz ZONE | --utc-offset ±HH:MM] "
+            + "[--mood-map \"Name=level,…\"] [--suggest] [--update-existing] [--truncate-notes] [--dry-run]",
+        values: ["format", "mood-map"], flags: ["truncate-notes", "dry-run", "suggest", "update-existing"]
     ) { context in
         let a = context.arguments
         let path = try context.positional(0, "FILE")
@@ -43,7 +43,9 @@ enum InterchangeCommands {
         defer { ledger.close() }
         context.console.progress("importing \(plan.rows.count) rows…")
         let report: ImportReport
-        do { report = try ledger.importPlan(plan, dryRun: a.has("dry-run")) } catch let error as ImportError {
+        do {
+            report = try ledger.importPlan(plan, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
+        } catch let error as ImportError {
             throw CLIError(ExitCode.invalidInput, "\(path): \(error); nothing was imported")
         }
         context.console.progressDone()
@@ -55,6 +57,10 @@ enum InterchangeCommands {
             for line in report.truncatedLines { context.console.line("line \(line): notes cut to 500 characters") }
             for skipped in report.skipped { context.console.line("skipped \(skipped)") }
             for adjusted in report.adjustedTimes { context.console.line(adjusted) }
+            if report.differing > 0 {
+                context.console.line(report.updated > 0 ? "\(report.updated) rows already imported with different values were updated"
+                    : "\(report.differing) rows already imported with different values (update them with --update-existing)")
+            }
         }
         return ExitCode.ok
     }
