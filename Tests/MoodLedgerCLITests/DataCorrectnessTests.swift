@@ -201,3 +201,32 @@ struct RoundTripTests {
         #expect(page["entries"]?.arrayValue?.first?["logged_at"] == .string("2025-05-10T08:00:00-04:00"))
     }
 }
+
+@Suite("Tags are first-class")
+struct TagTests {
+    @Test("Daylio activities that are not associations become tags: shown, filtered, analysed")
+    func tags() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let csv = """
+        full_date,date,weekday,time,mood,activities,note_title,note
+        2025-05-10,May 10,Saturday,08:00,rad,reading | work,,Finished the book
+        2025-05-11,May 11,Sunday,08:00,good,reading,,
+        2025-05-12,May 12,Monday,08:00,awful,chores,,
+        """
+        let path = cli.dir.sub("d.csv")
+        try Data(csv.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(cli.run(["import", path, "--format", "daylio", "--utc-offset", "+00:00"]).code == 0)
+        let tagged = try JSONParser.parse(cli.run(["list", "--from", "2025-05-01", "--to", "2025-05-31", "--tag", "Reading", "--json"]).out)
+        #expect(tagged["total"] == .int(2))
+        let human = cli.run(["list", "--from", "2025-05-01", "--to", "2025-05-31"]).out
+        #expect(human.contains("#reading") && human.contains("[work]") && human.contains("“Finished the book”"), "\(human)")
+        let analytics = try JSONParser.parse(cli.run(["analytics", "tags", "--from", "2025-05-01", "--to", "2025-05-31", "--json"]).out)
+        #expect(analytics["unique_tags"] == .int(2) && analytics["total_entries"] == .int(3))
+        let top = analytics["top_tags"]!.arrayValue!
+        #expect(top.first?["tag"] == .string("reading") && top.first?["count"] == .int(2))
+        #expect(top.first?["average_valence"] == .double(0.75), "what I did on good days")
+        #expect(try JSONParser.parse(cli.run(["list", "--from", "2025-05-01", "--to", "2025-05-31", "--search", "BOOK",
+                                              "--json"]).out)["total"] == .int(1))
+    }
+}

@@ -69,6 +69,33 @@ extension LedgerState {
                              words: Self.top(stats, total: total, limit: limit, overall: average))
     }
 
+    /// Tag analytics over a period, in the label analytics' shape (`unique_tags`, `top_tags`): a fold of the period's
+    /// entries (tags are free text, so they have no per-day table).
+    public func tagAnalytics(from: LocalDate? = nil, to: LocalDate? = nil, limit: Int = .max) -> WordAnalytics {
+        var stats: [String: (count: Int, sum: Int64, valued: Int)] = [:]
+        var order: [String] = []
+        var total = 0
+        for date in activeDays(from: from, to: to) {
+            for entry in entries.entries(on: date) {
+                total += 1
+                for tag in entry.tags {
+                    if stats[tag] == nil { order.append(tag) }
+                    var stat = stats[tag] ?? (0, 0, 0)
+                    stat.count += 1
+                    if let q = entry.valenceGrid { stat.sum += q; stat.valued += 1 }
+                    stats[tag] = stat
+                }
+            }
+        }
+        let words = order.sorted { (stats[$0]!.count, $1) > (stats[$1]!.count, $0) }.prefix(limit).map { tag in
+            let stat = stats[tag]!
+            return WordReport(word: tag, count: stat.count,
+                              percentage: total == 0 ? 0 : (Double(stat.count) * 1000 / Double(total)).rounded() / 10,
+                              averageValence: stat.valued == 0 ? nil : Double(stat.sum) / Double(stat.valued) / Double(Valence.scale))
+        }
+        return WordAnalytics(kind: "tag", from: from, to: to, totalEntries: total, unique: stats.count, words: Array(words))
+    }
+
     /// A 7D, 30D, 90D or 1Y summary ending `today`, or a custom one.
     public func summary(range: String, today: LocalDate, from customFrom: LocalDate? = nil,
                         to customTo: LocalDate? = nil) throws(MoodError) -> RangeSummary {

@@ -7,6 +7,10 @@ public struct EntryQuery: Sendable, Equatable {
     public var source: MoodSource?
     public var label: MoodLabel?
     public var association: MoodAssociation?
+    /// Entries carrying this tag (compared case-insensitively).
+    public var tag: String?
+    /// Entries whose notes contain this text (case-insensitively).
+    public var search: String?
     public var minValence: Double?
     public var maxValence: Double?
     /// 1…100, default 30.
@@ -50,7 +54,7 @@ extension LedgerState {
         guard query.offset >= 0 else { throw .invalid("offset", "must not be negative") }
         if let from = query.from, let to = query.to, from > to { throw .invalid("from", "must not be after to") }
         if query.source == nil, query.label == nil, query.association == nil, query.minValence == nil,
-           query.maxValence == nil {
+           query.maxValence == nil, query.tag == nil, query.search == nil {
             return unfilteredPage(query)
         }
         let minQ = query.minValence.map(Valence.fixed)
@@ -67,6 +71,8 @@ extension LedgerState {
                 if let source = query.source, entry.source != source { continue }
                 if let label = query.label, !entry.labelList.contains(label) { continue }
                 if let association = query.association, !entry.associationList.contains(association) { continue }
+                if let tag = query.tag?.lowercased(), !entry.tags.contains(where: { $0.lowercased() == tag }) { continue }
+                if let search = query.search?.lowercased(), !(entry.notes?.lowercased().contains(search) ?? false) { continue }
                 if minQ != nil || maxQ != nil {
                     guard let q = entry.valenceGrid else { continue }
                     if let minQ, q < minQ { continue }

@@ -139,9 +139,10 @@ enum EntryCommands {
 
     static let list = CommandSpec(
         name: "list", summary: "entries, newest first, with the backend API's filters",
-        usage: "list [--from DATE] [--to DATE] [--source S] [--label L] [--association A] [--min-valence V] "
-            + "[--max-valence V] [--limit N] [--offset N] [--at POINT]",
-        values: ["from", "to", "source", "label", "association", "min-valence", "max-valence", "limit", "offset", "at"]
+        usage: "list [--from DATE] [--to DATE] [--source S] [--label L] [--association A] [--tag T] [--search TEXT] "
+            + "[--min-valence V] [--max-valence V] [--limit N] [--offset N] [--at POINT]",
+        values: ["from", "to", "source", "label", "association", "tag", "search", "min-valence", "max-valence", "limit",
+                 "offset", "at"]
     ) { context in
         let a = context.arguments
         var query = EntryQuery()
@@ -150,6 +151,8 @@ enum EntryCommands {
         query.source = try a.value("source").map(source)
         query.label = try a.value("label").map { try MoodLabel.parse($0) }
         query.association = try a.value("association").map { try MoodAssociation.parse($0) }
+        query.tag = a.value("tag")
+        query.search = a.value("search")
         query.minValence = try a.value("min-valence").map { try number($0, "min-valence") }
         query.maxValence = try a.value("max-valence").map { try number($0, "max-valence") }
         query.limit = try a.value("limit").map { try integer($0, "limit") } ?? 30

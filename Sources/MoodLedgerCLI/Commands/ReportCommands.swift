@@ -47,17 +47,22 @@ enum ReportCommands {
     }
 
     static let analytics = CommandSpec(name: "analytics", summary: "label or association analytics",
-                                       usage: "analytics labels|associations [--from DATE] [--to DATE] [--at POINT]",
-                                       values: ["from", "to", "at"]) { context in
-        let which = try context.positional(0, "labels or associations")
-        guard which == "labels" || which == "associations" else { throw UsageError("analytics takes labels or associations") }
+                                       usage: "analytics labels|associations|tags [--from DATE] [--to DATE] [--limit N] [--at POINT]",
+                                       values: ["from", "to", "limit", "at"]) { context in
+        let which = try context.positional(0, "labels, associations or tags")
+        guard ["labels", "associations", "tags"].contains(which) else {
+            throw UsageError("analytics takes labels, associations or tags")
+        }
         // The last 30 days ending today unless a period is given (--from alone runs to today).
         let to = try context.dateOption("to") ?? context.today()
         let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
-        let report = which == "labels" ? state.labelAnalytics(from: from, to: to) : state.associationAnalytics(from: from, to: to)
+        let limit = try context.arguments.value("limit").map { try EntryCommands.integer($0, "limit") } ?? .max
+        let report = which == "labels" ? state.labelAnalytics(from: from, to: to, limit: limit)
+            : which == "tags" ? state.tagAnalytics(from: from, to: to, limit: limit)
+            : state.associationAnalytics(from: from, to: to, limit: limit)
         if context.json {
             context.printJSON(report.json)
         } else {

@@ -34,9 +34,18 @@ enum HumanFormat {
         let score = entry.score.map { String($0).leftPad(2) + "/10" } ?? "  –/10"
         let words = entry.labels.map(\.wireName).joined(separator: ", ")
         let associations = entry.associations.isEmpty ? "" : "  [" + entry.associations.map(\.wireName).joined(separator: ", ") + "]"
+        let tags = entry.tags.isEmpty ? "" : "  " + entry.tags.map { "#" + $0 }.joined(separator: " ")
         let kind = entry.kind == .dailyMood ? " (day)" : ""
+        let notes = entry.notes.map { "  “" + shortened($0, to: 40) + "”" } ?? ""
         return "\(time(entry.loggedAt))  \(bar(entry.score, color: color)) \(score)  \(valence(entry.valence))  "
-            + "\(words.isEmpty ? "—" : words)\(associations)\(kind)  \(entry.id)"
+            + "\(words.isEmpty ? "—" : words)\(associations)\(tags)\(kind)\(notes)  \(entry.id)"
+    }
+
+    /// The first line of `text`, cut to `limit` characters with an ellipsis.
+    static func shortened(_ text: String, to limit: Int) -> String {
+        let line = text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+        let cut = line.count > limit || line.count < text.count
+        return cut ? String(line.prefix(limit - 1)) + "…" : line
     }
 
     /// Every field of one entry.
