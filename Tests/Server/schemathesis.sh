@@ -15,6 +15,7 @@ token=$("$bin" serve token --user tester --data "$work/data" --ttl 1d)
 server=$!
 for _ in $(seq 50); do grep -q listening "$work/out" && break; sleep 0.1; done
 port=$(grep -o '127.0.0.1:[0-9]*' "$work/out" | cut -d: -f2)
+cd "$work"  # schemathesis keeps a cache in the working directory
 "$work/venv/bin/st" run "$root/Specs/openapi.yaml" --url "http://127.0.0.1:$port" \
     -H "X-API-Key: $key" -H "Authorization: Bearer $token" \
     --checks all --phases examples,coverage,fuzzing,stateful "$@"
