@@ -100,7 +100,11 @@ struct Context {
     /// The state to answer from: now, or as it was at `--at POINT`.
     func state(of ledger: Ledger) throws -> LedgerState {
         guard let text = arguments.value("at") else { return ledger.state }
-        return try ledger.state(at: try Self.point(text))
+        let point = try Self.point(text)
+        if case .seq(let seq) = point, seq > ledger.lastSeq {
+            throw CLIError(ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
+        }
+        return try ledger.state(at: point)
     }
 
     static func point(_ text: String) throws -> Ledger.Point {
@@ -116,11 +120,35 @@ struct Context {
         return arguments.positionals[index]
     }
 
-    /// An entry id argument.
+    /// An entry id argument: a whole UUID, a unique prefix of at least 4 hex digits (like git), or `last` (the
+    /// entry logged last, by time). An ambiguous prefix is a usage error listing the candidates.
     func entryID(_ index: Int = 0) throws -> EntryID {
         let text = try positional(index, "entry ID")
-        guard let id = EntryID(text) else { throw UsageError("\(text) is not an entry ID (a UUID)") }
-        return id
+        if let id = EntryID(text) { return id }
+        let prefix = text.lowercased().replacing("-", with: "")
+        guard text == "last" || (prefix.count >= 4 && prefix.allSatisfy(\.isHexDigit)) else {
+            throw UsageError("\(text) is not an entry ID (a UUID, a prefix of 4+ hex digits, or last)")
+        }
+        var options = baseOptions
+        options.readOnly = true
+        options.createIfMissing = false
+        let ledger = try Ledger.open(at: ledgerPath, options: options)
+        defer { ledger.close() }
+        let entries = ledger.state.entries.all
+        if text == "last" {
+            guard let newest = entries.max(by: { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }) else {
+                throw CLIError(ExitCode.noInput, "the ledger has no entries")
+            }
+            return newest.id
+        }
+        let matches = entries.filter { $0.id.description.replacing("-", with: "").hasPrefix(prefix) }
+        switch matches.count {
+        case 1: return matches[0].id
+        case 0: throw CLIError(ExitCode.noInput, "no entry starts with \(text)", hint: "list entries with `moodledger list`")
+        default:
+            let candidates = matches.prefix(10).map(\.id.description).joined(separator: ", ")
+            throw UsageError("\(text) is ambiguous: \(matches.count) entries start with it (\(candidates)); give more digits")
+        }
     }
 
     /// Prints JSON (pretty when `--json` is given to a single object).
@@ -136,8 +164,9 @@ public enum CLI {
     ///   - console: where output goes.
     ///   - options: base ledger options (tests pass a fixed clock and ids).
     /// - Returns: the exit code (`Specs/cli.md`).
-    public static func run(_ arguments: [String], environment: [String: String], console: Console,
+    public static func run(_ original: [String], environment: [String: String], console: Console,
                            options: Ledger.Options = CLI.defaultOptions) -> Int32 {
+        let arguments = CommandLineManners.normalise(original)
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             console.line(help())
             return arguments.isEmpty ? ExitCode.usage : ExitCode.ok
@@ -147,7 +176,9 @@ public enum CLI {
             return ExitCode.ok
         }
         guard let spec = commands.first(where: { $0.name == name }) else {
-            console.error("moodledger: unknown command '\(name)' (hint: see `moodledger --help`)")
+            let guess = CommandLineManners.suggestion(for: name, among: commands.map(\.name))
+            console.error("moodledger: unknown command '\(name)'" + (guess.map { "; did you mean '\($0)'?" } ?? "")
+                          + " (hint: see `moodledger --help`)")
             return ExitCode.usage
         }
         var ledgerPath = environment["MOODLEDGER_LEDGER"] ?? "./mood.ledger"
@@ -161,11 +192,24 @@ public enum CLI {
                 console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
                 return ExitCode.ok
             }
+            try CommandLineManners.check(parsed, command: name)
             if let given = parsed.value("ledger") { ledgerPath = given }
             var context = Context(arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
                                   console: console, environment: environment, baseOptions: options,
                                   ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
             return try spec.run(&context)
+        } catch var error as UsageError {
+            // Every hint names the command's own help; an unknown option gets a did-you-mean.
+            if error.message.hasPrefix("unknown option --") {
+                let option = String(error.message.dropFirst("unknown option --".count))
+                let known = Array(spec.values.union(spec.flags).union(CommandLineManners.globalValues)
+                    .union(CommandLineManners.globalFlags))
+                if let guess = CommandLineManners.suggestion(for: option, among: known) {
+                    error = UsageError(error.message + "; did you mean --\(guess)?")
+                }
+            }
+            console.error("moodledger \(name): \(error.message) (hint: see `moodledger \(name) --help`)")
+            return ExitCode.usage
         } catch {
             let failure = CLIError.from(error, ledger: ledgerPath)
             console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))

@@ -140,9 +140,9 @@ enum EntryCommands {
     static let list = CommandSpec(
         name: "list", summary: "entries, newest first, with the backend API's filters",
         usage: "list [--from DATE] [--to DATE] [--source S] [--label L] [--association A] [--tag T] [--search TEXT] "
-            + "[--min-valence V] [--max-valence V] [--limit N] [--offset N] [--at POINT]",
+            + "[--min-valence V] [--max-valence V] [--limit N] [--offset N] [--all] [--at POINT]",
         values: ["from", "to", "source", "label", "association", "tag", "search", "min-valence", "max-valence", "limit",
-                 "offset", "at"]
+                 "offset", "at"], flags: ["all"]
     ) { context in
         let a = context.arguments
         var query = EntryQuery()
@@ -159,13 +159,24 @@ enum EntryCommands {
         query.offset = try a.value("offset").map { try integer($0, "offset") } ?? 0
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let page = try context.state(of: ledger).list(query)
+        let state = try context.state(of: ledger)
+        var page = try state.list(query)
+        if a.has("all") {
+            // Every page, in order: the whole match as one list.
+            while page.hasMore {
+                query.offset = page.offset + page.entries.count
+                let next = try state.list(query)
+                page.entries += next.entries
+            }
+            page.limit = max(page.entries.count, 1)
+        }
         if context.json {
             context.printJSON(page.json)
         } else {
             for entry in page.entries { context.console.line(HumanFormat.entryLine(entry, color: context.console.color)) }
             let shown = page.entries.isEmpty ? "no entries" : "\(page.offset + 1)–\(page.offset + page.entries.count)"
-            context.console.line("\(shown) of \(page.total)" + (page.hasMore ? " (more: --offset \(page.offset + page.entries.count))" : ""))
+            context.console.line("\(shown) of \(HumanFormat.count(page.total, "entry", "entries"))"
+                                 + (page.hasMore ? " (more: --offset \(page.offset + page.entries.count), or --all)" : ""))
         }
         return ExitCode.ok
     }

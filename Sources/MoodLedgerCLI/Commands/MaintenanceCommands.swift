@@ -53,6 +53,12 @@ enum MaintenanceCommands {
             context.printJSON(report.json)
         } else {
             context.console.line(report.ok ? "ok: \(report.records) records, no problems" : "\(report.problems.count) problem(s) in \(report.records) readable records:")
+            defer {
+                if !report.ok {
+                    context.console.line("repair with `moodledger repair --salvage --ledger \(context.ledgerPath)` "
+                                         + "(or --truncate); a copy of the damaged log is kept first")
+                }
+            }
             for problem in report.problems {
                 context.console.line("  offset \(problem.offset), seq \(problem.seq): \(problem.problem)")
             }
@@ -74,7 +80,12 @@ enum MaintenanceCommands {
         if context.json {
             context.printJSON(.object([
                 ("repaired", .bool(report.backupPath != nil)), ("backup", .optional(report.backupPath) { .string($0) }),
-                ("kept_records", .int(Int64(report.keptRecords))), ("lost_seqs", .array(lost.map { .string($0) })),
+                ("kept_records", .int(Int64(report.keptRecords))),
+                // Numbers for single seqs, [first, last] pairs for ranges (a second reader never parses text).
+                ("lost_seqs", .array(report.lostSeqs.map { range in
+                    range.count == 1 ? .int(Int64(range.lowerBound))
+                        : .array([.int(Int64(range.lowerBound)), .int(Int64(range.upperBound))])
+                })),
                 ("dropped_bytes", .array(report.droppedBytes.map { .object([("from", .int($0.lowerBound)), ("to", .int($0.upperBound))]) })),
             ]))
         } else if report.backupPath == nil {

@@ -16,7 +16,8 @@ enum ReportCommands {
             context.printJSON(report.json)
         } else {
             let console = context.console
-            console.line("\(date): \(report.entryCount) entries, average valence \(HumanFormat.number(report.averageValence))"
+            console.line("\(date): \(HumanFormat.count(report.entryCount, "entry", "entries")), average valence "
+                         + "\(HumanFormat.number(report.averageValence))\(HumanFormat.scoreNote(report.averageValence))"
                          + (report.valenceRange.map { " (range \(HumanFormat.number($0.min)) … \(HumanFormat.number($0.max)))" } ?? ""))
             console.line("labels:       \(HumanFormat.words(report.topLabels))")
             console.line("associations: \(HumanFormat.words(report.topAssociations))")
@@ -37,8 +38,12 @@ enum ReportCommands {
             context.printJSON(report.json)
         } else {
             let s = report.statistics
-            context.console.line("\(from) … \(to): \(report.totalEntries) entries, trend \(report.direction)")
-            context.console.line("valence: average \(HumanFormat.number(report.averageValence)), median \(HumanFormat.number(s.median)), "
+            context.console.line("\(from) … \(to): \(HumanFormat.count(report.totalEntries, "entry", "entries")), trend \(report.direction)")
+            if !report.daily.isEmpty {
+                context.console.line("daily:   " + HumanFormat.sparkline(report.daily.map(\.averageValence))
+                                     + "  (\(report.daily.first!.date) … \(report.daily.last!.date), days with entries)")
+            }
+            context.console.line("valence: average \(HumanFormat.number(report.averageValence))\(HumanFormat.scoreNote(report.averageValence)), median \(HumanFormat.number(s.median)), "
                                  + "min \(HumanFormat.number(s.min)), max \(HumanFormat.number(s.max)), "
                                  + "std deviation \(HumanFormat.number(s.standardDeviation))")
             context.console.line("days with entries: \(report.daily.count)")
@@ -66,7 +71,8 @@ enum ReportCommands {
         if context.json {
             context.printJSON(report.json)
         } else {
-            context.console.line("\(report.totalEntries) entries, \(report.words.count) \(which)")
+            context.console.line("\(HumanFormat.count(report.totalEntries, "entry", "entries")), "
+                                 + HumanFormat.count(report.unique, String(which.dropLast()), which))
             for word in report.words {
                 context.console.line(word.word.padding(toLength: 18, withPad: " ", startingAt: 0)
                                      + String(word.count).leftPad(7) + String(format: "%7.1f%%", word.percentage)
@@ -90,8 +96,10 @@ enum ReportCommands {
         if context.json {
             context.printJSON(report.json)
         } else {
-            context.console.line("\(report.range) \(report.from) … \(report.to): \(report.entryCount) entries, "
-                                 + "average valence \(HumanFormat.number(report.averageValence))")
+            context.console.line("\(report.range) \(report.from) … \(report.to): \(HumanFormat.count(report.entryCount, "entry", "entries")), "
+                                 + "average valence \(HumanFormat.number(report.averageValence))"
+                                 + (report.averageScore.map { String(format: ", average score %.1f/10", $0) } ?? "")
+                                 + (report.highestScore.map { " (\(report.lowestScore!)–\($0))" } ?? ""))
             for (name, entry) in [("highest", report.highest), ("lowest", report.lowest), ("latest", report.latest)] {
                 if let entry { context.console.line("\(name.padding(toLength: 8, withPad: " ", startingAt: 0)) "
                                                     + HumanFormat.entryLine(entry, color: context.console.color)) }

@@ -11,6 +11,23 @@ enum HumanFormat {
         return "\(date) \(clock) \(offset)"
     }
 
+    /// ` (score 7/10)` beside an average valence, or nothing.
+    static func scoreNote(_ valence: Double?) -> String {
+        valence.map { " (score \(Valence.score(for: $0))/10)" } ?? ""
+    }
+
+    /// A terminal sparkline of values in −1…1 (`▁▂▃▄▅▆▇█`); a missing value is a space.
+    static func sparkline(_ values: [Double?]) -> String {
+        let blocks = Array("▁▂▃▄▅▆▇█")
+        return String(values.map { value -> Character in
+            guard let value else { return " " }
+            return blocks[min(7, max(0, Int(((value + 1) / 2 * 8).rounded(.down))))]
+        })
+    }
+
+    /// `1 entry`, `3 entries`.
+    static func count(_ n: Int, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
+
     /// `+0.556` or `   —  `.
     static func valence(_ value: Double?) -> String {
         guard let value else { return "   —  " }
