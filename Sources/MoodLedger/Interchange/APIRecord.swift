@@ -93,7 +93,16 @@ public enum APIRecord {
 
     private static func reader(_ json: JSONValue) throws(MoodError) -> RecordReader {
         guard case .object = json else { throw MoodError.invalid("body", "must be a JSON object") }
-        return RecordReader(record: json, number: 0)
+        let reader = RecordReader(record: json, number: 0)
+        // Checked even without logged_at (then it is not used): a value out of range is never accepted silently.
+        do throws(ImportError) {
+            if let offset = try reader.number("utc_offset_minutes"), offset.rounded() != offset || abs(offset) > 840 {
+                throw reader.error("utc_offset_minutes", "must be whole minutes within ±840")
+            }
+        } catch {
+            throw MoodError.invalid(error.field ?? "utc_offset_minutes", error.problem)
+        }
+        return reader
     }
 
     /// `valence`, or a whole `score` / `mood_score` 1–10 (not both kinds).

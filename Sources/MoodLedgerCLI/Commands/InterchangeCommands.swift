@@ -99,12 +99,16 @@ enum InterchangeCommands {
         }
         if context.json {
             context.printJSON(report.json)
+        } else if direction == "pull" {
+            context.console.line("pull: \(HumanFormat.count(report.pulled, "sample", "samples")) read")
         } else {
-            context.console.line("\(direction): saved \(report.saved), replaced \(report.replaced), deleted \(report.deleted), "
-                                 + "failed \(report.failed), pulled \(report.pulled)"
+            context.console.line("push: saved \(report.saved), replaced \(report.replaced), deleted \(report.deleted), "
+                                 + "failed \(report.failed)"
                                  + (report.skippedCustomWords > 0 ? "; \(report.skippedCustomWords) custom words left out (HealthKit cannot hold them)" : ""))
+            for failure in report.failures { context.console.line("  failed \(failure.entryID): \(failure.error)") }
         }
-        return ExitCode.ok
+        // Only a push where nothing failed is a success (69, EX_UNAVAILABLE, otherwise; the items stay queued).
+        return report.failed > 0 ? ExitCode.unavailable : ExitCode.ok
     }
 
     /// `+02:00`, `-05:30`, `+0200`, `Z` → minutes.

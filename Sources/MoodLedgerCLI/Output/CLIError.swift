@@ -8,6 +8,8 @@ public enum ExitCode {
     public static let usage: Int32 = 64
     public static let invalidInput: Int32 = 65
     public static let noInput: Int32 = 66
+    /// EX_UNAVAILABLE: a destination refused some items (`healthkit push`).
+    public static let unavailable: Int32 = 69
     public static let cannotCreate: Int32 = 73
     public static let ioError: Int32 = 74
     public static let locked: Int32 = 75

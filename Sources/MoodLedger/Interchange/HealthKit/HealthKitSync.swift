@@ -6,11 +6,21 @@ public struct HealthKitSyncReport: Sendable, Equatable {
     public var failed = 0
     public var pulled = 0
     public var skippedCustomWords = 0
+    /// Each item that failed: the entry and why.
+    public var failures: [(entryID: EntryID, error: String)] = []
+
+    public static func == (a: HealthKitSyncReport, b: HealthKitSyncReport) -> Bool {
+        a.saved == b.saved && a.replaced == b.replaced && a.deleted == b.deleted && a.failed == b.failed
+            && a.pulled == b.pulled && a.skippedCustomWords == b.skippedCustomWords
+            && a.failures.map(\.entryID) == b.failures.map(\.entryID) && a.failures.map(\.error) == b.failures.map(\.error)
+    }
 
     public var json: JSONValue {
         .object([("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
                  ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
-                 ("skipped_custom_words", .int(Int64(skippedCustomWords)))])
+                 ("skipped_custom_words", .int(Int64(skippedCustomWords))),
+                 ("failures", .array(failures.map { .object([("entry_id", .string($0.entryID.description)),
+                                                             ("error", .string($0.error))]) }))])
     }
 }
 
@@ -47,6 +57,7 @@ extension Ledger {
                     try recordSyncFailure(item.entryID, to: .healthkit,
                                           SyncFailure(error: "HealthKit needs a valence", retryable: false))
                     report.failed += 1
+                    report.failures.append((item.entryID, "HealthKit needs a valence"))
                     continue
                 }
                 try store.save(sample)
@@ -62,6 +73,7 @@ extension Ledger {
                                       SyncFailure(status: error.code == .authorizationDenied ? 403 : nil,
                                                   error: error.message, retryable: error.retryable))
                 report.failed += 1
+                report.failures.append((item.entryID, error.message))
             }
         }
         return report
