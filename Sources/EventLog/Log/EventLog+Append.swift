@@ -100,7 +100,7 @@ extension EventLog {
         }
     }
 
-    private func checkWritable(_ state: State) throws {
+    func checkWritable(_ state: State) throws {
         if state.closed { throw EventLogError(.notWritable, "the log is closed") }
         if configuration.access == .readOnly { throw EventLogError(.notWritable, "the log was opened read-only") }
         if let failure = state.failure {
@@ -124,7 +124,7 @@ extension EventLog {
     }
 
     /// Enters the failed state, cutting unacknowledged bytes off the file as a best effort.
-    private func fail(_ state: inout State, _ error: EventLogError) -> EventLogError {
+    func fail(_ state: inout State, _ error: EventLogError) -> EventLogError {
         state.failure = error
         try? io.truncate(state.fd, to: state.end)
         return error

@@ -14,27 +14,58 @@ enum DaylioImporter {
     static func plan(_ text: String, options: ImportOptions) throws(ImportError) -> ImportPlan {
         let records = try CSVReader.records(text)
         guard let header = records.first else { throw ImportError(line: 1, field: nil, problem: "empty file") }
-        let names = header.fields.map { $0.trimmingWhitespace().lowercased() }
-        func column(_ name: String) -> Int? { names.firstIndex(of: name) }
-        guard let time = column("time"), let mood = column("mood"), let activities = column("activities"),
-              let note = column("note") else {
-            throw ImportError(line: 1, field: nil, problem: "not a Daylio export header (needs time, mood, activities, note)")
-        }
-        let fullDate = column("full_date")
-        let year = column("year")
-        let date = column("date")
-        guard fullDate != nil || (year != nil && date != nil) else {
-            throw ImportError(line: 1, field: "full_date", problem: "needs full_date, or year and date")
-        }
-        let title = column("note_title")
-        var moods: [String: Int] = [:]
-        for (name, level) in defaultMoods { moods[key(name)] = level }
-        for (name, level) in options.moodMap { moods[key(name)] = level }
-
+        var rows = try Rows(header: header, options: options)
         var plan = ImportPlan(format: .daylio)
-        var unmapped: [String] = []
-        var seen: [String: Int] = [:]
         for record in records.dropFirst() {
+            if let draft = try rows.draft(record, plan: &plan) { plan.rows.append(ImportRow(line: record.line, draft: draft)) }
+        }
+        try rows.finish()
+        return plan
+    }
+
+    /// A Daylio export read row by row (a whole file, or a stream of records that never holds the file).
+    struct Rows {
+        let options: ImportOptions
+        let names: [String]
+        let time: Int, mood: Int, activities: Int, note: Int
+        let fullDate: Int?, year: Int?, date: Int?, title: Int?
+        var moods: [String: Int] = [:]
+        /// Every mood name no level is known for, in order of appearance.
+        var unmapped: [String] = []
+        /// Rows already seen per local minute (ms as if UTC): the `#n` of the source id.
+        var seen: [Int64: Int] = [:]
+
+        /// Reads the header. - Throws: ``ImportError`` when it is not a Daylio export header.
+        init(header: CSVReader.Record, options: ImportOptions) throws(ImportError) {
+            self.options = options
+            names = header.fields.map { $0.trimmingWhitespace().lowercased() }
+            let names = self.names
+            func column(_ name: String) -> Int? { names.firstIndex(of: name) }
+            guard let time = column("time"), let mood = column("mood"), let activities = column("activities"),
+                  let note = column("note") else {
+                throw ImportError(line: 1, field: nil, problem: "not a Daylio export header (needs time, mood, activities, note)")
+            }
+            (self.time, self.mood, self.activities, self.note) = (time, mood, activities, note)
+            (fullDate, year, date, title) = (column("full_date"), column("year"), column("date"), column("note_title"))
+            guard fullDate != nil || (year != nil && date != nil) else {
+                throw ImportError(line: 1, field: "full_date", problem: "needs full_date, or year and date")
+            }
+            for (name, level) in DaylioImporter.defaultMoods { moods[DaylioImporter.key(name)] = level }
+            for (name, level) in options.moodMap { moods[DaylioImporter.key(name)] = level }
+        }
+
+        /// Fails when some mood names had no level (listing every one), after the whole file was read.
+        func finish() throws(ImportError) {
+            guard !unmapped.isEmpty else { return }
+            var error = ImportError(line: 0, field: "mood",
+                                    problem: "unmapped mood name(s): \(unmapped.map { "\"\($0)\"" }.joined(separator: ", ")); "
+                                        + "map them with --mood-map \"Name=level,…\" (levels 1 awful … 5 rad)")
+            error.unmappedMoods = unmapped
+            throw error
+        }
+
+        /// The draft of one record (`nil` for an unmapped mood, which ``finish()`` reports).
+        mutating func draft(_ record: CSVReader.Record, plan: inout ImportPlan) throws(ImportError) -> MoodDraft? {
             let line = record.line
             guard record.fields.count == names.count else {
                 throw ImportError(line: line, field: nil,
@@ -59,7 +90,7 @@ enum DaylioImporter {
             let moodName = f[mood].trimmingWhitespace()
             guard let level = moods[key(moodName)] else {
                 if !unmapped.contains(moodName) { unmapped.append(moodName) }
-                continue
+                return nil
             }
             guard (1...5).contains(level) else {
                 throw ImportError(line: line, field: "mood", problem: "mood level must be 1...5")
@@ -82,8 +113,8 @@ enum DaylioImporter {
                 .joined(separator: "\n")
             let localMs = day.utcMidnightMilliseconds + Int64(minutes) * 60_000
             let stamp = day.description + "T" + ISO8601.pad(minutes / 60, 2) + ":" + ISO8601.pad(minutes % 60, 2)
-            let occurrence = seen[stamp, default: 0]  // rows at the same minute: #0, #1, … in file order
-            seen[stamp] = occurrence + 1
+            let occurrence = seen[localMs, default: 0]  // rows at the same minute: #0, #1, … in file order
+            seen[localMs] = occurrence + 1
             // The zone's offset at that instant (DST right); a skipped or repeated local time is reported.
             let zone = options.zone ?? .fixed(minutes: options.utcOffsetMinutes)
             let (loggedAt, adjustment) = zone.resolve(localMilliseconds: localMs)
@@ -92,16 +123,8 @@ enum DaylioImporter {
                                   loggedAt: loggedAt,
                                   source: .import, sourceID: "daylio:\(stamp)#\(occurrence)", suggestLabels: false)
             draft.notes = try Importer.notes(noteText.isEmpty ? nil : noteText, line: line, options: options, plan: &plan)
-            plan.rows.append(ImportRow(line: line, draft: draft))
+            return draft
         }
-        if !unmapped.isEmpty {
-            var error = ImportError(line: 0, field: "mood",
-                                    problem: "unmapped mood name(s): \(unmapped.map { "\"\($0)\"" }.joined(separator: ", ")); "
-                                        + "map them with --mood-map \"Name=level,…\" (levels 1 awful … 5 rad)")
-            error.unmappedMoods = unmapped
-            throw error
-        }
-        return plan
     }
 
     /// `15:26`, `6:50 pm`, `12:19 am` → minutes after midnight.

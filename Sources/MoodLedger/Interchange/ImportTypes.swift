@@ -110,3 +110,47 @@ public enum Importer {
         return String(String.UnicodeScalarView(trimmed.unicodeScalars.prefix(MoodRules.maximumNotesLength)))
     }
 }
+
+/// The rows of a large file read one at a time (`Daylio` and `csv`): an import that never holds the file, its
+/// rows or its events in memory (`Ledger.importStream`).
+public struct ImportStream {
+    private var records: CSVStream
+    // One of the two, mutated in place (a Daylio reader's memory of seen minutes must not be copied per row).
+    private var daylio: DaylioImporter.Rows?
+    private var csv: JSONImporters.CSVExportRows?
+    /// What the rows read so far noted beside themselves: notes cut, times adjusted, records skipped (no rows).
+    public private(set) var plan: ImportPlan
+
+    /// Opens a stream over `read` (which fills a buffer with the file's next bytes, 0 at the end).
+    /// - Returns: `nil` for the JSON formats, which are read whole (``Importer/plan(_:format:options:)``).
+    /// - Throws: ``ImportError`` for an empty file or a header that is not the format's.
+    public static func open(format: ImportFormat, options: ImportOptions,
+                            read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) throws -> ImportStream? {
+        guard format == .daylio || format == .csv else { return nil }
+        var records = CSVStream(read: read)
+        guard let header = try records.next() else { throw ImportError(line: 1, field: nil, problem: "empty file") }
+        var stream = ImportStream(records: records, plan: ImportPlan(format: format))
+        if format == .daylio {
+            stream.daylio = try DaylioImporter.Rows(header: header, options: options)
+        } else {
+            stream.csv = try JSONImporters.CSVExportRows(header: header, options: options)
+        }
+        return stream
+    }
+
+    private init(records: CSVStream, plan: ImportPlan) {
+        self.records = records
+        self.plan = plan
+    }
+
+    /// The next row, or `nil` at the end (after which unmapped Daylio moods fail the import).
+    /// - Throws: ``ImportError`` naming the line and field; what `read` throws.
+    public mutating func next() throws -> ImportRow? {
+        while let record = try records.next() {
+            let draft = daylio != nil ? try daylio!.draft(record, plan: &plan) : try csv!.draft(record, plan: &plan)
+            if let draft { return ImportRow(line: record.line, draft: draft) }
+        }
+        try daylio?.finish()
+        return nil
+    }
+}

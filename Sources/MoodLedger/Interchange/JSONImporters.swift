@@ -55,24 +55,44 @@ enum JSONImporters {
     /// The tool's own CSV export: each row becomes the mood-api record it was rendered from (`|` separates words).
     static func planCSV(_ text: String, options: ImportOptions) throws(ImportError) -> ImportPlan {
         let records = try CSVReader.records(text)
-        guard let header = records.first, header.fields.contains("logged_at") else {
+        guard let header = records.first else {
             throw ImportError(line: 1, field: nil, problem: "not a moodledger CSV export (needs a logged_at column)")
         }
+        let rows = try CSVExportRows(header: header, options: options)
         var plan = ImportPlan(format: .csv)
-        let lists: Set<String> = ["labels", "associations", "tags"]
-        let numbers: Set<String> = ["valence", "score", "typed_score", "utc_offset_minutes"]
-        for record in records.dropFirst() where !(record.fields.count == 1 && record.fields[0].isEmpty) {
-            guard record.fields.count == header.fields.count else {
+        for record in records.dropFirst() {
+            if let draft = try rows.draft(record, plan: &plan) { plan.rows.append(ImportRow(line: record.line, draft: draft)) }
+        }
+        return plan
+    }
+
+    /// Rows of the tool's CSV export, one at a time.
+    struct CSVExportRows {
+        let header: [String]
+        let options: ImportOptions
+        static let lists: Set<String> = ["labels", "associations", "tags"]
+        static let numbers: Set<String> = ["valence", "score", "typed_score", "utc_offset_minutes"]
+
+        init(header: CSVReader.Record, options: ImportOptions) throws(ImportError) {
+            guard header.fields.contains("logged_at") else {
+                throw ImportError(line: header.line, field: nil, problem: "not a moodledger CSV export (needs a logged_at column)")
+            }
+            self.header = header.fields
+            self.options = options
+        }
+
+        func draft(_ record: CSVReader.Record, plan: inout ImportPlan) throws(ImportError) -> MoodDraft? {
+            guard record.fields.count == header.count else {
                 throw ImportError(line: record.line, field: nil,
-                                  problem: "has \(record.fields.count) fields, the header has \(header.fields.count)")
+                                  problem: "has \(record.fields.count) fields, the header has \(header.count)")
             }
             var pairs: [(String, JSONValue)] = []
-            for (name, field) in zip(header.fields, record.fields) {
-                if lists.contains(name) {
+            for (name, field) in zip(header, record.fields) {
+                if Self.lists.contains(name) {
                     pairs.append((name, .array(field.isEmpty ? [] : field.split(separator: "|").map { .string(String($0)) })))
                 } else if field.isEmpty {
                     pairs.append((name, .null))
-                } else if numbers.contains(name) {
+                } else if Self.numbers.contains(name) {
                     guard let number = Double(field) else {
                         throw ImportError(line: record.line, field: name, problem: "must be a number")
                     }
@@ -82,10 +102,8 @@ enum JSONImporters {
                 }
             }
             var reader = RecordReader(record: .object(pairs), number: record.line, zone: options.zone)
-            guard let draft = try moodAPI(&reader, plan: &plan, options: options) else { continue }
-            plan.rows.append(ImportRow(line: record.line, draft: draft))
+            return try JSONImporters.moodAPI(&reader, plan: &plan, options: options)
         }
-        return plan
     }
 
     // MARK: - Formats

@@ -36,25 +36,55 @@ public struct ImportReport: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Imports a parsed file atomically: every row is validated against the ledger first (later rows see earlier
-    /// ones), then all events are appended as one batch with one sync. A bad row imports nothing.
+    /// Imports a parsed file atomically: every row is validated against the ledger (later rows see earlier ones),
+    /// and all events are appended as one batch with one sync. A bad row imports nothing.
     /// - Parameters:
     ///   - plan: the parsed file.
     ///   - dryRun: report what would happen, append nothing.
-    /// - Returns: the report.
-    /// - Throws: ``ImportError`` naming the line and field of the first invalid row; ``EventLogError``.
     ///   - updateExisting: rows already imported (same source id) whose values differ update their entry (one
     ///     update and word edits per changed entry); otherwise they are only counted in ``ImportReport/differing``.
+    /// - Returns: the report.
+    /// - Throws: ``ImportError`` naming the line and field of the first invalid row; ``EventLogError``.
     public func importPlan(_ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false) throws -> ImportReport {
+        var index = 0
+        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) {
+            defer { index += 1 }
+            return index < plan.rows.count ? plan.rows[index] : nil
+        }
+        report.note(plan)
+        return report
+    }
+
+    /// Imports a file read row by row (``ImportStream``), atomically, with memory that does not grow with the file:
+    /// each row is validated, its events encoded and written as it comes, and the batch is synced once at the end
+    /// (an unfinished batch, after a crash or a bad row, is never visible: `Specs/log-format.md`, *Batches*).
+    /// - Parameters:
+    ///   - stream: the rows.
+    ///   - dryRun: report what would happen, append nothing.
+    ///   - updateExisting: as for ``importPlan(_:dryRun:updateExisting:)``.
+    /// - Returns: the report.
+    /// - Throws: ``ImportError`` naming the line and field of the first invalid row (nothing imported);
+    ///   ``EventLogError``; what reading the file throws.
+    public func importStream(_ stream: inout ImportStream, dryRun: Bool = false, updateExisting: Bool = false) throws
+        -> ImportReport {
+        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) { try stream.next() }
+        report.note(stream.plan)
+        return report
+    }
+
+    /// The one import path: rows decided against a scratch state that sees the earlier rows, their events streamed
+    /// into one batch; the scratch state becomes the ledger's once the batch is durable.
+    private func importRows(dryRun: Bool, updateExisting: Bool, next: () throws -> ImportRow?) throws -> ImportReport {
         try core.withLock { core in
             if !dryRun, options.readOnly { throw EventLogError(.notWritable, "the ledger was opened read-only") }
-            var report = ImportReport(rows: plan.rows.count, truncatedLines: plan.truncatedLines,
-                                      skipped: plan.skipped.map { "line \($0.line): \($0.reason)" },
-                                      adjustedTimes: plan.adjustedTimes, dryRun: dryRun)
+            var report = ImportReport(dryRun: dryRun)
             let now = options.clock()
+            let time = max(core.log.lastRecordedAt, now * 1000)
+            let command = options.newID()
             var scratch = core.state
-            var events: [MoodEvent] = []
-            for row in plan.rows {
+            var appended = 0
+            func handle(_ row: ImportRow, emit: ((PendingRecord) throws -> Void)?) throws {
+                report.rows += 1
                 let decided: ([MoodEvent], EntryID, Bool)
                 var corrected = false
                 do {
@@ -72,19 +102,44 @@ extension Ledger {
                 } catch let error as MoodError {
                     throw ImportError(line: row.line, field: error.field, problem: error.rule)
                 }
-                let (rowEvents, _, created) = decided
-                if corrected { report.updated += 1 } else if rowEvents.isEmpty { report.existing += 1 }
+                let (events, _, created) = decided
+                if corrected { report.updated += 1 } else if events.isEmpty { report.existing += 1 }
                 else if created { report.created += 1 } else { report.merged += 1 }
-                for event in rowEvents {
-                    scratch.apply(RecordedEvent(seq: scratch.seq + 1, recordedAt: now * 1000, commandID: EntryID(high: 0, low: 0),
-                                                event: event))
+                for event in events {
+                    scratch.apply(RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event))
+                    try emit?(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+                                            recordedAt: time))
+                    appended += 1
                 }
-                events += rowEvents
             }
-            guard !dryRun else { return report }
-            try append(events, now: now, to: &core)
-            report.appended = events.count
+            guard !dryRun else {
+                while let row = try next() { try handle(row, emit: nil) }
+                return report
+            }
+            let seqs = try core.log.appendStream { emit in
+                try withoutActuallyEscaping(emit) { emit in
+                    while let row = try next() { try handle(row, emit: emit) }
+                }
+            }
+            guard let seqs else { return report }
+            // The scratch state folded exactly these events at these seqs and this time: it is the ledger's now.
+            precondition(seqs.upperBound == scratch.seq, "the import's scratch state and the log disagree")
+            core.state = scratch
+            report.appended = appended
+            core.sinceSnapshot += appended
+            if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
+                _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the import
+            }
             return report
         }
+    }
+}
+
+extension ImportReport {
+    /// Takes what the reader noted beside the rows.
+    mutating func note(_ plan: ImportPlan) {
+        truncatedLines = plan.truncatedLines
+        skipped = plan.skipped.map { "line \($0.line): \($0.reason)" }
+        adjustedTimes = plan.adjustedTimes
     }
 }

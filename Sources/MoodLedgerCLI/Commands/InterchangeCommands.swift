@@ -29,22 +29,35 @@ enum InterchangeCommands {
             }
             options.moodMap[String(parts[0])] = level
         }
-        guard let bytes = try? AtomicFile.read(path, limit: 1 << 30, io: context.baseOptions.io) else {
-            throw CLIError(ExitCode.noInput, "cannot read \(path)")
+        let io = context.baseOptions.io
+        let fd: Int32
+        do { fd = try io.open(path, .readOnly) } catch { throw CLIError(ExitCode.noInput, "cannot read \(path)") }
+        defer { io.close(fd) }
+        var position: Int64 = 0
+        let read: (UnsafeMutableRawBufferPointer) throws -> Int = { buffer in
+            let count = try io.read(fd, into: buffer, at: position)
+            position += Int64(count)
+            return count
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text")
-        }
-        let plan: ImportPlan
-        do { plan = try Importer.plan(text, format: format, options: options) } catch {
-            throw CLIError(ExitCode.invalidInput, "\(path): \(error); nothing was imported")
-        }
-        let ledger = try context.openLedger(write: !a.has("dry-run"))
-        defer { ledger.close() }
-        context.console.progress("importing \(plan.rows.count) rows…")
         let report: ImportReport
         do {
-            report = try ledger.importPlan(plan, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
+            if var stream = try ImportStream.open(format: format, options: options, read: read) {
+                // CSV formats stream: the file, its rows and its events are never all in memory.
+                let ledger = try context.openLedger(write: !a.has("dry-run"))
+                defer { ledger.close() }
+                context.console.progress("importing…")
+                report = try ledger.importStream(&stream, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
+            } else {
+                let bytes = try AtomicFile.read(path, limit: 1 << 30, io: io)
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text; nothing was imported")
+                }
+                let plan = try Importer.plan(text, format: format, options: options)
+                let ledger = try context.openLedger(write: !a.has("dry-run"))
+                defer { ledger.close() }
+                context.console.progress("importing \(plan.rows.count) rows…")
+                report = try ledger.importPlan(plan, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
+            }
         } catch let error as ImportError {
             throw CLIError(ExitCode.invalidInput, "\(path): \(error); nothing was imported")
         }
