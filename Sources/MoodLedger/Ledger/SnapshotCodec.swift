@@ -5,7 +5,8 @@ import EventLog
 /// fold of the entries and are rebuilt on load.
 enum SnapshotCodec {
     /// Bump when any projection, or this encoding, changes: old snapshots are then ignored and the ledger replays.
-    static let schema = "moodledger-projections/entries=1/outbox=1/analytics=1/snapshot-payload=1"
+    /// entries=2: a shared (source, source id) goes to the entry created first (the fold's rule, not insertion order).
+    static let schema = "moodledger-projections/entries=2/outbox=1/analytics=1/snapshot-payload=1"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     static func encode(_ state: LedgerState) -> [UInt8] {

@@ -74,8 +74,11 @@ enum MaintenanceCommands {
         guard context.ledgerExists else {
             throw CLIError(ExitCode.noInput, "no ledger at \(context.ledgerPath)")
         }
-        let report = try Ledger.repair(at: context.ledgerPath, mode: a.has("truncate") ? .truncate : .salvage,
+        var report = try Ledger.repair(at: context.ledgerPath, mode: a.has("truncate") ? .truncate : .salvage,
                                        io: context.baseOptions.io)
+        if let backup = report.backupPath, !backup.hasPrefix("/") {
+            report.backupPath = FileManager.default.currentDirectoryPath + "/" + backup  // absolute, like `stats`
+        }
         let lost = report.lostSeqs.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)–\($0.upperBound)" }
         if context.json {
             context.printJSON(.object([
