@@ -1,0 +1,280 @@
+import Foundation
+import Synchronization
+
+/// One thread's share of the server: its connections, polled together; requests framed, reads answered here,
+/// writes handed to the server's workers and their answers taken back through a wake pipe.
+final class EventLoop: @unchecked Sendable {
+    private let wakePipe: (read: Int32, write: Int32)
+    private let completed = Mutex([(Int32, HTTPResponse, Bool)]())
+    private var server: HTTPServer!
+    private var configuration: HTTPServer.Configuration { server.configuration }
+
+    init() throws { wakePipe = try Socket.wakePipe() }
+
+    func wake() { Socket.wake(wakePipe.write) }
+
+    func close() {
+        Socket.close(wakePipe.read)
+        Socket.close(wakePipe.write)
+    }
+
+    /// Serves until the server stops; then answers what is in flight (up to `grace` seconds) and closes everything.
+    func run(server: HTTPServer, grace: Double) {
+        self.server = server
+        var connections: [Int32: Connection] = [:]
+        var stopDeadline: Double?
+        loop: while true {
+            let now = HTTPServer.monotonic()
+            if server.stopping.load(ordering: .sequentiallyConsistent), stopDeadline == nil {
+                stopDeadline = now + grace
+                // Idle connections close now; busy ones when their response is written.
+                for (fd, connection) in connections where !connection.busy && connection.output.isEmpty {
+                    drop(fd, &connections)
+                }
+            }
+            if let deadline = stopDeadline, connections.values.allSatisfy({ !$0.busy && $0.output.isEmpty }) || now > deadline {
+                break loop
+            }
+            deliverCompleted(&connections, now: now)
+            var fds: [pollfd] = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
+            if stopDeadline == nil { fds.append(pollfd(fd: server.listener, events: Int16(POLLIN), revents: 0)) }
+            for (fd, connection) in connections {
+                var events: Int16 = 0
+                if !connection.busy, !connection.closing, !connection.peerClosed { events |= Int16(POLLIN) }
+                if !connection.output.isEmpty { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: fd, events: events, revents: 0))
+            }
+            do { try Socket.poll(&fds, timeoutMilliseconds: 250) } catch { continue }
+            let after = HTTPServer.monotonic()
+            for entry in fds {
+                if entry.fd == wakePipe.read {
+                    if entry.revents != 0 { Socket.drain(wakePipe.read) }
+                } else if entry.fd == server.listener {
+                    if entry.revents != 0 { acceptAll(&connections, now: after) }
+                } else if var connection = connections[entry.fd] {
+                    let keep = service(entry.fd, &connection, revents: entry.revents, now: after)
+                    if keep { connections[entry.fd] = connection } else { drop(entry.fd, &connections) }
+                }
+            }
+            expireTimeouts(&connections, now: after)
+        }
+        for fd in Array(connections.keys) { drop(fd, &connections) }
+    }
+
+    private func drop(_ fd: Int32, _ connections: inout [Int32: Connection]) {
+        Socket.close(fd)
+        if connections.removeValue(forKey: fd) != nil { server.openConnections.subtract(1, ordering: .relaxed) }
+    }
+
+    // MARK: - Connections
+
+    private struct Connection {
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var outputOffset = 0
+        /// A request is with a worker.
+        var busy = false
+        /// Close once the output is written.
+        var closing = false
+        /// The peer shut down its side: answer the requests already received, then close.
+        var peerClosed = false
+        var sentContinue = false
+        /// When the current request's first byte arrived (nil between requests).
+        var requestStarted: Double?
+        var headerDone: Double?
+        var lastActivity: Double
+        var writeStarted: Double?
+    }
+
+    private func acceptAll(_ connections: inout [Int32: Connection], now: Double) {
+        while let fd = try? Socket.accept(server.listener) {
+            if server.openConnections.load(ordering: .relaxed) >= configuration.maxConnections {
+                let bytes = HTTPResponse.plain(503, "too many connections", headers: [("Retry-After", "1")])
+                    .serialized(date: HTTPServer.httpDate())
+                _ = try? bytes.withUnsafeBytes { try Socket.send(fd, $0) }
+                Socket.close(fd)
+                continue
+            }
+            connections[fd] = Connection(lastActivity: now)
+            server.openConnections.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Reads, frames and writes for one connection. - Returns: whether to keep it open.
+    private func service(_ fd: Int32, _ connection: inout Connection, revents: Int16, now: Double) -> Bool {
+        if revents & Int16(POLLNVAL) != 0 { return false }
+        if revents & Int16(POLLOUT) != 0, !connection.output.isEmpty {
+            guard flush(fd, &connection, now: now) else { return false }
+        }
+        guard revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0, !connection.busy, !connection.closing,
+              !connection.peerClosed else {
+            return true
+        }
+        // Read what is there, but never hold more than one request's worth (the parser's caps answer the rest).
+        let cap = configuration.limits.headerBlock + configuration.limits.body + 64 * 1024
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var sawEnd = false
+        while connection.input.count < cap {
+            let count: Int?
+            do { count = try chunk.withUnsafeMutableBytes { try Socket.receive(fd, into: $0) } } catch { return false }
+            guard let count else { break }
+            if count == 0 {
+                sawEnd = true
+                break
+            }
+            connection.input.append(contentsOf: chunk[0..<count])
+            connection.lastActivity = now
+            if count < chunk.count { break }
+        }
+        // The peer finished sending: answer every complete request it sent, then close.
+        if sawEnd { connection.peerClosed = true }
+        return frame(fd, &connection, now: now)
+    }
+
+    private func deliverCompleted(_ connections: inout [Int32: Connection], now: Double) {
+        let done = completed.withLock { completed -> [(Int32, HTTPResponse, Bool)] in
+            defer { completed.removeAll() }
+            return completed
+        }
+        for (fd, response, head) in done {
+            guard var connection = connections[fd] else { continue }
+            connection.busy = false
+            enqueue(response, head: head, on: &connection, now: now)
+            if flush(fd, &connection, now: now) {
+                connections[fd] = connection
+            } else {
+                drop(fd, &connections)
+            }
+        }
+    }
+
+    private func enqueue(_ response: HTTPResponse, head: Bool, on connection: inout Connection, now: Double) {
+        connection.output += response.serialized(date: HTTPServer.httpDate(), head: head)
+        if response.close { connection.closing = true }
+        connection.writeStarted = connection.writeStarted ?? now
+        connection.lastActivity = now
+    }
+
+    /// Writes what the socket takes; then, with the output empty, frames the next pipelined request (unless the
+    /// caller is already framing: `andFrame` false).
+    /// - Returns: whether the connection stays open.
+    private func flush(_ fd: Int32, _ connection: inout Connection, now: Double, andFrame: Bool = true) -> Bool {
+        while connection.outputOffset < connection.output.count {
+            let written: Int
+            do {
+                written = try connection.output.withUnsafeBytes {
+                    try Socket.send(fd, UnsafeRawBufferPointer(rebasing: $0[connection.outputOffset...]))
+                }
+            } catch { return false }
+            if written == 0 { return true }
+            connection.outputOffset += written
+            connection.lastActivity = now
+        }
+        connection.output.removeAll(keepingCapacity: true)
+        connection.outputOffset = 0
+        connection.writeStarted = nil
+        if connection.closing { return false }
+        return andFrame ? frame(fd, &connection, now: now) : true
+    }
+
+    /// Frames requests from the input while complete ones are there: reads are answered here, a write is handed to
+    /// a worker (the connection then waits for its answer).
+    private func frame(_ fd: Int32, _ connection: inout Connection, now: Double) -> Bool {
+        while true {
+            guard connection.output.isEmpty else { return true }  // the rest once the answer is written
+            let (keep, again) = frameOne(fd, &connection, now: now)
+            if !keep { return false }
+            if !again { return true }
+        }
+    }
+
+    /// One request: returns whether to keep the connection and whether to look for another right away.
+    private func frameOne(_ fd: Int32, _ connection: inout Connection, now: Double) -> (Bool, Bool) {
+        guard !connection.busy else { return (true, false) }
+        guard !connection.input.isEmpty else { return (!connection.peerClosed, false) }
+        if connection.requestStarted == nil { connection.requestStarted = now }
+        let parser = server.parser
+        let result = connection.input.withUnsafeBytes { parser.parse($0) }
+        switch result {
+        case .needMore(let expectsContinue):
+            if connection.peerClosed { return (false, false) }
+            if expectsContinue, !connection.sentContinue {
+                connection.sentContinue = true
+                connection.headerDone = connection.headerDone ?? now
+                connection.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                return (flush(fd, &connection, now: now, andFrame: false), false)
+            }
+            if connection.headerDone == nil, containsHeaderEnd(connection.input) { connection.headerDone = now }
+            return (true, false)
+        case .failure(let response):
+            connection.input.removeAll()
+            enqueue(response, head: false, on: &connection, now: now)
+            return (flush(fd, &connection, now: now, andFrame: false), false)
+        case .request(let request, let consumed):
+            connection.input.removeFirst(consumed)
+            connection.busy = true
+            connection.requestStarted = nil
+            connection.headerDone = nil
+            connection.sentContinue = false
+            let keepAlive = request.keepAlive
+            let head = request.method == "HEAD"
+            let server = self.server!
+            if ["GET", "HEAD", "OPTIONS"].contains(request.method) {
+                // Reads never wait for a sync: answered here, without a hand-off to another thread.
+                var response = server.handler(request)
+                if !keepAlive { response.close = true }
+                connection.busy = false
+                enqueue(response, head: head, on: &connection, now: now)
+                return (flush(fd, &connection, now: now, andFrame: false), true)
+            }
+            server.pool.submit { [self] in
+                var response = server.handler(request)
+                if !keepAlive { response.close = true }
+                completed.withLock { $0.append((fd, response, head)) }
+                Socket.wake(wakePipe.write)
+            }
+            return (true, false)
+        }
+    }
+
+    private func containsHeaderEnd(_ input: [UInt8]) -> Bool {
+        input.withUnsafeBytes { bytes in
+            guard bytes.count >= 4 else { return false }
+            for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+                return true
+            }
+            return false
+        }
+    }
+
+    private func expireTimeouts(_ connections: inout [Int32: Connection], now: Double) {
+        for (fd, connection) in connections {
+            var expired: HTTPResponse?
+            var cut = false
+            if let started = connection.writeStarted, now - started > configuration.writeTimeout {
+                cut = true
+            } else if connection.busy {
+                continue
+            } else if let started = connection.requestStarted {
+                if connection.headerDone == nil, now - started > configuration.headerTimeout {
+                    expired = .plain(408, "request header timeout")
+                } else if let header = connection.headerDone, now - header > configuration.bodyTimeout {
+                    expired = .plain(408, "request body timeout")
+                }
+            } else if connection.output.isEmpty, now - connection.lastActivity > configuration.idleTimeout {
+                cut = true
+            }
+            if cut {
+                drop(fd, &connections)
+            } else if let expired {
+                var updated = connection
+                updated.input.removeAll()
+                enqueue(expired, head: false, on: &updated, now: now)
+                if flush(fd, &updated, now: now) { connections[fd] = updated } else {
+                    drop(fd, &connections)
+                }
+            }
+        }
+    }
+
+}
