@@ -43,9 +43,11 @@ public struct LocalDate: Hashable, Sendable, Comparable, Strideable, CustomStrin
     /// Creates a date from its day number.
     public init(daysSinceEpoch: Int32) { self.daysSinceEpoch = daysSinceEpoch }
 
-    /// Creates a date from year, month (1–12) and day (1–31); `nil` if no such day exists.
+    /// Creates a date from year (1…9999), month (1–12) and day (1–31); `nil` if no such day exists. (The year is
+    /// bounded first: a crafted file's year of 10¹⁸ must not overflow the arithmetic.)
     public init?(year: Int, month: Int, day: Int) {
-        guard (1...12).contains(month), day >= 1, day <= LocalDate.daysIn(month: month, year: year) else { return nil }
+        guard (1...9999).contains(year), (1...12).contains(month), day >= 1,
+              day <= LocalDate.daysIn(month: month, year: year) else { return nil }
         // Howard Hinnant's days_from_civil.
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
