@@ -1,6 +1,9 @@
 /// The formats `export` writes (`Specs/imports-exports.md`).
 public enum ExportFormat: String, Sendable, CaseIterable {
     case json, csv, healthkit
+    /// The older `/api/v1/progress` records: `{type: mood_score, quantity, logged_at, notes}` (what it cannot carry
+    /// is listed in `Specs/imports-exports.md`).
+    case progress
 }
 
 /// Renders the entries of a state for other tools. Oldest first.
@@ -20,6 +23,17 @@ public enum Exporter {
             var lines = [csvColumns.joined(separator: ",")]
             for entry in entries { lines.append(csvRow(entry)) }
             return lines.joined(separator: "\r\n") + "\r\n"
+        case .progress:
+            // The 1–10 view only: entries without a valence or score have nothing to say there and are left out.
+            let records: [JSONValue] = entries.compactMap { entry in
+                guard let score = entry.enteredScore ?? entry.score else { return nil }
+                return .object([("type", .string("mood_score")), ("quantity", .double(Double(score))),
+                                ("logged_at", .string(entry.loggedAt.iso8601)),
+                                ("notes", .optional(entry.notes) { .string($0) }), ("id", .string(entry.id.description))])
+            }
+            return JSONValue.object([("data", .array(records)),
+                                     ("skipped_entries_without_score", .int(Int64(entries.count - records.count)))])
+                .serialized(pretty: true) + "\n"
         case .healthkit:
             var skipped = 0
             let samples: [JSONValue] = entries.compactMap { entry in

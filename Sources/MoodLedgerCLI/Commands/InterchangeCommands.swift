@@ -79,10 +79,10 @@ enum InterchangeCommands {
     }
 
     static let export = CommandSpec(name: "export", summary: "every entry as json, csv or healthkit, now or at a point",
-                                    usage: "export --format json|csv|healthkit [--at POINT]", values: ["format", "at"],
+                                    usage: "export --format json|csv|healthkit|progress [--at POINT]", values: ["format", "at"],
                                     printsData: false) { context in
         guard let name = context.arguments.value("format"), let format = ExportFormat(rawValue: name) else {
-            throw UsageError("export needs --format json, csv or healthkit")
+            throw UsageError("export needs --format json, csv, healthkit or progress")
         }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }

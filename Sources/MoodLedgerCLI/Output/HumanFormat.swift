@@ -90,7 +90,11 @@ enum HumanFormat {
         var line = "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
             + event.event.type.name.padding(toLength: 25, withPad: " ", startingAt: 0)
             + "\(event.event.entryID)  @\(event.offset) (\(event.size) B)"
-        if let changes {
+        if let changes, changes.allSatisfy({ $0.before == .null }), !changes.isEmpty {
+            // A creation: the entry as it was logged, not a row of `null →` lines.
+            let fields = changes.filter { $0.after != .null && $0.after != .array([]) }
+            line += "\n      created: " + fields.map { "\($0.field) \($0.after.serialized())" }.joined(separator: ", ")
+        } else if let changes {
             for change in changes {
                 line += "\n      \(change.field): \(change.before.serialized()) → \(change.after.serialized())"
             }
