@@ -166,6 +166,7 @@ public enum MoodRules {
     }
 
     static func checkTags(_ tags: [String]) throws(MoodError) -> [String] {
+        guard tags.count <= maximumTags else { throw .invalid("tags", "at most \(maximumTags) tags allowed") }
         var result: [String] = []
         for tag in tags {
             let trimmed = tag.trimmingWhitespace()
@@ -181,6 +182,8 @@ public enum MoodRules {
 
     static func words<W: Equatable>(_ inputs: [String], as: W.Type, limit: Int) throws(MoodError) -> [W]
         where W: VocabularyParsing {
+        // The list as given is counted (as JSON Schema's maxItems counts it), before aliases and repeats fold.
+        guard inputs.count <= limit else { throw .invalid(W.fieldName, "at most \(limit) allowed") }
         var result: [W] = []
         for input in inputs {
             let word = try W.parseWord(input)
