@@ -95,7 +95,7 @@ struct Context {
     }
 
     /// Whether a ledger (its log file) exists at the ledger path.
-    var ledgerExists: Bool { baseOptions.io.exists(ledgerPath + "/" + LogFormat.logFileName) }
+    var ledgerExists: Bool { Ledger.exists(at: ledgerPath, io: baseOptions.io) }
 
     /// The state to answer from: now, or as it was at `--at POINT`.
     func state(of ledger: Ledger) throws -> LedgerState {

@@ -167,7 +167,7 @@ struct Benchmark {
         record("time_travel_s", Self.median(travelTimes), places: 3)
 
         let stats = ledger.stats
-        let logBytes = ledger.log.endOffset
+        let logBytes = ledger.eventLog.endOffset
         record("bytes_per_event", Double(logBytes) / Double(events), places: 1)
         results.append(("snapshot_bytes", .int(stats.bytes - logBytes)))
     }

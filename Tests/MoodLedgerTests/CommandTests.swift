@@ -155,7 +155,7 @@ struct LedgerConcurrencyTests {
         options.durability = .batched
         let ledger = try Ledger.open(at: dir.path, options: options)
         for i in 0..<10 { try ledger.log(MoodDraft(valence: Double(i) / 10)) }
-        #expect(ledger.log.durableSeq == 0)
+        #expect(ledger.eventLog.durableSeq == 0)
         #expect(try ledger.sync() == 10)
         ledger.close()
     }

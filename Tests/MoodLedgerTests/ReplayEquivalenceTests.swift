@@ -39,7 +39,7 @@ struct ReplayEquivalenceTests {
         // Snapshot + tail.
         let warm = try Ledger.open(at: dir.path, options: options)
         #expect(warm.notices.isEmpty, "\(warm.notices)")
-        #expect(warm.log.resumedFromCheckpoint, "the warm open must start from a snapshot")
+        #expect(warm.eventLog.resumedFromCheckpoint, "the warm open must start from a snapshot")
         #expect(warm.state == live)
         warm.close()
 

@@ -27,7 +27,7 @@ struct SnapshotTests {
         let ledger = try Ledger.open(at: dir.path, options: options)
         defer { ledger.close() }
         #expect(ledger.notices.isEmpty, "\(ledger.notices)")
-        #expect(ledger.log.resumedFromCheckpoint)
+        #expect(ledger.eventLog.resumedFromCheckpoint)
         #expect(ledger.state == live)
     }
 }

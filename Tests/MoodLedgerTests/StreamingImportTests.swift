@@ -47,7 +47,7 @@ struct StreamingImportTests {
         let dir = TemporaryDirectory("stream-import")
         let ledger = try Ledger.open(at: dir.path)
         _ = try ledger.log(MoodDraft(valence: 0.1, loggedAt: LoggedAt(milliseconds: 1_740_000_000_000)))
-        let before = try ledger.log.endOffset
+        let before = ledger.eventLog.endOffset
         var stream = try Self.stream(Self.daylio(rows: 20))
         let report = try ledger.importStream(&stream)
         #expect(report.created == 20)

@@ -54,7 +54,7 @@ extension Ledger {
     public func events(after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()) throws
         -> [RecordedEvent] {
         var result: [RecordedEvent] = []
-        try log.forEach(from: after + 1, through: through) { view in
+        try eventLog.forEach(from: after + 1, through: through) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if let type = filter.type, view.type != type.rawValue { return true }
             if let id = filter.entryID, !Self.payloadNames(id, view.payload) { return true }

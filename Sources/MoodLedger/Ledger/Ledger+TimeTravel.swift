@@ -41,7 +41,7 @@ extension Ledger {
         let last = lastSeq
         switch point {
         case .seq(let seq): return min(seq, last)
-        case .instant(let ms): return min(try log.lastSeq(atOrBefore: ms.multipliedReportingOverflow(by: 1000).overflow ? .max : ms * 1000), last)
+        case .instant(let ms): return min(try eventLog.lastSeq(atOrBefore: ms.multipliedReportingOverflow(by: 1000).overflow ? .max : ms * 1000), last)
         }
     }
 

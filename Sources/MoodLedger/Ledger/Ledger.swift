@@ -122,8 +122,17 @@ public final class Ledger: Sendable {
     /// One current entry.
     public func entry(_ id: EntryID) -> MoodEntry? { core.withLock { $0.state.entries[id] } }
 
-    /// The underlying log (for tools: stats, verify).
-    public var log: EventLog { core.withLock { $0.log } }
+    /// The underlying event log (for tools: stats, verify, the server's own records). Named apart from
+    /// ``log(_:)``, which logs a mood.
+    public var eventLog: EventLog { core.withLock { $0.log } }
+
+    /// Whether a ledger (its log file) exists at `path`.
+    /// - Parameters:
+    ///   - path: the ledger directory.
+    ///   - io: the system-call layer.
+    public static func exists(at path: String, io: any PlatformIO = SystemIO()) -> Bool {
+        io.exists(path + "/" + LogFormat.logFileName)
+    }
 
     /// Makes every appended event durable (needed only with ``EventLog/Durability/batched``).
     /// - Returns: the highest durable sequence number.

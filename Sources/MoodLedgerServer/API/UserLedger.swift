@@ -121,7 +121,7 @@ final class UserLedger: Sendable {
         // Every event payload names its entry at bytes 17..<33: one walk, no decoding.
         var built: [EntryID: UInt64] = [:]
         let through = ledger.lastSeq
-        try ledger.log.forEach(through: through) { view in
+        try ledger.eventLog.forEach(through: through) { view in
             if view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33 {
                 let high = UInt64(bigEndian: view.payload.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
                 let low = UInt64(bigEndian: view.payload.loadUnaligned(fromByteOffset: 25, as: UInt64.self))
@@ -173,7 +173,7 @@ final class UserLedger: Sendable {
     }
 
     private func loadKeys(since: Int64) throws {
-        let first = try ledger.log.lastSeq(atOrBefore: since * 1000) + 1
+        let first = try ledger.eventLog.lastSeq(atOrBefore: since * 1000) + 1
         var keys: [String: Idempotent] = [:]
         try ledger.forEachAttachment(type: Self.idempotencyRecordType, from: first) { seq, _, payload in
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
