@@ -101,12 +101,12 @@ enum ServerBench {
         for _ in 0..<connections {
             let thread = Thread {
                 defer { group.leave() }
-                guard let client = try? LoadClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                guard let client = try? LoopbackClient(port: port) else { failures.add(1, ordering: .relaxed); return }
                 defer { client.close() }
                 var mine: [Double] = []
                 while Benchmark.now() < deadline {
                     let start = Benchmark.now()
-                    guard (try? client.send(request)) != nil, let status = try? client.readStatus(), status == expect else {
+                    guard (try? client.send(request)) != nil, let response = try? client.readResponse(), response.status == expect else {
                         failures.add(1, ordering: .relaxed)
                         return
                     }
@@ -130,82 +130,15 @@ enum ServerBench {
     /// Opens `count` idle keep-alive connections, checks the server still answers, and reports its RSS growth (MB).
     static func idle(port: UInt16, count: Int) throws -> Double {
         let before = SystemIO.currentResidentBytes()
-        var clients: [LoadClient] = []
-        for _ in 0..<count { clients.append(try LoadClient(port: port)) }
+        var clients: [LoopbackClient] = []
+        for _ in 0..<count { clients.append(try LoopbackClient(port: port)) }
         Thread.sleep(forTimeInterval: 0.5)
-        let probe = try LoadClient(port: port)
+        let probe = try LoopbackClient(port: port)
         try probe.send(Array("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n".utf8))
-        guard try probe.readStatus() == 200 else { throw BenchError(text: "no answer beside \(count) idle connections") }
+        guard try probe.readResponse().status == 200 else { throw BenchError(text: "no answer beside \(count) idle connections") }
         let after = SystemIO.currentResidentBytes()
         probe.close()
         clients.forEach { $0.close() }
         return Double(max(0, after - before)) / 1_048_576
-    }
-}
-
-/// A blocking keep-alive HTTP client for the load generator.
-final class LoadClient {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-
-    init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            Glibc.close(fd)
-            throw BenchError(text: "cannot connect to port \(port)")
-        }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-    }
-
-    func close() { Glibc.close(fd) }
-
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw BenchError(text: "send failed") }
-            offset += n
-        }
-    }
-
-    /// Reads one response (Content-Length framed) and returns its status.
-    func readStatus() throws -> Int {
-        while true {
-            if let end = headerEnd() {
-                let head = String(decoding: buffer[0..<end], as: UTF8.self)
-                let status = Int(head.dropFirst(9).prefix(3)) ?? 0
-                var length = 0
-                for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-                    length = Int(line.dropFirst(15).trimmingCharacters(in: .whitespaces)) ?? 0
-                }
-                while buffer.count < end + 4 + length { try fill() }
-                buffer.removeFirst(end + 4 + length)
-                return status
-            }
-            try fill()
-        }
-    }
-
-    private func headerEnd() -> Int? {
-        guard buffer.count >= 4 else { return nil }
-        for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-            return i
-        }
-        return nil
-    }
-
-    private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { throw BenchError(text: "connection closed") }
-        buffer += chunk[0..<n]
     }
 }

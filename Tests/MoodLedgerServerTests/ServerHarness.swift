@@ -98,80 +98,16 @@ struct RawResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-/// A blocking TCP client for framing tests: sends raw bytes, reads responses with a timeout.
+/// The raw-socket client of the framing tests: the server module's loopback client, answering ``RawResponse``.
 final class RawClient {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-
-    init(port: UInt16, timeout: Double = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    func close() { Glibc.close(fd) }
-
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw POSIXError(.EPIPE) }
-            offset += n
-        }
-    }
-
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    /// Reads more bytes; false at end of stream or timeout.
-    private func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return false }
-        buffer += chunk[0..<n]
-        return true
-    }
-
-    /// Whether the server closed the connection (reads return end of stream) within the timeout.
-    func closedByPeer() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { return true }
-            if n < 0 { return false }
-        }
-    }
-
-    /// Reads one response (Content-Length framed; 1xx responses are returned too).
+    let client: LoopbackClient
+    init(port: UInt16, timeout: Double = 5) throws { client = try LoopbackClient(port: port, timeout: timeout) }
+    func close() { client.close() }
+    func send(_ bytes: [UInt8]) throws { try client.send(bytes) }
+    func send(_ text: String) throws { try client.send(text) }
+    func closedByPeer() -> Bool { client.closedByPeer() }
     func readResponse(head: Bool = false) throws -> RawResponse {
-        while true {
-            if let end = find([13, 10, 13, 10]) {
-                let lines = String(decoding: buffer[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
-                let status = Int(lines[0].split(separator: " ")[1])!
-                let headers = lines.dropFirst().map { line -> (String, String) in
-                    let colon = line.firstIndex(of: ":")!
-                    return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-                }
-                let length = head ? 0 : headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? 0
-                while buffer.count < end + 4 + length { guard fill() else { throw POSIXError(.ETIMEDOUT) } }
-                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
-                buffer.removeFirst(end + 4 + length)
-                return RawResponse(status: status, headers: headers, body: body)
-            }
-            guard fill() else { throw POSIXError(.ETIMEDOUT) }
-        }
-    }
-
-    private func find(_ needle: [UInt8]) -> Int? {
-        guard buffer.count >= needle.count else { return nil }
-        for i in 0...(buffer.count - needle.count) where Array(buffer[i..<(i + needle.count)]) == needle { return i }
-        return nil
+        let response = try client.readResponse(head: head)
+        return RawResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
     }
 }
