@@ -178,3 +178,20 @@ struct HostileLogTests {
         #expect(Bytes.read(dir.sub("events.log")) == bytes)
     }
 }
+
+@Suite("Removing trees")
+struct RemoveTreeTests {
+    @Test("removeTree never follows a symbolic link to a directory: the link goes, the target stays")
+    func symlinkNotFollowed() throws {
+        let dir = TemporaryDirectory("tree")
+        let outside = TemporaryDirectory("outside")
+        try FileManager.default.createDirectory(atPath: dir.sub("a/b"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: outside.path, withIntermediateDirectories: true)
+        Bytes.write([1, 2, 3], to: outside.sub("precious"))
+        Bytes.write([4], to: dir.sub("a/b/file"))
+        try FileManager.default.createSymbolicLink(atPath: dir.sub("a/link"), withDestinationPath: outside.path)
+        try AtomicFile.removeTree(dir.path)
+        #expect(!FileManager.default.fileExists(atPath: dir.path))
+        #expect(Bytes.read(outside.sub("precious")) == [1, 2, 3], "the link's target is untouched")
+    }
+}

@@ -66,14 +66,14 @@ public enum AtomicFile {
         }
     }
 
-    /// Removes a directory and everything in it (no links are followed: entries that are directories are
-    /// recursed into, everything else is unlinked).
+    /// Removes a directory and everything in it. No link is ever followed: a real directory is recursed into,
+    /// everything else — a symbolic link to a directory included — is unlinked (the link, not its target).
     /// - Throws: ``EventLogError`` `io`.
     public static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws {
         try wrapIO("cannot remove \(path)") {
             for name in try io.contents(ofDirectory: path) {
                 let child = path + "/" + name
-                if (try? io.contents(ofDirectory: child)) != nil {
+                if io.isDirectoryNotLink(child) {
                     try removeTree(child, io: io)
                 } else {
                     try io.remove(child)

@@ -60,6 +60,8 @@ public protocol PlatformIO: Sendable {
     /// - Throws: ``Errno``.
     func makeDirectory(_ path: String) throws -> Bool
     /// Whether anything exists at `path`.
+    /// Whether `path` is itself a directory (a symbolic link is not followed).
+    func isDirectoryNotLink(_ path: String) -> Bool
     func exists(_ path: String) -> Bool
     /// The names in a directory, without `.` and `..`.
     /// - Throws: ``Errno``.
@@ -72,4 +74,9 @@ public protocol PlatformIO: Sendable {
     func processID() -> Int32
     /// Sleeps the calling thread.
     func sleep(milliseconds: Int)
+}
+
+extension PlatformIO {
+    /// Test doubles that do not model links answer as the system does.
+    public func isDirectoryNotLink(_ path: String) -> Bool { SystemIO().isDirectoryNotLink(path) }
 }

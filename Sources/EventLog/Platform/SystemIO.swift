@@ -122,6 +122,12 @@ public struct SystemIO: PlatformIO {
         return stat(path, &info) == 0
     }
 
+    /// Whether `path` is itself a directory: a symbolic link is not followed (`lstat`).
+    public func isDirectoryNotLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
     public func contents(ofDirectory path: String) throws -> [String] {
         guard let dir = opendir(path) else { throw Errno.current }
         defer { closedir(dir) }

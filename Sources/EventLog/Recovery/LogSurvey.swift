@@ -18,8 +18,6 @@ struct LogSurvey {
         /// The sequence number expected at `offset`.
         var seq: UInt64
         var problem: String
-        /// A torn tail (unacknowledged bytes), as opposed to damage.
-        var isTornTail: Bool
         /// For damage that runs to the end of the file: the last seq it appears to have held (see
         /// ``RecordScanner/lastSeqInDamagedTail()``), so that repair reports every seq it drops.
         var lostThrough: UInt64? = nil
@@ -51,7 +49,7 @@ struct LogSurvey {
             maxPayload = Int(header.maxPayload)
         case .failure(let problem):
             survey.problems.append(Problem(offset: 0, length: min(survey.size, offset), seq: 0,
-                                           problem: problem.text, isTornTail: false))
+                                           problem: problem.text))
             if survey.size < offset { return survey }
             // Resynchronise from just after where the header should end.
             var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: offset - 1, nextSeq: 1)
@@ -93,13 +91,13 @@ struct LogSurvey {
             case .torn(let reason):
                 closeRun()
                 survey.problems.append(Problem(offset: scanner.offset, length: survey.size - scanner.offset,
-                                               seq: scanner.nextSeq, problem: "torn tail (\(reason))", isTornTail: true))
+                                               seq: scanner.nextSeq, problem: "torn tail (\(reason))"))
                 return survey
             case .damage(let problem):
                 closeRun()
                 let found = try scanner.resynchronise(minimumSeq: scanner.nextSeq)
                 var damage = Problem(offset: scanner.offset, length: (found ?? survey.size) - scanner.offset,
-                                     seq: scanner.nextSeq, problem: problem, isTornTail: false)
+                                     seq: scanner.nextSeq, problem: problem)
                 guard let found else {
                     damage.lostThrough = try scanner.lastSeqInDamagedTail()
                     survey.problems.append(damage)

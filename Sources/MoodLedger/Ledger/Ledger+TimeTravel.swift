@@ -14,8 +14,10 @@ public struct LedgerDiff: Sendable, Equatable {
     public var outbox: [(before: OutboxItem?, after: OutboxItem?)]
 
     public static func == (a: LedgerDiff, b: LedgerDiff) -> Bool {
+        // Everything it holds: both sides of each change and of each outbox difference.
         a.fromSeq == b.fromSeq && a.toSeq == b.toSeq && a.added == b.added && a.removed == b.removed
-            && a.changed.map(\.after) == b.changed.map(\.after) && a.outbox.count == b.outbox.count
+            && a.changed.map(\.before) == b.changed.map(\.before) && a.changed.map(\.after) == b.changed.map(\.after)
+            && a.outbox.map(\.before) == b.outbox.map(\.before) && a.outbox.map(\.after) == b.outbox.map(\.after)
     }
 
     public var json: JSONValue {

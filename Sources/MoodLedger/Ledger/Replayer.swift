@@ -38,7 +38,6 @@ enum Replayer {
             var batches: [[Item]] = []
             var finished = false
             var failure: (any Error)?
-            var cancelled = false
         }
         let state = Mutex(State())
         let ready = DispatchSemaphore(value: 0)
@@ -91,24 +90,20 @@ enum Replayer {
         DispatchQueue.global(qos: .userInitiated).async {
             var batch: [Item] = []
             batch.reserveCapacity(2_048)
-            func hand(_ items: [Item]) -> Bool {
+            func hand(_ items: [Item]) {
                 channel.space.wait()
-                let cancelled = channel.state.withLock { state in
-                    if !state.cancelled { state.batches.append(items) }
-                    return state.cancelled
-                }
+                channel.state.withLock { $0.batches.append(items) }
                 channel.ready.signal()
-                return !cancelled
             }
             do {
                 try read(log, from: start, through: last) { view in
                     batch.append(try Item(view))
                     if batch.count == 2_048 {
-                        guard hand(batch) else { throw CancellationError() }
+                        hand(batch)
                         batch.removeAll(keepingCapacity: true)
                     }
                 }
-                if !batch.isEmpty { _ = hand(batch) }
+                if !batch.isEmpty { hand(batch) }
             } catch {
                 channel.state.withLock { $0.failure = error }
             }

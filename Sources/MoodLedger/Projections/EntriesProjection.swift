@@ -23,15 +23,6 @@ public struct EntriesState: Sendable, Equatable {
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
     /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
     private var sharedSourceKeys: Set<SourceKey> = []
-    /// How many entries each source has, by ``MoodSource`` code.
-    private(set) var sourceCounts = [Int](repeating: 0, count: MoodSource.allCases.count)
-
-    /// How many entries each source has.
-    public var countBySource: [MoodSource: Int] {
-        Dictionary(uniqueKeysWithValues: MoodSource.allCases.compactMap { source in
-            sourceCounts[Int(source.code)] > 0 ? (source, sourceCounts[Int(source.code)]) : nil
-        })
-    }
 
     /// Makes room for `count` entries (snapshot load knows how many).
     mutating func reserveCapacity(_ count: Int) {
@@ -180,7 +171,6 @@ public struct EntriesState: Sendable, Equatable {
                 bySourceID[key] = entry.id
             }
         }
-        sourceCounts[Int(entry.source.code)] += 1
     }
 
     private mutating func remove(_ entry: MoodEntry) {
@@ -213,7 +203,6 @@ public struct EntriesState: Sendable, Equatable {
                 }
             }
         }
-        sourceCounts[Int(entry.source.code)] -= 1
     }
 
     /// The first-wins order of entries sharing a source key: created first, then the smaller id.
@@ -223,7 +212,6 @@ public struct EntriesState: Sendable, Equatable {
         // The indexes are derived from the entries; equal entries (in any order) mean equal state.
         a.count == b.count && a.all.allSatisfy { b[$0.id] == $0 } && a.activeDays == b.activeDays && a.dailyMoodByDay == b.dailyMoodByDay
             && a.bySourceID == b.bySourceID
-            && a.sourceCounts == b.sourceCounts
     }
 }
 

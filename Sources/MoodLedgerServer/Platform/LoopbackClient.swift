@@ -22,7 +22,7 @@ public final class LoopbackClient {
         public var description: String { what }
     }
 
-    private let fd: Int32
+    private var fd: Int32
     private var buffer: [UInt8] = []
 
     /// Connects to 127.0.0.1:`port`; reads time out after `timeout` seconds.
@@ -37,8 +37,12 @@ public final class LoopbackClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
+            // A class whose init throws once its properties are set still runs deinit: mark the descriptor
+            // closed, so it is never closed twice (a second close could hit another thread's reused number).
+            let code = errno
             Glibc.close(fd)
-            throw Failure(what: "cannot connect to 127.0.0.1:\(port) (errno \(errno))")
+            fd = -1
+            throw Failure(what: "cannot connect to 127.0.0.1:\(port) (errno \(code))")
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -46,7 +50,7 @@ public final class LoopbackClient {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { if fd >= 0 { Glibc.close(fd) } }
 
     /// Closes the connection now (idempotent through `shutdown`; the descriptor is released on deinit).
     public func close() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }

@@ -180,16 +180,16 @@ public enum MoodRules {
         return result
     }
 
-    static func words<W: Equatable>(_ inputs: [String], as: W.Type, limit: Int) throws(MoodError) -> [W]
-        where W: VocabularyParsing {
+    static func words<D: VocabularyDomain>(_ inputs: [String], as: VocabularyWord<D>.Type, limit: Int) throws(MoodError)
+        -> [VocabularyWord<D>] {
         // The list as given is counted (as JSON Schema's maxItems counts it), before aliases and repeats fold.
-        guard inputs.count <= limit else { throw .invalid(W.fieldName, "at most \(limit) allowed") }
-        var result: [W] = []
+        guard inputs.count <= limit else { throw .invalid(D.fieldName, "at most \(limit) allowed") }
+        var result: [VocabularyWord<D>] = []
         for input in inputs {
-            let word = try W.parseWord(input)
+            let word = try VocabularyWord<D>.parse(input)
             if !result.contains(word) { result.append(word) }
         }
-        guard result.count <= limit else { throw .invalid(W.fieldName, "at most \(limit) allowed") }
+        guard result.count <= limit else { throw .invalid(D.fieldName, "at most \(limit) allowed") }
         return result
     }
 }
@@ -201,17 +201,6 @@ public enum LoggedAtBounds: Sendable, Equatable {
     /// A backend storing what its clients send (the seed API sets no bounds): the whole range a ledger can store,
     /// 1900-01-01 up to 2200-01-01.
     case storage
-}
-
-/// Lets the rules parse labels and associations alike.
-protocol VocabularyParsing {
-    static func parseWord(_ text: String) throws(MoodError) -> Self
-    static var fieldName: String { get }
-}
-
-extension VocabularyWord: VocabularyParsing {
-    static func parseWord(_ text: String) throws(MoodError) -> VocabularyWord { try parse(text) }
-    static var fieldName: String { Domain.fieldName }
 }
 
 extension String {
