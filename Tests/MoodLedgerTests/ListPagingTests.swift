@@ -44,3 +44,66 @@ struct ListPagingTests {
         }
     }
 }
+
+@Suite("Listing with every filter")
+struct ListFilterTests {
+    @Test("Every filter, alone and combined, and every paging edge equal a brute-force filter of the entries")
+    func filtersMatchBruteForce() throws {
+        var random = SeededRandom()
+        let dir = TemporaryDirectory("list-filters")
+        let clock = TestClock()
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
+        defer { ledger.close() }
+        let labels = ["calm", "happy", "stressed", "my word"]
+        let associations = ["work", "family", "fitness"]
+        let tags = ["Garden", "office", "rain"]
+        var plan = ImportPlan(format: .moodAPI)
+        for i in 0..<400 {
+            var draft = MoodDraft(loggedAt: LoggedAt(milliseconds: 1_760_000_000_000 + Int64(i) * 7_200_000 / 3),
+                                  source: [.manual, .import, .healthkit, .backend][i % 4], sourceID: "s\(i)")
+            if i % 5 != 0 { draft.valence = Double(Int.random(in: -100...100, using: &random)) / 100 }
+            draft.labels = Array(labels.shuffled(using: &random).prefix(Int.random(in: i % 5 == 0 ? 1...2 : 0...2, using: &random)))
+            draft.associations = Array(associations.shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random)))
+            draft.tags = Array(tags.shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random)))
+            draft.notes = i % 3 == 0 ? "Walked in the Garden \(i)" : nil
+            plan.rows.append(ImportRow(line: i + 1, draft: draft))
+        }
+        _ = try ledger.importPlan(plan)
+        let state = ledger.state
+        let all = state.entries.all.sorted(by: MoodEntry.newestFirst)
+        let days = state.entries.activeDays
+        for round in 0..<300 {
+            var query = EntryQuery()
+            if Bool.random(using: &random) { query.from = days.randomElement(using: &random) }
+            if Bool.random(using: &random) { query.to = days.randomElement(using: &random) }
+            if let from = query.from, let to = query.to, from > to { (query.from, query.to) = (to, from) }
+            if Int.random(in: 0..<3, using: &random) == 0 { query.source = MoodSource.allCases.randomElement(using: &random) }
+            if Int.random(in: 0..<3, using: &random) == 0 { query.label = try MoodLabel.parse(labels.randomElement(using: &random)!) }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                query.association = try MoodAssociation.parse(associations.randomElement(using: &random)!)
+            }
+            if Int.random(in: 0..<4, using: &random) == 0 { query.tag = tags.randomElement(using: &random)!.uppercased() }
+            if Int.random(in: 0..<5, using: &random) == 0 { query.search = "garden" }
+            if Int.random(in: 0..<4, using: &random) == 0 { query.minValence = Double.random(in: -1...0.5, using: &random) }
+            if Int.random(in: 0..<4, using: &random) == 0 { query.maxValence = Double.random(in: -0.5...1, using: &random) }
+            query.limit = [1, 2, 30, 100].randomElement(using: &random)!
+            query.offset = [0, 1, 29, 30, 399, 400, 1000].randomElement(using: &random)!
+            let matching = all.filter { e in
+                (query.from.map { e.localDate >= $0 } ?? true) && (query.to.map { e.localDate <= $0 } ?? true)
+                    && (query.source.map { e.source == $0 } ?? true)
+                    && (query.label.map { e.labels.contains($0) } ?? true)
+                    && (query.association.map { e.associations.contains($0) } ?? true)
+                    && (query.tag.map { t in e.tags.contains { $0.lowercased() == t.lowercased() } } ?? true)
+                    && (query.search.map { s in e.notes?.lowercased().contains(s) ?? false } ?? true)
+                    && (query.minValence.map { m in e.valence.map { Valence.fixed($0) >= Valence.fixed(m) } ?? false } ?? true)
+                    && (query.maxValence.map { m in e.valence.map { Valence.fixed($0) <= Valence.fixed(m) } ?? false } ?? true)
+            }
+            let page = try state.list(query)
+            #expect(page.total == matching.count, "round \(round)")
+            #expect(page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id), "round \(round)")
+            #expect(page.hasMore == (query.offset + page.entries.count < matching.count))
+        }
+        #expect(throws: MoodError.self) { var q = EntryQuery(); q.limit = 0; _ = try state.list(q) }
+        #expect(throws: MoodError.self) { var q = EntryQuery(); q.offset = -1; _ = try state.list(q) }
+    }
+}

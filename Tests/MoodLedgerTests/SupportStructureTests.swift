@@ -1,0 +1,91 @@
+import Foundation
+@testable import MoodLedger
+import TestSupport
+import Testing
+
+/// The compact structures behind the projections, checked against plain Swift models on seeded random inputs.
+@Suite("WordList, DayTable and WordTable against models")
+struct SupportStructureTests {
+    @Test("WordList packs up to eight Apple words inline, spills otherwise, and always equals its array")
+    func wordList() {
+        var random = SeededRandom()
+        for _ in 0..<500 {
+            let count = Int.random(in: 0...12, using: &random)
+            var words: [MoodLabel] = []
+            for _ in 0..<count {
+                let word = Int.random(in: 0..<6, using: &random) == 0
+                    ? MoodLabel(custom: "own \(Int.random(in: 0..<5, using: &random))")
+                    : MoodLabel(appleRawValue: Int.random(in: 1...LabelDomain.canonicalNames.count, using: &random))!
+                if !words.contains(word) { words.append(word) }
+            }
+            let list = WordList(words)
+            #expect(list.array == words && list.count == words.count && list.isEmpty == words.isEmpty)
+            var seen: [MoodLabel] = []
+            list.forEach { seen.append($0) }
+            #expect(seen == words)
+            for raw in 1...LabelDomain.canonicalNames.count {
+                let word = MoodLabel(appleRawValue: raw)!
+                #expect(list.contains(word) == words.contains(word))
+            }
+            #expect(list.contains(MoodLabel(custom: "own 1")) == words.contains(MoodLabel(custom: "own 1")))
+            #expect(list == WordList(list.array), "the representation is canonical")
+            if words.allSatisfy({ !$0.isCustom }), words.count <= 8 {
+                let raws = words.map { UInt8($0.appleRawValue!) }
+                let fromRaw = raws.withUnsafeBytes { WordList<LabelDomain>(rawValues: $0) }
+                #expect(fromRaw == list)
+            }
+        }
+        #expect([UInt8](repeating: 1, count: 9).withUnsafeBytes { WordList<LabelDomain>(rawValues: $0) } == nil)
+        #expect([UInt8]([3, 0]).withUnsafeBytes { WordList<LabelDomain>(rawValues: $0) } == nil)
+    }
+
+    @Test("DayTable behaves as a dictionary of days, growing at either end, days ascending")
+    func dayTable() {
+        var random = SeededRandom()
+        var table = DayTable<Int>(empty: 0)
+        var model: [Int32: Int] = [:]
+        for _ in 0..<3_000 {
+            let day = LocalDate(daysSinceEpoch: Int32.random(in: 19_000...19_400, using: &random))
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                table[day] = nil
+                model[day.daysSinceEpoch] = nil
+            case 1:
+                let value = Int.random(in: 1...100, using: &random)
+                table[day] = value
+                model[day.daysSinceEpoch] = value
+            default:
+                let delta = Int.random(in: -3...3, using: &random)
+                table.modify(day, default: 0, removeIf: { $0 == 0 }) { $0 += delta }
+                let next = (model[day.daysSinceEpoch] ?? 0) + delta
+                model[day.daysSinceEpoch] = next == 0 ? nil : next
+            }
+            #expect(table[day] == model[day.daysSinceEpoch])
+        }
+        #expect(table.count == model.count)
+        #expect(table.days.map(\.daysSinceEpoch) == model.keys.sorted())
+        #expect(table.pairs.map { $0.1 } == model.keys.sorted().map { model[$0]! })
+        var copy = DayTable<Int>(empty: 0)
+        for (day, value) in model.sorted(by: { $0.key > $1.key }) { copy[LocalDate(daysSinceEpoch: day)] = value }
+        #expect(copy == table, "equal contents, whatever the order they came in")
+    }
+
+    @Test("WordTable keeps canonical and custom words apart and lists every pair")
+    func wordTable() {
+        var random = SeededRandom()
+        var table = WordTable<AssociationDomain, Int>()
+        var model: [MoodAssociation: Int] = [:]
+        for _ in 0..<2_000 {
+            let word = Int.random(in: 0..<4, using: &random) == 0
+                ? MoodAssociation(custom: "hobby \(Int.random(in: 0..<6, using: &random))")
+                : MoodAssociation(appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
+            let delta = Int.random(in: -2...2, using: &random)
+            table.modify(word, default: 0, removeIf: { $0 == 0 }) { $0 += delta }
+            let next = (model[word] ?? 0) + delta
+            model[word] = next == 0 ? nil : next
+            #expect(table[word] == model[word])
+        }
+        #expect(table.count == model.count && table.isEmpty == model.isEmpty)
+        #expect(Dictionary(uniqueKeysWithValues: table.pairs.map { ($0.0, $0.1) }) == model)
+    }
+}
