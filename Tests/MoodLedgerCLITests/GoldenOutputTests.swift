@@ -49,6 +49,43 @@ struct GoldenOutputTests {
         #expect(matches, "golden mismatch:\n--- expected\n\(expected)\n--- actual\n\(output)")
         #expect(cli.run(["demo"]).code == 0, "a demo ledger is rebuilt")
         #expect(cli.run(["verify"]).code == 0)
+        // Every command the tour prints runs when pasted, as printed (it names its ledger).
+        let commands = result.out.split(separator: "\n").filter { $0.hasPrefix("$ moodledger ") }
+        #expect(commands.count >= 8)
+        for line in commands {
+            let words = line.dropFirst("$ moodledger ".count).split(separator: " ").map(String.init)
+            #expect(words.starts(with: ["--ledger", cli.ledger]), "\(line)")
+            let pasted = cli.run(words, ledger: false)
+            #expect(pasted.code == 0, "\(line): \(pasted.err)")
+        }
+    }
+
+    @Test("Every example in the README's Using-it block runs when pasted, in order")
+    func readmeExamples() throws {
+        let readme = try String(contentsOfFile: Repository.root + "/README.md", encoding: .utf8)
+        let section = readme.components(separatedBy: "## Using it")[1].components(separatedBy: "```")[1]
+        let cli = CLIHarness()
+        var ran = 0
+        for line in section.split(separator: "\n") where line.hasPrefix("$M ") {
+            let command = line.dropFirst(3).components(separatedBy: "  #")[0]
+            // Words as a shell splits them here: double-quoted runs stay whole.
+            var words: [String] = []
+            var current = ""
+            var quoted = false
+            for character in command {
+                if character == "\"" { quoted.toggle(); continue }
+                if character == " ", !quoted {
+                    if !current.isEmpty { words.append(current); current = "" }
+                } else {
+                    current.append(character)
+                }
+            }
+            if !current.isEmpty { words.append(current) }
+            let result = cli.run(words.map { $0 == "my.ledger" ? cli.dir.sub("my.ledger") : $0 }, ledger: false)
+            #expect(result.code == 0, "README: \(line): \(result.err)")
+            ran += 1
+        }
+        #expect(ran >= 8)
     }
 }
 
@@ -76,7 +113,7 @@ struct BinaryTests {
         let dir = TemporaryDirectory("e2e")
         let (code, out, err) = try run(["demo"], directory: dir.path)
         #expect(code == 0, "\(err)")
-        #expect(out.contains("ok: ") && out.contains("$ moodledger history"))
+        #expect(out.contains("ok: ") && out.contains("$ moodledger --ledger ./demo.ledger history"))
         #expect(FileManager.default.fileExists(atPath: dir.sub("demo.ledger/events.log")))
         let mode = try FileManager.default.attributesOfItem(atPath: dir.sub("demo.ledger"))[.posixPermissions] as! NSNumber
         #expect(mode.intValue == 0o700)

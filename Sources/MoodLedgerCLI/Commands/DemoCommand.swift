@@ -39,8 +39,10 @@ enum DemoCommand {
 
     static func tour(_ context: Context, _ story: DemoStory.Summary) {
         let console = context.console
+        // Every command is printed as it can be pasted into a shell: with the ledger it uses.
+        let ledger = context.ledgerPath.contains(" ") ? "'\(context.ledgerPath)'" : context.ledgerPath
         let run: ([String]) -> Void = { words in
-            console.line("\n$ moodledger " + words.joined(separator: " "))
+            console.line("\n$ moodledger --ledger \(ledger) " + words.joined(separator: " "))
             _ = CLI.run(words + ["--ledger", context.ledgerPath], environment: context.environment, console: console,
                         options: context.baseOptions)
         }
@@ -56,9 +58,10 @@ enum DemoCommand {
         run(["outbox", "--destination", "backend", "--at", String(story.beforeRetrySeq)])
         console.line("\n5. Every record checked:")
         run(["verify"])
-        console.line("\nTry next: moodledger day \(story.lastDay) --ledger \(context.ledgerPath) · "
-                     + "moodledger diff \(story.beforeRetrySeq) \(story.events) --ledger \(context.ledgerPath) · "
-                     + "moodledger events --entry \(story.auditedEntry) --json --ledger \(context.ledgerPath)")
+        console.line("\nTry next:")
+        console.line("$ moodledger --ledger \(ledger) day \(story.lastDay)")
+        console.line("$ moodledger --ledger \(ledger) diff \(story.beforeRetrySeq) \(story.events)")
+        console.line("$ moodledger --ledger \(ledger) events --entry \(story.auditedEntry) --json")
     }
 }
 
