@@ -89,3 +89,23 @@ struct SupportStructureTests {
         #expect(Dictionary(uniqueKeysWithValues: table.pairs.map { ($0.0, $0.1) }) == model)
     }
 }
+
+@Suite("Entry ids without Foundation")
+struct EntryIDTests {
+    @Test("Text round trips, any case parses, and Foundation's UUID agrees; malformed text is refused")
+    func text() {
+        var random = SeededRandom()
+        for _ in 0..<1000 {
+            let id = EntryID.random(using: &random)
+            #expect(EntryID(id.description) == id)
+            #expect(EntryID(id.description.uppercased()) == id)
+            #expect(id.description == UUID(uuidString: id.description)!.uuidString.lowercased())
+        }
+        let fresh = EntryID.random()
+        #expect((fresh.high >> 12) & 0xF == 4 && fresh.low >> 62 == 2, "version 4, RFC 4122 variant")
+        for bad in ["", "3f2504e0-4f89-41d3-9a0c-0305e82c330", "3f2504e04f8941d39a0c0305e82c3301",
+                    "3f2504e0-4f89-41d3-9a0c-0305e82c330g", "3f2504e0+4f89-41d3-9a0c-0305e82c3301", " 3f2504e0-4f89-41d3-9a0c-0305e82c330"] {
+            #expect(EntryID(bad) == nil, "\(bad)")
+        }
+    }
+}

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A 128-bit identifier (a UUID) for entries and commands, hashed and compared as two integers.
 public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The first 8 bytes, big-endian.
@@ -13,22 +11,36 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.low = low
     }
 
-    /// Creates an identifier from a Foundation UUID.
-    public init(_ uuid: UUID) {
-        let t = uuid.uuid
-        high = [t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7].reduce(0) { $0 << 8 | UInt64($1) }
-        low = [t.8, t.9, t.10, t.11, t.12, t.13, t.14, t.15].reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    /// Parses the canonical `8-4-4-4-12` text form (any case).
+    /// Parses the canonical `8-4-4-4-12` text form (any case); `nil` for anything else.
     /// - Parameter text: the UUID text.
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
-        self.init(uuid)
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 36 else { return nil }
+        var value: (UInt64, UInt64) = (0, 0)
+        var digits = 0
+        for (index, byte) in utf8.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if digits < 16 { value.0 = value.0 << 4 | UInt64(nibble) } else { value.1 = value.1 << 4 | UInt64(nibble) }
+            digits += 1
+        }
+        self.init(high: value.0, low: value.1)
     }
 
-    /// A new random (version 4) identifier.
-    public static func random() -> EntryID { EntryID(UUID()) }
+    /// A new random (version 4) identifier, from the system's random source.
+    public static func random() -> EntryID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
 
     /// A version-4-shaped identifier drawn from a seeded generator (deterministic demos and imports).
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> EntryID {
@@ -37,19 +49,18 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
         return EntryID(high: high, low: low)
     }
 
-    /// The Foundation UUID.
-    public var uuid: UUID {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<8 {
-            bytes[i] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(i)))
-            bytes[8 + i] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(i)))
-        }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-    }
-
     /// Lower-case canonical text, e.g. `3f2504e0-4f89-41d3-9a0c-0305e82c3301`.
-    public var description: String { uuid.uuidString.lowercased() }
+    public var description: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for index in 0..<32 {
+            if index == 8 || index == 12 || index == 16 || index == 20 { text.append(UInt8(ascii: "-")) }
+            let word = index < 16 ? high : low
+            text.append(digits[Int(word >> UInt64(60 - 4 * (index % 16)) & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
 
     public static func < (a: EntryID, b: EntryID) -> Bool { (a.high, a.low) < (b.high, b.low) }
 

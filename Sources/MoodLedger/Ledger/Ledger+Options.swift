@@ -1,5 +1,4 @@
 import EventLog
-import Foundation
 
 extension Ledger {
     /// How a ledger is opened. Every property documents its default.
@@ -29,7 +28,7 @@ extension Ledger {
         /// `moodledger` tool sets the machine's zone (or `--tz`).
         public var zone: LocalZone?
         /// The UTC offset (minutes) for entries logged without a time. Default: the machine's current offset.
-        public var utcOffsetMinutes = TimeZone.current.secondsFromGMT() / 60
+        public var utcOffsetMinutes = LocalZone.current.offsetMinutes(atUTC: SystemIO().now() / 1000)
         /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
         /// Draws new entry and command ids. Default: random UUIDs.

@@ -36,7 +36,7 @@ public final class HKHealthStoreAdapter: HealthStore, @unchecked Sendable {
                                       limit: HKObjectQueryNoLimit, sortDescriptors: nil) { _, samples, error in
                 for case let mind as HKStateOfMind in samples ?? [] {
                     result.append(StateOfMindSample(
-                        uuid: EntryID(mind.uuid), date: LoggedAt(milliseconds: Int64(mind.startDate.timeIntervalSince1970 * 1000),
+                        uuid: EntryID(mind.uuid.uuidString)!, date: LoggedAt(milliseconds: Int64(mind.startDate.timeIntervalSince1970 * 1000),
                                                                  utcOffsetMinutes: TimeZone.current.secondsFromGMT(for: mind.startDate) / 60),
                         kind: mind.kind == .dailyMood ? .dailyMood : .momentaryEmotion, valence: mind.valence,
                         labels: mind.labels.compactMap { MoodLabel(appleRawValue: $0.rawValue) },
