@@ -110,3 +110,47 @@ struct StrictDecodingTests {
         #expect(report.problems.contains { $0.seq == 2 && $0.problem.contains("utc_offset_minutes") })
     }
 }
+
+@Suite("A crafted log with a shared source id")
+struct SharedSourceIDTests {
+    @Test("Replay and snapshot + tail agree: the entry created first holds the (source, source id)")
+    func firstWins() throws {
+        let dir = TemporaryDirectory("shared-source")
+        let log = try EventLog.open(directory: dir.path)
+        var ids: [EntryID] = []
+        // Ids in descending order, so that insertion by id (a snapshot load) and by time (replay) differ.
+        for (i, high) in [UInt64(0x9000_0000_0000_4000), 0x5000_0000_0000_4000, 0x1000_0000_0000_4000].enumerated() {
+            let id = EntryID(high: high, low: 0x8000_0000_0000_0001)
+            ids.append(id)
+            let entry = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 1_740_000_000_000 + Int64(i) * 60_000),
+                                  kind: .momentaryEmotion, valence: 0.1, enteredScore: nil, tags: [], notes: nil,
+                                  source: .import, sourceID: "daylio:dup")
+            try log.append([PendingRecord(type: EventType.created.rawValue,
+                                          payload: EventCodec.encode(.created(entry), commandID: EntryID.random()),
+                                          recordedAt: 1_740_000_000_000_000 + Int64(i) * 1_000_000)])
+        }
+        log.close()
+        var options = Ledger.Options()
+        options.useSnapshots = false
+        let replayed = try Ledger.open(at: dir.path, options: options)
+        #expect(replayed.state.entries.entry(source: .import, sourceID: "daylio:dup")?.id == ids[0], "created first")
+        let replayedState = replayed.state
+        replayed.close()
+        var snapshotting = Ledger.Options()
+        snapshotting.snapshotOnCloseMinimum = 1
+        let writer = try Ledger.open(at: dir.path, options: snapshotting)
+        try writer.delete(ids[0])  // the holder goes: the next created passes it on, in both paths
+        _ = try writer.snapshot()
+        let live = writer.state
+        writer.close()
+        let warm = try Ledger.open(at: dir.path)
+        #expect(warm.eventLog.resumedFromCheckpoint)
+        #expect(warm.state.entries == live.entries)
+        #expect(warm.state.entries.entry(source: .import, sourceID: "daylio:dup")?.id == ids[1])
+        warm.close()
+        let cold = try Ledger.open(at: dir.path, options: options)
+        #expect(cold.state.entries == live.entries, "full replay == snapshot + tail")
+        cold.close()
+        #expect(replayedState.entries.count == 3)
+    }
+}
