@@ -143,7 +143,10 @@ enum JSONImporters {
         // A typed score is restored as typed (its valence is its exact translation); then the valence; then a
         // score (derived in an export, or the API's legacy mood_score).
         if let typed = try r.number("typed_score") {
-            guard typed.rounded() == typed else { throw r.error("typed_score", "must be a whole number") }
+            // The range is checked before the conversion: a crafted 1e300 must not trap Int(_:).
+            guard typed.rounded() == typed, (1...10).contains(typed) else {
+                throw r.error("typed_score", "must be a whole score 1...10")
+            }
             draft.score = Int(typed)
         } else if let valence = try r.number("valence") {
             draft.valence = valence
@@ -151,7 +154,9 @@ enum JSONImporters {
             var score = try r.number("score")
             if score == nil { score = try r.number("mood_score") }
             if let score {
-                guard score.rounded() == score else { throw r.error("score", "must be a whole number") }
+                guard score.rounded() == score, (1...10).contains(score) else {
+                    throw r.error("score", "must be a whole score 1...10")
+                }
                 draft.score = Int(score)
             }
         }
