@@ -111,19 +111,19 @@ extension MoodServer {
         do {
             summary = try (from <= to ? state : LedgerState()).summary(range: "custom", today: today, from: min(from, to), to: to)
         } catch { throw APIReply.failure(error) }
+        // Each report is rendered once and its fields picked from it.
+        let summaryJSON = summary.json
+        let trendsJSON = trends.json
         var pairs: [(String, JSONValue)] = [
             ("period", .object([("from", .string(from.description)), ("to", .string(to.description))])),
-            ("summary", .object([("total_entries", .int(Int64(summary.entryCount))),
-                                 ("average_valence", summary.json["average_valence"] ?? .null),
-                                 ("average_score", summary.json["average_score"] ?? .null),
-                                 ("highest_score", summary.json["highest_score"] ?? .null),
-                                 ("lowest_score", summary.json["lowest_score"] ?? .null)])),
+            ("summary", .object([("total_entries", .int(Int64(summary.entryCount)))]
+                + ["average_valence", "average_score", "highest_score", "lowest_score"].map { ($0, summaryJSON[$0] ?? .null) })),
             ("trends", .object([("trend_direction", .string(trends.direction)),
-                                ("valence_statistics", trends.json["valence_statistics"] ?? .null)])),
+                                ("valence_statistics", trendsJSON["valence_statistics"] ?? .null)])),
             ("top_labels", state.labelAnalytics(from: from, to: to, limit: labelLimit).json["top_labels"] ?? .array([])),
             ("top_associations", state.associationAnalytics(from: from, to: to, limit: associationLimit).json["top_associations"] ?? .array([])),
         ]
-        if daily { pairs.append(("daily_aggregates", trends.json["daily_data"] ?? .array([]))) }
+        if daily { pairs.append(("daily_aggregates", trendsJSON["daily_data"] ?? .array([]))) }
         return .object(pairs)
     }
 
