@@ -48,7 +48,7 @@ struct BenchWorkload {
             remove(id)
             return (.deleted(id), time)
         case 88..<96:
-            return (.syncSucceeded(id, .backend, remoteID: "srv-\(int(1...9_999_999))"), time)
+            return (.syncSucceeded(id, .backend, remoteID: "srv-\(int(1...9_999_999))", revision: 0), time)
         default:
             return (.syncFailed(id, .backend, SyncFailure(status: 503, error: "Service Unavailable",
                                                           retryable: true)), time)

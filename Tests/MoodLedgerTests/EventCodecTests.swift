@@ -32,7 +32,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<11, using: &random) {
+        switch Int.random(in: 0..<14, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -47,12 +47,23 @@ struct EventFactory {
         case 3: return .associationsEdited(id, (0..<2).map { _ in word(AssociationDomain.self) })
         case 4: return .tagsEdited(id, ["a", "b c"])
         case 5: return .deleted(id)
-        case 6: return .syncAttempted(id, destination, SyncOperation.allCases.randomElement(using: &random)!)
-        case 7: return .syncSucceeded(id, destination, remoteID: "remote-\(Int.random(in: 0..<99, using: &random))")
+        case 6: return .syncAttempted(id, destination, SyncOperation.allCases.randomElement(using: &random)!,
+                                      key: Bool.random(using: &random) ? "\(id).\(Int.random(in: 1..<99, using: &random))" : "")
+        case 7: return .syncSucceeded(id, destination, remoteID: "remote-\(Int.random(in: 0..<99, using: &random))",
+                                      revision: UInt64.random(in: 0...UInt64(Int64.max), using: &random))
         case 8: return .syncFailed(id, destination, SyncFailure(status: Bool.random(using: &random) ? 503 : nil,
-                                                                error: "Service Unavailable", retryable: Bool.random(using: &random)))
-        case 9: return .remoteApplied(RemoteChange(origin: destination, remoteID: "r1", entry: entry(id: id), entryID: id))
-        default: return .remoteApplied(RemoteChange(origin: destination, remoteID: nil, entry: nil, entryID: id))
+                                                                error: "Service Unavailable", retryable: Bool.random(using: &random),
+                                                                nextAttemptAt: Bool.random(using: &random) ? Int64.random(in: 1...1_900_000_000_000, using: &random) : nil))
+        case 9: return .remoteApplied(RemoteChange(origin: destination, remoteID: "r1", entry: entry(id: id), entryID: id,
+                                                   revision: UInt64.random(in: 0...1000, using: &random),
+                                                   conflict: Bool.random(using: &random)))
+        case 10: return .remoteApplied(RemoteChange(origin: destination, remoteID: nil, entry: nil, entryID: id))
+        case 11: return .syncPulled(SyncPull(destination: destination, cursor: UInt64.random(in: 0...99, using: &random),
+                                             serverRevision: UInt64.random(in: 0...99, using: &random),
+                                             applied: Int.random(in: 0...9, using: &random), serverWentBack: Bool.random(using: &random)))
+        case 12: return .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 1...65535, using: &random))",
+                                                       dialect: RemoteDialect.allCases.randomElement(using: &random)!))
+        default: return .syncRequeued(id, destination, reason: "the server lost it")
         }
     }
 }
@@ -115,10 +126,15 @@ struct EventCodecTests {
             ("associations_edited", .associationsEdited(id, [.named("currentEvents")])),
             ("tags_edited", .tagsEdited(id, ["Reading", "walk"])),
             ("deleted", .deleted(id)),
-            ("sync_attempted", .syncAttempted(id, .backend, .create)),
-            ("sync_succeeded", .syncSucceeded(id, .backend, remoteID: "srv-42")),
-            ("sync_failed", .syncFailed(id, .healthkit, SyncFailure(status: 403, error: "authorization denied", retryable: true))),
-            ("remote_applied", .remoteApplied(RemoteChange(origin: .backend, remoteID: "srv-42", entry: entry, entryID: id))),
+            ("sync_attempted", .syncAttempted(id, .backend, .create, key: "\(id).17")),
+            ("sync_succeeded", .syncSucceeded(id, .backend, remoteID: "srv-42", revision: 18)),
+            ("sync_failed", .syncFailed(id, .healthkit, SyncFailure(status: 403, error: "authorization denied", retryable: true,
+                                                                    nextAttemptAt: 1_780_000_030_000))),
+            ("remote_applied", .remoteApplied(RemoteChange(origin: .backend, remoteID: "srv-42", entry: entry, entryID: id,
+                                                           revision: 19, conflict: true))),
+            ("sync_pulled", .syncPulled(SyncPull(cursor: 19, serverRevision: 21, applied: 1))),
+            ("remote_configured", .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:8080", dialect: .moodAPI))),
+            ("sync_requeued", .syncRequeued(id, .backend, reason: "the server lacks it (revision went back from 21 to 12)")),
         ]
     }
 
@@ -155,7 +171,16 @@ struct EventCodecTests {
             let bytes = stride(from: 0, to: hex.count, by: 2).map {
                 UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)!
             }
-            let (command, event) = try bytes.withUnsafeBytes { try EventCodec.decode(type: UInt16(item["type"]!.intValue!), payload: $0) }
+            let type = UInt16(item["type"]!.intValue!)
+            let (command, event) = try bytes.withUnsafeBytes { try EventCodec.decode(type: type, payload: $0) }
+            if let data = item["expected_data"] {
+                // A version-1 sync event: upcast with the version-2 fields absent; re-encoded as version 2.
+                #expect(event.json == data, "\(event.json.serialized())")
+                let current = EventCodec.encode(event, commandID: command)
+                #expect(current[0] == 2)
+                #expect(try current.withUnsafeBytes { try EventCodec.decode(type: type, payload: $0) }.event == event)
+                continue
+            }
             let expected = item["expected"]!
             #expect(command.description == expected["command_id"]!.stringValue!)
             #expect(event.entryID.description == expected["entry_id"]!.stringValue!)

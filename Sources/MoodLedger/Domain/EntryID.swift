@@ -36,6 +36,9 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.init(high: value.0, low: value.1)
     }
 
+    /// The all-zero id: what events that concern no entry (`sync.pulled`, `remote.configured`) carry.
+    public static let none = EntryID(high: 0, low: 0)
+
     /// A new random (version 4) identifier, from the system's random source.
     public static func random() -> EntryID {
         var generator = SystemRandomNumberGenerator()

@@ -1,3 +1,5 @@
+import EventLog
+
 /// The compact binary encoding of events in log records (`Specs/events.md`), with upcasting of old versions.
 ///
 /// Payload: `version u8 · command id (16) · entry id (16) · body`. The record type is the ``EventType`` code.
@@ -35,22 +37,39 @@ public enum EventCodec {
         case .associationsEdited(_, let associations): writeWords(associations, to: &w)
         case .tagsEdited(_, let tags): writeStrings(tags, to: &w)
         case .deleted: break
-        case .syncAttempted(_, let destination, let operation):
+        case .syncAttempted(_, let destination, let operation, let key):
             w.u8(destination.code)
             w.u8(operation.code)
-        case .syncSucceeded(_, let destination, let remoteID):
+            w.string(key)
+        case .syncSucceeded(_, let destination, let remoteID, let revision):
             w.u8(destination.code)
             w.string(remoteID)
+            w.varint(revision)
         case .syncFailed(_, let destination, let failure):
             w.u8(destination.code)
             w.varint(UInt64(max(0, failure.status ?? 0)))
             w.u8(failure.retryable ? 1 : 0)
             w.string(failure.error)
+            w.varint(UInt64(max(0, failure.nextAttemptAt ?? 0)))
         case .remoteApplied(let change):
             w.u8(change.origin.code)
-            w.u8((change.remoteID != nil ? 1 : 0) | (change.entry == nil ? 2 : 0))
+            w.u8((change.remoteID != nil ? 1 : 0) | (change.entry == nil ? 2 : 0) | (change.conflict ? 4 : 0))
             if let remoteID = change.remoteID { w.string(remoteID) }
             if let entry = change.entry { writeEntryBody(entry, to: &w, withTags: true) }
+            w.varint(change.revision)
+        case .syncPulled(let pull):
+            w.u8(pull.destination.code)
+            w.u8(pull.serverWentBack ? 1 : 0)
+            w.varint(pull.cursor)
+            w.varint(pull.serverRevision)
+            w.varint(UInt64(pull.applied))
+        case .remoteConfigured(let config):
+            w.u8(config.destination.code)
+            w.u8(config.dialect.code)
+            w.string(config.url)
+        case .syncRequeued(_, let destination, let reason):
+            w.u8(destination.code)
+            w.string(reason)
         }
         return w.bytes
     }
@@ -103,24 +122,59 @@ public enum EventCodec {
                 guard let operation = SyncOperation(code: try r.u8()) else {
                     throw ByteReader.Malformed(what: "operation: unknown code")
                 }
-                event = .syncAttempted(id, destination, operation)
+                // Version 1 had no idempotency key.
+                event = .syncAttempted(id, destination, operation, key: version >= 2 ? try r.string("key") : "")
             case .syncSucceeded:
-                event = .syncSucceeded(id, try readDestination(from: &r), remoteID: try r.string("remote_id"))
+                let destination = try readDestination(from: &r)
+                let remoteID = try r.string("remote_id")
+                let revision = version >= 2 ? try readRevision(from: &r) : 0
+                event = .syncSucceeded(id, destination, remoteID: remoteID, revision: revision)
             case .syncFailed:
                 let destination = try readDestination(from: &r)
                 let rawStatus = try r.varint()
                 guard rawStatus <= 999 else { throw ByteReader.Malformed(what: "status: \(rawStatus) is above 999") }
                 let status = Int(rawStatus)
                 let retryable = try r.bool("retryable")
-                event = .syncFailed(id, destination, SyncFailure(status: status == 0 ? nil : status,
-                                                                 error: try r.string("error"), retryable: retryable))
+                var failure = SyncFailure(status: status == 0 ? nil : status, error: try r.string("error"),
+                                          retryable: retryable)
+                if version >= 2 {
+                    // Version 1 has no retry time: the fold computes it with the version-1 rule.
+                    let next = try r.varint()
+                    guard next <= UInt64(LogFormat.recordedAtRange.upperBound / 1000) else {
+                        throw ByteReader.Malformed(what: "next_attempt_at: \(next) ms is after year 9999")
+                    }
+                    failure.nextAttemptAt = next == 0 ? nil : Int64(next)
+                }
+                event = .syncFailed(id, destination, failure)
             case .remoteApplied:
                 let origin = try readDestination(from: &r)
                 let flags = try r.u8()
-                guard flags & ~0x03 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                guard flags & ~(version >= 2 ? 0x07 : 0x03) == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
                 let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
                 let entry = flags & 2 != 0 ? nil : try readEntryBody(id: id, from: &r, withTags: true)
-                event = .remoteApplied(RemoteChange(origin: origin, remoteID: remoteID, entry: entry, entryID: id))
+                let revision = version >= 2 ? try readRevision(from: &r) : 0
+                event = .remoteApplied(RemoteChange(origin: origin, remoteID: remoteID, entry: entry, entryID: id,
+                                                    revision: revision, conflict: flags & 4 != 0))
+            case .syncPulled:
+                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
+                let destination = try readDestination(from: &r)
+                let flags = try r.u8()
+                guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                let cursor = try readRevision(from: &r)
+                let revision = try readRevision(from: &r)
+                let applied = try r.varint()
+                guard applied <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "applied: above 2³¹ − 1") }
+                event = .syncPulled(SyncPull(destination: destination, cursor: cursor, serverRevision: revision,
+                                             applied: Int(applied), serverWentBack: flags & 1 != 0))
+            case .remoteConfigured:
+                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
+                let destination = try readDestination(from: &r)
+                guard let dialect = RemoteDialect(code: try r.u8()) else {
+                    throw ByteReader.Malformed(what: "dialect: unknown code")
+                }
+                event = .remoteConfigured(RemoteConfig(destination: destination, url: try r.string("url"), dialect: dialect))
+            case .syncRequeued:
+                event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
             }
             guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)
@@ -219,6 +273,13 @@ public enum EventCodec {
     static func readKind(from r: inout ByteReader) throws(ByteReader.Malformed) -> MoodKind {
         guard let kind = MoodKind(rawValue: Int(try r.u8())) else { throw ByteReader.Malformed(what: "kind: unknown code") }
         return kind
+    }
+
+    /// A server revision: a varint ≤ 2⁶³ − 1.
+    static func readRevision(from r: inout ByteReader) throws(ByteReader.Malformed) -> UInt64 {
+        let value = try r.varint()
+        guard value <= UInt64(Int64.max) else { throw ByteReader.Malformed(what: "revision: above 2⁶³ − 1") }
+        return value
     }
 
     static func readDestination(from r: inout ByteReader) throws(ByteReader.Malformed) -> SyncDestination {

@@ -22,16 +22,19 @@ extension MoodEvent {
             return .object([("associations", .array(associations.map { .string($0.wireName) }))])
         case .tagsEdited(_, let tags): return .object([("tags", .array(tags.map { .string($0) }))])
         case .deleted: return .object([])
-        case .syncAttempted(_, let destination, let operation):
-            return .object([("destination", .string(destination.rawValue)), ("operation", .string(operation.rawValue))])
-        case .syncSucceeded(_, let destination, let remoteID):
-            return .object([("destination", .string(destination.rawValue)), ("remote_id", .string(remoteID))])
+        case .syncAttempted(_, let destination, let operation, let key):
+            return .object([("destination", .string(destination.rawValue)), ("operation", .string(operation.rawValue)),
+                            ("idempotency_key", key.isEmpty ? .null : .string(key))])
+        case .syncSucceeded(_, let destination, let remoteID, let revision):
+            return .object([("destination", .string(destination.rawValue)), ("remote_id", .string(remoteID)),
+                            ("revision", revision == 0 ? .null : .int(Int64(revision)))])
         case .syncFailed(_, let destination, let failure):
             return .object([
                 ("destination", .string(destination.rawValue)),
                 ("status", .optional(failure.status) { .int(Int64($0)) }),
                 ("error", .string(failure.error)),
                 ("retryable", .bool(failure.retryable)),
+                ("next_attempt_at", .optional(failure.nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }),
             ])
         case .remoteApplied(let change):
             return .object([
@@ -39,7 +42,20 @@ extension MoodEvent {
                 ("remote_id", .optional(change.remoteID) { .string($0) }),
                 ("operation", .string(change.entry == nil ? "delete" : "upsert")),
                 ("entry", .optional(change.entry) { $0.creationJSON }),
+                ("revision", change.revision == 0 ? .null : .int(Int64(change.revision))),
+                ("conflict", .bool(change.conflict)),
             ])
+        case .syncPulled(let pull):
+            return .object([
+                ("destination", .string(pull.destination.rawValue)), ("cursor", .int(Int64(pull.cursor))),
+                ("server_revision", .int(Int64(pull.serverRevision))), ("applied", .int(Int64(pull.applied))),
+                ("server_went_back", .bool(pull.serverWentBack)),
+            ])
+        case .remoteConfigured(let config):
+            return .object([("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
+                            ("dialect", .string(config.dialect.rawValue))])
+        case .syncRequeued(_, let destination, let reason):
+            return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
         }
     }
 }

@@ -50,12 +50,71 @@ public struct SyncFailure: Sendable, Equatable {
     public var error: String
     /// Whether trying again may help; `false` parks the item as failed.
     public var retryable: Bool
+    /// When the sender chose to try again (ms since 1970), drawn at send time so replay reproduces it; `nil` in
+    /// version-1 events, whose retry time the fold computes with the old rule.
+    public var nextAttemptAt: Int64?
 
     /// Creates a failure.
-    public init(status: Int? = nil, error: String, retryable: Bool) {
+    public init(status: Int? = nil, error: String, retryable: Bool, nextAttemptAt: Int64? = nil) {
         self.status = status
         self.error = error
         self.retryable = retryable
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// The backend API dialect a remote speaks (`Specs/sync.md`).
+public enum RemoteDialect: String, Sendable, CaseIterable {
+    case moodAPI = "mood-api"
+    case wellness
+    case progress
+
+    var code: UInt8 { UInt8(RemoteDialect.allCases.firstIndex(of: self)!) }
+    init?(code: UInt8) {
+        guard Int(code) < RemoteDialect.allCases.count else { return nil }
+        self = RemoteDialect.allCases[Int(code)]
+    }
+}
+
+/// Which server a destination is: recorded in the log so time travel shows where entries were sent. Never holds
+/// credentials.
+public struct RemoteConfig: Sendable, Equatable {
+    /// The destination configured (always `backend` today).
+    public var destination: SyncDestination
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    public var url: String
+    /// The API dialect.
+    public var dialect: RemoteDialect
+
+    /// Creates a configuration.
+    public init(destination: SyncDestination = .backend, url: String, dialect: RemoteDialect) {
+        self.destination = destination
+        self.url = url
+        self.dialect = dialect
+    }
+}
+
+/// A pull from a destination finished: its changes were applied (they precede this event), and the cursor moved.
+public struct SyncPull: Sendable, Equatable {
+    /// The destination pulled.
+    public var destination: SyncDestination
+    /// The cursor to pull from next time (the server revision the changes reach).
+    public var cursor: UInt64
+    /// The server's revision when it answered.
+    public var serverRevision: UInt64
+    /// How many changes the pull applied.
+    public var applied: Int
+    /// The server's revision was below the cursor: it went back (restored from a backup).
+    public var serverWentBack: Bool
+
+    /// Creates a pull record.
+    public init(destination: SyncDestination = .backend, cursor: UInt64, serverRevision: UInt64, applied: Int,
+                serverWentBack: Bool = false) {
+        self.destination = destination
+        self.cursor = cursor
+        self.serverRevision = serverRevision
+        self.applied = applied
+        self.serverWentBack = serverWentBack
     }
 }
 
@@ -69,13 +128,22 @@ public struct RemoteChange: Sendable, Equatable {
     public var entry: MoodEntry?
     /// The entry concerned.
     public var entryID: EntryID
+    /// The server revision of the change (0 = unknown, version 1).
+    public var revision: UInt64
+    /// The entry had unsent local changes (`Specs/sync.md`, *Conflicts*): an upsert is recorded but not applied
+    /// (the local change stays pending and, sent later, wins by landing later); a deletion is applied and the local
+    /// change dropped.
+    public var conflict: Bool
 
     /// Creates a remote change: `entry` is the new state, or `nil` for a deletion of `entryID`.
-    public init(origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID) {
+    public init(origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID, revision: UInt64 = 0,
+                conflict: Bool = false) {
         self.origin = origin
         self.remoteID = remoteID
         self.entry = entry
         self.entryID = entryID
+        self.revision = revision
+        self.conflict = conflict
     }
 }
 
@@ -87,19 +155,29 @@ public enum MoodEvent: Sendable, Equatable {
     case associationsEdited(EntryID, [MoodAssociation])
     case tagsEdited(EntryID, [String])
     case deleted(EntryID)
-    case syncAttempted(EntryID, SyncDestination, SyncOperation)
-    case syncSucceeded(EntryID, SyncDestination, remoteID: String)
+    /// A send began; `key` is the request's `Idempotency-Key` ("" in version 1).
+    case syncAttempted(EntryID, SyncDestination, SyncOperation, key: String)
+    /// The destination acknowledged; `revision` is its revision of the change (0 = unknown).
+    case syncSucceeded(EntryID, SyncDestination, remoteID: String, revision: UInt64)
     case syncFailed(EntryID, SyncDestination, SyncFailure)
     case remoteApplied(RemoteChange)
+    /// A pull finished (entry id: all zero).
+    case syncPulled(SyncPull)
+    /// The backend was configured (entry id: all zero).
+    case remoteConfigured(RemoteConfig)
+    /// The destination lost an entry it had acknowledged: it is queued to be created there again.
+    case syncRequeued(EntryID, SyncDestination, reason: String)
 
     /// The entry the event concerns.
     public var entryID: EntryID {
         switch self {
         case .created(let entry): return entry.id
         case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
-             .deleted(let id), .syncAttempted(let id, _, _), .syncSucceeded(let id, _, _), .syncFailed(let id, _, _):
+             .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _), .syncFailed(let id, _, _),
+             .syncRequeued(let id, _, _):
             return id
         case .remoteApplied(let change): return change.entryID
+        case .syncPulled, .remoteConfigured: return EntryID.none
         }
     }
 
@@ -116,6 +194,9 @@ public enum MoodEvent: Sendable, Equatable {
         case .syncSucceeded: return .syncSucceeded
         case .syncFailed: return .syncFailed
         case .remoteApplied: return .remoteApplied
+        case .syncPulled: return .syncPulled
+        case .remoteConfigured: return .remoteConfigured
+        case .syncRequeued: return .syncRequeued
         }
     }
 }
@@ -123,7 +204,7 @@ public enum MoodEvent: Sendable, Equatable {
 /// The event types: their wire names, record type codes and current schema versions.
 public enum EventType: UInt16, Sendable, CaseIterable {
     case created = 1, updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-         syncFailed, remoteApplied
+         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
@@ -138,11 +219,19 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .syncSucceeded: return "sync.succeeded"
         case .syncFailed: return "sync.failed"
         case .remoteApplied: return "remote.applied"
+        case .syncPulled: return "sync.pulled"
+        case .remoteConfigured: return "remote.configured"
+        case .syncRequeued: return "sync.requeued"
         }
     }
 
     /// The schema version this code writes.
-    public var currentVersion: UInt8 { self == .created ? 2 : 1 }
+    public var currentVersion: UInt8 {
+        switch self {
+        case .created, .syncAttempted, .syncSucceeded, .syncFailed, .remoteApplied: return 2
+        default: return 1
+        }
+    }
 
     /// Parses a catalog name.
     public init?(name: String) {

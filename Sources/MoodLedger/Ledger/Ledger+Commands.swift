@@ -75,22 +75,25 @@ extension Ledger {
     ///   - id: the entry.
     ///   - destination: where it is being sent.
     ///   - operation: what is sent; default: the outbox's pending operation.
+    ///   - key: the request's `Idempotency-Key`, if it has one.
     /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; ``EventLogError``.
-    public func recordSyncAttempt(_ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil) throws {
+    public func recordSyncAttempt(_ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
+                                  key: String = "") throws {
         _ = try perform { state, _ in
             guard let pending = state.pendingOperation(id, destination) ?? operation else {
                 throw MoodError(code: .notFound, field: "entry_id", rule: "nothing pending for \(destination.rawValue)")
             }
-            return ([.syncAttempted(id, destination, operation ?? pending)], id, false)
+            return ([.syncAttempted(id, destination, operation ?? pending, key: key)], id, false)
         }
     }
 
     /// Records that a destination acknowledged an entry, with its id there.
     /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; ``EventLogError``.
-    public func recordSyncSuccess(_ id: EntryID, to destination: SyncDestination, remoteID: String) throws {
+    public func recordSyncSuccess(_ id: EntryID, to destination: SyncDestination, remoteID: String,
+                                  revision: UInt64 = 0) throws {
         _ = try perform { _, _ in
             guard !remoteID.isEmpty else { throw MoodError.invalid("remote_id", "must not be empty") }
-            return ([.syncSucceeded(id, destination, remoteID: remoteID)], id, false)
+            return ([.syncSucceeded(id, destination, remoteID: remoteID, revision: revision)], id, false)
         }
     }
 

@@ -6,7 +6,8 @@ import EventLog
 enum SnapshotCodec {
     /// Bump when any projection, or this encoding, changes: old snapshots are then ignored and the ledger replays.
     /// entries=2: a shared (source, source id) goes to the entry created first (the fold's rule, not insertion order).
-    static let schema = "moodledger-projections/entries=2/outbox=1/analytics=1/snapshot-payload=1"
+    /// outbox=2: server revisions, in-flight idempotency keys and per-destination sync progress (Specs/sync.md).
+    static let schema = "moodledger-projections/entries=2/outbox=2/analytics=1/snapshot-payload=1"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     static func encode(_ state: LedgerState) -> [UInt8] {
@@ -33,12 +34,36 @@ enum SnapshotCodec {
             if record.nextAttemptAt != nil { flags |= 4 }
             if record.parked { flags |= 8 }
             if record.changedSinceAttempt { flags |= 16 }
+            if record.idempotencyKey != nil { flags |= 32 }
             w.u8(flags)
             w.varint(UInt64(record.attempts))
             w.varint(UInt64(max(0, record.lastStatus ?? 0)))
             if let remoteID = record.remoteID { w.string(remoteID) }
             if let lastError = record.lastError { w.string(lastError) }
             if let next = record.nextAttemptAt { w.signed(next) }
+            w.varint(record.revision)
+            if let key = record.idempotencyKey { w.string(key) }
+        }
+        for destination in SyncDestination.allCases.sorted() {
+            let progress = state.outbox.progress(destination)
+            var flags: UInt8 = 0
+            if progress.remote != nil { flags |= 1 }
+            if progress.lastPullAt != nil { flags |= 2 }
+            if progress.lastSuccessAt != nil { flags |= 4 }
+            if progress.lastErrorAt != nil { flags |= 8 }
+            w.u8(flags)
+            w.varint(progress.cursor)
+            w.varint(progress.serverRevision)
+            if let remote = progress.remote {
+                w.u8(remote.dialect.code)
+                w.string(remote.url)
+            }
+            if let time = progress.lastPullAt { w.signed(time) }
+            if let time = progress.lastSuccessAt { w.signed(time) }
+            if let time = progress.lastErrorAt {
+                w.signed(time)
+                w.string(progress.lastError ?? "")
+            }
         }
         return w.bytes
     }
@@ -93,7 +118,7 @@ enum SnapshotCodec {
                 record.operation = operation
             }
             let flags = try r.u8()
-            guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
+            guard flags & ~0x3F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
             let attempts = try r.varint()
             guard attempts <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "attempts: out of range") }
             record.attempts = Int(attempts)
@@ -105,9 +130,33 @@ enum SnapshotCodec {
             if flags & 4 != 0 { record.nextAttemptAt = try checkedTime(try r.signed(), "next_attempt_at") }
             record.parked = flags & 8 != 0
             record.changedSinceAttempt = flags & 16 != 0
+            record.revision = try EventCodec.readRevision(from: &r)
+            if flags & 32 != 0 { record.idempotencyKey = try r.string("idempotency_key") }
             records[OutboxKey(entryID: id, destination: destination)] = record
         }
         state.outbox = OutboxState(records: records)
+        var progress: [SyncProgress] = []
+        for destination in SyncDestination.allCases.sorted() {
+            var current = SyncProgress()
+            let flags = try r.u8()
+            guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "progress flags: unknown bits") }
+            current.cursor = try EventCodec.readRevision(from: &r)
+            current.serverRevision = try EventCodec.readRevision(from: &r)
+            if flags & 1 != 0 {
+                guard let dialect = RemoteDialect(code: try r.u8()) else {
+                    throw ByteReader.Malformed(what: "dialect: unknown code")
+                }
+                current.remote = RemoteConfig(destination: destination, url: try r.string("url"), dialect: dialect)
+            }
+            if flags & 2 != 0 { current.lastPullAt = try checkedTime(try r.signed(), "last_pull_at") }
+            if flags & 4 != 0 { current.lastSuccessAt = try checkedTime(try r.signed(), "last_success_at") }
+            if flags & 8 != 0 {
+                current.lastErrorAt = try checkedTime(try r.signed(), "last_error_at")
+                current.lastError = try r.string("last_error")
+            }
+            progress.append(current)
+        }
+        state.outbox.restore(progress: progress)
         // The entries' indexes and the analytics are independent folds of the same entries: build them on two cores.
         let (entries, analytics) = SnapshotCodec.build(decoded)
         state.entries = entries

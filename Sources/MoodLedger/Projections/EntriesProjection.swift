@@ -108,6 +108,8 @@ public struct EntriesState: Sendable, Equatable {
             remove(entry)
             return EntryChange(before: entry, after: nil)
         case .remoteApplied(let change):
+            // A conflicting upsert is recorded, not applied: the local change stays and is sent (Specs/sync.md).
+            if change.conflict && change.entry != nil { return nil }
             let before = self[change.entryID]
             guard var incoming = change.entry else {
                 guard let before else { return nil }
@@ -132,7 +134,7 @@ public struct EntriesState: Sendable, Equatable {
             }
             insert(incoming)
             return EntryChange(before: before, after: incoming)
-        case .syncAttempted, .syncSucceeded, .syncFailed:
+        case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued:
             return nil
         }
     }

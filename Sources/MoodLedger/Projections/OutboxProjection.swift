@@ -19,6 +19,31 @@ public struct OutboxRecord: Sendable, Equatable {
     public var parked = false
     /// The entry changed after the latest attempt began (a success then leaves an update pending).
     var changedSinceAttempt = false
+    /// The destination's revision of the entry's last change it acknowledged or sent us (0 = unknown).
+    public var revision: UInt64 = 0
+    /// The latest attempt's `Idempotency-Key`, while no outcome is recorded for it.
+    public var idempotencyKey: String?
+    /// An attempt began and no outcome was recorded (a crash in between): the next send reuses its key.
+    public var inFlight: Bool { idempotencyKey != nil }
+}
+
+/// Where syncing with one destination stands as a whole: its server, the pull cursor and the latest outcomes.
+public struct SyncProgress: Sendable, Equatable {
+    /// The configured server (from `remote.configured`).
+    public var remote: RemoteConfig?
+    /// Where the next pull starts.
+    public var cursor: UInt64 = 0
+    /// The server's revision at the latest pull.
+    public var serverRevision: UInt64 = 0
+    /// When the latest pull finished (ms).
+    public var lastPullAt: Int64?
+    /// When the latest send succeeded (ms).
+    public var lastSuccessAt: Int64?
+    /// When the latest send failed (ms), and why.
+    public var lastErrorAt: Int64?
+    public var lastError: String?
+
+    public init() {}
 }
 
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
@@ -42,6 +67,8 @@ public struct OutboxState: Sendable, Equatable {
     /// destinations, and entries without history (most, during replay) cost one cheap probe.
     private var pairs: [Pair] = []
     private var index = IDIndex()
+    /// Per destination (by code): the server, the cursor, the latest outcomes.
+    public private(set) var progress: [SyncProgress] = [SyncProgress(), SyncProgress()]
 
     public init() {}
 
@@ -95,8 +122,14 @@ public struct OutboxState: Sendable, Equatable {
         for (key, record) in records { self[key] = record }
     }
 
+    /// Where syncing with `destination` stands.
+    public func progress(_ destination: SyncDestination) -> SyncProgress { progress[Int(destination.code)] }
+
+    /// Restores the per-destination progress (snapshot load).
+    mutating func restore(progress: [SyncProgress]) { self.progress = progress }
+
     public static func == (a: OutboxState, b: OutboxState) -> Bool {
-        a.pairs.count == b.pairs.count && a.pairs.allSatisfy { pair in
+        a.progress == b.progress && a.pairs.count == b.pairs.count && a.pairs.allSatisfy { pair in
             b.index[pair.id].map { b.pairs[$0] == pair } ?? false
         }
     }
@@ -117,17 +150,21 @@ public struct OutboxState: Sendable, Equatable {
         switch event {
         case .created, .updated, .labelsEdited, .associationsEdited, .tagsEdited, .deleted:
             if let change { entryChanged(event.entryID, change, except: nil) }
-        case .syncAttempted(let id, let destination, let operation):
+        case .syncAttempted(let id, let destination, let operation, let idempotencyKey):
             let key = OutboxKey(entryID: id, destination: destination)
             var record = self[key] ?? OutboxRecord(operation: .create)
             record.attempts += 1
             record.changedSinceAttempt = false
+            record.idempotencyKey = idempotencyKey.isEmpty ? nil : idempotencyKey
             if record.operation == nil { record.operation = operation }
             self[key] = record
-        case .syncSucceeded(let id, let destination, let remoteID):
+        case .syncSucceeded(let id, let destination, let remoteID, let revision):
             let key = OutboxKey(entryID: id, destination: destination)
+            progress[Int(destination.code)].lastSuccessAt = time
             var record = self[key] ?? OutboxRecord(operation: .create)
             record.remoteID = remoteID
+            record.revision = max(record.revision, revision)
+            record.idempotencyKey = nil
             record.attempts = 0
             record.lastError = nil
             record.lastStatus = nil
@@ -146,10 +183,15 @@ public struct OutboxState: Sendable, Equatable {
         case .syncFailed(let id, let destination, let failure):
             let key = OutboxKey(entryID: id, destination: destination)
             var record = self[key] ?? OutboxRecord(operation: .create)
+            progress[Int(destination.code)].lastErrorAt = time
+            progress[Int(destination.code)].lastError = failure.error
             record.lastError = failure.error
             record.lastStatus = failure.status
+            record.idempotencyKey = nil
             if failure.retryable {
-                record.nextAttemptAt = time + Self.backoffMilliseconds(afterAttempts: max(record.attempts, 1))
+                // Version 2 records the time the sender drew; version 1 keeps its own rule.
+                record.nextAttemptAt = failure.nextAttemptAt
+                    ?? time + Self.backoffMilliseconds(afterAttempts: max(record.attempts, 1))
                 record.parked = false
             } else {
                 record.nextAttemptAt = nil
@@ -160,12 +202,36 @@ public struct OutboxState: Sendable, Equatable {
             let key = OutboxKey(entryID: remote.entryID, destination: remote.origin)
             if remote.entry == nil {
                 self[key] = nil
-            } else {
-                var record = self[key] ?? OutboxRecord()
-                record = OutboxRecord(operation: nil, remoteID: remote.remoteID ?? record.remoteID)
+            } else if remote.conflict {
+                // The local change stays pending; the remote revision is remembered so it is not pulled again.
+                var record = self[key] ?? OutboxRecord(operation: .update)
+                record.revision = max(record.revision, remote.revision)
                 self[key] = record
+            } else {
+                let old = self[key]
+                self[key] = OutboxRecord(operation: nil, remoteID: remote.remoteID ?? old?.remoteID,
+                                         revision: max(old?.revision ?? 0, remote.revision))
             }
             if let change { entryChanged(remote.entryID, change, except: remote.origin) }
+        case .syncPulled(let pull):
+            var current = progress[Int(pull.destination.code)]
+            current.cursor = pull.cursor
+            current.serverRevision = pull.serverRevision
+            current.lastPullAt = time
+            progress[Int(pull.destination.code)] = current
+        case .remoteConfigured(let config):
+            let slot = Int(config.destination.code)
+            if let old = progress[slot].remote, old.url != config.url || old.dialect != config.dialect {
+                // Another server: nothing was sent there yet. Every entry is pending a create again.
+                for pair in pairs where pair[config.destination] != nil {
+                    self[OutboxKey(entryID: pair.id, destination: config.destination)] = nil
+                }
+                progress[slot] = SyncProgress()
+            }
+            progress[slot].remote = config
+        case .syncRequeued(let id, let destination, _):
+            // The destination lost what it acknowledged: create it there again, from scratch.
+            self[OutboxKey(entryID: id, destination: destination)] = OutboxRecord(operation: .create)
         }
     }
 

@@ -37,11 +37,12 @@ extension LedgerState {
         }
         for day in entries.activeDays {
             for entry in entries.entries(on: day).reversed() {
-                for destination in destinations where OutboxState.isEligible(entry.source, for: destination) {
+                for destination in destinations {
                     let key = OutboxKey(entryID: entry.id, destination: destination)
                     if let record = outbox.record(key) {
+                        // A record exists (e.g. an entry pulled from there and edited here): it decides.
                         if let item = Self.item(key, record, includeSynced) { items.append(item) }
-                    } else {
+                    } else if OutboxState.isEligible(entry.source, for: destination) {
                         items.append(OutboxItem(entryID: entry.id, destination: destination, operation: .create,
                                                 status: "pending", attempts: 0))
                     }
