@@ -229,7 +229,7 @@ public enum CLI {
     }
 
     static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
-        + InterchangeCommands.all + MaintenanceCommands.all + [DemoCommand.spec, ServeCommand.spec]
+        + InterchangeCommands.all + MaintenanceCommands.all + SyncCommands.all + [DemoCommand.spec, ServeCommand.spec]
 
     static func help() -> String {
         var text = """
@@ -250,7 +250,8 @@ public enum CLI {
             text += "  " + spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + spec.summary + "\n"
         }
         text += "\nExit codes: 0 ok, 1 verify found problems, 64 usage, 65 invalid input, 66 no such ledger/entry/file,\n"
-        text += "73 cannot create, 74 I/O error or corruption, 75 ledger locked by another writer."
+        text += "69 a destination refused or still lacks items, 73 cannot create, 74 I/O error or corruption,\n"
+        text += "75 ledger locked by another writer, 77 credentials refused, 78 sync not configured."
         return text
     }
 }

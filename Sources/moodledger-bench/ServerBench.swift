@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import MoodLedger
 import MoodLedgerServer
+import MoodLedgerSync
 import Synchronization
 
 /// `moodledger-bench --server`: the reference backend on loopback under keep-alive load from its own small load
@@ -101,7 +102,7 @@ enum ServerBench {
         for _ in 0..<connections {
             let thread = Thread {
                 defer { group.leave() }
-                guard let client = try? LoopbackClient(port: port) else { failures.add(1, ordering: .relaxed); return }
+                guard let client = try? HTTPConnection(port: port) else { failures.add(1, ordering: .relaxed); return }
                 defer { client.close() }
                 var mine: [Double] = []
                 while Benchmark.now() < deadline {
@@ -130,10 +131,10 @@ enum ServerBench {
     /// Opens `count` idle keep-alive connections, checks the server still answers, and reports its RSS growth (MB).
     static func idle(port: UInt16, count: Int) throws -> Double {
         let before = SystemIO.currentResidentBytes()
-        var clients: [LoopbackClient] = []
-        for _ in 0..<count { clients.append(try LoopbackClient(port: port)) }
+        var clients: [HTTPConnection] = []
+        for _ in 0..<count { clients.append(try HTTPConnection(port: port)) }
         Thread.sleep(forTimeInterval: 0.5)
-        let probe = try LoopbackClient(port: port)
+        let probe = try HTTPConnection(port: port)
         try probe.send(Array("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n".utf8))
         guard try probe.readResponse().status == 200 else { throw BenchError(text: "no answer beside \(count) idle connections") }
         let after = SystemIO.currentResidentBytes()

@@ -1,5 +1,6 @@
 import Foundation
 import MoodLedger
+import MoodLedgerSync
 @testable import MoodLedgerServer
 import Synchronization
 import TestSupport
@@ -100,8 +101,8 @@ struct RawResponse {
 
 /// The raw-socket client of the framing tests: the server module's loopback client, answering ``RawResponse``.
 final class RawClient {
-    let client: LoopbackClient
-    init(port: UInt16, timeout: Double = 5) throws { client = try LoopbackClient(port: port, timeout: timeout) }
+    let client: HTTPConnection
+    init(port: UInt16, timeout: Double = 5) throws { client = try HTTPConnection(port: port, timeout: timeout) }
     func close() { client.close() }
     func send(_ bytes: [UInt8]) throws { try client.send(bytes) }
     func send(_ text: String) throws { try client.send(text) }

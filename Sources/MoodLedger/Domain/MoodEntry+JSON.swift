@@ -20,6 +20,18 @@ extension MoodEntry {
         return .object(pairs)
     }
 
+    /// The entry object of the changes feed (`Specs/server.md`): the API entry plus `typed_score` after `score`, so a
+    /// client that pulls it restores a typed 1–10 score as typed.
+    public var changeJSON: JSONValue {
+        guard case .object(let pairs) = json else { return json }
+        var out: [(String, JSONValue)] = []
+        for (key, value) in pairs {
+            out.append((key, value))
+            if key == "score" { out.append(("typed_score", .optional(enteredScore) { .int(Int64($0)) })) }
+        }
+        return .object(out)
+    }
+
     /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).
     var creationJSON: JSONValue { .object(fields(derived: false)) }
 

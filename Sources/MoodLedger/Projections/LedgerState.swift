@@ -18,7 +18,8 @@ public struct LedgerState: Sendable, Equatable {
         let time = recorded.recordedAtMilliseconds
         let change = entries.apply(recorded.event, at: time)
         if let change { analytics.apply(change) }
-        outbox.apply(recorded.event, change: change, at: time)
+        outbox.apply(recorded.event, change: change, at: time,
+                     entryExists: entries[recorded.event.entryID] != nil)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }

@@ -18,7 +18,7 @@ public struct OutboxRecord: Sendable, Equatable {
     /// A non-retryable failure parked the item until the entry changes again.
     public var parked = false
     /// The entry changed after the latest attempt began (a success then leaves an update pending).
-    var changedSinceAttempt = false
+    public internal(set) var changedSinceAttempt = false
     /// The destination's revision of the entry's last change it acknowledged or sent us (0 = unknown).
     public var revision: UInt64 = 0
     /// The latest attempt's `Idempotency-Key`, while no outcome is recorded for it.
@@ -145,13 +145,16 @@ public struct OutboxState: Sendable, Equatable {
         source != destination.originSource
     }
 
-    /// Applies one event with what it did to the entry (from the entries projection).
-    mutating func apply(_ event: MoodEvent, change: EntryChange?, at time: Int64) {
+    /// Applies one event with what it did to the entry (from the entries projection) and whether the entry exists
+    /// after it. An attempt or failure for an entry that is gone and has no record changes nothing; a success for
+    /// one leaves a delete pending (the destination has what is gone here).
+    mutating func apply(_ event: MoodEvent, change: EntryChange?, at time: Int64, entryExists: Bool = true) {
         switch event {
         case .created, .updated, .labelsEdited, .associationsEdited, .tagsEdited, .deleted:
             if let change { entryChanged(event.entryID, change, except: nil) }
         case .syncAttempted(let id, let destination, let operation, let idempotencyKey):
             let key = OutboxKey(entryID: id, destination: destination)
+            if !entryExists && self[key] == nil { return }
             var record = self[key] ?? OutboxRecord(operation: .create)
             record.attempts += 1
             record.changedSinceAttempt = false
@@ -174,6 +177,13 @@ public struct OutboxState: Sendable, Equatable {
                 self[key] = nil
                 return
             }
+            if !entryExists {
+                // Delivered after it was deleted here: the destination now has it, so delete it there.
+                record.operation = .delete
+                record.changedSinceAttempt = false
+                self[key] = record
+                return
+            }
             if record.changedSinceAttempt {
                 if record.operation == .create { record.operation = .update }
             } else {
@@ -182,9 +192,10 @@ public struct OutboxState: Sendable, Equatable {
             self[key] = record
         case .syncFailed(let id, let destination, let failure):
             let key = OutboxKey(entryID: id, destination: destination)
-            var record = self[key] ?? OutboxRecord(operation: .create)
             progress[Int(destination.code)].lastErrorAt = time
             progress[Int(destination.code)].lastError = failure.error
+            if !entryExists && self[key] == nil { return }
+            var record = self[key] ?? OutboxRecord(operation: .create)
             record.lastError = failure.error
             record.lastStatus = failure.status
             record.idempotencyKey = nil
@@ -263,6 +274,12 @@ public struct OutboxState: Sendable, Equatable {
 public struct OutboxKey: Hashable, Sendable, Comparable {
     public var entryID: EntryID
     public var destination: SyncDestination
+
+    /// Creates a key.
+    public init(entryID: EntryID, destination: SyncDestination) {
+        self.entryID = entryID
+        self.destination = destination
+    }
 
     public static func < (a: OutboxKey, b: OutboxKey) -> Bool {
         (a.entryID, a.destination) < (b.entryID, b.destination)

@@ -13,6 +13,10 @@ public enum ExitCode {
     public static let cannotCreate: Int32 = 73
     public static let ioError: Int32 = 74
     public static let locked: Int32 = 75
+    /// EX_NOPERM: the backend refused the credentials (`sync`, after one refresh).
+    public static let noPermission: Int32 = 77
+    /// EX_CONFIG: no backend configured, or a credentials file that is unreadable or not 0600 (`sync`).
+    public static let config: Int32 = 78
 }
 
 /// A failure with its exit code, a one-line cause and a hint.

@@ -89,7 +89,7 @@ extension MoodServer {
         let items: [JSONValue] = page.map { id, revision in
             if let entry = state.entries[id] {
                 return .object([("revision", .int(Int64(revision))), ("operation", .string("upsert")),
-                                ("id", .string(id.description)), ("entry", entry.json)])
+                                ("id", .string(id.description)), ("entry", entry.changeJSON)])
             }
             return .object([("revision", .int(Int64(revision))), ("operation", .string("delete")),
                             ("id", .string(id.description)), ("entry", .null)])

@@ -1,0 +1,159 @@
+import MoodLedger
+import MoodLedgerSync
+
+/// `remote set|show` and `sync [status|explain]`: delivering the outbox to a backend (`Specs/sync.md`).
+enum SyncCommands {
+    static let all: [CommandSpec] = [remote, sync]
+
+    static let remote = CommandSpec(
+        name: "remote", summary: "set or show the backend the outbox is delivered to",
+        usage: "remote set URL --dialect mood-api|wellness|progress\n       remote show",
+        values: ["dialect"]) { context in
+        switch context.arguments.positionals.first {
+        case "set"?:
+            let url = try context.positional(1, "URL")
+            guard context.arguments.positionals.count == 2 else { throw UsageError("remote set takes one URL") }
+            let dialectText = context.arguments.value("dialect") ?? "mood-api"
+            guard let dialect = RemoteDialect(rawValue: dialectText) else {
+                throw UsageError("--dialect must be mood-api, wellness or progress, not \(dialectText)")
+            }
+            let parsed = try RemoteURL(url)
+            let ledger = try context.openLedger(write: true)
+            defer { ledger.close() }
+            let config = RemoteConfig(url: parsed.description, dialect: dialect)
+            _ = try ledger.execute { state, _ in
+                (state.outbox.progress(.backend).remote == config ? [] : [.remoteConfigured(config)], .none, false)
+            }
+            if context.json { context.printJSON(Self.json(config)) } else {
+                context.console.line("backend: \(config.url) (\(config.dialect.rawValue))")
+            }
+            return ExitCode.ok
+        case "show"?, nil:
+            let ledger = try context.openLedger(write: false)
+            defer { ledger.close() }
+            let config = try context.state(of: ledger).outbox.progress(.backend).remote
+            if context.json { context.printJSON(config.map(Self.json) ?? .null) } else {
+                context.console.line(config.map { "backend: \($0.url) (\($0.dialect.rawValue))" }
+                                     ?? "no backend configured (moodledger remote set URL --dialect mood-api)")
+            }
+            return ExitCode.ok
+        case let other?:
+            throw UsageError("remote takes set or show, not \(other)")
+        }
+    }
+
+    static func json(_ config: RemoteConfig) -> JSONValue {
+        .object([("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
+                 ("dialect", .string(config.dialect.rawValue))])
+    }
+
+    static let sync = CommandSpec(
+        name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
+        usage: "sync [--once] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
+        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run"]) { context in
+        switch context.arguments.positionals.first {
+        case "status"?: return try status(context)
+        case "explain"?: return try explain(context)
+        case nil: return try run(context)
+        case let other?: throw UsageError("sync takes status or explain, not \(other)")
+        }
+    }
+
+    private static func run(_ context: Context) throws -> Int32 {
+        let ledger = try context.openLedger(write: !context.arguments.has("dry-run"))
+        defer { ledger.close() }
+        let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
+        var configuration = SyncEngine.Configuration()
+        if let text = context.arguments.value("concurrency") {
+            guard let value = Int(text), (1...64).contains(value) else { throw UsageError("--concurrency takes 1...64, not \(text)") }
+            configuration.concurrency = value
+        }
+        do {
+            // Read the credentials once up front: a bad file stops the run before anything is appended.
+            _ = try source.load()
+            let engine = try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() },
+                                        configuration: configuration)
+            if context.arguments.has("dry-run") {
+                let requests = engine.plannedRequests()
+                if context.json {
+                    context.printJSON(.array(requests.map {
+                        .object([("method", .string($0.method)), ("path", .string($0.path)),
+                                 ("idempotency_key", .optional($0.idempotencyKey) { .string($0) }),
+                                 ("body_bytes", .int(Int64($0.body?.count ?? 0)))])
+                    }))
+                } else {
+                    for request in requests {
+                        context.console.line("\(request.method) \(request.path)"
+                            + (request.idempotencyKey.map { "  Idempotency-Key: \($0)" } ?? "")
+                            + (request.body.map { "  (\($0.count)-byte JSON body)" } ?? ""))
+                    }
+                    context.console.line("\(requests.count) request\(requests.count == 1 ? "" : "s") would be sent; nothing was sent or recorded")
+                }
+                return ExitCode.ok
+            }
+            let report = try engine.run(once: context.arguments.has("once"))
+            if context.json { context.printJSON(report.json) } else { print(report, to: context) }
+            return report.isComplete ? ExitCode.ok : ExitCode.unavailable
+        } catch let error as SyncError {
+            throw CLIError(error.code == .unauthorized ? ExitCode.noPermission : ExitCode.config, error.message)
+        }
+    }
+
+    private static func print(_ report: SyncReport, to context: Context) {
+        context.console.line("sent \(report.sent): \(report.delivered) delivered, \(report.retrying) to retry, \(report.parked) parked; "
+            + "pulled \(report.pulled) change\(report.pulled == 1 ? "" : "s")"
+            + (report.conflicts > 0 ? " (\(report.conflicts) conflict\(report.conflicts == 1 ? "" : "s"))" : "")
+            + (report.requeued > 0 ? "; re-queued \(report.requeued) the server lost" : ""))
+        if report.serverWentBack {
+            context.console.line("notice: the server's revision went back (restored from a backup?): what it lacked was sent again")
+        }
+        for failure in report.failures.prefix(20) {
+            context.console.line("  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(failure.error)")
+        }
+        if let error = report.pullError { context.console.line("pull failed: \(error)") }
+        if report.pendingAfter > 0 || report.parkedAfter > 0 {
+            context.console.line("outbox: \(report.pendingAfter) pending, \(report.parkedAfter) parked"
+                + (report.nextAttemptAt.map { "; next retry at \(ISO8601.format(milliseconds: $0, offsetMinutes: 0))" } ?? "")
+                + " (see `moodledger sync status`)")
+        }
+    }
+
+    private static func status(_ context: Context) throws -> Int32 {
+        guard context.arguments.positionals.count == 1 else { throw UsageError("sync status takes no argument") }
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        let state = try context.state(of: ledger)
+        let now = context.arguments.value("at") == nil ? context.baseOptions.clock() : state.recordedAt / 1000
+        let statuses = SyncStatus.of(state, now: now)
+        if context.json { context.printJSON(.array(statuses.map(\.json))) } else {
+            for status in statuses { context.console.line(status.text) }
+        }
+        return ExitCode.ok
+    }
+
+    private static func explain(_ context: Context) throws -> Int32 {
+        guard context.arguments.positionals.count == 2 else { throw UsageError("sync explain takes one entry ID") }
+        let id = try explainID(context)
+        let ledger = try context.openLedger(write: false)
+        defer { ledger.close() }
+        var point: Ledger.Point?
+        if let text = context.arguments.value("at") {
+            point = try Context.point(text)
+            if case .seq(let seq)? = point, seq > ledger.lastSeq {
+                throw CLIError(ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
+            }
+        }
+        let story = try SyncExplanation.explain(id, in: ledger, at: point)
+        if story.steps.isEmpty && story.status == "unknown" {
+            throw CLIError(ExitCode.noInput, "no event names entry \(id)")
+        }
+        if context.json { context.printJSON(story.json) } else { context.console.line(story.text) }
+        return ExitCode.ok
+    }
+
+    /// A whole UUID works for entries deleted since; prefixes and `last` resolve among current entries.
+    private static func explainID(_ context: Context) throws -> EntryID {
+        if let id = EntryID(context.arguments.positionals[1]) { return id }
+        return try context.entryID(1)
+    }
+}

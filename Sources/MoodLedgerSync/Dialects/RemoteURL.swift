@@ -1,0 +1,60 @@
+import MoodLedger
+
+/// A backend's base URL, parsed: `http://HOST[:PORT][/PREFIX]` (IPv6 hosts in brackets).
+public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
+    /// The host name or address (without brackets).
+    public var host: String
+    /// The port (default 80).
+    public var port: UInt16
+    /// A path prefix without a trailing slash ("" for none).
+    public var prefix: String
+
+    /// Parses a base URL.
+    /// - Throws: ``MoodError`` `invalid_input` (field `url`) for anything but an `http` URL with a host.
+    public init(_ text: String) throws(MoodError) {
+        var rest = Substring(text)
+        guard rest.lowercased().hasPrefix("http://") else {
+            if rest.lowercased().hasPrefix("https://") {
+                throw MoodError.invalid("url", "https is not spoken by this client: run it behind a TLS-terminating proxy on loopback, or use http on a trusted network")
+            }
+            throw MoodError.invalid("url", "must start with http://")
+        }
+        rest = rest.dropFirst(7)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let path = rest.dropFirst(authority.count)
+        guard !path.contains("?"), !path.contains("#") else { throw MoodError.invalid("url", "must not carry a query or fragment") }
+        guard !authority.contains("@") else { throw MoodError.invalid("url", "must not carry credentials (use MOODLEDGER_API_KEY / MOODLEDGER_TOKEN)") }
+        var hostPart = authority
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw MoodError.invalid("url", "has an unclosed IPv6 bracket") }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+                throw MoodError.invalid("url", "has characters after the IPv6 address")
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isLetter || $0.isNumber || "-._:".contains($0) }) else {
+            throw MoodError.invalid("url", "needs a host name or address")
+        }
+        host = String(hostPart)
+        if let portText {
+            guard let value = UInt16(portText), value > 0 else { throw MoodError.invalid("url", "port must be 1...65535") }
+            port = value
+        } else {
+            port = 80
+        }
+        var trimmed = String(path)
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        prefix = trimmed
+    }
+
+    /// The canonical text: `http://host:port[/prefix]`.
+    public var description: String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "http://\(shownHost):\(port)\(prefix)"
+    }
+}

@@ -1,0 +1,189 @@
+import MoodLedger
+
+extension SyncEngine {
+    /// Pulls the remote's changes since the cursor, page by page. Each page's `remote.applied` events and the
+    /// `sync.pulled` that moves the cursor past them are appended as one batch: the cursor never runs ahead of
+    /// the changes. A server revision below the cursor means the server went back (a restore): what it lacks is
+    /// re-queued and the cursor follows it down.
+    func pull(into report: inout SyncReport) throws {
+        var pages = 0
+        while pages < 10_000 {
+            pages += 1
+            let cursor = ledger.state.outbox.progress(.backend).cursor
+            guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else { return }
+            let page: ChangesPage
+            switch fetch(path) {
+            case .failure(let message):
+                report.pullError = message
+                return
+            case .unauthorized(let message):
+                throw SyncError(.unauthorized, "the server refused the credentials (\(message)); "
+                    + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+            case .page(let fetched):
+                page = fetched
+            }
+            if page.revision < cursor {
+                report.serverWentBack = true
+                _ = try ledger.execute { state, _ in
+                    var events: [MoodEvent] = []
+                    for (key, record) in state.outbox.records where key.destination == .backend
+                        && record.operation == nil && record.revision > page.revision && state.entries[key.entryID] != nil {
+                        events.append(.syncRequeued(key.entryID, .backend, reason:
+                            "the server went back from revision \(cursor) to \(page.revision) (restored from a backup?) and lacks this change (revision \(record.revision))"))
+                    }
+                    report.requeued += events.count
+                    events.append(.syncPulled(SyncPull(cursor: page.revision, serverRevision: page.revision, applied: 0,
+                                                       serverWentBack: true)))
+                    return (events, .none, false)
+                }
+                continue
+            }
+            var applied = 0
+            var conflicts = 0
+            var failure: String?
+            _ = try ledger.execute { state, _ in
+                var events: [MoodEvent] = []
+                applied = 0
+                conflicts = 0
+                for change in page.changes {
+                    do {
+                        guard let event = try Self.decide(change, in: state) else { continue }
+                        if case .remoteApplied(let remote) = event, remote.conflict { conflicts += 1 }
+                        events.append(event)
+                        applied += 1
+                    } catch let error as MoodError {
+                        failure = "change \(change.id) at revision \(change.revision) is not a valid entry: \(error.field ?? "entry") \(error.rule)"
+                        return ([], .none, false)
+                    } catch {
+                        failure = "change \(change.id): \(error)"
+                        return ([], .none, false)
+                    }
+                }
+                if events.isEmpty && page.nextSince == cursor && page.revision == state.outbox.progress(.backend).serverRevision {
+                    return ([], .none, false)
+                }
+                events.append(.syncPulled(SyncPull(cursor: page.nextSince, serverRevision: page.revision, applied: applied)))
+                return (events, .none, false)
+            }
+            if let failure {
+                report.pullError = failure
+                return
+            }
+            report.pulled += applied
+            report.conflicts += conflicts
+            if !page.hasMore || page.nextSince <= cursor { return }
+        }
+    }
+
+    /// What to append for one remote change, or `nil` when there is nothing to do (our own change echoed back, or
+    /// one already applied).
+    static func decide(_ change: RemoteChangeItem, in state: LedgerState) throws(MoodError) -> MoodEvent? {
+        let record = state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))
+        if let record, record.revision >= change.revision { return nil }
+        let local = state.entries[change.id]
+        let pendingHere: Bool
+        if let local {
+            pendingHere = record.map { $0.operation != nil } ?? OutboxState.isEligible(local.source, for: .backend)
+        } else {
+            pendingHere = false
+        }
+        guard let json = change.entry else {
+            if local == nil && record == nil { return nil }
+            return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: nil,
+                                               entryID: change.id, revision: change.revision, conflict: pendingHere))
+        }
+        let entry = try RemoteEntry.parse(json, id: change.id)
+        // The same content is no conflict: the server simply has what is pending here.
+        let conflict = pendingHere && !(local.map { RemoteEntry.sameContent($0, entry) } ?? false)
+        return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: entry,
+                                           entryID: change.id, revision: change.revision, conflict: conflict))
+    }
+
+    enum Fetched {
+        case page(ChangesPage)
+        case failure(String)
+        case unauthorized(String)
+    }
+
+    struct RemoteChangeItem {
+        var id: EntryID
+        var revision: UInt64
+        var entry: JSONValue?
+    }
+
+    struct ChangesPage {
+        var changes: [RemoteChangeItem]
+        var revision: UInt64
+        var nextSince: UInt64
+        var hasMore: Bool
+    }
+
+    private func fetch(_ path: String) -> Fetched {
+        var refreshed = false
+        while true {
+            let credentials: SyncCredentials
+            do { credentials = try currentCredentials(refresh: refreshed) } catch { return .unauthorized(error.message) }
+            switch transport.perform(SyncRequest(method: "GET", path: path), credentials: credentials) {
+            case .failure(let kind, let message):
+                return .failure("pull: \(kind): \(message)")
+            case .response(let status, _, let body):
+                if status == 401 {
+                    if refreshed { return .unauthorized("HTTP 401: \(SyncPolicy.serverMessage(body) ?? "unauthorized")") }
+                    refreshed = true
+                    continue
+                }
+                guard status == 200 else {
+                    return .failure("pull: HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? ""))
+                }
+                guard let page = Self.parsePage(body) else { return .failure("pull: the changes feed's answer is not the documented shape") }
+                return .page(page)
+            }
+        }
+    }
+
+    /// `{"success": true, "data": {"changes": [{revision, operation, id, entry}], revision, next_since, has_more}}`.
+    static func parsePage(_ body: [UInt8]) -> ChangesPage? {
+        guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let data = json["data"],
+              let items = data["changes"]?.arrayValue, let revision = data["revision"]?.intValue, revision >= 0,
+              let next = data["next_since"]?.intValue, next >= 0 else { return nil }
+        var changes: [RemoteChangeItem] = []
+        for item in items {
+            guard let id = item["id"]?.stringValue.flatMap(EntryID.init), let itemRevision = item["revision"]?.intValue,
+                  itemRevision > 0 else { return nil }
+            let operation = item["operation"]?.stringValue
+            guard operation == "upsert" || operation == "delete" else { return nil }
+            let entry = operation == "delete" ? nil : item["entry"]
+            if operation == "upsert", entry == nil || entry == .null { return nil }
+            changes.append(RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry))
+        }
+        return ChangesPage(changes: changes, revision: UInt64(revision), nextSince: UInt64(next),
+                           hasMore: data["has_more"] == .bool(true))
+    }
+}
+
+/// An entry as a backend's JSON carries it, read with the API's field rules.
+enum RemoteEntry {
+    /// Parses an entry object (`id`, `logged_at`, `utc_offset_minutes`, `kind`, `typed_score` or `valence` or
+    /// `score`, word lists, `notes`, `source`, `source_id`).
+    static func parse(_ json: JSONValue, id: EntryID) throws(MoodError) -> MoodEntry {
+        guard case .object(let pairs) = json else { throw MoodError.invalid("entry", "must be a JSON object") }
+        let typed = json["typed_score"].flatMap { $0.isNull ? nil : $0 }
+        let valence = json["valence"].flatMap { $0.isNull ? nil : $0 }
+        // One scalar: the typed score if there is one (its valence is its exact translation), else the valence.
+        let drop: Set<String> = typed != nil ? ["valence", "score", "mood_score", "typed_score"]
+            : valence != nil ? ["score", "mood_score", "typed_score"] : ["typed_score"]
+        var kept = pairs.filter { !drop.contains($0.0) && $0.0 != "labels" }
+        if let typed { kept.append(("score", typed)) }
+        if let labels = json["labels"]?.arrayValue, !labels.isEmpty { kept.append(("labels", .array(labels))) }
+        var draft = try APIRecord.draft(from: .object(kept))
+        draft.id = id
+        let now = Int64(0)
+        return try MoodRules.validate(draft, now: now, bounds: .storage, newID: { id })
+    }
+
+    /// Whether two versions of an entry carry the same data (timestamps and origin aside).
+    static func sameContent(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
+        a.loggedAt == b.loggedAt && a.kind == b.kind && a.valence == b.valence && a.enteredScore == b.enteredScore
+            && a.labels == b.labels && a.associations == b.associations && a.tags == b.tags && a.notes == b.notes
+    }
+}

@@ -1,0 +1,324 @@
+import Dispatch
+import class Foundation.Thread
+import MoodLedger
+import Synchronization
+
+/// Delivers a ledger's `backend` outbox to a remote and pulls the remote's changes, recording every step as an
+/// event (`Specs/sync.md`). One run: push every due item (attempts of a batch appended together, requests sent
+/// several at a time, outcomes appended together), re-check the outbox until nothing is due, pull, and push again
+/// what the pull re-queued.
+public final class SyncEngine: @unchecked Sendable {
+    /// Tuning; every property documents its default.
+    public struct Configuration: Sendable {
+        /// Requests in flight at once. Default 8.
+        public var concurrency = 8
+        /// Items whose attempts are appended as one batch (one fsync) before their requests go out. Default 256.
+        public var batchSize = 256
+        /// Changes asked for per pull request. Default 500.
+        public var pullPageSize = 500
+        /// Push passes in one run at most (a pass re-checks the outbox for changes made during the run). Default 100.
+        public var maximumPasses = 100
+        /// Seed of the backoff jitter; `nil` draws one from the system. Default `nil`.
+        public var seed: UInt64?
+
+        public init() {}
+    }
+
+    let ledger: Ledger
+    let transport: any SyncTransport
+    let credentialSource: @Sendable () throws(SyncError) -> SyncCredentials
+    let configuration: Configuration
+    let remote: RemoteConfig
+    let dialect: SyncDialect
+    private let random: Mutex<SyncRandom>
+    private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
+
+    /// Creates an engine for the ledger's configured backend.
+    /// - Parameters:
+    ///   - ledger: an open, writable ledger.
+    ///   - transport: how requests travel (``HTTPTransport`` for the configured URL when `nil`).
+    ///   - credentials: reads the credentials (called again once after a 401).
+    ///   - configuration: tuning.
+    /// - Throws: ``SyncError`` `config` when no backend is configured (`moodledger remote set`).
+    public init(ledger: Ledger, transport: (any SyncTransport)? = nil,
+                credentials: @escaping @Sendable () throws(SyncError) -> SyncCredentials,
+                configuration: Configuration = Configuration()) throws(SyncError) {
+        guard let remote = ledger.state.outbox.progress(.backend).remote else {
+            throw SyncError(.config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
+        }
+        self.ledger = ledger
+        self.remote = remote
+        self.dialect = SyncDialect(remote.dialect)
+        if let transport {
+            self.transport = transport
+        } else {
+            do { self.transport = HTTPTransport(url: try RemoteURL(remote.url)) } catch {
+                throw SyncError(.config, "the configured URL is not usable: \(error.rule)")
+            }
+        }
+        self.credentialSource = credentials
+        self.configuration = configuration
+        var system = SystemRandomNumberGenerator()
+        self.random = Mutex(SyncRandom(seed: configuration.seed ?? system.next()))
+    }
+
+    /// One run: push, pull, push what the pull re-queued.
+    /// - Parameter once: one push pass and one pull, without re-checking the outbox.
+    /// - Returns: what the run did.
+    /// - Throws: ``SyncError`` `unauthorized` when the credentials are refused twice (the item's failure is
+    ///   recorded first); ``EventLogError`` when the log cannot be written.
+    public func run(once: Bool = false) throws -> SyncReport {
+        var report = SyncReport()
+        try push(into: &report, once: once)
+        try pull(into: &report)
+        if report.requeued > 0 || !once { try push(into: &report, once: once) }
+        summarize(into: &report)
+        return report
+    }
+
+    /// The requests a run would make now, without sending anything or appending anything (`--dry-run`).
+    public func plannedRequests() -> [SyncRequest] {
+        let state = ledger.state
+        let now = ledger.options.clock()
+        return dueItems(in: state, now: now, limit: .max).compactMap { item in
+            let entry = state.entries[item.entryID]
+            if dialect.unsendable(item.operation, entry: entry) != nil { return nil }
+            return dialect.request(item.operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID,
+                                   key: key(for: item, in: state))
+        }
+    }
+
+    // MARK: - Push
+
+    struct Due {
+        var entryID: EntryID
+        var operation: SyncOperation
+        var remoteID: String?
+        var attempts: Int
+    }
+
+    /// Pending, unparked `backend` items whose retry time has come, in outbox order.
+    func dueItems(in state: LedgerState, now: Int64, limit: Int) -> [Due] {
+        var due: [Due] = []
+        for item in state.outboxItems(destination: .backend) where item.status == "pending" {
+            guard let operation = item.operation, (item.nextAttemptAt ?? .min) <= now else { continue }
+            due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts))
+            if due.count >= limit { break }
+        }
+        return due
+    }
+
+    /// The `Idempotency-Key`: the in-flight attempt's key while the entry is unchanged (a crash between attempt and
+    /// outcome resends the same request), else `<entry id>.<ledger seq>` — new for every version of the entry.
+    func key(for item: Due, in state: LedgerState) -> String {
+        if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
+           let key = record.idempotencyKey, !record.changedSinceAttempt {
+            return key
+        }
+        return "\(item.entryID).\(state.seq)"
+    }
+
+    private func push(into report: inout SyncReport, once: Bool) throws {
+        var passes = 0
+        while passes < (once ? 1 : configuration.maximumPasses) {
+            passes += 1
+            var sentThisPass = 0
+            var seen = Set<EntryID>()
+            while true {
+                // Attempts: chosen and appended against the current state, as one batch.
+                var batch: [(Due, String)] = []
+                _ = try ledger.execute { state, now in
+                    batch = []
+                    var events: [MoodEvent] = []
+                    for item in self.dueItems(in: state, now: now, limit: .max) where !seen.contains(item.entryID) {
+                        if let reason = self.dialect.unsendable(item.operation, entry: state.entries[item.entryID]) {
+                            events.append(.syncFailed(item.entryID, .backend, SyncFailure(error: reason, retryable: false)))
+                            continue
+                        }
+                        let key = self.key(for: item, in: state)
+                        events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
+                        batch.append((item, key))
+                        if batch.count >= self.configuration.batchSize { break }
+                    }
+                    return (events, .none, false)
+                }
+                for (item, _) in batch { seen.insert(item.entryID) }
+                if batch.isEmpty { break }
+                let outcomes = send(batch)
+                var unauthorized: String?
+                _ = try ledger.execute { state, now in
+                    var events: [MoodEvent] = []
+                    for ((item, _), verdict) in zip(batch, outcomes) {
+                        events.append(self.event(for: item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                    }
+                    return (events, .none, false)
+                }
+                for ((item, _), verdict) in zip(batch, outcomes) { tally(item, verdict, into: &report) }
+                report.sent += batch.count
+                sentThisPass += batch.count
+                if let unauthorized {
+                    throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
+                        + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                }
+            }
+            // Re-check: changes written during the pass are due now and go out in the same run.
+            if sentThisPass == 0 || dueItems(in: ledger.state, now: ledger.options.clock(), limit: 1).isEmpty { break }
+        }
+    }
+
+    /// The outcome event of one item.
+    private func event(for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
+                       unauthorized: inout String?) -> MoodEvent {
+        let attempts = (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
+        switch verdict {
+        case .delivered(let remoteID, let revision):
+            return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
+        case .retry(let status, let error, let retryAfter):
+            if attempts >= SyncPolicy.maximumAttempts {
+                return .syncFailed(item.entryID, .backend, SyncFailure(
+                    status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
+            }
+            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0) }
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
+        case .park(let status, let error):
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: false))
+        case .unauthorized(let error):
+            unauthorized = error
+            // Not the item's fault: retryable now, once the credentials are fixed.
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
+        }
+    }
+
+    private func tally(_ item: Due, _ verdict: SyncVerdict, into report: inout SyncReport) {
+        switch verdict {
+        case .delivered: report.delivered += 1
+        case .retry(_, let error, _):
+            report.retrying += 1
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
+        case .park(_, let error):
+            report.parked += 1
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: true))
+        case .unauthorized(let error):
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
+        }
+    }
+
+    /// Sends a batch, `concurrency` at a time; each request is built from the entry as it is now.
+    private func send(_ batch: [(Due, String)]) -> [SyncVerdict] {
+        let results = Mutex<[SyncVerdict?]>(Array(repeating: nil, count: batch.count))
+        let next = Atomic<Int>(0)
+        let stop = Atomic<Bool>(false)
+        let workers = min(configuration.concurrency, batch.count)
+        let group = DispatchGroup()
+        for _ in 0..<workers {
+            group.enter()
+            let thread = Thread { [self] in
+                while true {
+                    let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                    guard index < batch.count else { break }
+                    let verdict: SyncVerdict
+                    if stop.load(ordering: .relaxed) {
+                        verdict = .retry(status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
+                    } else {
+                        verdict = deliver(batch[index].0, key: batch[index].1)
+                        if case .unauthorized = verdict { stop.store(true, ordering: .relaxed) }
+                    }
+                    results.withLock { $0[index] = verdict }
+                }
+                group.leave()
+            }
+            thread.start()
+        }
+        group.wait()
+        return results.withLock { $0.map { $0! } }
+    }
+
+    /// One item: its request, a 401 answered once with refreshed credentials, an update the server lacks sent as a
+    /// create, a create the server already had followed by an update.
+    func deliver(_ item: Due, key: String) -> SyncVerdict {
+        let entry = ledger.entry(item.entryID)
+        if item.operation != .delete && entry == nil {
+            // Deleted since the attempt began: nothing to send; the outbox already records the delete.
+            return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
+        }
+        var operation = item.operation
+        var verdict = exchange(operation, item: item, entry: entry, key: key)
+        if case .park(404?, _) = verdict, operation == .update {
+            operation = .create  // the server lacks it (lost, or never had it): create it again
+            verdict = exchange(operation, item: item, entry: entry, key: key)
+        }
+        return verdict
+    }
+
+    private func exchange(_ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncVerdict {
+        let request = dialect.request(operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key)
+        let (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
+        if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
+           dialect.dialect != .progress {
+            // 200, not 201, and not a replay: the server already had this id (it lost our later changes, or was
+            // restored). Bring its copy up to date.
+            let update = dialect.request(.update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
+            return perform(update, operation: .update, entryID: item.entryID).verdict
+        }
+        return verdict
+    }
+
+    /// Sends one request (a 401 once more with re-read credentials); `alreadyThere` for a create answered 200
+    /// without `Idempotent-Replayed`.
+    private func perform(_ request: SyncRequest, operation: SyncOperation, entryID: EntryID)
+        -> (verdict: SyncVerdict, alreadyThere: Bool) {
+        var refreshed = false
+        while true {
+            let credentials: SyncCredentials
+            do { credentials = try currentCredentials(refresh: refreshed) } catch {
+                return (.unauthorized(error: error.message), false)
+            }
+            switch transport.perform(request, credentials: credentials) {
+            case .failure(let kind, let message):
+                return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false)
+            case .response(let status, let headers, let body):
+                let verdict = SyncPolicy.classify(operation, status: status, headers: headers, body: body,
+                                                  entryID: entryID, now: ledger.options.clock())
+                if case .unauthorized = verdict, !refreshed {
+                    refreshed = true
+                    continue
+                }
+                let replayed = headers.contains { $0.name.lowercased() == "idempotent-replayed" }
+                return (verdict, operation == .create && status == 200 && !replayed)
+            }
+        }
+    }
+
+    func currentCredentials(refresh: Bool) throws(SyncError) -> SyncCredentials {
+        if !refresh, let cached = credentials.withLock({ $0 }) { return cached }
+        let loaded = try credentialSource()
+        credentials.withLock { $0 = loaded }
+        return loaded
+    }
+
+    private func summarize(into report: inout SyncReport) {
+        let state = ledger.state
+        for item in state.outboxItems(destination: .backend) {
+            if item.status == "pending" {
+                report.pendingAfter += 1
+                if let next = item.nextAttemptAt { report.nextAttemptAt = min(report.nextAttemptAt ?? next, next) }
+            } else if item.status == "failed" {
+                report.parkedAfter += 1
+            }
+        }
+    }
+}
+
+/// SplitMix64: the backoff jitter's generator (seeded in tests, so the drawn retry times are reproducible).
+public struct SyncRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    /// Creates a generator.
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,100 @@
+import MoodLedger
+
+/// What an answer means for an outbox item (`Specs/sync.md`, *Classification*).
+public enum SyncVerdict: Sendable, Equatable {
+    /// Delivered: the remote id and the server's revision of the change (0 if it gave none).
+    case delivered(remoteID: String, revision: UInt64)
+    /// Try again later: status (nil for a network error), error text, the server's `Retry-After` in ms.
+    case retry(status: Int?, error: String, retryAfter: Int64?)
+    /// Never going to work as sent: parked until the entry changes.
+    case park(status: Int?, error: String)
+    /// The credentials were refused.
+    case unauthorized(error: String)
+}
+
+/// The rules of a send: how an answer is classified and how long to wait before the next attempt.
+public enum SyncPolicy {
+    /// The backoff base: 1 s.
+    public static let baseMilliseconds: Int64 = 1_000
+    /// The backoff cap: 15 min.
+    public static let capMilliseconds: Int64 = 15 * 60_000
+    /// After this many failed attempts in a row an item is parked.
+    public static let maximumAttempts = 10
+
+    /// The upper bound of the full-jitter delay after the `attempts`-th failure: `min(cap, base · 2^attempts)`.
+    public static func backoffCeiling(attempts: Int) -> Int64 {
+        let exponent = min(max(attempts, 0), 30)
+        return min(capMilliseconds, baseMilliseconds << Int64(exponent))
+    }
+
+    /// The retry time after a failure: `now + U(0, ceiling)`, but never before the server's `Retry-After`.
+    /// - Parameters:
+    ///   - attempts: attempts so far, this one included.
+    ///   - retryAfter: the server's `Retry-After` in ms, if any.
+    ///   - random: the generator (seeded in tests).
+    public static func nextAttempt<G: RandomNumberGenerator>(now: Int64, attempts: Int, retryAfter: Int64?,
+                                                             using random: inout G) -> Int64 {
+        let jitter = Int64.random(in: 0...backoffCeiling(attempts: attempts), using: &random)
+        return now + max(jitter, retryAfter ?? 0)
+    }
+
+    /// Classifies an answer to an operation.
+    public static func classify(_ operation: SyncOperation, status: Int, headers: [(name: String, value: String)],
+                                body: [UInt8], entryID: EntryID, now: Int64) -> SyncVerdict {
+        let message = serverMessage(body)
+        switch status {
+        case 200..<300:
+            let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self))
+            let remoteID = json?["data"]?["id"]?.stringValue ?? entryID.description
+            return .delivered(remoteID: remoteID, revision: revision(headers))
+        case 401:
+            return .unauthorized(error: "HTTP 401: \(message ?? "unauthorized")")
+        case 404 where operation == .delete:
+            return .delivered(remoteID: entryID.description, revision: 0)  // already gone: done
+        case 408, 409, 412, 425, 429, 500..<600:
+            return .retry(status: status, error: "HTTP \(status)" + (message.map { ": \($0)" } ?? ""),
+                          retryAfter: retryAfter(headers, now: now))
+        default:
+            return .park(status: status, error: "HTTP \(status)" + (message.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    /// The server's revision from an `ETag` (`"17"` or `W/"17"`), else 0.
+    static func revision(_ headers: [(name: String, value: String)]) -> UInt64 {
+        guard var tag = headers.first(where: { $0.name.lowercased() == "etag" })?.value else { return 0 }
+        if tag.hasPrefix("W/") { tag.removeFirst(2) }
+        let digits = tag.filter { $0 != "\"" }
+        guard let value = UInt64(digits), value <= UInt64(Int64.max) else { return 0 }
+        return value
+    }
+
+    /// `error.message` of the seed's envelope (or a plain-text body's first line), at most 200 characters.
+    static func serverMessage(_ body: [UInt8]) -> String? {
+        let text = String(decoding: body.prefix(4096), as: UTF8.self)
+        var message: String?
+        if let json = try? JSONParser.parse(text) {
+            message = json["error"]?["message"]?.stringValue ?? json["error"]?.stringValue ?? json["message"]?.stringValue
+        } else if !text.isEmpty {
+            message = text.split(separator: "\n").first.map(String.init)
+        }
+        guard var result = message?.filter({ !$0.isNewline }), !result.isEmpty else { return nil }
+        if result.count > 200 { result = String(result.prefix(200)) + "…" }
+        return result
+    }
+
+    /// `Retry-After` in ms from now: delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3).
+    public static func retryAfter(_ headers: [(name: String, value: String)], now: Int64) -> Int64? {
+        guard let value = headers.first(where: { $0.name.lowercased() == "retry-after" })?.value else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return min(seconds, 86_400) * 1000 }
+        // "Sun, 06 Nov 1994 08:49:37 GMT"
+        let parts = value.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
+              let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3]),
+              let date = LocalDate(year: year, month: month + 1, day: day) else { return nil }
+        let clock = parts[4].split(separator: ":").compactMap { Int64($0) }
+        guard clock.count == 3, (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0..<61).contains(clock[2]) else { return nil }
+        let at = (Int64(date.daysSinceEpoch) * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2]) * 1000
+        return min(max(0, at - now), 86_400_000)
+    }
+}

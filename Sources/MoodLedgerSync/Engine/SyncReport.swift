@@ -1,0 +1,56 @@
+import MoodLedger
+
+/// What one sync run did.
+public struct SyncReport: Sendable, Equatable {
+    /// Requests sent for outbox items.
+    public var sent = 0
+    /// Items the server acknowledged.
+    public var delivered = 0
+    /// Items that failed and will be retried.
+    public var retrying = 0
+    /// Items parked (never going to work as sent) in this run.
+    public var parked = 0
+    /// Remote changes applied locally, and of those, conflicts (`Specs/sync.md`, *Conflicts*).
+    public var pulled = 0
+    public var conflicts = 0
+    /// Entries the server lost, queued again.
+    public var requeued = 0
+    /// The server's revision went below the cursor (restored from a backup).
+    public var serverWentBack = false
+    /// Why pulling failed, if it did.
+    public var pullError: String?
+    /// Outbox items still pending after the run (waiting for a retry time), and parked ones.
+    public var pendingAfter = 0
+    public var parkedAfter = 0
+    /// The earliest retry time among pending items (ms).
+    public var nextAttemptAt: Int64?
+    /// The failures of this run: entry and error text.
+    public var failures: [Failure] = []
+
+    /// One failed item.
+    public struct Failure: Sendable, Equatable {
+        public var entryID: EntryID
+        public var error: String
+        public var parked: Bool
+    }
+
+    public init() {}
+
+    /// Whether everything due was delivered and pulled.
+    public var isComplete: Bool { pendingAfter == 0 && parkedAfter == 0 && pullError == nil }
+
+    /// The report as JSON (`moodledger sync --json`).
+    public var json: JSONValue {
+        .object([
+            ("sent", .int(Int64(sent))), ("delivered", .int(Int64(delivered))), ("retrying", .int(Int64(retrying))),
+            ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))),
+            ("requeued", .int(Int64(requeued))), ("server_went_back", .bool(serverWentBack)),
+            ("pull_error", .optional(pullError) { .string($0) }),
+            ("pending_after", .int(Int64(pendingAfter))), ("parked_after", .int(Int64(parkedAfter))),
+            ("next_attempt_at", .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }),
+            ("failures", .array(failures.map {
+                .object([("entry_id", .string($0.entryID.description)), ("error", .string($0.error)), ("parked", .bool($0.parked))])
+            })),
+        ])
+    }
+}

@@ -1,0 +1,247 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
+/// benchmark's load generator and the server tests use. Keep-alive; `Content-Length` and chunked bodies; no TLS, no
+/// redirects. Every syscall is here (the sync module's platform layer).
+public final class HTTPConnection: @unchecked Sendable {  // used by one thread at a time; pools hand it over whole
+    /// A response as read.
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(name: String, value: String)]
+        public var body: [UInt8]
+        /// The first header of that name (case-insensitive).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// Failures of the connection: what failed, and whether it was a timeout.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var what: String
+        public var timedOut = false
+        public var description: String { what }
+    }
+
+    private var fd: Int32 = -1
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    /// Connects to `host:port` (a name or a numeric IPv4/IPv6 address); connecting, sends and reads each time out
+    /// after `timeout` seconds.
+    /// - Throws: ``Failure`` when the name does not resolve or no address accepts the connection.
+    public init(host: String = "127.0.0.1", port: UInt16, timeout: Double = 30) throws {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, String(port), &hints, &list)
+        guard resolved == 0, let first = list else {
+            throw Failure(what: "cannot resolve \(host) (\(String(cString: gai_strerror(resolved))))")
+        }
+        defer { freeaddrinfo(list) }
+        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+        var lastError: Int32 = 0
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            cursor = info.pointee.ai_next
+            let candidate = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            guard candidate >= 0 else { lastError = errno; continue }
+            // SO_SNDTIMEO bounds connect(2) too.
+            setsockopt(candidate, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(candidate, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+            if connect(candidate, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
+                fd = candidate
+                break
+            }
+            lastError = errno
+            Self.closeDescriptor(candidate)
+        }
+        guard fd >= 0 else {
+            throw Failure(what: "cannot connect to \(host):\(port) (\(String(cString: strerror(lastError))))",
+                          timedOut: lastError == EINPROGRESS || lastError == EAGAIN || lastError == ETIMEDOUT)
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Connects to 127.0.0.1:`port`.
+    /// - Throws: ``Failure`` when the connection is refused.
+    public convenience init(port: UInt16, timeout: Double = 30) throws {
+        try self.init(host: "127.0.0.1", port: port, timeout: timeout)
+    }
+
+    deinit { if fd >= 0 { Self.closeDescriptor(fd) } }
+
+    private static func closeDescriptor(_ fd: Int32) {
+        #if canImport(Glibc)
+        _ = Glibc.close(fd)
+        #else
+        _ = Darwin.close(fd)
+        #endif
+    }
+
+    /// Closes the connection now (idempotent through `shutdown`; the descriptor is released on deinit).
+    public func close() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Sends every byte (SIGPIPE never raised).
+    /// - Throws: ``Failure`` when the peer is gone or the send times out.
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Glibc)
+            let flags = Int32(MSG_NOSIGNAL)
+            #else
+            let flags: Int32 = 0
+            #endif
+            let n = bytes[offset...].withUnsafeBytes { Self.systemSend(fd, $0.baseAddress, $0.count, flags) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw Failure(what: "send failed (\(String(cString: strerror(errno))))", timedOut: errno == EAGAIN)
+            }
+            offset += n
+        }
+    }
+
+    private static func systemSend(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int {
+        #if canImport(Glibc)
+        return Glibc.send(fd, pointer, count, flags)
+        #else
+        return Darwin.send(fd, pointer, count, flags)
+        #endif
+    }
+
+    /// Sends text as UTF-8.
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Reads one response; `head` for the answer to a HEAD request (a length but no body).
+    /// - Throws: ``Failure`` at end of stream, a malformed response, or a timeout before a whole response.
+    public func readResponse(head: Bool = false) throws -> Response {
+        let end = try headerEnd()
+        let lines = String(decoding: buffer[start..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."), let status = Int(statusLine.dropFirst(9).prefix(3)) else {
+            throw Failure(what: "malformed response status line")
+        }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
+        }
+        start = end + 4
+        let response = Response(status: status, headers: headers, body: [])
+        if head || status == 204 || status == 304 || (100..<200).contains(status) { return compacted(response) }
+        if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+            var body: [UInt8] = []
+            while true {
+                let lineEnd = try lineEnd(from: start)
+                let sizeText = String(decoding: buffer[start..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+                guard let size = Int(sizeText.trimmingSpaces(), radix: 16), size >= 0, size <= 64 << 20 else {
+                    throw Failure(what: "malformed chunk size")
+                }
+                start = lineEnd + 2
+                if size == 0 {
+                    // Trailers, then the empty line.
+                    while true {
+                        let trailerEnd = try self.lineEnd(from: start)
+                        let empty = trailerEnd == start
+                        start = trailerEnd + 2
+                        if empty { break }
+                    }
+                    break
+                }
+                while buffer.count < start + size + 2 { try fill() }
+                body += buffer[start..<(start + size)]
+                start += size + 2
+            }
+            var whole = response
+            whole.body = body
+            return compacted(whole)
+        }
+        guard let length = response.header("Content-Length").map({ Int($0) }) ?? 0, length >= 0, length <= 64 << 20 else {
+            throw Failure(what: "malformed Content-Length")
+        }
+        while buffer.count < start + length { try fill() }
+        var whole = response
+        whole.body = Array(buffer[start..<(start + length)])
+        start += length
+        return compacted(whole)
+    }
+
+    private func compacted(_ response: Response) -> Response {
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        return response
+    }
+
+    /// Whether the server closed the connection (end of stream) before the read timeout.
+    public func closedByPeer() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    private func headerEnd() throws -> Int {
+        var from = start
+        while true {
+            if buffer.count >= 4 {
+                for i in max(start, from - 3)..<max(start, buffer.count - 3)
+                where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+                    return i
+                }
+            }
+            guard buffer.count - start < 64 << 10 else { throw Failure(what: "response header block too large") }
+            from = buffer.count
+            try fill()
+        }
+    }
+
+    private func lineEnd(from position: Int) throws -> Int {
+        var from = position
+        while true {
+            if buffer.count >= 2, from < buffer.count - 1 {
+                for i in max(position, from - 1)..<(buffer.count - 1) where buffer[i] == 13 && buffer[i + 1] == 10 { return i }
+            }
+            guard buffer.count - position < 64 << 10 else { throw Failure(what: "response line too long") }
+            from = buffer.count
+            try fill()
+        }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                if n == 0 { throw Failure(what: "the connection was closed") }
+                let timedOut = errno == EAGAIN || errno == EWOULDBLOCK
+                throw Failure(what: timedOut ? "timed out waiting for the response" : "read failed (\(String(cString: strerror(errno))))",
+                              timedOut: timedOut)
+            }
+            buffer += chunk[0..<n]
+            return
+        }
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s.removeFirst() }
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return String(s)
+    }
+
+}

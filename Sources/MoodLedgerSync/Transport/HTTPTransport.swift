@@ -1,0 +1,76 @@
+import MoodLedger
+import Synchronization
+
+/// The answer to one request, or how the exchange failed.
+public enum SyncExchange: Sendable {
+    case response(status: Int, headers: [(name: String, value: String)], body: [UInt8])
+    /// No response: a network error or a timeout (the request may or may not have been applied).
+    case failure(kind: String, message: String)
+}
+
+/// Sends requests to a backend; tests and `--dry-run` put their own in its place.
+public protocol SyncTransport: Sendable {
+    /// Performs one request with these credentials.
+    func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange
+}
+
+/// HTTP/1.1 over keep-alive connections to one remote, pooled so several requests are in flight at once.
+public final class HTTPTransport: SyncTransport, @unchecked Sendable {
+    private let url: RemoteURL
+    private let timeout: Double
+    private let pool = Mutex<[HTTPConnection]>([])
+
+    /// Creates a transport.
+    /// - Parameters:
+    ///   - url: the remote.
+    ///   - timeout: seconds for connecting and for each response.
+    public init(url: RemoteURL, timeout: Double = 30) {
+        self.url = url
+        self.timeout = timeout
+    }
+
+    public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+        let bytes = encode(request, credentials: credentials)
+        // A pooled connection the server has since closed fails before any answer; one fresh retry is safe because
+        // every write carries its Idempotency-Key.
+        for attempt in 0..<2 {
+            let pooled = attempt == 0 ? pool.withLock { $0.popLast() } : nil
+            let connection: HTTPConnection
+            if let pooled {
+                connection = pooled
+            } else {
+                do { connection = try HTTPConnection(host: url.host, port: url.port, timeout: timeout) } catch let error as HTTPConnection.Failure {
+                    return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
+                } catch {
+                    return .failure(kind: "network", message: "\(error)")
+                }
+            }
+            do {
+                try connection.send(bytes)
+                let response = try connection.readResponse(head: request.method == "HEAD")
+                let closing = response.header("Connection")?.lowercased() == "close"
+                if !closing { pool.withLock { $0.append(connection) } }
+                return .response(status: response.status, headers: response.headers, body: response.body)
+            } catch let error as HTTPConnection.Failure {
+                if pooled != nil && !error.timedOut { continue }
+                return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
+            } catch {
+                return .failure(kind: "network", message: "\(error)")
+            }
+        }
+        return .failure(kind: "network", message: "the connection was closed")
+    }
+
+    private func encode(_ request: SyncRequest, credentials: SyncCredentials) -> [UInt8] {
+        var head = "\(request.method) \(url.prefix)\(request.path) HTTP/1.1\r\nHost: \(url.host):\(url.port)\r\n"
+        head += "User-Agent: moodledger-sync\r\nAccept: application/json\r\n"
+        for (name, value) in credentials.headers { head += "\(name): \(value)\r\n" }
+        if let key = request.idempotencyKey { head += "Idempotency-Key: \(key)\r\n" }
+        if let body = request.body {
+            head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            return Array(head.utf8) + body
+        }
+        if request.method != "GET" { head += "Content-Length: 0\r\n" }
+        return Array((head + "\r\n").utf8)
+    }
+}
