@@ -7,7 +7,8 @@ enum SnapshotCodec {
     /// Bump when any projection, or this encoding, changes: old snapshots are then ignored and the ledger replays.
     /// entries=2: a shared (source, source id) goes to the entry created first (the fold's rule, not insertion order).
     /// outbox=2: server revisions, in-flight idempotency keys and per-destination sync progress (Specs/sync.md).
-    static let schema = "moodledger-projections/entries=2/outbox=2/analytics=1/snapshot-payload=1"
+    /// entries=3: a remote.applied upsert identical to the entry changes nothing (updated_at kept).
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=1"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     static func encode(_ state: LedgerState) -> [UInt8] {
@@ -35,6 +36,7 @@ enum SnapshotCodec {
             if record.parked { flags |= 8 }
             if record.changedSinceAttempt { flags |= 16 }
             if record.idempotencyKey != nil { flags |= 32 }
+            if record.inFlight { flags |= 64 }
             w.u8(flags)
             w.varint(UInt64(record.attempts))
             w.varint(UInt64(max(0, record.lastStatus ?? 0)))
@@ -118,7 +120,7 @@ enum SnapshotCodec {
                 record.operation = operation
             }
             let flags = try r.u8()
-            guard flags & ~0x3F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
+            guard flags & ~0x7F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
             let attempts = try r.varint()
             guard attempts <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "attempts: out of range") }
             record.attempts = Int(attempts)
@@ -132,6 +134,7 @@ enum SnapshotCodec {
             record.changedSinceAttempt = flags & 16 != 0
             record.revision = try EventCodec.readRevision(from: &r)
             if flags & 32 != 0 { record.idempotencyKey = try r.string("idempotency_key") }
+            record.inFlight = flags & 64 != 0
             records[OutboxKey(entryID: id, destination: destination)] = record
         }
         state.outbox = OutboxState(records: records)

@@ -121,6 +121,8 @@ public struct EntriesState: Sendable, Equatable {
                 incoming.source = before.source
                 incoming.sourceID = before.sourceID
                 incoming.createdAt = before.createdAt
+                incoming.updatedAt = before.updatedAt
+                if incoming == before { return nil }  // the remote has what is here: nothing changes
                 remove(before)
             } else {
                 incoming.source = change.origin.originSource

@@ -21,10 +21,11 @@ public struct OutboxRecord: Sendable, Equatable {
     public internal(set) var changedSinceAttempt = false
     /// The destination's revision of the entry's last change it acknowledged or sent us (0 = unknown).
     public var revision: UInt64 = 0
-    /// The latest attempt's `Idempotency-Key`, while no outcome is recorded for it.
+    /// The latest attempt's `Idempotency-Key` until a success: a retry of the same version of the entry reuses it,
+    /// because after a timeout, a dropped connection or a crash the server may have applied it.
     public var idempotencyKey: String?
     /// An attempt began and no outcome was recorded (a crash in between): the next send reuses its key.
-    public var inFlight: Bool { idempotencyKey != nil }
+    public var inFlight = false
 }
 
 /// Where syncing with one destination stands as a whole: its server, the pull cursor and the latest outcomes.
@@ -159,6 +160,7 @@ public struct OutboxState: Sendable, Equatable {
             record.attempts += 1
             record.changedSinceAttempt = false
             record.idempotencyKey = idempotencyKey.isEmpty ? nil : idempotencyKey
+            record.inFlight = true
             if record.operation == nil { record.operation = operation }
             self[key] = record
         case .syncSucceeded(let id, let destination, let remoteID, let revision):
@@ -168,6 +170,7 @@ public struct OutboxState: Sendable, Equatable {
             record.remoteID = remoteID
             record.revision = max(record.revision, revision)
             record.idempotencyKey = nil
+            record.inFlight = false
             record.attempts = 0
             record.lastError = nil
             record.lastStatus = nil
@@ -198,7 +201,7 @@ public struct OutboxState: Sendable, Equatable {
             var record = self[key] ?? OutboxRecord(operation: .create)
             record.lastError = failure.error
             record.lastStatus = failure.status
-            record.idempotencyKey = nil
+            record.inFlight = false
             if failure.retryable {
                 // Version 2 records the time the sender drew; version 1 keeps its own rule.
                 record.nextAttemptAt = failure.nextAttemptAt

@@ -108,8 +108,9 @@ public final class SyncEngine: @unchecked Sendable {
         return due
     }
 
-    /// The `Idempotency-Key`: the in-flight attempt's key while the entry is unchanged (a crash between attempt and
-    /// outcome resends the same request), else `<entry id>.<ledger seq>` — new for every version of the entry.
+    /// The `Idempotency-Key`: the previous attempt's key while the entry is unchanged and no attempt succeeded (after
+    /// a crash, a timeout or a dropped connection the server may have applied it: resending the same key gets the
+    /// first answer back), else `<entry id>.<ledger seq>` — new for every version of the entry.
     func key(for item: Due, in state: LedgerState) -> String {
         if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
            let key = record.idempotencyKey, !record.changedSinceAttempt {

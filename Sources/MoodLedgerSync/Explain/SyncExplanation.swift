@@ -93,7 +93,7 @@ public struct SyncExplanation: Sendable, Equatable {
         if record.parked {
             return ("failed", "Parked after \"\(record.lastError ?? "an error")\": it is not sent again until the entry changes.")
         }
-        if let key = record.idempotencyKey, !record.changedSinceAttempt {
+        if record.inFlight, let key = record.idempotencyKey, !record.changedSinceAttempt {
             return ("in_flight", "An attempt began and no outcome was recorded (the process stopped): the next `moodledger sync` resends the \(operation.rawValue) with the same Idempotency-Key \(key), so the server applies it once.")
         }
         if let next = record.nextAttemptAt {

@@ -1,0 +1,174 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A fault-injecting TCP proxy for the sync tests: it sits between a client and `moodledger serve` on loopback,
+/// reads each HTTP/1.1 request, and per request either relays it, answers it itself, delays the answer, or lets the
+/// server commit and then drops the connection before the client sees the answer.
+final class FaultProxy: @unchecked Sendable {
+    enum Action: Sendable {
+        case relay
+        /// Answer with this status, headers and body without reaching the server.
+        case answer(Int, [String], String)
+        /// Relay, then hold the answer this long before sending it (a timeout when longer than the client waits).
+        case delay(milliseconds: Int)
+        /// Relay, read the server's answer, then close the client's connection without it.
+        case dropAfterCommit
+    }
+
+    struct Seen: Sendable {
+        var method: String
+        var path: String
+        var idempotencyKey: String?
+        var status: Int?
+        var replayed: Bool
+    }
+
+    let port: UInt16
+    private let upstream: UInt16
+    private let listener: Int32
+    private let decide: @Sendable (Int, String, String) -> Action
+    private let count = Atomic<Int>(0)
+    private let seen = Mutex<[Seen]>([])
+    private let running = Atomic<Bool>(true)
+
+    /// Starts a proxy to `upstream` (a loopback port); `decide(index, method, path)` picks each request's fate.
+    init(upstream: UInt16, decide: @escaping @Sendable (Int, String, String) -> Action) throws {
+        self.upstream = upstream
+        self.decide = decide
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        listen(listener, 128)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        self.listener = listener
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Every request seen, in order.
+    var requests: [Seen] { seen.withLock { $0 } }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while running.load(ordering: .relaxed) {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { if errno == EINTR { continue } else { return } }
+            let thread = Thread { [self] in serve(client) }
+            thread.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var server: Int32 = -1
+        defer { if server >= 0 { close(server) } }
+        var buffer: [UInt8] = []
+        while let request = Self.readMessage(client, &buffer) {
+            let head = String(decoding: request.head, as: UTF8.self)
+            let parts = head.split(separator: " ", maxSplits: 2)
+            let method = parts.first.map(String.init) ?? ""
+            let path = parts.count > 1 ? String(parts[1]) : ""
+            let key = Self.header(head, "idempotency-key")
+            let index = count.wrappingAdd(1, ordering: .relaxed).oldValue
+            let action = decide(index, method, path)
+            if case .answer(let status, let headers, let body) = action {
+                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false)) }
+                let text = "HTTP/1.1 \(status) Injected\r\n" + headers.map { $0 + "\r\n" }.joined()
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
+                guard Self.sendAll(client, Array(text.utf8)) else { return }
+                continue
+            }
+            if server < 0 { server = Self.connect(upstream) }
+            guard server >= 0, Self.sendAll(server, request.head + request.body) else { return }
+            var upstreamBuffer: [UInt8] = []
+            guard let response = Self.readMessage(server, &upstreamBuffer) else { return }
+            let responseHead = String(decoding: response.head, as: UTF8.self)
+            let status = Int(responseHead.dropFirst(9).prefix(3))
+            seen.withLock {
+                $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status,
+                               replayed: Self.header(responseHead, "idempotent-replayed") != nil))
+            }
+            switch action {
+            case .dropAfterCommit: return
+            case .delay(let milliseconds): usleep(useconds_t(milliseconds * 1000))
+            default: break
+            }
+            guard Self.sendAll(client, response.head + response.body) else { return }
+        }
+    }
+
+    private static func header(_ head: String, _ name: String) -> String? {
+        for line in head.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            if line[..<colon].lowercased() == name { return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        }
+        return nil
+    }
+
+    /// One message (head including the blank line, and its Content-Length body), or nil at end of stream.
+    private static func readMessage(_ fd: Int32, _ buffer: inout [UInt8]) -> (head: [UInt8], body: [UInt8])? {
+        while true {
+            if let end = find(buffer) {
+                let head = Array(buffer[0..<(end + 4)])
+                let length = header(String(decoding: head, as: UTF8.self), "content-length").flatMap { Int($0) } ?? 0
+                while buffer.count < end + 4 + length { guard fill(fd, &buffer) else { return nil } }
+                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
+                buffer.removeFirst(end + 4 + length)
+                return (head, body)
+            }
+            guard fill(fd, &buffer) else { return nil }
+        }
+    }
+
+    private static func find(_ buffer: [UInt8]) -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 { return i }
+        return nil
+    }
+
+    private static func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    private static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return false }
+            offset += n
+        }
+        return true
+    }
+
+    private static func connect(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if result != 0 { close(fd); return -1 }
+        return fd
+    }
+}
