@@ -94,22 +94,43 @@ struct Workload {
                 try ledger.delete(target)
             case 70..<80:
                 guard let target else { return }
-                try ledger.recordSyncAttempt(target, to: SyncDestination.allCases.randomElement(using: &random)!)
+                try ledger.recordSyncAttempt(target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                                             key: Bool.random(using: &random) ? "\(target).\(ledger.lastSeq)" : "")
             case 80..<88:
                 guard let target else { return }
                 try ledger.recordSyncSuccess(target, to: SyncDestination.allCases.randomElement(using: &random)!,
-                                             remoteID: "r-\(Int.random(in: 0..<1000, using: &random))")
+                                             remoteID: "r-\(Int.random(in: 0..<1000, using: &random))",
+                                             revision: UInt64.random(in: 0...500, using: &random))
             case 88..<95:
                 guard let target else { return }
                 try ledger.recordSyncFailure(target, to: SyncDestination.allCases.randomElement(using: &random)!,
-                                             SyncFailure(status: 503, error: "unavailable", retryable: Bool.random(using: &random)))
+                                             SyncFailure(status: 503, error: "unavailable", retryable: Bool.random(using: &random),
+                                                         nextAttemptAt: Bool.random(using: &random) ? clock.now + Int64.random(in: 0...60_000, using: &random) : nil))
+            case 95..<98:
+                // The sync engine's bookkeeping events.
+                let event: MoodEvent
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0:
+                    event = .syncPulled(SyncPull(cursor: UInt64.random(in: 0...500, using: &random),
+                                                 serverRevision: UInt64.random(in: 0...500, using: &random),
+                                                 applied: Int.random(in: 0...5, using: &random), serverWentBack: Bool.random(using: &random)))
+                case 1:
+                    event = .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 8080...8081, using: &random))",
+                                                           dialect: RemoteDialect.allCases.randomElement(using: &random)!))
+                default:
+                    guard let target else { return }
+                    event = .syncRequeued(target, .backend, reason: "the server lost it")
+                }
+                _ = try ledger.execute { _, _ in ([event], event.entryID, false) }
             default:
                 guard let target else { return }
                 var entry = ledger.entry(target) ?? MoodEntry(id: target, loggedAt: LoggedAt(milliseconds: clock.now))
                 entry.valence = valence()
                 let deleted = Int.random(in: 0..<5, using: &random) == 0
                 try ledger.applyRemote(RemoteChange(origin: .backend, remoteID: "srv-\(target.low % 1000)",
-                                                    entry: deleted ? nil : entry, entryID: target))
+                                                    entry: deleted ? nil : entry, entryID: target,
+                                                    revision: UInt64.random(in: 0...500, using: &random),
+                                                    conflict: Int.random(in: 0..<4, using: &random) == 0))
             }
         } catch let error as MoodError where [.notFound, .readOnly].contains(error.code) {
             // Deleted or HealthKit targets: refused, nothing appended. That is part of the workload.
