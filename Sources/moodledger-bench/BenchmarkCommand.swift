@@ -32,6 +32,12 @@ enum BenchmarkCommand {
                     seconds = s
                 }
                 return ServerBench.run(seconds: seconds, json: arguments.contains("--json"))
+            case "--sync":  // pushing N pending entries to the reference backend (Specs/benchmark.md, Sync)
+                var entries = 10_000
+                if let i = arguments.firstIndex(of: "--entries"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 {
+                    entries = n
+                }
+                return SyncBench.run(entries: entries, json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
             case "--generate":  // internal: the load phase, run as a child process
@@ -55,7 +61,8 @@ enum BenchmarkCommand {
                 return 0
             case "--help", "-h":
                 print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
-                      + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)")
+                      + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
+                      + "       moodledger-bench --sync [--entries 10000] [--json]   (pushing pending entries to the reference backend)")
                 return 0
             default:
                 FileHandle.standardError.write(Data("moodledger-bench: unknown argument \(arguments[index])\n".utf8))

@@ -123,15 +123,18 @@ public final class SyncEngine: @unchecked Sendable {
         var passes = 0
         while passes < (once ? 1 : configuration.maximumPasses) {
             passes += 1
-            var sentThisPass = 0
-            var seen = Set<EntryID>()
-            while true {
+            // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
+            var candidates = dueItems(in: ledger.state, now: ledger.options.clock(), limit: .max)[...]
+            if candidates.isEmpty { break }
+            while !candidates.isEmpty {
                 // Attempts: chosen and appended against the current state, as one batch.
                 var batch: [(Due, String)] = []
                 _ = try ledger.execute { state, now in
                     batch = []
                     var events: [MoodEvent] = []
-                    for item in self.dueItems(in: state, now: now, limit: .max) where !seen.contains(item.entryID) {
+                    while let candidate = candidates.first, batch.count < self.configuration.batchSize {
+                        candidates.removeFirst()
+                        guard let item = self.stillDue(candidate.entryID, in: state, now: now) else { continue }
                         if let reason = self.dialect.unsendable(item.operation, entry: state.entries[item.entryID]) {
                             events.append(.syncFailed(item.entryID, .backend, SyncFailure(error: reason, retryable: false)))
                             continue
@@ -139,12 +142,10 @@ public final class SyncEngine: @unchecked Sendable {
                         let key = self.key(for: item, in: state)
                         events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
                         batch.append((item, key))
-                        if batch.count >= self.configuration.batchSize { break }
                     }
                     return (events, .none, false)
                 }
-                for (item, _) in batch { seen.insert(item.entryID) }
-                if batch.isEmpty { break }
+                if batch.isEmpty { continue }
                 let outcomes = send(batch)
                 var unauthorized: String?
                 _ = try ledger.execute { state, now in
@@ -156,15 +157,24 @@ public final class SyncEngine: @unchecked Sendable {
                 }
                 for ((item, _), verdict) in zip(batch, outcomes) { tally(item, verdict, into: &report) }
                 report.sent += batch.count
-                sentThisPass += batch.count
                 if let unauthorized {
                     throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
                         + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
                 }
             }
             // Re-check: changes written during the pass are due now and go out in the same run.
-            if sentThisPass == 0 || dueItems(in: ledger.state, now: ledger.options.clock(), limit: 1).isEmpty { break }
         }
+    }
+
+    /// The item of `id` if it is still pending, unparked and due in `state`.
+    func stillDue(_ id: EntryID, in state: LedgerState, now: Int64) -> Due? {
+        let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
+        if let record {
+            guard let operation = record.operation, !record.parked, (record.nextAttemptAt ?? .min) <= now else { return nil }
+            return Due(entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts)
+        }
+        guard let entry = state.entries[id], OutboxState.isEligible(entry.source, for: .backend) else { return nil }
+        return Due(entryID: id, operation: .create, remoteID: nil, attempts: 0)
     }
 
     /// The outcome event of one item.
