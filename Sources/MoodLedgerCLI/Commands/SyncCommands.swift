@@ -8,7 +8,7 @@ enum SyncCommands {
     static let remote = CommandSpec(
         name: "remote", summary: "set or show the backend the outbox is delivered to",
         usage: "remote set URL --dialect mood-api|wellness|progress\n       remote show",
-        values: ["dialect"]) { context in
+        values: ["dialect", "at"]) { context in
         switch context.arguments.positionals.first {
         case "set"?:
             let url = try context.positional(1, "URL")
