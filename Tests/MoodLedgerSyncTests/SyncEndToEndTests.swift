@@ -124,3 +124,41 @@ struct SyncEndToEndTests {
         #expect(Content.of(try server.entries()) == Content.of(a.ledger.state.entries.all))
     }
 }
+
+@Suite("Sync dialects")
+struct SyncDialectTests {
+    @Test("wellness pushes through the CRUD routes; progress creates 1–10 records and parks what it cannot carry")
+    func dialects() throws {
+        let dir = TemporaryDirectory("sync-dialects")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let wellness = try Device(dir.sub("w"), remote: server.url, dialect: .wellness)
+        let id = try wellness.log(0.4, notes: "w")
+        try wellness.sync(server.credentials)
+        _ = try wellness.ledger.update(id, MoodChanges(valence: -0.4))
+        let other = try wellness.log(0.1)
+        try wellness.ledger.delete(other)
+        let report = try wellness.sync(server.credentials)
+        #expect(report.isComplete && report.pulled == 0, "no changes feed in the wellness dialect")
+
+        let progress = try Device(dir.sub("p"), remote: server.url, dialect: .progress)
+        let scored = try progress.ledger.log(MoodDraft(score: 8, labels: ["happy"])).entry.id
+        let labelsOnly = try progress.ledger.log(MoodDraft(labels: ["calm"])).entry.id
+        let first = try progress.sync(server.credentials)
+        #expect(first.delivered == 1 && first.parked == 1)
+        #expect(first.failures.first?.entryID == labelsOnly)
+        _ = try progress.ledger.update(scored, MoodChanges(score: 3))
+        let second = try progress.sync(server.credentials)
+        #expect(second.parked == 1 && second.failures.first?.error.contains("cannot update") == true)
+        #expect(plannedPaths(progress).isEmpty, "parked items are not planned")
+        server.stop()
+        let onServer = try server.entries()
+        #expect(onServer.contains { $0.id == id && $0.valence == Valence.quantized(-0.4) })
+        #expect(!onServer.contains { $0.id == other })
+        #expect(onServer.contains { $0.enteredScore == 8 && $0.labels.isEmpty }, "a progress record carries the score only")
+    }
+
+    func plannedPaths(_ device: Device) -> [String] {
+        (try? SyncEngine(ledger: device.ledger, credentials: { SyncCredentials() }).plannedRequests().map(\.path)) ?? ["error"]
+    }
+}

@@ -129,14 +129,17 @@ public final class SyncEngine: @unchecked Sendable {
             while !candidates.isEmpty {
                 // Attempts: chosen and appended against the current state, as one batch.
                 var batch: [(Due, String)] = []
+                var unsendable: [(EntryID, String)] = []
                 _ = try ledger.execute { state, now in
                     batch = []
+                    unsendable = []
                     var events: [MoodEvent] = []
                     while let candidate = candidates.first, batch.count < self.configuration.batchSize {
                         candidates.removeFirst()
                         guard let item = self.stillDue(candidate.entryID, in: state, now: now) else { continue }
                         if let reason = self.dialect.unsendable(item.operation, entry: state.entries[item.entryID]) {
                             events.append(.syncFailed(item.entryID, .backend, SyncFailure(error: reason, retryable: false)))
+                            unsendable.append((item.entryID, reason))
                             continue
                         }
                         let key = self.key(for: item, in: state)
@@ -144,6 +147,10 @@ public final class SyncEngine: @unchecked Sendable {
                         batch.append((item, key))
                     }
                     return (events, .none, false)
+                }
+                for (id, reason) in unsendable {
+                    report.parked += 1
+                    report.failures.append(.init(entryID: id, error: reason, parked: true))
                 }
                 if batch.isEmpty { continue }
                 let outcomes = send(batch)
