@@ -68,6 +68,12 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         public var fixedClock: Int64?
         public var syncs = 0
         public var writes = 0
+        /// Let this many writes / syncs through before `failNextWrite` / `failNextSync` fires.
+        public var writesBeforeFailure = 0
+        public var syncsBeforeFailure = 0
+        /// Fail the next `rename` / `syncDirectory` with this error.
+        public var failNextRename: Errno?
+        public var failNextDirectorySync: Errno?
     }
     public let plan = Mutex(Plan())
     public init() {}
@@ -82,6 +88,10 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         let failure: (Errno, Int)? = plan.withLock { plan in
             plan.writes += 1
             guard let error = plan.failNextWrite else { return nil }
+            if plan.writesBeforeFailure > 0 {
+                plan.writesBeforeFailure -= 1
+                return nil
+            }
             plan.failNextWrite = nil
             return (error, plan.bytesBeforeFailure)
         }
@@ -94,17 +104,32 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
     public func syncData(_ fd: Int32) throws {
         let failure: Errno? = plan.withLock { plan in
             plan.syncs += 1
+            guard plan.failNextSync != nil else { return nil }
+            if plan.syncsBeforeFailure > 0 {
+                plan.syncsBeforeFailure -= 1
+                return nil
+            }
             defer { plan.failNextSync = nil }
             return plan.failNextSync
         }
         if let failure { throw failure }
         try system.syncData(fd)
     }
-    public func syncDirectory(_ path: String) throws { try system.syncDirectory(path) }
+    public func syncDirectory(_ path: String) throws {
+        if let failure = plan.withLock({ plan -> Errno? in defer { plan.failNextDirectorySync = nil }; return plan.failNextDirectorySync }) {
+            throw failure
+        }
+        try system.syncDirectory(path)
+    }
     public func truncate(_ fd: Int32, to size: Int64) throws { try system.truncate(fd, to: size) }
     public func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
     public func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
-    public func rename(_ from: String, _ to: String) throws { try system.rename(from, to) }
+    public func rename(_ from: String, _ to: String) throws {
+        if let failure = plan.withLock({ plan -> Errno? in defer { plan.failNextRename = nil }; return plan.failNextRename }) {
+            throw failure
+        }
+        try system.rename(from, to)
+    }
     public func remove(_ path: String) throws { try system.remove(path) }
     public func makeDirectory(_ path: String) throws -> Bool { try system.makeDirectory(path) }
     public func removeDirectory(_ path: String) throws { try system.removeDirectory(path) }

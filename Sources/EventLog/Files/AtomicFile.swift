@@ -66,6 +66,15 @@ public enum AtomicFile {
         }
     }
 
+    /// Removes one file and syncs its directory.
+    /// - Throws: ``EventLogError`` `io`.
+    public static func removeFile(_ path: String, io: any PlatformIO = SystemIO()) throws {
+        try wrapIO("cannot remove \(path)") {
+            try io.remove(path)
+            try io.syncDirectory(EventLogFiles.parent(of: path))
+        }
+    }
+
     /// Removes a directory and everything in it. No link is ever followed: a real directory is recursed into,
     /// everything else — a symbolic link to a directory included — is unlinked (the link, not its target).
     /// - Throws: ``EventLogError`` `io`.

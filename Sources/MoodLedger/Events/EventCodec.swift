@@ -11,6 +11,13 @@ public enum EventCodec {
     /// - Returns: the payload bytes (the record type is `event.type.rawValue`).
     public static func encode(_ event: MoodEvent, commandID: EntryID) -> [UInt8] {
         var w = ByteWriter()
+        if case .redacted(let id, let redaction) = event {
+            w.u8(redactedMarker)
+            w.id(commandID)
+            w.id(id)
+            if let destination = redaction.destination { w.u8(destination.code) }
+            return w.bytes
+        }
         w.u8(event.type.currentVersion)
         w.id(commandID)
         w.id(event.entryID)
@@ -70,6 +77,11 @@ public enum EventCodec {
         case .syncRequeued(_, let destination, let reason):
             w.u8(destination.code)
             w.string(reason)
+        case .entryErased(_, let erasure):
+            w.u8(erasure.complete ? 1 : 0)
+            w.string(erasure.reason)
+            w.string(erasure.requestedBy)
+        case .redacted: break
         }
         return w.bytes
     }
@@ -89,6 +101,17 @@ public enum EventCodec {
         var r = ByteReader(payload)
         do throws(ByteReader.Malformed) {
             let version = try r.u8()
+            if version == redactedMarker {
+                // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else.
+                let commandID = try r.id()
+                let id = try r.id()
+                var redaction = Redaction(type: eventType)
+                if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(eventType) {
+                    redaction.destination = try readDestination(from: &r)
+                }
+                guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes after a redaction") }
+                return (commandID, .redacted(id, redaction))
+            }
             guard version >= 1 else { throw ByteReader.Malformed(what: "version: 0 is not a schema version") }
             guard version <= eventType.currentVersion else { throw ByteReader.Malformed(what: newerVersionText) }
             let commandID = try r.id()
@@ -175,6 +198,11 @@ public enum EventCodec {
                 event = .remoteConfigured(RemoteConfig(destination: destination, url: try r.string("url"), dialect: dialect))
             case .syncRequeued:
                 event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
+            case .entryErased:
+                let flags = try r.u8()
+                guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                let reason = try r.string("reason")
+                event = .entryErased(id, Erasure(reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0))
             }
             guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)
@@ -190,6 +218,9 @@ public enum EventCodec {
     }
 
     private static let newerVersionText = "version: newer than this reader"
+
+    /// The version byte of a redacted payload (`Specs/erasure.md`).
+    public static let redactedMarker: UInt8 = 0xFF
 
     // MARK: - Parts
 

@@ -56,6 +56,10 @@ extension MoodEvent {
                             ("dialect", .string(config.dialect.rawValue))])
         case .syncRequeued(_, let destination, let reason):
             return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
+        case .entryErased(_, let erasure):
+            return .object([("reason", .string(erasure.reason)), ("requested_by", .string(erasure.requestedBy)),
+                            ("complete", .bool(erasure.complete))])
+        case .redacted: return .object([("redacted", .bool(true))])
         }
     }
 }

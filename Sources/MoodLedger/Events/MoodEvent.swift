@@ -167,6 +167,11 @@ public enum MoodEvent: Sendable, Equatable {
     case remoteConfigured(RemoteConfig)
     /// The destination lost an entry it had acknowledged: it is queued to be created there again.
     case syncRequeued(EntryID, SyncDestination, reason: String)
+    /// The entry's personal data is erased (`Specs/erasure.md`): it is gone, and every earlier record about it is
+    /// (or, until `complete`, is still to be) rewritten as a redacted record.
+    case entryErased(EntryID, Erasure)
+    /// A record whose payload was redacted by an erasure: only its type, entry id and (sync events) destination remain.
+    case redacted(EntryID, Redaction)
 
     /// The entry the event concerns.
     public var entryID: EntryID {
@@ -174,7 +179,7 @@ public enum MoodEvent: Sendable, Equatable {
         case .created(let entry): return entry.id
         case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
              .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _), .syncFailed(let id, _, _),
-             .syncRequeued(let id, _, _):
+             .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _):
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncPulled, .remoteConfigured: return EntryID.none
@@ -197,14 +202,46 @@ public enum MoodEvent: Sendable, Equatable {
         case .syncPulled: return .syncPulled
         case .remoteConfigured: return .remoteConfigured
         case .syncRequeued: return .syncRequeued
+        case .entryErased: return .entryErased
+        case .redacted(_, let redaction): return redaction.type
         }
+    }
+}
+
+/// What a redacted record keeps: its type, and for the sync events their destination (so the destination's last
+/// success and error times replay the same).
+public struct Redaction: Sendable, Equatable {
+    public var type: EventType
+    public var destination: SyncDestination?
+
+    /// Creates a redaction.
+    public init(type: EventType, destination: SyncDestination? = nil) {
+        self.type = type
+        self.destination = destination
+    }
+}
+
+/// Why and by whom an entry was erased; never personal data.
+public struct Erasure: Sendable, Equatable {
+    /// The person's stated reason (may be empty).
+    public var reason: String
+    /// What asked: `cli`, `server`, `account`.
+    public var requestedBy: String
+    /// Whether every earlier record about the entry has been rewritten as redacted.
+    public var complete: Bool
+
+    /// Creates an erasure.
+    public init(reason: String, requestedBy: String, complete: Bool = false) {
+        self.reason = reason
+        self.requestedBy = requestedBy
+        self.complete = complete
     }
 }
 
 /// The event types: their wire names, record type codes and current schema versions.
 public enum EventType: UInt16, Sendable, CaseIterable {
     case created = 1, updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued
+         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
@@ -222,6 +259,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .syncPulled: return "sync.pulled"
         case .remoteConfigured: return "remote.configured"
         case .syncRequeued: return "sync.requeued"
+        case .entryErased: return "entry.erased"
         }
     }
 

@@ -86,6 +86,24 @@ public final class Ledger: Sendable {
         }
         let replayed = try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
                                                   pipelineThreshold: options.parallelReplayThreshold)
+        if !current.pendingErasures.isEmpty {
+            let count = current.pendingErasures.count
+            if options.readOnly {
+                notices.append("an erasure of \(count) entr\(count == 1 ? "y" : "ies") is incomplete: open the ledger for "
+                               + "writing (any writing command) to finish it")
+            } else {
+                let finished = "finished an interrupted erasure of \(count) entr\(count == 1 ? "y" : "ies")"
+                let ledger = Ledger(path: path, options: options, notices: notices + [finished], log: log, state: current,
+                                    sinceSnapshot: replayed)
+                do {
+                    _ = try ledger.core.withLock { try ledger.finishErasures(&$0) }
+                } catch {
+                    ledger.close()
+                    throw error
+                }
+                return ledger
+            }
+        }
         return Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
     }
 

@@ -8,7 +8,8 @@ enum SnapshotCodec {
     /// entries=2: a shared (source, source id) goes to the entry created first (the fold's rule, not insertion order).
     /// outbox=2: server revisions, in-flight idempotency keys and per-destination sync progress (Specs/sync.md).
     /// entries=3: a remote.applied upsert identical to the entry changes nothing (updated_at kept).
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=1"
+    /// snapshot-payload=2: pending erasures at the end.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=2"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     static func encode(_ state: LedgerState) -> [UInt8] {
@@ -65,7 +66,14 @@ enum SnapshotCodec {
             if let time = progress.lastErrorAt {
                 w.signed(time)
                 w.string(progress.lastError ?? "")
+                w.id(progress.lastErrorEntry ?? .none)
             }
+        }
+        let pending = state.pendingErasures.sorted { $0.key < $1.key }
+        w.varint(UInt64(pending.count))
+        for (id, seq) in pending {
+            w.id(id)
+            w.varint(seq)
         }
         return w.bytes
     }
@@ -156,10 +164,19 @@ enum SnapshotCodec {
             if flags & 8 != 0 {
                 current.lastErrorAt = try checkedTime(try r.signed(), "last_error_at")
                 current.lastError = try r.string("last_error")
+                let entry = try r.id()
+                current.lastErrorEntry = entry == .none ? nil : entry
             }
             progress.append(current)
         }
         state.outbox.restore(progress: progress)
+        let pendingCount = try r.count()
+        for _ in 0..<pendingCount {
+            let id = try r.id()
+            let seq = try r.varint()
+            guard seq <= state.seq else { throw ByteReader.Malformed(what: "pending erasure: seq after the snapshot") }
+            state.pendingErasures[id] = seq
+        }
         // The entries' indexes and the analytics are independent folds of the same entries: build them on two cores.
         let (entries, analytics) = SnapshotCodec.build(decoded)
         state.entries = entries

@@ -103,7 +103,7 @@ public struct EntriesState: Sendable, Equatable {
             return modify(id, at: time) { $0.associations = associations }
         case .tagsEdited(let id, let tags):
             return modify(id, at: time) { $0.tags = tags }
-        case .deleted(let id):
+        case .deleted(let id), .entryErased(let id, _):
             guard let entry = self[id] else { return nil }
             remove(entry)
             return EntryChange(before: entry, after: nil)
@@ -136,7 +136,7 @@ public struct EntriesState: Sendable, Equatable {
             }
             insert(incoming)
             return EntryChange(before: before, after: incoming)
-        case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued:
+        case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted:
             return nil
         }
     }

@@ -10,6 +10,8 @@ public struct LedgerState: Sendable, Equatable {
     public var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
     public var recordedAt: Int64 = 0
+    /// Erasures whose redaction is not finished: entry → seq of its `entry.erased` (`Specs/erasure.md`).
+    public var pendingErasures: [EntryID: UInt64] = [:]
 
     public init() {}
 
@@ -20,6 +22,9 @@ public struct LedgerState: Sendable, Equatable {
         if let change { analytics.apply(change) }
         outbox.apply(recorded.event, change: change, at: time,
                      entryExists: entries[recorded.event.entryID] != nil)
+        if case .entryErased(let id, let erasure) = recorded.event {
+            pendingErasures[id] = erasure.complete ? nil : recorded.seq
+        }
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }

@@ -43,6 +43,8 @@ public struct SyncProgress: Sendable, Equatable {
     /// When the latest send failed (ms), and why.
     public var lastErrorAt: Int64?
     public var lastError: String?
+    /// The entry whose failure is the last error (an erasure of it replaces the text by `(erased)`).
+    public var lastErrorEntry: EntryID?
 
     public init() {}
 }
@@ -135,6 +137,9 @@ public struct OutboxState: Sendable, Equatable {
         }
     }
 
+    /// The last error's text once its entry is erased.
+    static let erasedText = "(erased)"
+
     /// Backoff after the n-th failed attempt: 30 s × 2^(n−1), at most 6 hours.
     public static func backoffMilliseconds(afterAttempts attempts: Int) -> Int64 {
         let exponent = min(max(attempts - 1, 0), 20)
@@ -197,6 +202,7 @@ public struct OutboxState: Sendable, Equatable {
             let key = OutboxKey(entryID: id, destination: destination)
             progress[Int(destination.code)].lastErrorAt = time
             progress[Int(destination.code)].lastError = failure.error
+            progress[Int(destination.code)].lastErrorEntry = id
             if !entryExists && self[key] == nil { return }
             var record = self[key] ?? OutboxRecord(operation: .create)
             record.lastError = failure.error
@@ -243,6 +249,22 @@ public struct OutboxState: Sendable, Equatable {
                 progress[slot] = SyncProgress()
             }
             progress[slot].remote = config
+        case .entryErased(let id, _):
+            // Gone everywhere it is known: the command delivered deletes first (or was told not to care).
+            for destination in SyncDestination.allCases {
+                self[OutboxKey(entryID: id, destination: destination)] = nil
+                if progress[Int(destination.code)].lastErrorEntry == id { progress[Int(destination.code)].lastError = Self.erasedText }
+            }
+        case .redacted(let id, let redaction):
+            // What the redacted sync events did to the destination's times, without their data.
+            guard let destination = redaction.destination else { break }
+            let slot = Int(destination.code)
+            if redaction.type == .syncSucceeded { progress[slot].lastSuccessAt = time }
+            if redaction.type == .syncFailed {
+                progress[slot].lastErrorAt = time
+                progress[slot].lastError = Self.erasedText
+                progress[slot].lastErrorEntry = id
+            }
         case .syncRequeued(let id, let destination, _):
             // The destination lost what it acknowledged: create it there again, from scratch.
             self[OutboxKey(entryID: id, destination: destination)] = OutboxRecord(operation: .create)

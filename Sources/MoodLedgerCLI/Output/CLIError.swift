@@ -51,6 +51,7 @@ struct CLIError: Error {
                 return CLIError(ExitCode.ioError, "this ledger was written by a newer version of moodledger: \(error.rule)",
                                 hint: "open it with that newer version; nothing was changed")
             case .readOnly: return CLIError(ExitCode.invalidInput, error.description)
+            case .heldElsewhere: return CLIError(ExitCode.unavailable, error.description)
             default: return CLIError(ExitCode.invalidInput, error.description)
             }
         case let error as EventLogError:

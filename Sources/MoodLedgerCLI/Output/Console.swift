@@ -30,7 +30,7 @@ public final class Console: @unchecked Sendable {
     /// Writes a line of data.
     public func line(_ text: String = "") { writeOut(text + "\n") }
     /// Writes a diagnostic line.
-    public func error(_ text: String) { writeErr(text + "\n") }
+    public func error(_ text: String, terminator: String = "\n") { writeErr(text + terminator) }
     /// Shows progress on stderr, only when it is a terminal.
     public func progress(_ text: String) { if errIsTerminal { writeErr("\r" + text) } }
     /// Ends a progress line.

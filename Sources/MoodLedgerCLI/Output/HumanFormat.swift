@@ -90,6 +90,14 @@ enum HumanFormat {
         var line = "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
             + event.event.type.name.padding(toLength: 25, withPad: " ", startingAt: 0)
             + "\(event.event.entryID)  @\(event.offset) (\(event.size) B)"
+        switch event.event {
+        case .entryErased(_, let erasure):
+            let when = ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0)
+            return line + "\n      erased at \(when)" + (erasure.reason.isEmpty ? "" : " (\(erasure.reason))")
+                + (erasure.complete ? "" : " — redaction not finished yet")
+        case .redacted: return line + "\n      redacted by an erasure"
+        default: break
+        }
         if let changes, changes.allSatisfy({ $0.before == .null }), !changes.isEmpty {
             // A creation: the entry as it was logged, not a row of `null →` lines.
             let fields = changes.filter { $0.after != .null && $0.after != .array([]) }

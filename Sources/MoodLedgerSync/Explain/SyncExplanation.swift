@@ -67,6 +67,9 @@ public struct SyncExplanation: Sendable, Equatable {
             case .syncRequeued(_, let destination, let reason):
                 guard destination == .backend else { text = nil; break }
                 text = "Queued again: \(reason)."
+            case .entryErased(_, let erasure):
+                text = "Erased" + (erasure.reason.isEmpty ? "." : " (\(erasure.reason)).")
+            case .redacted(_, let redaction): text = "A \(redaction.type.name) record, redacted by the erasure."
             case .syncPulled, .remoteConfigured: text = nil
             }
             if let text { steps.append(Step(seq: recorded.seq, at: at, type: recorded.event.type.name, text: text)) }

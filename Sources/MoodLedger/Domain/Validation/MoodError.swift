@@ -17,6 +17,8 @@ public struct MoodError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let corruptEvent = Code(rawValue: "corrupt_event")
         /// A stored event has a type or schema version this reader does not know: a newer version wrote it (exit 74).
         public static let newerVersion = Code(rawValue: "newer_version")
+        /// A destination still holds a copy that must be deleted there first (exit 69).
+        public static let heldElsewhere = Code(rawValue: "held_elsewhere")
     }
 
     /// What kind of error.

@@ -1,0 +1,150 @@
+import EventLog
+import Foundation
+@testable import MoodLedger
+import Testing
+import TestSupport
+
+@Suite("Erasure: an entry's personal data removed from an append-only log")
+struct ErasureTests {
+    /// Every file under `directory` (recursively).
+    static func files(_ directory: String) -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: directory)
+        var paths: [String] = []
+        while let name = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let path = directory + "/" + name
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue { paths.append(path) }
+        }
+        return paths
+    }
+
+    /// The files of `directory` that contain any of `needles`.
+    static func containing(_ needles: [String], in directory: String) -> [String] {
+        files(directory).filter { path in
+            let data = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+            return needles.contains { data.range(of: Data($0.utf8)) != nil }
+        }
+    }
+
+    /// A ledger with several entries, edits, sync history and one entry full of secrets; returns the secret entry.
+    static func populate(_ ledger: Ledger) throws -> (EntryID, [String]) {
+        var others: [EntryID] = []
+        for i in 0..<30 {
+            others.append(try ledger.log(MoodDraft(valence: Double(i % 10) / 10, labels: ["calm"], notes: "ordinary \(i)")).entry.id)
+        }
+        let secret = try ledger.log(MoodDraft(valence: -0.7, labels: ["sad", "Zorblatt"], associations: ["family"],
+                                              tags: ["tagsecret"], notes: "my secret note", source: .import,
+                                              sourceID: "source-secret")).entry.id
+        _ = try ledger.update(secret, MoodChanges(notes: .set("edited secret")))
+        _ = try ledger.editTags(secret, .add("tagsecret2"))
+        try ledger.recordSyncAttempt(secret, to: .healthkit)
+        try ledger.recordSyncFailure(secret, to: .healthkit, SyncFailure(status: 500, error: "err", retryable: true))
+        for id in others.prefix(5) { _ = try ledger.update(id, MoodChanges(valence: 0.3)) }
+        return (secret, ["my secret note", "edited secret", "tagsecret", "Zorblatt", "source-secret"])
+    }
+
+    static func exportOthers(_ ledger: Ledger, except id: EntryID) -> String {
+        ledger.state.entries.all.filter { $0.id != id }.sorted { $0.id < $1.id }.map { $0.exportJSON.serialized() }.joined(separator: "\n")
+    }
+
+    @Test("After erase: no trace of the entry's data in any file; verify passes; live == replay == snapshot + tail == time travel; others unchanged")
+    func erase() throws {
+        let dir = TemporaryDirectory("erase")
+        var options = Ledger.Options()
+        options.snapshotInterval = 20  // snapshots that hold the entry exist before the erasure
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        let (secret, needles) = try Self.populate(ledger)
+        try ledger.snapshot()
+        #expect(!Self.containing(needles, in: dir.path).isEmpty)
+        let before = Self.exportOthers(ledger, except: secret)
+        let seqBefore = ledger.lastSeq
+        let report = try ledger.erase([secret], reason: "GDPR art. 17 request")
+        #expect(report.erased == [secret] && report.recordsRedacted >= 5)
+        #expect(ledger.entry(secret) == nil)
+        #expect(Self.exportOthers(ledger, except: secret) == before)
+        for _ in 0..<12 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"])) }  // a tail after the new snapshot
+        let live = ledger.state
+        ledger.close()
+        #expect(Self.containing(needles, in: dir.path).isEmpty, "\(Self.containing(needles, in: dir.path))")
+        #expect(try Ledger.verify(at: dir.path).ok)
+        // snapshot + tail
+        let reopened = try Ledger.open(at: dir.path)
+        let snapshotAndTail = reopened.state == live
+        #expect(snapshotAndTail)
+        // full replay
+        var noSnapshots = Ledger.Options()
+        noSnapshots.useSnapshots = false
+        noSnapshots.readOnly = true
+        let replayed = try Ledger.open(at: dir.path, options: noSnapshots)
+        let fullReplay = replayed.state == live
+        #expect(fullReplay)
+        // time travel: before the erasure the entry is absent too (its data is gone); after, equal to live
+        #expect(try reopened.state(at: .seq(seqBefore)).entries[secret] == nil)
+        let travelled = try reopened.state(at: .seq(reopened.lastSeq - 1))
+        var replayedTo = LedgerState()
+        for event in try reopened.events(after: 0, through: reopened.lastSeq - 1) {
+            replayedTo.apply(event)
+        }
+        let timeTravel = travelled == replayedTo
+        #expect(timeTravel)
+        let history = try reopened.history(of: secret)
+        #expect(history.last.map { if case .entryErased(_, let erasure) = $0.event.event { return erasure.complete && erasure.reason == "GDPR art. 17 request" } else { return false } } == true)
+        #expect(history.dropLast().allSatisfy { if case .redacted = $0.event.event { return true } else { return false } })
+        #expect(throws: MoodError.self) { try reopened.erase([secret]) }
+        reopened.close()
+        replayed.close()
+    }
+
+    enum Step: String, CaseIterable, CustomStringConvertible {
+        case appendWrite, appendSync, tempWrite, tempSync, rename, directorySync
+        var description: String { rawValue }
+    }
+
+    @Test("A fault at every step of the rewrite: reopening gives the pre-erasure ledger or the finished erasure, never a mix", arguments: Step.allCases)
+    func faults(step: Step) throws {
+        let dir = TemporaryDirectory("erase-fault")
+        let io = FaultInjectingIO()
+        var options = Ledger.Options()
+        options.io = io
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        let (secret, needles) = try Self.populate(ledger)
+        let before = Self.exportOthers(ledger, except: secret)
+        io.plan.withLock { plan in
+            switch step {
+            case .appendWrite: plan.failNextWrite = .ioError
+            case .appendSync: plan.failNextSync = .ioError
+            case .tempWrite: plan.failNextWrite = .noSpace; plan.writesBeforeFailure = 1
+            case .tempSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 1
+            case .rename: plan.failNextRename = .ioError
+            case .directorySync: plan.failNextDirectorySync = .ioError
+            }
+        }
+        #expect(throws: (any Error).self) { try ledger.erase([secret]) }
+        ledger.close()
+        let reopened = try Ledger.open(at: dir.path)
+        defer { reopened.close() }
+        #expect(Self.exportOthers(reopened, except: secret) == before, "no acknowledged event of another entry is lost")
+        #expect(try Ledger.verify(at: dir.path).ok)
+        if reopened.entry(secret) == nil {
+            #expect(reopened.state.pendingErasures.isEmpty)
+            #expect(Self.containing(needles, in: dir.path).isEmpty, "finished on open: \(Self.containing(needles, in: dir.path))")
+        } else {
+            #expect(step == .appendWrite || step == .appendSync, "only a failed append leaves the entry")
+        }
+        #expect(!Self.files(dir.path).contains { $0.contains(".tmp-") })
+    }
+
+    @Test("Erasing an entry a destination holds needs the delete first, or ignoringDestinations")
+    func heldElsewhere() throws {
+        let dir = TemporaryDirectory("erase-held")
+        let ledger = try Ledger.open(at: dir.path)
+        defer { ledger.close() }
+        let id = try ledger.log(MoodDraft(valence: 0.2, labels: ["calm"], notes: "n")).entry.id
+        try ledger.recordSyncAttempt(id, to: .backend)
+        try ledger.recordSyncSuccess(id, to: .backend, remoteID: "remote-secret-id", revision: 4)
+        #expect(throws: MoodError.self) { try ledger.erase([id]) }
+        try ledger.erase([id], ignoringDestinations: true)
+        #expect(ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend)) == nil)
+        #expect(Self.containing(["remote-secret-id"], in: dir.path).isEmpty)
+    }
+}
