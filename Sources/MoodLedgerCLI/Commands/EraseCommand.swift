@@ -85,11 +85,16 @@ enum EraseCommand {
         }
         guard !held().isEmpty else { return }
         for id in Set(held().map(\.0)) where ledger.entry(id) != nil { try ledger.delete(id) }
-        if held().contains(where: { $0.1 == .backend }), ledger.state.outbox.progress(.backend).remote != nil {
+        let atBackend = held().filter { $0.1 == .backend }.map(\.0)
+        if !atBackend.isEmpty, ledger.state.outbox.progress(.backend).remote != nil {
             let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
             do {
                 let engine = try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() })
                 _ = try engine.run(once: true)
+                // The delete leaves the entry in the server's history: ask it to erase that too.
+                for (id, why) in engine.eraseAtRemote(atBackend) {
+                    context.console.error("moodledger erase: notice: the backend did not erase \(id): \(why)")
+                }
             } catch let error as SyncError {
                 context.console.error("moodledger erase: notice: the delete could not be sent: \(error.message)")
             }

@@ -9,15 +9,19 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
         usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500]\n"
-            + "       serve user add NAME --data DIR\n       serve token --user NAME --data DIR [--ttl 1h]",
+            + "       serve user add NAME --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
         values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections"],
+        flags: ["yes"],
         printsData: false) { context in
         guard let data = context.arguments.value("data") else { throw UsageError("serve needs --data DIR") }
         switch context.arguments.positionals.first {
         case nil: return try run(context, data: data)
         case "user":
-            guard context.arguments.positionals.count == 3, context.arguments.positionals[1] == "add" else {
-                throw UsageError("usage: serve user add NAME --data DIR")
+            guard context.arguments.positionals.count == 3, ["add", "erase"].contains(context.arguments.positionals[1]) else {
+                throw UsageError("usage: serve user add|erase NAME --data DIR")
+            }
+            if context.arguments.positionals[1] == "erase" {
+                return try eraseUser(context, name: context.arguments.positionals[2], data: data)
             }
             return try addUser(context, name: context.arguments.positionals[2], data: data)
         case "token": return try token(context, data: data)
@@ -36,6 +40,32 @@ enum ServeCommand {
         try AtomicFile.makeDirectory(data + "/users")
         context.console.line("user \(name) added; API key (shown once, only its hash is kept):")
         context.console.line(key)
+        return ExitCode.ok
+    }
+
+    /// Account erasure: the user's whole ledger directory is removed (after taking its writer lock, so never under a
+    /// running server) and the user dropped from the credentials.
+    private static func eraseUser(_ context: Context, name: String, data: String) throws -> Int32 {
+        var credentials: Credentials
+        do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
+            throw CLIError(ExitCode.noInput, error.description)
+        }
+        guard credentials.users.contains(where: { $0.name == name }) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
+        guard context.arguments.has("yes") else {
+            throw UsageError("erasing an account cannot be undone: pass --yes")
+        }
+        let directory = MoodServer.userDirectory(name, in: data)
+        if Ledger.exists(at: directory) {
+            var options = Ledger.Options()
+            options.snapshotOnCloseMinimum = .max
+            let ledger = try Ledger.open(at: directory, options: options)  // takes the writer lock: 75 while serving
+            ledger.close()
+            try AtomicFile.removeTree(directory)
+            try SystemIO().syncDirectory(data + "/users")  // the removal is durable
+        }
+        _ = credentials.removeUser(name)
+        try credentials.save(directory: data)
+        context.console.line("user \(name) erased: ledger directory removed, API key revoked")
         return ExitCode.ok
     }
 

@@ -19,6 +19,7 @@ extension MoodServer {
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
             return try write(.replace(id, replacement, progress: false), request: request, user: user)
         case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
+            if try Self.flag(request, "erase") { return try erase(try Self.entryID(text), user: user) }
             return try write(.delete(try Self.entryID(text)), request: request, user: user)
         case (.moodDaily(let text), "GET"):
             guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date") }

@@ -72,6 +72,27 @@ extension MoodServer {
         return response
     }
 
+    /// `DELETE …/{id}?erase=true`: the entry deleted if present, then erased from the user's ledger
+    /// (`Specs/erasure.md`); 204, or 404 for an id the ledger never held (or already erased).
+    func erase(_ id: EntryID, user: UserLedger) throws -> HTTPResponse {
+        try user.prepareRevisions()
+        let seq = try user.writing { () throws -> UInt64 in
+            do {
+                if user.ledger.entry(id) != nil { try user.ledger.delete(id) }
+                try user.ledger.erase([id], reason: "erase=true", requestedBy: "server", ignoringDestinations: true)
+            } catch let error as MoodError where error.code == .notFound {
+                throw APIFailure(404, "not_found", "no such entry")
+            }
+            user.noteChange(id, at: user.ledger.lastSeq)
+            user.forgetResponses(of: id)
+            return user.ledger.lastSeq
+        }
+        do { try user.waitDurable(seq) } catch {
+            throw APIFailure(500, "internal_error", "the erasure could not be made durable")
+        }
+        return HTTPResponse(status: 204)
+    }
+
     private func status(of write: Write, events: [MoodEvent]) -> Int {
         switch write {
         case .create: return events.contains { if case .created = $0 { return true } else { return false } } ? 201 : 200

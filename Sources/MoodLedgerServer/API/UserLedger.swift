@@ -164,6 +164,14 @@ final class UserLedger: Sendable {
         }
     }
 
+    /// Drops remembered response bodies about an erased entry (they hold its data); the keys stay, answered again
+    /// from the ledger, which no longer has it.
+    func forgetResponses(of id: EntryID) {
+        state.withLock { state in
+            for (key, known) in state.keys where known.entryID == id { state.keys[key]?.body = nil }
+        }
+    }
+
     /// The record that stores a key with its change.
     static func idempotencyRecord(key: String, fingerprint: String, status: Int, entryID: EntryID?) -> PendingRecord {
         let json = JSONValue.object([("key", .string(key)), ("fingerprint", .string(fingerprint)),

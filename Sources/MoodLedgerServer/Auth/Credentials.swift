@@ -81,6 +81,13 @@ public struct Credentials: Sendable {
         return key
     }
 
+    /// Removes a user (account erasure); `false` if there was none.
+    public mutating func removeUser(_ name: String) -> Bool {
+        let before = users.count
+        users.removeAll { $0.name == name }
+        return users.count < before
+    }
+
     /// The user whose API key this is, comparing hashes in constant time.
     public func user(named name: String, apiKey: String) -> User? {
         let hash = SHA256.hash(Array(apiKey.utf8))

@@ -9,6 +9,14 @@ public struct SyncRequest: Sendable, Equatable {
     public var body: [UInt8]?
     /// The `Idempotency-Key` (writes only).
     public var idempotencyKey: String?
+
+    /// Creates a request.
+    public init(method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil) {
+        self.method = method
+        self.path = path
+        self.body = body
+        self.idempotencyKey = idempotencyKey
+    }
 }
 
 /// How a send of one outbox item maps onto a backend dialect's routes, and what cannot be sent at all

@@ -88,6 +88,26 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
+    /// Asks the remote to erase entries too (`DELETE …/{id}?erase=true`, the reference server's extension for
+    /// `moodledger erase`); mood-api and wellness only.
+    /// - Returns: per entry that could not be erased there, why (404 counts as erased: the server never had it, or
+    ///   has erased it already).
+    public func eraseAtRemote(_ ids: [EntryID]) -> [EntryID: String] {
+        guard dialect.dialect != .progress else { return Dictionary(uniqueKeysWithValues: ids.map { ($0, "the progress dialect cannot erase") }) }
+        var failures: [EntryID: String] = [:]
+        for id in ids {
+            let request = SyncRequest(method: "DELETE", path: "\(dialect.collection)/\(id)?erase=true")
+            let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
+            switch transport.perform(request, credentials: credentials) {
+            case .response(let status, _, _) where (200..<300).contains(status) || status == 404: break
+            case .response(let status, _, let body):
+                failures[id] = "HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? "")
+            case .failure(let kind, let message): failures[id] = "\(kind): \(message)"
+            }
+        }
+        return failures
+    }
+
     // MARK: - Push
 
     struct Due {
