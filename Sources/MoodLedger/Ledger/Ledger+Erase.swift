@@ -77,6 +77,13 @@ extension Ledger {
     func finishErasures(_ core: inout Core) throws -> EraseReport {
         let pending = core.state.pendingErasures
         guard !pending.isEmpty else { return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups()) }
+        // Snapshots hold the entries' data: removed before the new log replaces the old one, so a crash after the
+        // rename cannot leave them behind (before it, the erasure is still pending and finished on the next open).
+        try store.removeAll()
+        // A rewrite killed before its rename left its temp file (redacted data only): the writer lock is ours.
+        for name in (try? options.io.contents(ofDirectory: path)) ?? [] where name.hasPrefix(LogFormat.logFileName + ".tmp-") {
+            try? options.io.remove(path + "/" + name)
+        }
         let report = try core.log.rewritePayloads { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
                   let id = Self.payloadEntryID(view.payload), let erasedAt = pending[id], view.seq <= erasedAt else { return nil }
@@ -99,8 +106,6 @@ extension Ledger {
         }
         // What replaying the rewritten records gives: the erasures are complete.
         core.state.pendingErasures = [:]
-        // Snapshots hold the entries' data and the old file's offsets: replace them.
-        try store.removeAll()
         _ = try writeSnapshot(&core)
         return EraseReport(erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
                            bytesWritten: report.bytesWritten, backups: backups())
