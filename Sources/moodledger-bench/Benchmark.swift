@@ -174,6 +174,24 @@ struct Benchmark {
 }
 
 extension Benchmark {
+    /// Erasure (`Specs/erasure.md`): one entry of the generated ledger (one rewrite of the whole log), then every
+    /// entry (`erase --all`). Runs last: it changes the ledger.
+    mutating func erasure() throws {
+        let ledger = try Ledger.open(at: directory + "/ledger")
+        defer { ledger.close() }
+        guard let victim = ledger.state.entries.all.first?.id else { return }
+        var start = Self.now()
+        let one = try ledger.erase([victim], reason: "benchmark", ignoringDestinations: true)
+        record("erase_one_s", Self.seconds(since: start), places: 3)
+        results.append(("erase_one_bytes_written", .int(one.bytesWritten)))
+        start = Self.now()
+        let ids = try ledger.erasableEntryIDs()
+        let all = try ledger.erase(ids, reason: "benchmark", ignoringDestinations: true)
+        record("erase_all_s", Self.seconds(since: start), places: 3)
+        results.append(("erase_all_entries", .int(Int64(all.erased.count))))
+        results.append(("erase_all_bytes_written", .int(all.bytesWritten)))
+    }
+
     /// A cheap summary to check two opens agree (the tests prove full equality).
     static func fingerprint(_ state: LedgerState) -> String {
         let series = state.dailySeries()

@@ -32,7 +32,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<14, using: &random) {
+        switch Int.random(in: 0..<16, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -63,7 +63,13 @@ struct EventFactory {
                                              applied: Int.random(in: 0...9, using: &random), serverWentBack: Bool.random(using: &random)))
         case 12: return .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 1...65535, using: &random))",
                                                        dialect: RemoteDialect.allCases.randomElement(using: &random)!))
-        default: return .syncRequeued(id, destination, reason: "the server lost it")
+        case 13: return .syncRequeued(id, destination, reason: "the server lost it")
+        case 14: return .entryErased(id, Erasure(reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
+                                                 complete: Bool.random(using: &random)))
+        default:
+            let type = EventType.allCases.randomElement(using: &random)!
+            let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued]
+            return .redacted(id, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
         }
     }
 }
@@ -135,6 +141,9 @@ struct EventCodecTests {
             ("sync_pulled", .syncPulled(SyncPull(cursor: 19, serverRevision: 21, applied: 1))),
             ("remote_configured", .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:8080", dialect: .moodAPI))),
             ("sync_requeued", .syncRequeued(id, .backend, reason: "the server lacks it (revision went back from 21 to 12)")),
+            ("entry_erased", .entryErased(id, Erasure(reason: "GDPR art. 17", requestedBy: "cli", complete: true))),
+            ("redacted_created", .redacted(id, Redaction(type: .created))),
+            ("redacted_sync_failed", .redacted(id, Redaction(type: .syncFailed, destination: .healthkit))),
         ]
     }
 
