@@ -1,0 +1,152 @@
+import Foundation
+@testable import MoodLedger
+@testable import MoodLedgerCLI
+import Testing
+import TestSupport
+
+@Suite("Pictures: report, year, insights")
+struct ReportTests {
+    /// A small fixed ledger in 2026: a very good Monday (2 March), a bad Wednesday (4 March), walks on good days.
+    static func ledger() -> CLIHarness {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let days: [(String, String, [String])] = [
+            ("2026-03-02T09:00", "0.9", ["--label", "joyful", "--association", "fitness", "--tag", "walk"]),
+            ("2026-03-03T13:00", "0.4", ["--label", "calm", "--association", "fitness", "--tag", "walk"]),
+            ("2026-03-04T20:00", "-0.8", ["--label", "stressed", "--association", "work"]),
+            ("2026-03-05T07:30", "-0.3", ["--label", "anxious", "--association", "work"]),
+            ("2026-03-06T22:00", "0.6", ["--label", "happy", "--association", "fitness", "--tag", "walk"]),
+            ("2026-03-07T11:00", "-0.4", ["--label", "stressed", "--association", "work"]),
+            ("2026-03-08T15:00", "0.2", ["--label", "calm", "--association", "family"]),
+            ("2026-03-09T03:00", "-0.6", ["--label", "drained", "--association", "work", "--note", "private words"]),
+        ]
+        for (time, valence, words) in days {
+            cli.run(["log", "--time", time, "--valence", valence] + words)
+        }
+        return cli
+    }
+
+    static func html(_ cli: CLIHarness, _ extra: [String] = []) throws -> String {
+        let out = cli.dir.sub("report.html")
+        let result = cli.run(["report", "--out", out, "--from", "2026-01-01", "--to", "2026-05-28"] + extra)
+        #expect(result.code == 0, "\(result.err)")
+        return try String(contentsOfFile: out, encoding: .utf8)
+    }
+
+    @Test("The report is one self-contained file: golden, no network reference, a text alternative per chart, notes only on request")
+    func selfContained() throws {
+        let cli = Self.ledger()
+        let html = try Self.html(cli)
+        let check = try golden("report.html", html)
+        #expect(check.matches, "re-record with MOODLEDGER_RECORD_GOLDEN=1 only for an intended change")
+        for attribute in ["src=", "href=", "url(", "@import", "<script", "<link", "<img"] {
+            #expect(!html.contains(attribute), "\(attribute) in the report")
+        }
+        #expect(!html.contains("http:") && !html.contains("https:"))
+        let charts = html.components(separatedBy: "<svg").count - 1
+        #expect(charts >= 6)
+        #expect(html.components(separatedBy: "<title id=").count - 1 == charts && html.components(separatedBy: "<desc id=").count - 1 == charts)
+        #expect(html.contains("<table"))
+        #expect(!html.contains("private words"))
+        #expect(try Self.html(cli, ["--include-notes"]).contains("private words"))
+    }
+
+    @Test("Headless Chromium renders it: the high day's cell shows the high colour, an empty day the background, the legend is there, no console error")
+    func chromium() throws {
+        guard ProcessInfo.processInfo.environment["MOODLEDGER_SKIP_BROWSER"] != "1" else { return }
+        let cli = Self.ledger()
+        _ = try Self.html(cli)
+        let png = cli.dir.sub("report.png")
+        let stderr = try Self.screenshot(cli.dir.sub("report.html"), to: png)
+        #expect(!stderr.contains("CONSOLE") && !stderr.contains("Uncaught") && !stderr.contains("Failed to load resource"), "\(stderr)")
+        let high = ReportHTML.cellCentre(LocalDate("2026-03-02")!, yearIndex: 0)
+        let low = ReportHTML.cellCentre(LocalDate("2026-03-04")!, yearIndex: 0)
+        let empty = ReportHTML.cellCentre(LocalDate("2026-03-11")!, yearIndex: 0)
+        let legendY = ReportHTML.headerHeight + ReportHTML.yearTitleHeight + ReportHTML.gridTop + 7 * ReportHTML.cellStep + 12 + 5
+        let legend = (0..<9).map { (ReportHTML.pageMargin + ReportHTML.gridLeft + $0 * 40 + 19, legendY) }
+        let pixels = try Self.pixels(png, [high, low, empty] + legend)
+        #expect(pixels[0] == Self.rgb(MoodColors.hex[MoodColors.bin(Valence.quantized(0.9))]), "high day at \(high)")
+        #expect(pixels[1] == Self.rgb(MoodColors.hex[MoodColors.bin(Valence.quantized(-0.8))]), "low day at \(low)")
+        #expect(pixels[2] == Self.rgb(MoodColors.background), "empty day at \(empty)")
+        for bin in 0..<9 { #expect(pixels[3 + bin] == Self.rgb(MoodColors.hex[bin]), "legend swatch \(bin)") }
+    }
+
+    @Test("The demo ledger's report: year in pixels, trend, factor effects, weekday bars (the README's screenshot)")
+    func demo() throws {
+        guard ProcessInfo.processInfo.environment["MOODLEDGER_SKIP_BROWSER"] != "1" else { return }
+        let cli = CLIHarness()
+        #expect(cli.run(["demo"]).code == 0)
+        let out = cli.dir.sub("demo.html")
+        #expect(cli.run(["report", "--out", out, "--from", "2025-01-01", "--to", "2025-12-31"]).code == 0)
+        let html = try String(contentsOfFile: out, encoding: .utf8)
+        for section in ["2025 in pixels", "Daily averages", "Factor effects", "By weekday"] { #expect(html.contains(section)) }
+        let png = cli.dir.sub("demo.png")
+        _ = try Self.screenshot(out, to: png, height: 1400)
+        // Some day of the year is coloured (not background) in the picture.
+        let cells = (1...12).map { ReportHTML.cellCentre(LocalDate(year: 2025, month: $0, day: 15)!, yearIndex: 0) }
+        let colours = try Self.pixels(png, cells)
+        #expect(colours.filter { $0 != Self.rgb(MoodColors.background) }.count >= 10)
+        if Repository.recordGolden {
+            try FileManager.default.createDirectory(atPath: Repository.root + "/Specs/images", withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: Repository.root + "/Specs/images/report.png")
+            try FileManager.default.copyItem(atPath: png, toPath: Repository.root + "/Specs/images/report.png")
+        }
+        #expect(FileManager.default.fileExists(atPath: Repository.root + "/Specs/images/report.png"))
+    }
+
+    @Test("year: goldens with and without colour")
+    func year() throws {
+        let cli = Self.ledger()
+        let plain = cli.run(["year", "2026"])
+        #expect(plain.code == 0)
+        #expect(try golden("year-2026.txt", plain.out).matches)
+        var options = Ledger.Options()
+        options.readOnly = true
+        let ledger = try Ledger.open(at: cli.ledger, options: options)
+        defer { ledger.close() }
+        #expect(try golden("year-2026-color.txt", YearView.render(ledger.state, year: 2026, color: true) + "\n").matches)
+    }
+
+    // MARK: - Helpers
+
+    /// Screenshots a file with headless Chromium; returns its stderr (console messages are logged there).
+    static func screenshot(_ html: String, to png: String, height: Int = 900) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try chromium())
+        process.arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
+                             "--enable-logging=stderr", "--v=0", "--window-size=1000,\(height)", "--screenshot=\(png)", "file://" + html]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        return text.split(separator: "\n").filter { !$0.contains("dbus") && !$0.contains("bus.cc") }.joined(separator: "\n")
+    }
+
+    static func chromium() throws -> String {
+        for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        throw CLIError(1, "chromium is not installed (apt-get install chromium; .ci/run does), or set MOODLEDGER_SKIP_BROWSER=1 locally")
+    }
+
+    static func pixels(_ png: String, _ points: [(Int, Int)]) throws -> [[Int]] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/png_pixels.py", png] + points.map { "\($0.0),\($0.1)" }
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.split(separator: "\n").map { $0.split(separator: " ").compactMap { Int($0) } }
+    }
+
+    static func rgb(_ hex: String) -> [Int] {
+        let digits = Array(hex.dropFirst())
+        return stride(from: 0, to: 6, by: 2).map { Int(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+}
