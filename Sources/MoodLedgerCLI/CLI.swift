@@ -200,7 +200,9 @@ public enum CLI {
             return try spec.run(&context)
         } catch var error as UsageError {
             // Every hint names the command's own help; an unknown option gets a did-you-mean.
-            if error.message.hasPrefix("unknown option --") {
+            if error.message == "unknown option --json" {
+                error = UsageError("\(name) prints no data, so --json does not apply to it")
+            } else if error.message.hasPrefix("unknown option --") {
                 let option = String(error.message.dropFirst("unknown option --".count))
                 let known = Array(spec.values.union(spec.flags).union(CommandLineManners.globalValues)
                     .union(CommandLineManners.globalFlags))

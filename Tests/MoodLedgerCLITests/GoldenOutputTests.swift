@@ -146,3 +146,53 @@ struct BinaryTests {
         #expect(code == 0, "\(err)")
     }
 }
+
+@Suite("Golden JSON output of every command (re-record with MOODLEDGER_RECORD_GOLDEN=1)")
+struct GoldenJSONTests {
+    @Test("Every --json output of a scripted session")
+    func everyJSON() throws {
+        let cli = CLIHarness()
+        var transcript = ""
+        func record(_ words: [String]) {
+            let result = cli.run(words + ["--json"])
+            transcript += "$ moodledger " + (words + ["--json"]).joined(separator: " ") + "\n" + result.out
+            if !result.err.isEmpty { transcript += "[stderr] " + result.err }
+            transcript += "[exit \(result.code)]\n\n"
+        }
+        cli.run(["init"])
+        let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--time", "2026-05-27T09:00:00+02:00"])
+        let b = cli.id(["log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
+                        "--association", "friends", "--tag", "tea", "--time", "2026-05-27T19:30:00+02:00"])
+        record(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--time", "2026-05-28T21:00:00+02:00"])
+        record(["update", a, "--score", "4"])
+        record(["labels", b, "--remove", "my own word"])
+        record(["associations", b, "--add", "family"])
+        record(["tags", b, "--add", "walk"])
+        record(["list"])
+        record(["list", "--tag", "walk", "--limit", "1"])
+        record(["show", a])
+        record(["history", a])
+        record(["events", "--entry", b])
+        record(["day", "2026-05-27", "--entries"])
+        record(["trends", "--from", "2026-05-27", "--to", "2026-05-28"])
+        record(["analytics", "labels", "--from", "2026-05-01", "--to", "2026-05-28"])
+        record(["analytics", "associations", "--from", "2026-05-01", "--to", "2026-05-28"])
+        record(["analytics", "tags", "--from", "2026-05-01", "--to", "2026-05-28"])
+        record(["summary", "7D"])
+        record(["outbox"])
+        record(["diff", "1", "5"])
+        record(["insights", "--from", "2026-05-01", "--to", "2026-05-28"])
+        record(["remote", "set", "http://127.0.0.1:9", "--dialect", "wellness"])
+        record(["remote", "show"])
+        record(["sync", "status"])
+        record(["sync", "--dry-run"])
+        record(["sync", "explain", a])
+        record(["verify"])
+        record(["delete", b])
+        record(["erase", b, "--yes"])
+        record(["list", "--at", "2"])
+        let stable = transcript.replacingOccurrences(of: cli.dir.path, with: "<dir>")
+        let (matches, expected) = try golden("json.txt", stable)
+        #expect(matches, "JSON shapes changed — re-record only for an intended change:\n\(stable.prefix(3000))\nexpected:\n\(expected.prefix(1000))")
+    }
+}

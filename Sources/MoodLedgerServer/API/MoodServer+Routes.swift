@@ -13,7 +13,7 @@ extension MoodServer {
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            return APIReply.data(200, entry.json, headers: [("ETag", Self.etag(try user.revision(of: id)))])
+            return APIReply.data(200, Self.entryJSON(entry, user: user), headers: [("ETag", Self.etag(try user.revision(of: id)))])
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
@@ -51,6 +51,13 @@ extension MoodServer {
     }
 
     // MARK: - Reads
+
+    /// One entry as a single-entry answer carries it: the CLI's entry object with the seed's `user_id` after `id`.
+    static func entryJSON(_ entry: MoodEntry, user: UserLedger) -> JSONValue {
+        guard case .object(var pairs) = entry.json else { return entry.json }
+        pairs.insert(("user_id", .string(user.name)), at: 1)
+        return .object(pairs)
+    }
 
     private func list(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> EntryPage {
         var query = EntryQuery()

@@ -130,7 +130,7 @@ extension MoodServer {
         case .replace(_, _, let isProgress): progress = isProgress
         case .delete: progress = false
         }
-        return APIReply.data(status, progress ? Self.progressJSON(entry) : entry.json, headers: headers)
+        return APIReply.data(status, progress ? Self.progressJSON(entry) : Self.entryJSON(entry, user: user), headers: headers)
     }
 
     /// The first response of an idempotency key, again: kept in memory, or rebuilt from the ledger as it was at
@@ -147,7 +147,7 @@ extension MoodServer {
             var isProgress = false
             if case .create(_, let progress) = write { isProgress = progress }
             if case .replace(_, _, let progress) = write { isProgress = progress }
-            let data = isProgress ? Self.progressJSON(entry) : entry.json
+            let data = isProgress ? Self.progressJSON(entry) : Self.entryJSON(entry, user: user)
             body = Array(JSONValue.object([("success", .bool(true)), ("data", data)]).serialized().utf8)
             var rebuilt = known
             rebuilt.body = body
