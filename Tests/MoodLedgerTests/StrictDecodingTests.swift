@@ -50,7 +50,26 @@ struct StrictDecodingTests {
         return p.bytes
     }
 
+    /// A payload of `version` with the given body after the ids (`zeroID`: the all-zero entry id).
+    static func body(_ version: UInt8, zeroID: Bool = false, _ build: (inout Payload) -> Void) -> [UInt8] {
+        var p = Payload()
+        p.bytes[0] = version
+        if zeroID { for i in 17..<33 { p.bytes[i] = 0 } }
+        build(&p)
+        return p.bytes
+    }
+
     static let cases: [(String, UInt16, [UInt8], MoodError.Code, String)] = [
+        ("sync.failed v2 retry time after 9999", 9, body(2) { $0.u8(0); $0.varint(503); $0.u8(1); $0.string([0x78]); $0.varint(1 << 62) },
+         .corruptEvent, "next_attempt_at"),
+        ("sync.succeeded v2 revision ≥ 2⁶³", 8, body(2) { $0.u8(0); $0.string([0x72]); $0.varint(1 << 63) }, .corruptEvent, "revision"),
+        ("remote.applied v2 unknown flag bit", 10, body(2) { $0.u8(0); $0.u8(0x0A) }, .corruptEvent, "flags"),
+        ("sync.pulled naming an entry", 11, body(1) { $0.u8(0); $0.u8(0); $0.varint(1); $0.varint(1); $0.varint(0) }, .corruptEvent, "entry_id"),
+        ("sync.pulled unknown flag", 11, body(1, zeroID: true) { $0.u8(0); $0.u8(2); $0.varint(1); $0.varint(1); $0.varint(0) }, .corruptEvent, "flags"),
+        ("remote.configured unknown dialect", 12, body(1, zeroID: true) { $0.u8(0); $0.u8(7); $0.string([0x68]) }, .corruptEvent, "dialect"),
+        ("entry.erased unknown flag", 14, body(1) { $0.u8(2); $0.string([]); $0.string([]) }, .corruptEvent, "flags"),
+        ("a redacted record with trailing bytes", 1, body(0xFF) { $0.u8(0) }, .corruptEvent, "payload"),
+        ("a redacted sync record with an unknown destination", 9, body(0xFF) { $0.u8(9) }, .corruptEvent, "destination"),
         ("logged_at far in the future", 1, created(ms: Int64.max / 2), .corruptEvent, "logged_at"),
         ("logged_at before 1900", 1, created(ms: -3_000_000_000_000), .corruptEvent, "logged_at"),
         ("UTC offset Int64.min", 1, created(offset: Int64.min), .corruptEvent, "utc_offset_minutes"),

@@ -1,5 +1,5 @@
 /// Whole-file reads and crash-safe whole-file replacement, for caches that live beside a log (snapshots).
-public enum AtomicFile {
+package enum AtomicFile {
     /// Writes `bytes` to `path` atomically: a uniquely named temp file in the same directory (0600), synced,
     /// renamed over `path`, then the directory synced.
     /// - Parameters:
@@ -9,7 +9,7 @@ public enum AtomicFile {
     ///   - check: called with the synced temp file's path before the rename; what it throws aborts the write.
     /// - Throws: ``EventLogError`` `io`, or what `check` throws; on failure the temp file is removed and `path` is
     ///   untouched.
-    public static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
+    package static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
                              check: ((String) throws -> Void)? = nil) throws {
         let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
         let temp = path + ".tmp-" + suffix
@@ -35,7 +35,7 @@ public enum AtomicFile {
     ///   - limit: the largest size accepted; a larger file is refused before anything is allocated.
     ///   - io: the system-call layer.
     /// - Throws: ``EventLogError`` `notFound`, `invalidArgument` (too large) or `io`.
-    public static func read(_ path: String, limit: Int = 1 << 32, io: any PlatformIO = SystemIO()) throws -> [UInt8] {
+    package static func read(_ path: String, limit: Int = 1 << 32, io: any PlatformIO = SystemIO()) throws -> [UInt8] {
         let fd: Int32
         do {
             fd = try io.open(path, .readOnly)
@@ -58,7 +58,7 @@ public enum AtomicFile {
 
     /// The size of a file in bytes.
     /// - Throws: ``EventLogError`` `io`.
-    public static func size(of path: String, io: any PlatformIO = SystemIO()) throws -> Int64 {
+    package static func size(of path: String, io: any PlatformIO = SystemIO()) throws -> Int64 {
         try wrapIO("cannot stat \(path)") {
             let fd = try io.open(path, .readOnly)
             defer { io.close(fd) }
@@ -68,7 +68,7 @@ public enum AtomicFile {
 
     /// Removes one file and syncs its directory.
     /// - Throws: ``EventLogError`` `io`.
-    public static func removeFile(_ path: String, io: any PlatformIO = SystemIO()) throws {
+    package static func removeFile(_ path: String, io: any PlatformIO = SystemIO()) throws {
         try wrapIO("cannot remove \(path)") {
             try io.remove(path)
             try io.syncDirectory(EventLogFiles.parent(of: path))
@@ -78,7 +78,7 @@ public enum AtomicFile {
     /// Removes a directory and everything in it. No link is ever followed: a real directory is recursed into,
     /// everything else — a symbolic link to a directory included — is unlinked (the link, not its target).
     /// - Throws: ``EventLogError`` `io`.
-    public static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws {
+    package static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws {
         try wrapIO("cannot remove \(path)") {
             for name in try io.contents(ofDirectory: path) {
                 let child = path + "/" + name
@@ -94,7 +94,7 @@ public enum AtomicFile {
 
     /// Creates a directory (0700) if missing, syncing its parent when it was created.
     /// - Throws: ``EventLogError`` `io`.
-    public static func makeDirectory(_ path: String, io: any PlatformIO = SystemIO()) throws {
+    package static func makeDirectory(_ path: String, io: any PlatformIO = SystemIO()) throws {
         if try EventLogFiles.makeDirectory(path, io: io) {
             try wrapIO("cannot sync \(EventLogFiles.parent(of: path))") {
                 try io.syncDirectory(EventLogFiles.parent(of: path))

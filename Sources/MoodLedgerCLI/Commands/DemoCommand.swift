@@ -18,7 +18,7 @@ enum DemoCommand {
                 throw CLIError(ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
                                hint: "give another --ledger PATH")
             }
-            try AtomicFile.removeTree(path, io: io)
+            try OutputFile.removeTree(path, io: io)
         }
         let clock = DemoClock()
         var options = context.baseOptions
@@ -30,7 +30,7 @@ enum DemoCommand {
         options.newID = { ids.next() }
         context.baseOptions = options
         let ledger = try context.openLedger(write: true, create: true)
-        try AtomicFile.write(Array("built by `moodledger demo`\n".utf8), to: path + "/" + marker, io: io)
+        try OutputFile.write(Array("built by `moodledger demo`\n".utf8), to: path + "/" + marker, io: io)
         let story = try DemoStory.build(ledger, clock: clock)
         ledger.close()
         tour(context, story)

@@ -37,7 +37,7 @@ enum EraseCommand {
         var removed: [String] = []
         if context.arguments.has("include-backups") {
             for backup in report.backups {
-                try AtomicFile.removeFile(backup)
+                try OutputFile.remove(backup)
                 removed.append(backup)
             }
         }

@@ -48,7 +48,7 @@ enum InterchangeCommands {
                 context.console.progress("importing…")
                 report = try ledger.importStream(&stream, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
             } else {
-                let bytes = try AtomicFile.read(path, limit: 1 << 30, io: io)
+                let bytes = try OutputFile.read(path, limit: 1 << 30, io: io)
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text; nothing was imported")
                 }

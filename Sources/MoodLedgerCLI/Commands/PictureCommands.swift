@@ -65,7 +65,7 @@ enum PictureCommands {
         let html = ReportHTML(state: state, insights: try state.insights(from: from, to: to),
                               ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
                               includeNotes: context.arguments.has("include-notes")).render()
-        do { try AtomicFile.write(Array(html.utf8), to: out) } catch {
+        do { try OutputFile.write(Array(html.utf8), to: out) } catch {
             throw CLIError(ExitCode.cannotCreate, "cannot write \(out): \(error)")
         }
         context.console.line("wrote \(out) (\(html.utf8.count) bytes, \(from) to \(to), \(asOf))")

@@ -30,14 +30,14 @@ enum ServeCommand {
     }
 
     private static func addUser(_ context: Context, name: String, data: String) throws -> Int32 {
-        try AtomicFile.makeDirectory(data)
+        try OutputFile.makeDirectory(data)
         var credentials = try Credentials.load(directory: data, create: true)
         let key: String
         do { key = try credentials.addUser(name) } catch let error as ServerError {
             throw CLIError(ExitCode.invalidInput, error.description)
         }
         try credentials.save(directory: data)
-        try AtomicFile.makeDirectory(data + "/users")
+        try OutputFile.makeDirectory(data + "/users")
         context.console.line("user \(name) added; API key (shown once, only its hash is kept):")
         context.console.line(key)
         return ExitCode.ok
@@ -60,7 +60,7 @@ enum ServeCommand {
             options.snapshotOnCloseMinimum = .max
             let ledger = try Ledger.open(at: directory, options: options)  // takes the writer lock: 75 while serving
             ledger.close()
-            try AtomicFile.removeTree(directory)
+            try OutputFile.removeTree(directory)
             try SystemIO().syncDirectory(data + "/users")  // the removal is durable
         }
         _ = credentials.removeUser(name)
