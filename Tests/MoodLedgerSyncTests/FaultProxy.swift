@@ -14,6 +14,8 @@ final class FaultProxy: @unchecked Sendable {
         case delay(milliseconds: Int)
         /// Relay, read the server's answer, then close the client's connection without it.
         case dropAfterCommit
+        /// Answer with these raw bytes and close (framings other servers use: chunked, close-delimited).
+        case raw(String)
     }
 
     struct Seen: Sendable {
@@ -86,6 +88,11 @@ final class FaultProxy: @unchecked Sendable {
             let key = Self.header(head, "idempotency-key")
             let index = count.wrappingAdd(1, ordering: .relaxed).oldValue
             let action = decide(index, method, path)
+            if case .raw(let text) = action {
+                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false)) }
+                _ = Self.sendAll(client, Array(text.utf8))
+                return
+            }
             if case .answer(let status, let headers, let body) = action {
                 seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false)) }
                 let text = "HTTP/1.1 \(status) Injected\r\n" + headers.map { $0 + "\r\n" }.joined()

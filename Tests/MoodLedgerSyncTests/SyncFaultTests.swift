@@ -167,3 +167,29 @@ struct SyncFaultTests {
         #expect(report.delivered == 2 && report.isComplete)
     }
 }
+
+@Suite("The sync client's HTTP framing")
+struct SyncFramingTests {
+    @Test("Chunked and close-delimited answers from other servers are read whole")
+    func framings() throws {
+        let body = #"{"success":true,"data":{"id":"8b1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"}}"#
+        let half = body.utf8.count / 2
+        let chunked = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nETag: \"7\"\r\n\r\n"
+            + String(half, radix: 16) + ";ext=1\r\n" + String(body.prefix(half)) + "\r\n"
+            + String(body.utf8.count - half, radix: 16) + "\r\n" + String(body.dropFirst(half)) + "\r\n0\r\nX-Trailer: t\r\n\r\n"
+        let delimited = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body
+        for answer in [chunked, delimited] {
+            let proxy = try FaultProxy(upstream: 1) { _, _, _ in .raw(answer) }
+            defer { proxy.stop() }
+            let transport = HTTPTransport(url: try RemoteURL(proxy.url), timeout: 5)
+            guard case .response(let status, let headers, let received) = transport.perform(
+                SyncRequest(method: "POST", path: "/api/v1/mood", body: Array("{}".utf8)), credentials: SyncCredentials()) else {
+                Issue.record("no response"); continue
+            }
+            #expect(status == 201 || status == 200)
+            #expect(String(decoding: received, as: UTF8.self) == body)
+            if status == 201 { #expect(SyncPolicy.classify(.create, status: status, headers: headers, body: received,
+                                                            entryID: .none, now: 0) == .delivered(remoteID: "8b1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", revision: 7)) }
+        }
+    }
+}

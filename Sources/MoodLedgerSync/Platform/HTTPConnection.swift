@@ -26,6 +26,7 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         public var description: String { what }
     }
 
+    private static let closed = "the connection was closed"
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     private var start = 0
@@ -164,7 +165,18 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
             whole.body = body
             return compacted(whole)
         }
-        guard let length = response.header("Content-Length").map({ Int($0) }) ?? 0, length >= 0, length <= 64 << 20 else {
+        guard let lengthText = response.header("Content-Length") else {
+            // Neither a length nor chunked: the body runs to the end of the connection (RFC 9112 §6.3).
+            while buffer.count - start <= 64 << 20 {
+                do { try fill() } catch let failure as Failure where failure.what == Self.closed { break }
+            }
+            var whole = response
+            whole.body = Array(buffer[start...])
+            whole.headers.append(("Connection", "close"))
+            start = buffer.count
+            return compacted(whole)
+        }
+        guard let length = Int(lengthText), length >= 0, length <= 64 << 20 else {
             throw Failure(what: "malformed Content-Length")
         }
         while buffer.count < start + length { try fill() }
@@ -225,7 +237,7 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else {
-                if n == 0 { throw Failure(what: "the connection was closed") }
+                if n == 0 { throw Failure(what: Self.closed) }
                 let timedOut = errno == EAGAIN || errno == EWOULDBLOCK
                 throw Failure(what: timedOut ? "timed out waiting for the response" : "read failed (\(String(cString: strerror(errno))))",
                               timedOut: timedOut)
