@@ -47,6 +47,10 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         } else {
             port = 80
         }
+        // A path prefix of URL path characters only: nothing that could break the request line.
+        guard path.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"\\\"<>^`{|}".unicodeScalars.contains($0) }) else {
+            throw MoodError.invalid("url", "the path may hold only URL path characters (no spaces or control characters)")
+        }
         var trimmed = String(path)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         prefix = trimmed
