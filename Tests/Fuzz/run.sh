@@ -9,13 +9,13 @@ shift $(( $# >= 2 ? 2 : $# ))
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/.build/fuzz
 mkdir -p "$build" "$root/Tests/Fuzz/Crashes/$target"
-flags=(-sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings)
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger)
 eventlog=$(find "$root/Sources/EventLog" -name '*.swift')
 if [ "$target" = log ]; then
     swiftc "${flags[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
 else
     # EventLog as an instrumented module of its own; the harness is compiled into MoodLedger (internal access).
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings \
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger \
         -emit-library -static -emit-module -module-name EventLog $eventlog \
         -emit-module-path "$build/EventLog.swiftmodule" -o "$build/libEventLog.a"
     swiftc "${flags[@]}" -module-name MoodLedger -I "$build" -L "$build" -lEventLog \
