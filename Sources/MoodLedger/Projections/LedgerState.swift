@@ -20,8 +20,13 @@ public struct LedgerState: Sendable, Equatable {
         let time = recorded.recordedAtMilliseconds
         let change = entries.apply(recorded.event, at: time)
         if let change { analytics.apply(change) }
-        outbox.apply(recorded.event, change: change, at: time,
-                     entryExists: entries[recorded.event.entryID] != nil)
+        // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
+        let exists: Bool
+        switch recorded.event {
+        case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries[recorded.event.entryID] != nil
+        default: exists = true
+        }
+        outbox.apply(recorded.event, change: change, at: time, entryExists: exists)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         }
