@@ -174,6 +174,17 @@ struct Benchmark {
 }
 
 extension Benchmark {
+    /// Ends a side benchmark (`--server`, `--sync`): its peak memory and the machine, then a table or one JSON object.
+    mutating func printSideResults(json: Bool) {
+        record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
+        results.append(("machine", .string(BenchmarkCommand.machine)))
+        if json {
+            print(JSONValue.object(results).serialized())
+        } else {
+            for (key, value) in results { print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value.serialized()) }
+        }
+    }
+
     /// Erasure (`Specs/erasure.md`): one entry of the generated ledger (one rewrite of the whole log), then every
     /// entry (`erase --all`). Runs last: it changes the ledger.
     mutating func erasure() throws {

@@ -72,15 +72,7 @@ enum SyncBench {
             FileHandle.standardError.write(Data("moodledger-bench --sync: \(error)\n".utf8))
             return 74
         }
-        bench.record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
-        bench.results.append(("machine", .string(BenchmarkCommand.machine)))
-        if json {
-            print(JSONValue.object(bench.results).serialized())
-        } else {
-            for (key, value) in bench.results {
-                print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value.serialized())
-            }
-        }
+        bench.printSideResults(json: json)
         return 0
     }
 }

@@ -41,23 +41,14 @@ extension Ledger {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let wanted = Set(ids)
             guard !wanted.isEmpty else { return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups()) }
-            // Which of them the log names with their data (not only in redacted records).
-            var named = Set<EntryID>()
-            try core.log.forEach(from: 1) { view in
-                guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33, view.payload[0] != EventCodec.redactedMarker,
-                      let id = Self.payloadEntryID(view.payload), wanted.contains(id) else { return true }
-                if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
-                return true
-            }
+            let named = try Self.namedEntryIDs(in: core.log)
             for id in ids where !named.contains(id) {
                 throw MoodError(code: .notFound, field: "entry_id", rule: "no entry \(id) to erase (never logged, or already erased)")
             }
             if !ignoringDestinations {
                 for id in ids {
                     for destination in SyncDestination.allCases {
-                        if let record = core.state.outbox.record(OutboxKey(entryID: id, destination: destination)),
-                           let remoteID = record.remoteID {
-                            _ = remoteID
+                        if core.state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
                             throw MoodError(code: .heldElsewhere, field: "entry_id", rule:
                                 "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
                                 + "(moodledger erase does that), or erase only here")
@@ -133,14 +124,21 @@ extension Ledger {
         if let date {
             return state.entries.all.filter { $0.loggedAt.localDate < date }.map(\.id).sorted()
         }
+        return try Self.namedEntryIDs(in: eventLog).sorted()
+    }
+
+    /// The entries the log names with their data: every event's entry id, minus those whose `entry.erased` came
+    /// after their last event (redacted records and the all-zero id do not count).
+    static func namedEntryIDs(in log: EventLog) throws -> Set<EntryID> {
         var named = Set<EntryID>()
-        try eventLog.forEach(from: 1) { view in
+        try log.forEach(from: 1) { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                  view.payload[0] != EventCodec.redactedMarker, let id = Self.payloadEntryID(view.payload),
+                  view.payload[0] != EventCodec.redactedMarker, let id = payloadEntryID(view.payload),
                   id != .none else { return true }
             if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
             return true
         }
-        return named.sorted()
+        return named
     }
 }
+

@@ -30,7 +30,7 @@ public final class SyncEngine: @unchecked Sendable {
     let configuration: Configuration
     let remote: RemoteConfig
     let dialect: SyncDialect
-    private let random: Mutex<SyncRandom>
+    private let random: Mutex<SplitMix64>
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
 
     /// Creates an engine for the ledger's configured backend.
@@ -59,7 +59,7 @@ public final class SyncEngine: @unchecked Sendable {
         self.credentialSource = credentials
         self.configuration = configuration
         var system = SystemRandomNumberGenerator()
-        self.random = Mutex(SyncRandom(seed: configuration.seed ?? system.next()))
+        self.random = Mutex(SplitMix64(seed: configuration.seed ?? system.next()))
     }
 
     /// One run: push, pull, push what the pull re-queued.
@@ -344,19 +344,5 @@ public final class SyncEngine: @unchecked Sendable {
                 report.parkedAfter += 1
             }
         }
-    }
-}
-
-/// SplitMix64: the backoff jitter's generator (seeded in tests, so the drawn retry times are reproducible).
-public struct SyncRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    /// Creates a generator.
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
