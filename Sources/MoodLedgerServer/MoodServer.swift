@@ -69,7 +69,8 @@ public final class MoodServer: Sendable {
 
     // MARK: - Requests
 
-    func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// Answers one request (what the HTTP server calls; the benchmark calls it directly to time a handler alone).
+    package func handle(_ request: HTTPRequest) -> HTTPResponse {
         let route = Route.match(request.path)
         guard let route else { return APIReply.error(404, "not_found", "no such route") }
         if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))]) }

@@ -8,7 +8,7 @@ import Synchronization
 /// `moodledger-bench --server`: the reference backend on loopback under keep-alive load from its own small load
 /// generator (`Specs/benchmark.md`, *Server*).
 enum ServerBench {
-    static let connections = [1, 16, 64]
+    static let connections = (ProcessInfo.processInfo.environment["BENCH_CONNECTIONS"]?.split(separator: ",").compactMap { Int($0) }) ?? [1, 16, 64]
 
     static func run(seconds: Double, json: Bool) -> Int32 {
         let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-server-\(ProcessInfo.processInfo.processIdentifier)"
@@ -42,7 +42,10 @@ enum ServerBench {
             let body = #"{"valence":0.5,"labels":["calm"],"associations":["work"]}"#
             let post = Array(("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(writer)Content-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
-            let get = Array("GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
+            let get = Array("GET \(ProcessInfo.processInfo.environment["BENCH_GET"] ?? "/api/v1/mood?from=2000-01-01&limit=30") HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
+            let handlerRequest = HTTPRequest(method: "GET", path: "/api/v1/mood", query: "from=2000-01-01&limit=30",
+                                             headers: [("host", "bench"), ("x-api-key", key), ("authorization", "Bearer \(token)")])
+            bench.record("get_list_handler_us", try handlerTime(backend, handlerRequest), places: 1)
             for count in connections {
                 let (rate, p50, p99) = try load(port: server.port, request: get, connections: count, seconds: seconds, expect: 200)
                 bench.record("get_list_c\(count)_per_s", rate, places: 0)
@@ -118,6 +121,19 @@ enum ServerBench {
         }
         let all = latencies.withLock { $0 }
         return (Double(all.count) / elapsed, Benchmark.median(all), Benchmark.percentile(all, 0.99))
+    }
+
+    /// The median time of the GET handler alone (routing, auth, query, JSON), without sockets, in µs.
+    static func handlerTime(_ backend: MoodServer, _ request: HTTPRequest) throws -> Double {
+        var times: [Double] = []
+        let rounds = Int(ProcessInfo.processInfo.environment["BENCH_HANDLER_ROUNDS"] ?? "") ?? 2000
+        for _ in 0..<rounds {
+            let start = Benchmark.now()
+            let response = backend.handle(request)
+            times.append(Double(Benchmark.now() - start) / 1000)
+            guard response.status == 200 else { throw BenchError(text: "the GET handler answered \(response.status)") }
+        }
+        return Benchmark.median(times)
     }
 
     /// Opens `count` idle keep-alive connections, checks the server still answers, and reports its RSS growth (MB).

@@ -54,15 +54,20 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     /// Lower-case canonical text, e.g. `3f2504e0-4f89-41d3-9a0c-0305e82c3301`.
     public var description: String {
-        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(36)
+        write(into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// ``description`` appended as UTF-8 bytes.
+    public func write(into text: inout [UInt8]) {
         for index in 0..<32 {
             if index == 8 || index == 12 || index == 16 || index == 20 { text.append(UInt8(ascii: "-")) }
             let word = index < 16 ? high : low
-            text.append(digits[Int(word >> UInt64(60 - 4 * (index % 16)) & 0xF)])
+            let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16)) & 0xF)
+            text.append(nibble < 10 ? 48 + nibble : 87 + nibble)
         }
-        return String(decoding: text, as: UTF8.self)
     }
 
     public static func < (a: EntryID, b: EntryID) -> Bool { (a.high, a.low) < (b.high, b.low) }

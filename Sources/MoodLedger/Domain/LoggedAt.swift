@@ -77,8 +77,20 @@ public struct LocalDate: Hashable, Sendable, Comparable, Strideable, CustomStrin
 
     /// `yyyy-MM-dd`.
     public var description: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(10)
+        write(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``description`` appended as UTF-8 bytes.
+    public func write(into out: inout [UInt8]) {
         let (y, m, d) = components
-        return ISO8601.pad(y, 4) + "-" + ISO8601.pad(m, 2) + "-" + ISO8601.pad(d, 2)
+        ISO8601.digits(y, 4, &out)
+        out.append(UInt8(ascii: "-"))
+        ISO8601.digits(m, 2, &out)
+        out.append(UInt8(ascii: "-"))
+        ISO8601.digits(d, 2, &out)
     }
 
     public static func < (a: LocalDate, b: LocalDate) -> Bool { a.daysSinceEpoch < b.daysSinceEpoch }

@@ -8,6 +8,60 @@ extension MoodEntry {
         ])
     }
 
+    /// ``json`` written straight into `out`, byte for byte the same text (a server's answers use it: no tree).
+    /// - Parameters:
+    ///   - out: the text to append to.
+    ///   - userID: adds the seed's `user_id` after `id` (single-entry answers).
+    ///   - typedScore: adds `typed_score` after `score` (the changes feed's entry object, `Specs/server.md`).
+    public func writeJSON(to out: inout JSONBytes, userID: String? = nil, typedScore: Bool = false) {
+        out.beginObject()
+        out.key("id")
+        out.id(id)
+        if let userID {
+            out.key("user_id")
+            out.string(userID)
+        }
+        out.key("logged_at")
+        out.instant(milliseconds: loggedAt.milliseconds, offsetMinutes: loggedAt.utcOffsetMinutes)
+        out.key("utc_offset_minutes")
+        out.int(Int64(loggedAt.utcOffsetMinutes))
+        out.key("kind")
+        out.string(kind.wireName)
+        out.key("valence")
+        if let valence { out.double(Valence.display(valence)) } else { out.null() }
+        out.key("valence_classification")
+        out.string(valenceClassification?.wireName)
+        out.key("score")
+        out.int(score)
+        if typedScore {
+            out.key("typed_score")
+            out.int(enteredScore)
+        }
+        out.key("labels")
+        out.beginArray()
+        labelList.forEach { $0.writeJSON(to: &out) }
+        out.endArray()
+        out.key("associations")
+        out.beginArray()
+        associationList.forEach { $0.writeJSON(to: &out) }
+        out.endArray()
+        out.key("tags")
+        out.beginArray()
+        for tag in tags { out.string(tag) }
+        out.endArray()
+        out.key("notes")
+        out.string(notes)
+        out.key("source")
+        out.string(source.rawValue)
+        out.key("source_id")
+        out.string(sourceID)
+        out.key("created_at")
+        out.instant(milliseconds: createdAt, offsetMinutes: 0)
+        out.key("updated_at")
+        if updatedAt == createdAt { out.null() } else { out.instant(milliseconds: updatedAt, offsetMinutes: 0) }
+        out.endObject()
+    }
+
     /// The export shape (`Specs/imports-exports.md`): the API entry without the ledger's own timestamps (an import
     /// makes new ones), plus `typed_score` (the 1–10 score a person typed, or `null`), so that an import restores
     /// every field and a second export is byte-identical.
@@ -18,18 +72,6 @@ extension MoodEntry {
             if key == "score" { pairs.append(("typed_score", .optional(enteredScore) { .int(Int64($0)) })) }
         }
         return .object(pairs)
-    }
-
-    /// The entry object of the changes feed (`Specs/server.md`): the API entry plus `typed_score` after `score`, so a
-    /// client that pulls it restores a typed 1–10 score as typed.
-    public var changeJSON: JSONValue {
-        guard case .object(let pairs) = json else { return json }
-        var out: [(String, JSONValue)] = []
-        for (key, value) in pairs {
-            out.append((key, value))
-            if key == "score" { out.append(("typed_score", .optional(enteredScore) { .int(Int64($0)) })) }
-        }
-        return .object(out)
     }
 
     /// The fields a `mood.created` event carries (no ledger timestamps, no derived values).

@@ -49,7 +49,15 @@ public struct EntriesState: Sendable, Equatable {
 
     /// The entries of one local day, newest first.
     public func entries(on day: LocalDate) -> [MoodEntry] {
-        (byDay[day] ?? []).compactMap { self[$0] }.sorted(by: MoodEntry.newestFirst)
+        guard let ids = byDay[day] else { return [] }
+        // Sorts small keys, then builds each entry once (sorting the entries themselves moves whole values).
+        var keys: [(ms: Int64, id: EntryID, position: Int)] = []
+        keys.reserveCapacity(ids.count)
+        for id in ids {
+            if let position = positions[id] { keys.append((all[position].loggedAt.milliseconds, id, position)) }
+        }
+        keys.sort { $0.ms != $1.ms ? $0.ms > $1.ms : $0.id > $1.id }
+        return keys.map { all[$0.position] }
     }
 
     /// How many entries a local day has.

@@ -44,6 +44,24 @@ public struct EntryPage: Sendable, Equatable {
         .object([("entries", .array(entries.map(\.json))), ("total", .int(Int64(total))),
                  ("limit", .int(Int64(limit))), ("offset", .int(Int64(offset))), ("has_more", .bool(hasMore))])
     }
+
+    /// ``json`` written straight into `out`, byte for byte the same text.
+    public func writeJSON(to out: inout JSONBytes) {
+        out.beginObject()
+        out.key("entries")
+        out.beginArray()
+        for entry in entries { entry.writeJSON(to: &out) }
+        out.endArray()
+        out.key("total")
+        out.int(Int64(total))
+        out.key("limit")
+        out.int(Int64(limit))
+        out.key("offset")
+        out.int(Int64(offset))
+        out.key("has_more")
+        out.bool(hasMore)
+        out.endObject()
+    }
 }
 
 extension LedgerState {

@@ -8,17 +8,66 @@ public enum ISO8601 {
     /// Formats an instant in a UTC offset: `2026-03-01T08:15:00+01:00`, with `.SSS` when milliseconds are non-zero
     /// and `Z` for offset 0.
     public static func format(milliseconds: Int64, offsetMinutes: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(29)
+        write(milliseconds: milliseconds, offsetMinutes: offsetMinutes, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``format(milliseconds:offsetMinutes:)`` appended as UTF-8 bytes (no intermediate strings: responses use it).
+    public static func write(milliseconds: Int64, offsetMinutes: Int, into out: inout [UInt8]) {
         let local = milliseconds + Int64(offsetMinutes) * 60_000
         let days = local.floorDivided(by: 86_400_000)
         let msOfDay = Int(local - days * 86_400_000)
-        let date = LocalDate(daysSinceEpoch: Int32(days))
-        var text = date.description + "T" + pad(msOfDay / 3_600_000, 2) + ":" + pad(msOfDay / 60_000 % 60, 2) + ":"
-            + pad(msOfDay / 1000 % 60, 2)
-        if msOfDay % 1000 != 0 { text += "." + pad(msOfDay % 1000, 3) }
-        if offsetMinutes == 0 { return text + "Z" }
-        let sign = offsetMinutes < 0 ? "-" : "+"
+        LocalDate(daysSinceEpoch: Int32(days)).write(into: &out)
+        out.append(UInt8(ascii: "T"))
+        digits(msOfDay / 3_600_000, 2, &out)
+        out.append(UInt8(ascii: ":"))
+        digits(msOfDay / 60_000 % 60, 2, &out)
+        out.append(UInt8(ascii: ":"))
+        digits(msOfDay / 1000 % 60, 2, &out)
+        if msOfDay % 1000 != 0 {
+            out.append(UInt8(ascii: "."))
+            digits(msOfDay % 1000, 3, &out)
+        }
+        if offsetMinutes == 0 {
+            out.append(UInt8(ascii: "Z"))
+            return
+        }
+        out.append(offsetMinutes < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
         let magnitude = abs(offsetMinutes)
-        return text + sign + pad(magnitude / 60, 2) + ":" + pad(magnitude % 60, 2)
+        digits(magnitude / 60, 2, &out)
+        out.append(UInt8(ascii: ":"))
+        digits(magnitude % 60, 2, &out)
+    }
+
+    /// A non-negative number in at least `width` digits (zero-padded).
+    static func digits(_ value: Int, _ width: Int, _ out: inout [UInt8]) {
+        if width == 2, (0..<100).contains(value) {
+            out.append(UInt8(48 + value / 10))
+            out.append(UInt8(48 + value % 10))
+            return
+        }
+        guard value >= 0 else {
+            out += pad(value, width).utf8
+            return
+        }
+        var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &scratch) { buffer in
+            var n = value
+            var count = 0
+            repeat {
+                buffer[19 - count] = UInt8(48 + n % 10)
+                n /= 10
+                count += 1
+            } while n > 0
+            while count < width && count < 20 {
+                buffer[19 - count] = 48
+                count += 1
+            }
+            out += UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...])
+        }
     }
 
     /// Parses `yyyy-MM-ddTHH:mm[:ss[.fraction]](Z|±HH:MM|±HHMM)`; a space may replace `T`. Fractions beyond

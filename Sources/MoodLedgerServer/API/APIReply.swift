@@ -10,6 +10,19 @@ enum APIReply {
         return HTTPResponse(status: status, headers: [contentType] + headers, body: body)
     }
 
+    /// A success envelope whose `data` is written by `write` straight into bytes (hot paths: lists, entries).
+    static func data(_ status: Int, headers: [(name: String, value: String)] = [], _ write: (inout JSONBytes) -> Void)
+        -> HTTPResponse {
+        var out = JSONBytes(capacity: 4096)
+        out.beginObject()
+        out.key("success")
+        out.bool(true)
+        out.key("data")
+        write(&out)
+        out.endObject()
+        return HTTPResponse(status: status, headers: [contentType] + headers, body: out.bytes)
+    }
+
     static func error(_ status: Int, _ code: String, _ message: String, field: String? = nil,
                       headers: [(name: String, value: String)] = []) -> HTTPResponse {
         let error = JSONValue.object([("code", .string(code)), ("message", .string(message)),

@@ -7,13 +7,16 @@ extension MoodServer {
         let today = LoggedAt(milliseconds: now).localDate
         switch (route.name, method) {
         case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
-            return APIReply.data(200, try list(request, today: today, user: user).json)
+            let page = try list(request, today: today, user: user)
+            return APIReply.data(200) { page.writeJSON(to: &$0) }
         case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
             return try write(.create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request, user: user)
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            return APIReply.data(200, Self.entryJSON(entry, user: user), headers: [("ETag", Self.etag(try user.revision(of: id)))])
+            return APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
+                Self.writeEntry(entry, progress: false, user: user, to: &$0)
+            }
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
@@ -37,7 +40,7 @@ extension MoodServer {
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
             return APIReply.data(200, user.ledger.state.associationAnalytics(from: from, to: to, limit: limit).json)
         case (.moodChanges, "GET"):
-            return APIReply.data(200, try changes(request, user: user))
+            return try changes(request, user: user)
         case (.wellnessAnalytics, "GET"):
             return APIReply.data(200, try wellnessAnalytics(request, today: today, user: user))
         case (.progress, "POST"):
@@ -52,11 +55,10 @@ extension MoodServer {
 
     // MARK: - Reads
 
-    /// One entry as a single-entry answer carries it: the CLI's entry object with the seed's `user_id` after `id`.
-    static func entryJSON(_ entry: MoodEntry, user: UserLedger) -> JSONValue {
-        guard case .object(var pairs) = entry.json else { return entry.json }
-        pairs.insert(("user_id", .string(user.name)), at: 1)
-        return .object(pairs)
+    /// One entry as a single-entry answer carries it: the CLI's entry object with the seed's `user_id` after `id`
+    /// (or the `/api/v1/progress` record of it).
+    static func writeEntry(_ entry: MoodEntry, progress: Bool, user: UserLedger, to out: inout JSONBytes) {
+        if progress { out.value(progressJSON(entry)) } else { entry.writeJSON(to: &out, userID: user.name) }
     }
 
     private func list(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> EntryPage {
@@ -88,24 +90,40 @@ extension MoodServer {
 
     /// `GET /api/v1/mood/changes?since=REV&limit=N`: every entry changed after revision `since` (its current state,
     /// or a deletion), oldest change first, with the ledger's revision — what a sync client pulls.
-    private func changes(_ request: HTTPRequest, user: UserLedger) throws -> JSONValue {
+    private func changes(_ request: HTTPRequest, user: UserLedger) throws -> HTTPResponse {
         let since = UInt64(try Self.integer(request, "since", default: 0, range: 0...Int(Int64.max)))
         let limit = try Self.integer(request, "limit", default: 100, range: 1...1000)
         let state = user.ledger.state
         let all = try user.changes(since: since).filter { $0.1 <= state.seq }
         let page = all.prefix(limit)
-        let items: [JSONValue] = page.map { id, revision in
-            if let entry = state.entries[id] {
-                return .object([("revision", .int(Int64(revision))), ("operation", .string("upsert")),
-                                ("id", .string(id.description)), ("entry", entry.changeJSON)])
-            }
-            return .object([("revision", .int(Int64(revision))), ("operation", .string("delete")),
-                            ("id", .string(id.description)), ("entry", .null)])
-        }
         let hasMore = all.count > page.count
         let next = hasMore ? page.last!.1 : state.seq
-        return .object([("changes", .array(items)), ("revision", .int(Int64(state.seq))),
-                        ("next_since", .int(Int64(next))), ("has_more", .bool(hasMore))])
+        return APIReply.data(200) { out in
+            out.beginObject()
+            out.key("changes")
+            out.beginArray()
+            for (id, revision) in page {
+                let entry = state.entries[id]
+                out.beginObject()
+                out.key("revision")
+                out.int(Int64(revision))
+                out.key("operation")
+                out.string(entry == nil ? "delete" : "upsert")
+                out.key("id")
+                out.id(id)
+                out.key("entry")
+                if let entry { entry.writeJSON(to: &out, typedScore: true) } else { out.null() }
+                out.endObject()
+            }
+            out.endArray()
+            out.key("revision")
+            out.int(Int64(state.seq))
+            out.key("next_since")
+            out.int(Int64(next))
+            out.key("has_more")
+            out.bool(hasMore)
+            out.endObject()
+        }
     }
 
     private func wellnessAnalytics(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> JSONValue {

@@ -130,7 +130,7 @@ extension MoodServer {
         case .replace(_, _, let isProgress): progress = isProgress
         case .delete: progress = false
         }
-        return APIReply.data(status, progress ? Self.progressJSON(entry) : Self.entryJSON(entry, user: user), headers: headers)
+        return APIReply.data(status, headers: headers) { Self.writeEntry(entry, progress: progress, user: user, to: &$0) }
     }
 
     /// The first response of an idempotency key, again: kept in memory, or rebuilt from the ledger as it was at
@@ -147,8 +147,7 @@ extension MoodServer {
             var isProgress = false
             if case .create(_, let progress) = write { isProgress = progress }
             if case .replace(_, _, let progress) = write { isProgress = progress }
-            let data = isProgress ? Self.progressJSON(entry) : Self.entryJSON(entry, user: user)
-            body = Array(JSONValue.object([("success", .bool(true)), ("data", data)]).serialized().utf8)
+            body = APIReply.data(200) { Self.writeEntry(entry, progress: isProgress, user: user, to: &$0) }.body
             var rebuilt = known
             rebuilt.body = body
             user.finish(key, rebuilt)

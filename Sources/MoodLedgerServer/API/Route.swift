@@ -22,8 +22,9 @@ struct Route {
     static func match(_ path: String) -> Route? {
         var raw = path
         if raw.count > 1, raw.hasSuffix("/") { raw.removeLast() }
-        let segments = raw.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
-            HTTPRequest.percentDecode(String($0).replacingPlus()) ?? "\u{FFFD}"
+        let segments = raw.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { segment in
+            segment.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") })
+                ? HTTPRequest.percentDecode(String(segment).replacingPlus()) ?? "\u{FFFD}" : String(segment)
         }
         switch segments {
         case ["health"]: return Route(name: .health, allowed: ["GET"])
@@ -53,5 +54,5 @@ struct Route {
 
 extension String {
     /// In a path, `+` is a plus sign (only query strings use it for spaces).
-    fileprivate func replacingPlus() -> String { replacing("+", with: "%2B") }
+    fileprivate func replacingPlus() -> String { utf8.contains(UInt8(ascii: "+")) ? replacing("+", with: "%2B") : self }
 }

@@ -7,6 +7,10 @@ final class EventLoop: @unchecked Sendable {
     private let wakePipe: (read: Int32, write: Int32)
     private let completed = Mutex([(Int32, HTTPResponse, Bool)]())
     private var server: HTTPServer!
+    /// One read buffer per loop (a read never outlives the call that made it).
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    /// The `Date` header of the current second (formatted once a second, not once a response).
+    private var date: (second: Int, text: String) = (0, "")
     private var configuration: HTTPServer.Configuration { server.configuration }
 
     init() throws { wakePipe = try Socket.wakePipe() }
@@ -112,7 +116,6 @@ final class EventLoop: @unchecked Sendable {
         }
         // Read what is there, but never hold more than one request's worth (the parser's caps answer the rest).
         let cap = configuration.limits.headerBlock + configuration.limits.body + 64 * 1024
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var sawEnd = false
         while connection.input.count < cap {
             let count: Int?
@@ -149,7 +152,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func enqueue(_ response: HTTPResponse, head: Bool, on connection: inout Connection, now: Double) {
-        connection.output += response.serialized(date: HTTPServer.httpDate(), head: head)
+        response.append(to: &connection.output, date: currentDate(), head: head)
         if response.close { connection.closing = true }
         connection.writeStarted = connection.writeStarted ?? now
         connection.lastActivity = now
@@ -235,6 +238,12 @@ final class EventLoop: @unchecked Sendable {
             }
             return (true, false)
         }
+    }
+
+    private func currentDate() -> String {
+        let second = Int(time(nil))
+        if second != date.second { date = (second, HTTPServer.httpDate(second)) }
+        return date.text
     }
 
     private func containsHeaderEnd(_ input: [UInt8]) -> Bool {

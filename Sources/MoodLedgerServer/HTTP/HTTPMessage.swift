@@ -5,13 +5,27 @@ public struct HTTPRequest: Sendable {
     /// The path of the request target, percent-decoding left to the router.
     public var path: String
     /// The raw query (after `?`), or empty.
-    public var query: String
+    public let query: String
+    /// The query's parameters, percent-decoded (`+` is a space), in order (parsed once, when the request is made).
+    public let queryItems: [(name: String, value: String)]
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     public var minorVersion: Int
     /// Header fields in order, names lowercased.
     public var headers: [(name: String, value: String)]
     /// The body (decoded from chunks when chunked).
     public var body: [UInt8]
+
+    /// A request as the parser frames it.
+    package init(method: String, path: String, query: String, minorVersion: Int = 1,
+                 headers: [(name: String, value: String)], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        queryItems = HTTPRequest.parseQuery(query)
+        self.minorVersion = minorVersion
+        self.headers = headers
+        self.body = body
+    }
 
     /// The value of a header (the first, when repeated).
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
@@ -24,8 +38,7 @@ public struct HTTPRequest: Sendable {
         return minorVersion >= 1 || tokens.contains("keep-alive")
     }
 
-    /// The query's parameters, percent-decoded (`+` is a space), in order.
-    public var queryItems: [(name: String, value: String)] {
+    static func parseQuery(_ query: String) -> [(name: String, value: String)] {
         query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = HTTPRequest.percentDecode(String(parts[0]))
@@ -86,14 +99,36 @@ public struct HTTPResponse: Sendable {
 
     /// The bytes on the wire. `head` leaves the body out (a HEAD request) but keeps its Content-Length.
     func serialized(date: String, head: Bool = false) -> [UInt8] {
-        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\nDate: \(date)\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        if status != 204, status != 304, status >= 200 { text += "Content-Length: \(body.count)\r\n" }
-        if close { text += "Connection: close\r\n" }
-        text += "\r\n"
-        var bytes = Array(text.utf8)
-        if !head, status != 204, status != 304 { bytes += body }
+        var bytes: [UInt8] = []
+        append(to: &bytes, date: date, head: head)
         return bytes
+    }
+
+    /// ``serialized(date:head:)`` appended to `bytes` (a connection's output buffer), without intermediate strings.
+    func append(to bytes: inout [UInt8], date: String, head: Bool = false) {
+        let withBody = !head && status != 204 && status != 304
+        bytes.reserveCapacity(bytes.count + 160 + (withBody ? body.count : 0))
+        bytes += "HTTP/1.1 ".utf8
+        bytes += String(status).utf8
+        bytes.append(32)
+        bytes += HTTPResponse.reason(status).utf8
+        bytes += "\r\nDate: ".utf8
+        bytes += date.utf8
+        bytes += "\r\n".utf8
+        for (name, value) in headers {
+            bytes += name.utf8
+            bytes += ": ".utf8
+            bytes += value.utf8
+            bytes += "\r\n".utf8
+        }
+        if status != 204, status != 304, status >= 200 {
+            bytes += "Content-Length: ".utf8
+            bytes += String(body.count).utf8
+            bytes += "\r\n".utf8
+        }
+        if close { bytes += "Connection: close\r\n".utf8 }
+        bytes += "\r\n".utf8
+        if withBody { bytes += body }
     }
 
     static func reason(_ status: Int) -> String {

@@ -48,12 +48,20 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     /// The wire spelling: snake_case for canonical words (`current_events`), the custom word as is.
     public var wireName: String {
         switch storage {
-        case .apple: return WordNormalizer.snakeCase(name)
+        case .apple(let value): return VocabularyTables.wireNames(for: Domain.self)[Int(value) - 1]
         case .custom(let word): return word
         }
     }
 
     public var description: String { wireName }
+
+    /// The wire spelling as a JSON string.
+    func writeJSON(to out: inout JSONBytes) {
+        switch storage {
+        case .apple(let value): out.quoted(VocabularyTables.json(for: Domain.self)[Int(value) - 1])
+        case .custom(let word): out.string(word)
+        }
+    }
 
     /// Every canonical word, in Apple's order.
     public static var allCanonical: [VocabularyWord] {
@@ -96,6 +104,27 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
 enum VocabularyTables {
     static let labels: [String: Int] = build(LabelDomain.self)
     static let associations: [String: Int] = build(AssociationDomain.self)
+    /// The wire spellings of the canonical words, in Apple's order (computed once: they are on every response).
+    static let labelWireNames: [String] = LabelDomain.canonicalNames.map(WordNormalizer.snakeCase)
+    static let associationWireNames: [String] = AssociationDomain.canonicalNames.map(WordNormalizer.snakeCase)
+
+    static func wireNames<D: VocabularyDomain>(for domain: D.Type) -> [String] {
+        domain == LabelDomain.self ? labelWireNames : associationWireNames
+    }
+
+    /// The wire spellings as quoted JSON strings, ready to copy into a response.
+    static let labelJSON: [[UInt8]] = labelWireNames.map(quoted)
+    static let associationJSON: [[UInt8]] = associationWireNames.map(quoted)
+
+    static func json<D: VocabularyDomain>(for domain: D.Type) -> [[UInt8]] {
+        domain == LabelDomain.self ? labelJSON : associationJSON
+    }
+
+    private static func quoted(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        JSONValue.quote(text, into: &bytes)
+        return bytes
+    }
 
     static func lookup<D: VocabularyDomain>(for domain: D.Type) -> [String: Int] {
         domain == LabelDomain.self ? labels : associations
