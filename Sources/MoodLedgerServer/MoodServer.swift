@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Each user's data is `DIR/users/<user>/`, an ordinary ledger, so the server has the ledger's audit, time travel
 /// and crash safety; a server revision is the user's ledger sequence number. Writes are acknowledged only once
-/// durable, and concurrent writes to one ledger share their `fdatasync` (group commit).
+/// durable, and concurrent writes to one ledger share their `fdatasync` (group commit): a write is validated and
+/// appended on the event loop, and a sync thread answers the whole group once its `fdatasync` returns.
 public final class MoodServer: Sendable {
     /// How the server behaves; every property documents its default.
     public struct Configuration: Sendable {
@@ -21,6 +22,10 @@ public final class MoodServer: Sendable {
         public var readsPerHour = 500
         /// The clock (milliseconds since 1970) for tokens, rate limits and the ledgers. Default: the system clock.
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
+        /// Threads that run group commits (one ledger's syncs at a time each; they never run handlers). Default 4.
+        public var syncThreads = 4
+        /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
+        public var io: any PlatformIO = SystemIO()
         /// Where operator messages go. Default: standard error.
         public var log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("moodledger serve: " + $0 + "\n").utf8)) }
 
@@ -34,6 +39,7 @@ public final class MoodServer: Sendable {
     /// Credential pairs already checked: (user, token expiry in seconds).
     private let verified = Mutex([String: (user: String, expiry: Int64)]())
     private let opening = NSLock()
+    private let syncers: WorkerPool
 
     /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
     /// - Throws: ``ServerError`` when the credentials file is missing or malformed; ``EventLogError`` for the directory.
@@ -42,12 +48,13 @@ public final class MoodServer: Sendable {
         try AtomicFile.makeDirectory(configuration.dataDirectory)
         credentials = try Credentials.load(directory: configuration.dataDirectory, create: true)
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
+        syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
     }
 
     /// Binds the socket; ``HTTPServer/run(grace:)`` then serves until ``HTTPServer/stop()``.
     /// - Throws: ``Errno`` when the address cannot be bound.
     public func start() throws -> HTTPServer {
-        try HTTPServer(configuration: configuration.http) { [self] request in handle(request) }
+        try HTTPServer(configuration: configuration.http) { [self] request, responder in handle(request, responder: responder) }
     }
 
     /// Closes every open ledger cleanly (after the HTTP server stopped).
@@ -60,6 +67,7 @@ public final class MoodServer: Sendable {
             _ = try? user.ledger.sync()
             user.ledger.close()
         }
+        syncers.stop()
     }
 
     /// A user's directory.
@@ -69,8 +77,21 @@ public final class MoodServer: Sendable {
 
     // MARK: - Requests
 
-    /// Answers one request (what the HTTP server calls; the benchmark calls it directly to time a handler alone).
+    /// Answers one request and waits for the answer (tests, the benchmark: the handler's own time).
     package func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let done = DispatchSemaphore(value: 0)
+        let answer = Mutex<HTTPResponse?>(nil)
+        let responder = HTTPResponder { response in
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        if let response = handle(request, responder: responder) { return response }
+        done.wait()
+        return answer.withLock { $0! }
+    }
+
+    /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
         let route = Route.match(request.path)
         guard let route else { return APIReply.error(404, "not_found", "no such route") }
         if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))]) }
@@ -91,10 +112,33 @@ public final class MoodServer: Sendable {
                 }
             }
             let ledger = try open(user)
-            var response = try dispatch(route, method: method, request: request, user: ledger, now: now)
-            response.headers += rateHeaders
-            if ledger.failed { drop(user) }
-            return response
+            switch try dispatch(route, method: method, request: request, user: ledger, now: now) {
+            case .now(var response):
+                response.headers += rateHeaders
+                if ledger.failed { drop(user) }
+                return response
+            case .afterSync(var pending, let seq):
+                pending.headers += rateHeaders
+                let response = pending
+                ledger.whenDurable(seq) { [self] error in
+                    guard let error else { return responder.respond(response) }
+                    configuration.log("\(user): sync failed: \(error)")
+                    drop(user)
+                    responder.respond(APIReply.error(500, "internal_error",
+                                                     "the change could not be made durable; it was not acknowledged"))
+                }
+                return nil
+            case .offload(let work):
+                let rateHeaders = rateHeaders
+                responder.offload { [self] in
+                    var response: HTTPResponse
+                    do { response = try work() } catch { response = APIReply.from(any: error) }
+                    response.headers += rateHeaders
+                    if ledger.failed { drop(user) }
+                    return response
+                }
+                return nil
+            }
         } catch {
             return APIReply.from(any: error)
         }
@@ -160,16 +204,17 @@ public final class MoodServer: Sendable {
         options.snapshotInterval = 0
         options.snapshotOnCloseMinimum = 1_000
         options.clock = configuration.clock
+        options.io = configuration.io
         options.loggedAtBounds = .storage  // the seed API bounds no logged_at; the ledger stores 1900…2199
         let ledger = try Ledger.open(at: Self.userDirectory(name, in: configuration.dataDirectory), options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
-        let user = try UserLedger(name: name, ledger: ledger, now: configuration.clock())
+        let user = try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
         ledgers.withLock { $0[name] = user }
         return user
     }
 
     /// Forgets a ledger whose sync failed; the next request reopens it, recovering from disk.
-    private func drop(_ name: String) {
+    func drop(_ name: String) {
         guard let user = ledgers.withLock({ $0.removeValue(forKey: name) }) else { return }
         configuration.log("\(name): a sync failed; the ledger is reopened from disk on the next request")
         user.ledger.close()

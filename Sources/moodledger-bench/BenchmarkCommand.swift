@@ -40,6 +40,10 @@ enum BenchmarkCommand {
                 return SyncBench.run(entries: entries, json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
+            case "--ledger-rss":  // internal: what opening ledgers takes, run as a child process
+                return ServerBench.ledgerResidentSize(Array(arguments[(index + 1)...]))
+            case "--load-generator":  // internal: the server benchmark's load, run as a child process
+                return LoadGenerator.main(Array(arguments[(index + 1)...]))
             case "--generate":  // internal: the load phase, run as a child process
                 index += 1
                 guard index < arguments.count,
@@ -105,22 +109,29 @@ enum BenchmarkCommand {
 
     /// Runs the load phase in a child process (its memory is not the replay's) and reads its throughput.
     static func generateInChild(events: Int, directory: String) throws -> Double {
+        let output = try runSelf(["--events", String(events), "--generate", directory])
+        guard let rate = Double(output) else { throw BenchError(text: "the load phase said: \(output)") }
+        return rate
+    }
+
+    /// Runs this executable again with `arguments` and returns what it printed (trimmed).
+    /// - Throws: ``BenchError`` when it exits non-zero.
+    static func runSelf(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).standardizedFileURL
         if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
             process.executableURL = Bundle.main.executableURL
         }
-        process.arguments = ["--events", String(events), "--generate", directory]
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0,
-              let rate = Double(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw BenchError(text: "the load phase failed (exit \(process.terminationStatus))")
+        guard process.terminationStatus == 0 else {
+            throw BenchError(text: "\(arguments.first ?? "") failed (exit \(process.terminationStatus))")
         }
-        return rate
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     static var swiftVersion: String {

@@ -8,7 +8,7 @@ import Synchronization
 /// `moodledger-bench --server`: the reference backend on loopback under keep-alive load from its own small load
 /// generator (`Specs/benchmark.md`, *Server*).
 enum ServerBench {
-    static let connections = (ProcessInfo.processInfo.environment["BENCH_CONNECTIONS"]?.split(separator: ",").compactMap { Int($0) }) ?? [1, 16, 64]
+    static let connections = [1, 16, 64]
 
     static func run(seconds: Double, json: Bool) -> Int32 {
         let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-server-\(ProcessInfo.processInfo.processIdentifier)"
@@ -42,18 +42,20 @@ enum ServerBench {
             let body = #"{"valence":0.5,"labels":["calm"],"associations":["work"]}"#
             let post = Array(("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(writer)Content-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
-            let get = Array("GET \(ProcessInfo.processInfo.environment["BENCH_GET"] ?? "/api/v1/mood?from=2000-01-01&limit=30") HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
+            let get = Array("GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
             let handlerRequest = HTTPRequest(method: "GET", path: "/api/v1/mood", query: "from=2000-01-01&limit=30",
                                              headers: [("host", "bench"), ("x-api-key", key), ("authorization", "Bearer \(token)")])
             bench.record("get_list_handler_us", try handlerTime(backend, handlerRequest), places: 1)
             for count in connections {
-                let (rate, p50, p99) = try load(port: server.port, request: get, connections: count, seconds: seconds, expect: 200)
+                let (rate, p50, p99) = try load(port: server.port, request: get, connections: count, seconds: seconds, expect: 200,
+                                                 directory: directory)
                 bench.record("get_list_c\(count)_per_s", rate, places: 0)
                 bench.record("get_list_c\(count)_p50_us", p50, places: 0)
                 bench.record("get_list_c\(count)_p99_us", p99, places: 0)
             }
             for count in connections {
-                let (rate, p50, p99) = try load(port: server.port, request: post, connections: count, seconds: seconds, expect: 201)
+                let (rate, p50, p99) = try load(port: server.port, request: post, connections: count, seconds: seconds, expect: 201,
+                                                 directory: directory)
                 bench.record("post_c\(count)_per_s", rate, places: 0)
                 bench.record("post_c\(count)_p50_us", p50, places: 0)
                 bench.record("post_c\(count)_p99_us", p99, places: 0)
@@ -62,6 +64,12 @@ enum ServerBench {
             server.stop()
             Thread.sleep(forTimeInterval: 0.5)
             backend.close()
+            // What the two ledgers alone take open (in a fresh process): the server's own share is the rest.
+            let ledgers = try BenchmarkCommand.runSelf(["--ledger-rss", MoodServer.userDirectory("bench", in: data),
+                                                        MoodServer.userDirectory("writer", in: data)])
+            guard let ledgersMB = Double(ledgers) else { throw BenchError(text: "--ledger-rss said: \(ledgers)") }
+            bench.record("ledgers_rss_mb", ledgersMB, places: 1)
+            bench.record("server_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576 - ledgersMB, places: 1)
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench --server: \(error)\n".utf8))
             return 74
@@ -85,49 +93,32 @@ enum ServerBench {
         _ = try ledger.importPlan(plan)
     }
 
-    /// `connections` keep-alive clients each sending `request` back to back for `seconds`.
+    /// `connections` keep-alive clients each sending `request` back to back for `seconds`, from a child process.
     /// - Returns: requests per second, p50 and p99 latency in µs.
-    static func load(port: UInt16, request: [UInt8], connections: Int, seconds: Double, expect: Int) throws
+    static func load(port: UInt16, request: [UInt8], connections: Int, seconds: Double, expect: Int, directory: String) throws
         -> (Double, Double, Double) {
-        let latencies = Mutex<[Double]>([])
-        let failures = Atomic<Int>(0)
-        let deadline = Benchmark.now() + UInt64(seconds * 1e9)
-        let group = DispatchGroup()
-        let started = Benchmark.now()
-        for _ in 0..<connections {
-            let thread = Thread {
-                defer { group.leave() }
-                guard let client = try? HTTPConnection(port: port) else { failures.add(1, ordering: .relaxed); return }
-                defer { client.close() }
-                var mine: [Double] = []
-                while Benchmark.now() < deadline {
-                    let start = Benchmark.now()
-                    guard (try? client.send(request)) != nil, let response = try? client.readResponse(), response.status == expect else {
-                        failures.add(1, ordering: .relaxed)
-                        return
-                    }
-                    mine.append(Double(Benchmark.now() - start) / 1000)
-                }
-                latencies.withLock { $0 += mine }
-            }
-            thread.stackSize = 256 * 1024
-            group.enter()
-            thread.start()
+        let result = try LoadGenerator(port: port, request: request, connections: connections, seconds: seconds,
+                                       expect: expect).runInChild(directory: directory)
+        return (Double(result.requests) / result.seconds, result.p50, result.p99)
+    }
+
+    /// `--ledger-rss PATH…` (a child process): the resident-set growth of opening these ledgers, in MB.
+    static func ledgerResidentSize(_ paths: [String]) -> Int32 {
+        let before = SystemIO.currentResidentBytes()
+        var open: [Ledger] = []
+        for path in paths {
+            guard let ledger = try? Ledger.open(at: path) else { return 74 }
+            open.append(ledger)
         }
-        group.wait()
-        let elapsed = Benchmark.seconds(since: started)
-        guard failures.load(ordering: .relaxed) == 0 else {
-            throw BenchError(text: "\(failures.load(ordering: .relaxed)) clients failed at \(connections) connections")
-        }
-        let all = latencies.withLock { $0 }
-        return (Double(all.count) / elapsed, Benchmark.median(all), Benchmark.percentile(all, 0.99))
+        print(Double(SystemIO.currentResidentBytes() - before) / 1_048_576)
+        open.forEach { $0.close() }
+        return 0
     }
 
     /// The median time of the GET handler alone (routing, auth, query, JSON), without sockets, in µs.
     static func handlerTime(_ backend: MoodServer, _ request: HTTPRequest) throws -> Double {
         var times: [Double] = []
-        let rounds = Int(ProcessInfo.processInfo.environment["BENCH_HANDLER_ROUNDS"] ?? "") ?? 2000
-        for _ in 0..<rounds {
+        for _ in 0..<2000 {
             let start = Benchmark.now()
             let response = backend.handle(request)
             times.append(Double(Benchmark.now() - start) / 1000)

@@ -74,6 +74,8 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         /// Fail the next `rename` / `syncDirectory` with this error.
         public var failNextRename: Errno?
         public var failNextDirectorySync: Errno?
+        /// Make every `syncData` take at least this long (a slow disk).
+        public var syncDelayMicroseconds: UInt32 = 0
     }
     public let plan = Mutex(Plan())
     public init() {}
@@ -113,6 +115,8 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
             return plan.failNextSync
         }
         if let failure { throw failure }
+        let delay = plan.withLock { $0.syncDelayMicroseconds }
+        if delay > 0 { usleep(delay) }
         try system.syncData(fd)
     }
     public func syncDirectory(_ path: String) throws {

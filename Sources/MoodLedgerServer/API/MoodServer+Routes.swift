@@ -3,51 +3,64 @@ import MoodLedger
 
 /// Routes to handlers; the read side of the API (lists, aggregates, the changes feed).
 extension MoodServer {
-    func dispatch(_ route: Route, method: String, request: HTTPRequest, user: UserLedger, now: Int64) throws -> HTTPResponse {
+    /// What a handler made of a request.
+    enum Reply {
+        /// Send this now.
+        case now(HTTPResponse)
+        /// Send this once the user's ledger is durable through the seq (a 500 instead if that sync fails).
+        case afterSync(HTTPResponse, UInt64)
+        /// Blocking work (an erasure, a rebuilt replay): run on a worker, send what it returns.
+        case offload(@Sendable () throws -> HTTPResponse)
+    }
+
+    func dispatch(_ route: Route, method: String, request: HTTPRequest, user: UserLedger, now: Int64) throws -> Reply {
         let today = LoggedAt(milliseconds: now).localDate
         switch (route.name, method) {
         case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
             let page = try list(request, today: today, user: user)
-            return APIReply.data(200) { page.writeJSON(to: &$0) }
+            return .now(APIReply.data(200) { page.writeJSON(to: &$0) })
         case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
             return try write(.create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request, user: user)
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            return APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
+            return .now(APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
                 Self.writeEntry(entry, progress: false, user: user, to: &$0)
-            }
+            })
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
             return try write(.replace(id, replacement, progress: false), request: request, user: user)
         case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
-            if try Self.flag(request, "erase") { return try erase(try Self.entryID(text), user: user) }
+            if try Self.flag(request, "erase") {
+                let id = try Self.entryID(text)
+                return .offload { [self] in try erase(id, user: user) }
+            }
             return try write(.delete(try Self.entryID(text)), request: request, user: user)
         case (.moodDaily(let text), "GET"):
             guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date") }
             let include = try Self.flag(request, "include_entries")
-            return APIReply.data(200, user.ledger.state.day(date, includeEntries: include).json)
+            return .now(APIReply.data(200, user.ledger.state.day(date, includeEntries: include).json))
         case (.moodTrends, "GET"):
             let (from, to) = try Self.period(request, today: today)
-            return APIReply.data(200, try Self.trends(user.ledger.state, from: from, to: to).json)
+            return .now(APIReply.data(200, try Self.trends(user.ledger.state, from: from, to: to).json))
         case (.moodLabelAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return APIReply.data(200, user.ledger.state.labelAnalytics(from: from, to: to, limit: limit).json)
+            return .now(APIReply.data(200, user.ledger.state.labelAnalytics(from: from, to: to, limit: limit).json))
         case (.moodAssociationAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return APIReply.data(200, user.ledger.state.associationAnalytics(from: from, to: to, limit: limit).json)
+            return .now(APIReply.data(200, user.ledger.state.associationAnalytics(from: from, to: to, limit: limit).json))
         case (.moodChanges, "GET"):
-            return try changes(request, user: user)
+            return .now(try changes(request, user: user))
         case (.wellnessAnalytics, "GET"):
-            return APIReply.data(200, try wellnessAnalytics(request, today: today, user: user))
+            return .now(APIReply.data(200, try wellnessAnalytics(request, today: today, user: user)))
         case (.progress, "POST"):
             return try write(.create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), progress: true),
                              request: request, user: user)
         case (.progress, "GET"):
-            return APIReply.data(200, try progressList(request, user: user))
+            return .now(APIReply.data(200, try progressList(request, user: user)))
         default:
             throw APIFailure(405, "method_not_allowed", "\(method) is not allowed here")
         }
@@ -233,12 +246,12 @@ extension MoodServer {
     /// The body as JSON: `application/json` (or `+json`) UTF-8, else 415; malformed JSON is 400.
     static func jsonBody(_ request: HTTPRequest) throws -> JSONValue {
         let type = request.header("content-type")?.lowercased() ?? ""
-        let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let parameters = type.split(separator: ";")
+        let media = parameters.first?.trimmingCharacters() ?? ""
         guard media == "application/json" || media.hasSuffix("+json") else {
             throw APIFailure(415, "unsupported_media_type", "the body must be application/json")
         }
-        if let charset = type.split(separator: ";").dropFirst().first(where: { $0.contains("charset") }),
-           !charset.lowercased().contains("utf-8") {
+        if let charset = parameters.dropFirst().first(where: { $0.contains("charset") }), !charset.contains("utf-8") {
             throw APIFailure(415, "unsupported_media_type", "the body must be UTF-8")
         }
         guard let text = String(validating: request.body, as: UTF8.self) else {

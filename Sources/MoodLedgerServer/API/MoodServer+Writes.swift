@@ -11,18 +11,20 @@ extension MoodServer {
         case delete(EntryID)
     }
 
-    func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> HTTPResponse {
+    /// A write: validated and appended here (on the event loop); its answer is sent once durable.
+    func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> Reply {
         let given = request.header("idempotency-key")
         if let given, given.isEmpty || given.utf8.count > 255 {
             throw APIFailure(422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }
         // Keys are scoped to the method and path: the same key on another route is another request.
         let key = given.map { "\(request.method) \(request.path) \($0)" }
-        let fingerprint = ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+        let fingerprint = key == nil ? ""
+            : ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
         if let key {
             switch user.claim(key, fingerprint: fingerprint) {
             case .new: break
-            case .replay(let known): return try replay(known, write: write, key: key, user: user)
+            case .replay(let known): return replay(known, write: write, key: key, user: user)
             case .mismatch:
                 throw APIFailure(422, "idempotency_key_reused", "this Idempotency-Key was used for a different request",
                                  field: "Idempotency-Key")
@@ -58,22 +60,18 @@ extension MoodServer {
             if let entryID, result.appendedEvents > 0 { user.noteChange(entryID, at: result.lastSeq) }
             return (result, status)
         }
-        do {
-            try user.waitDurable(result.lastSeq)
-        } catch {
-            configuration.log("\(user.name): sync failed: \(error)")
-            throw APIFailure(500, "internal_error", "the change could not be made durable; it was not acknowledged")
-        }
         let response = try render(write, status: status, entry: result.entry, user: user)
         if key != nil {
+            // Known before it is durable: a replay of the key waits for the same sync (see replay).
             stored = UserLedger.Idempotent(fingerprint: fingerprint, status: status, entryID: result.entry?.id,
                                            seq: result.lastSeq, body: response.body)
         }
-        return response
+        return .afterSync(response, result.lastSeq)
     }
 
     /// `DELETE …/{id}?erase=true`: the entry deleted if present, then erased from the user's ledger
-    /// (`Specs/erasure.md`); 204, or 404 for an id the ledger never held (or already erased).
+    /// (`Specs/erasure.md`); 204, or 404 for an id the ledger never held (or already erased). Blocks (it rewrites
+    /// the log): run on a worker.
     func erase(_ id: EntryID, user: UserLedger) throws -> HTTPResponse {
         try user.prepareRevisions()
         let seq = try user.writing { () throws -> UInt64 in
@@ -135,9 +133,18 @@ extension MoodServer {
 
     /// The first response of an idempotency key, again: kept in memory, or rebuilt from the ledger as it was at
     /// that revision (time travel) after a restart.
-    private func replay(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) throws -> HTTPResponse {
+    private func replay(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) -> Reply {
+        if known.status == 204 { return .afterSync(HTTPResponse(status: 204), known.seq) }
+        if let body = known.body {
+            return .afterSync(HTTPResponse(status: known.status, headers: [APIReply.contentType, ("Idempotent-Replayed", "true")],
+                                           body: body), known.seq)
+        }
+        // Rebuilding takes time travel: on a worker.
+        return .offload { [self] in try rebuild(known, write: write, key: key, user: user) }
+    }
+
+    private func rebuild(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) throws -> HTTPResponse {
         try user.waitDurable(known.seq)
-        if known.status == 204 { return HTTPResponse(status: 204) }
         var body = known.body
         if body == nil {
             let then = try user.ledger.state(at: .seq(known.seq))

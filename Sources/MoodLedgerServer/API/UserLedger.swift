@@ -27,16 +27,20 @@ final class UserLedger: Sendable {
 
     private struct State {
         var durable: UInt64
+        /// A sync job for this ledger is queued or running.
         var syncing = false
         var failure: Error?
+        /// Answers waiting for their seq to be durable, in the order they were written.
+        var waiting: [(seq: UInt64, then: @Sendable (Error?) -> Void)] = []
         /// entry id → the revision of its last change; built by one log walk on first need.
         var revisions: [EntryID: UInt64]?
         var keys: [String: Idempotent] = [:]
         var inFlight: Set<String> = []
     }
     private let state: Mutex<State>
-    private let synced = NSCondition()
     private let writer = NSLock()
+    /// The threads that run group commits (shared by every ledger of the server; they only ever wait on a sync).
+    private let syncers: WorkerPool
 
     /// Runs one write (precondition, append, revision) while no other API write to this ledger runs.
     func writing<T>(_ body: () throws -> T) rethrows -> T {
@@ -45,41 +49,71 @@ final class UserLedger: Sendable {
         return try body()
     }
 
-    init(name: String, ledger: Ledger, now: Int64) throws {
+    init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64) throws {
         self.name = name
         self.ledger = ledger
+        self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
         try loadKeys(since: now - Self.idempotencyWindowMilliseconds)
     }
 
     // MARK: - Group commit
 
-    /// Returns once everything through `seq` is durable. Callers that arrive while a sync runs wait for the next
-    /// one, which covers all of them: one `fdatasync` per group, not per request.
+    /// Calls `then` once everything through `seq` is durable (with `nil`), or with the error of the sync that failed.
+    /// At once when it already is; else from a sync thread, after the group's `fdatasync`. Writes that arrive while
+    /// a sync runs go into the next group: one `fdatasync` per group, not per request.
+    func whenDurable(_ seq: UInt64, then: @escaping @Sendable (Error?) -> Void) {
+        enum Now { case done(Error?), later(schedule: Bool) }
+        let now = state.withLock { state -> Now in
+            if let failure = state.failure { return .done(failure) }
+            if state.durable >= seq { return .done(nil) }
+            state.waiting.append((seq, then))
+            if state.syncing { return .later(schedule: false) }
+            state.syncing = true
+            return .later(schedule: true)
+        }
+        switch now {
+        case .done(let error): then(error)
+        case .later(let schedule): if schedule { syncers.submit { [self] in commitGroups() } }
+        }
+    }
+
+    /// Returns once everything through `seq` is durable (for work already off the event loops).
     /// - Throws: the sync's error (the ledger then refuses writes until reopened).
     func waitDurable(_ seq: UInt64) throws {
-        synced.lock()
-        defer { synced.unlock() }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Error?>(nil)
+        whenDurable(seq) { error in
+            outcome.withLock { $0 = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.withLock({ $0 }) { throw error }
+    }
+
+    /// Syncs while answers wait: each `fdatasync` covers every write made before it; its waiters are answered, and
+    /// those that came meanwhile form the next group.
+    private func commitGroups() {
         while true {
-            let (durable, syncing, failure) = state.withLock { ($0.durable, $0.syncing, $0.failure) }
-            if let failure { throw failure }
-            if durable >= seq { return }
-            if syncing {
-                synced.wait()
-                continue
-            }
-            state.withLock { $0.syncing = true }
-            synced.unlock()
             let result = Result { try ledger.sync() }
-            synced.lock()
-            state.withLock { state in
-                state.syncing = false
+            let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in
                 switch result {
                 case .success(let durable): state.durable = max(state.durable, durable)
                 case .failure(let error): state.failure = error
                 }
+                let durable = state.durable
+                let failure = state.failure
+                var ready: [@Sendable (Error?) -> Void] = []
+                var rest: [(seq: UInt64, then: @Sendable (Error?) -> Void)] = []
+                for waiter in state.waiting {
+                    if failure != nil || waiter.seq <= durable { ready.append(waiter.then) } else { rest.append(waiter) }
+                }
+                state.waiting = rest
+                if rest.isEmpty { state.syncing = false }
+                return (ready, failure, !rest.isEmpty)
             }
-            synced.broadcast()
+            for then in ready { then(error) }
+            if !more { return }
         }
     }
 

@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// One thread's share of the server: its connections, polled together; requests framed, reads answered here,
-/// writes handed to the server's workers and their answers taken back through a wake pipe.
+/// One thread's share of the server: its connections, polled together; requests framed and handled here, answers
+/// given later (writes once durable, offloaded work) taken back through a wake pipe.
 final class EventLoop: @unchecked Sendable {
     private let wakePipe: (read: Int32, write: Int32)
     private let completed = Mutex([(Int32, HTTPResponse, Bool)]())
@@ -222,28 +222,19 @@ final class EventLoop: @unchecked Sendable {
             let keepAlive = request.keepAlive
             let head = request.method == "HEAD"
             let server = self.server!
-            if ["GET", "HEAD", "OPTIONS"].contains(request.method) {
-                // Reads never wait for a sync: answered here, without a hand-off to another thread.
-                var response = server.handler(request)
-                if !keepAlive { response.close = true }
-                connection.busy = false
-                enqueue(response, head: head, on: &connection, now: now)
-                return (flush(fd, &connection, now: now, andFrame: false), true)
-            }
-            server.pool.submit { [self] in
-                var response = server.handler(request)
+            let responder = HTTPResponder(pool: server.pool) { [self] response in
+                var response = response
                 if !keepAlive { response.close = true }
                 completed.withLock { $0.append((fd, response, head)) }
                 Socket.wake(wakePipe.write)
             }
-            return (true, false)
+            // The handler runs here; a write answers later (once durable), so the loop goes on meanwhile.
+            guard var response = server.handler(request, responder) else { return (true, false) }
+            if !keepAlive { response.close = true }
+            connection.busy = false
+            enqueue(response, head: head, on: &connection, now: now)
+            return (flush(fd, &connection, now: now, andFrame: false), true)
         }
-    }
-
-    private func currentDate() -> String {
-        let second = Int(time(nil))
-        if second != date.second { date = (second, HTTPServer.httpDate(second)) }
-        return date.text
     }
 
     private func containsHeaderEnd(_ input: [UInt8]) -> Bool {
@@ -254,6 +245,12 @@ final class EventLoop: @unchecked Sendable {
             }
             return false
         }
+    }
+
+    private func currentDate() -> String {
+        let second = Int(time(nil))
+        if second != date.second { date = (second, HTTPServer.httpDate(second)) }
+        return date.text
     }
 
     private func expireTimeouts(_ connections: inout [Int32: Connection], now: Double) {

@@ -4,9 +4,10 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// An HTTP/1.1 server over POSIX sockets: one event loop per core polls its connections and frames requests;
-/// reads (GET, HEAD, OPTIONS) are answered on the loop, writes go to a pool of workers (they wait for a group
-/// commit's sync). Requests on one connection are answered in order (pipelining), one at a time.
+/// An HTTP/1.1 server over POSIX sockets: one event loop per core polls its connections, frames requests and runs
+/// the handler. A handler answers at once, or later through its ``HTTPResponder`` (a write answered once its group
+/// commit's sync is done; blocking work moved to the pool of workers). Requests on one connection are answered in
+/// order (pipelining), one at a time.
 public final class HTTPServer: @unchecked Sendable {
     /// How the server behaves; every property documents its default.
     public struct Configuration: Sendable {
@@ -16,8 +17,9 @@ public final class HTTPServer: @unchecked Sendable {
         public var port: UInt16 = 8080
         /// Most open connections; one more is answered 503 and closed. Default 1,024.
         public var maxConnections = 1024
-        /// Worker threads running write handlers (they block on group-commit syncs). Default 64.
-        public var workers = 64
+        /// Worker threads for work a handler moves off the event loops (``HTTPResponder/offload(_:)``: erasures,
+        /// anything that blocks). Default 8.
+        public var workers = 8
         /// Event-loop threads (each polls its share of the connections and answers reads). Default: the cores.
         public var loops = ProcessInfo.processInfo.activeProcessorCount
         /// From a request's first byte to the end of its header block. Default 10 s (a slowloris is cut off).
@@ -39,7 +41,8 @@ public final class HTTPServer: @unchecked Sendable {
         public init() {}
     }
 
-    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Answers a request: a response now, or `nil` when the responder will be given it later (from any thread).
+    public typealias Handler = @Sendable (HTTPRequest, HTTPResponder) -> HTTPResponse?
 
     public let configuration: Configuration
     /// The port bound (useful with port 0).

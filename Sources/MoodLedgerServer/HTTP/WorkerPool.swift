@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A fixed set of threads running submitted jobs in order of submission. Request handlers block (on a group
-/// commit's fsync), so the pool is sized for the concurrency wanted, not the core count.
+/// A fixed set of threads running submitted jobs in order of submission: the server's workers (blocking work moved
+/// off the event loops) and its sync threads (group commits).
 final class WorkerPool: Sendable {
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
@@ -33,7 +33,11 @@ final class WorkerPool: Sendable {
 
     /// Lets queued jobs finish, then ends every thread.
     func stop() {
-        queue.withLock { $0.stopped = true }
+        let already = queue.withLock { queue -> Bool in
+            defer { queue.stopped = true }
+            return queue.stopped
+        }
+        if already { return }
         for _ in 0..<count { available.signal() }
         for _ in 0..<count { finished.wait() }
     }

@@ -6,8 +6,9 @@ import Glibc
 import EventLog
 
 /// Every socket system call the server makes, wrapped: EINTR retried, errors thrown as ``Errno``, SIGPIPE never
-/// raised (`MSG_NOSIGNAL`, and the signal ignored process-wide when a server starts).
-enum Socket {
+/// raised (`MSG_NOSIGNAL`, and the signal ignored process-wide when a server starts). `package`: the benchmark's
+/// load generator uses the same calls.
+package enum Socket {
     private static var lastError: Errno { Errno(rawValue: errno) }
 
     /// A listening TCP socket bound to `host:port` (port 0 picks a free one); non-blocking, close-on-exec.
@@ -47,6 +48,29 @@ enum Socket {
         return (fd, actual)
     }
 
+    /// A TCP connection to `host:port` (blocking connect; then non-blocking, close-on-exec, TCP_NODELAY).
+    package static func connect(host: String, port: UInt16) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw Errno(rawValue: EADDRNOTAVAIL) }
+        defer { freeaddrinfo(list) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw lastError }
+        while Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
+            let error = lastError
+            if error.rawValue == EINTR { continue }
+            _ = Glibc.close(fd)
+            throw error
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        try setNonBlocking(fd)
+        return fd
+    }
+
     /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
     static func accept(_ listener: Int32) throws -> Int32? {
         while true {
@@ -70,7 +94,7 @@ enum Socket {
 
     /// Reads what is available into `buffer`. - Returns: the byte count (0 at end of stream), or `nil` if nothing
     /// is available now.
-    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+    package static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, 0)
             if count >= 0 { return count }
@@ -82,7 +106,7 @@ enum Socket {
     }
 
     /// Writes as much of `bytes` as the socket takes now. - Returns: the byte count written (0 if it would block).
-    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
+    package static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
         while true {
             let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
             if count >= 0 { return count }
@@ -94,7 +118,7 @@ enum Socket {
     }
 
     /// Waits for events on `fds` up to `timeoutMilliseconds`; fills in each `revents`.
-    static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
+    package static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
         while true {
             let result = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
             if result >= 0 { return }
@@ -126,14 +150,14 @@ enum Socket {
         while Glibc.read(fd, &buffer, buffer.count) > 0 {}
     }
 
-    static func setNonBlocking(_ fd: Int32) throws {
+    package static func setNonBlocking(_ fd: Int32) throws {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw lastError }
     }
 
     /// Closes a descriptor (never retried: Linux always releases it).
-    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    package static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
-    static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
+    package static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
 }
