@@ -120,14 +120,25 @@ public final class MoodServer: Sendable {
             case .afterSync(var pending, let seq):
                 pending.headers += rateHeaders
                 let response = pending
-                ledger.whenDurable(seq) { [self] error in
-                    guard let error else { return responder.respond(response) }
-                    configuration.log("\(user): sync failed: \(error)")
-                    drop(user)
-                    responder.respond(APIReply.error(500, "internal_error",
-                                                     "the change could not be made durable; it was not acknowledged"))
+                // Answered here when this thread ran the sync itself (a quiet loop); else later, from a sync thread.
+                let here = Mutex<(waiting: Bool, answer: HTTPResponse?)>((true, nil))
+                ledger.whenDurable(seq, inline: responder.quiet) { [self] error in
+                    var answer = response
+                    if let error {
+                        configuration.log("\(user): sync failed: \(error)")
+                        drop(user)
+                        answer = APIReply.error(500, "internal_error", "the change could not be made durable; it was not acknowledged")
+                    }
+                    let direct = here.withLock { here -> Bool in
+                        if here.waiting { here.answer = answer }
+                        return here.waiting
+                    }
+                    if !direct { responder.respond(answer) }
                 }
-                return nil
+                return here.withLock { here in
+                    here.waiting = false
+                    return here.answer
+                }
             case .offload(let work):
                 let rateHeaders = rateHeaders
                 responder.offload { [self] in

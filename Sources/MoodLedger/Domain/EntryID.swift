@@ -62,11 +62,20 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     /// ``description`` appended as UTF-8 bytes.
     public func write(into text: inout [UInt8]) {
-        for index in 0..<32 {
-            if index == 8 || index == 12 || index == 16 || index == 20 { text.append(UInt8(ascii: "-")) }
-            let word = index < 16 ? high : low
-            let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16)) & 0xF)
-            text.append(nibble < 10 ? 48 + nibble : 87 + nibble)
+        var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes on the stack
+        withUnsafeMutableBytes(of: &scratch) { buffer in
+            var at = 0
+            for index in 0..<32 {
+                if index == 8 || index == 12 || index == 16 || index == 20 {
+                    buffer[at] = UInt8(ascii: "-")
+                    at += 1
+                }
+                let word = index < 16 ? high : low
+                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * (index % 16)) & 0xF)
+                buffer[at] = nibble < 10 ? 48 + nibble : 87 + nibble
+                at += 1
+            }
+            text += UnsafeRawBufferPointer(rebasing: buffer[0..<36])
         }
     }
 

@@ -60,21 +60,28 @@ final class UserLedger: Sendable {
     // MARK: - Group commit
 
     /// Calls `then` once everything through `seq` is durable (with `nil`), or with the error of the sync that failed.
-    /// At once when it already is; else from a sync thread, after the group's `fdatasync`. Writes that arrive while
-    /// a sync runs go into the next group: one `fdatasync` per group, not per request.
-    func whenDurable(_ seq: UInt64, then: @escaping @Sendable (Error?) -> Void) {
-        enum Now { case done(Error?), later(schedule: Bool) }
+    /// At once when it already is. Else, when no sync of this ledger is under way and `inline` is set, the caller runs
+    /// one itself (an event loop: no hand-off to another thread on the way to the answer); otherwise `then` is called
+    /// from a sync thread after the group's `fdatasync`. Writes that arrive while a sync runs go into the next group:
+    /// one `fdatasync` per group, not per request.
+    func whenDurable(_ seq: UInt64, inline: Bool = false, then: @escaping @Sendable (Error?) -> Void) {
+        enum Now { case done(Error?), later(start: Bool) }
         let now = state.withLock { state -> Now in
             if let failure = state.failure { return .done(failure) }
             if state.durable >= seq { return .done(nil) }
             state.waiting.append((seq, then))
-            if state.syncing { return .later(schedule: false) }
+            if state.syncing { return .later(start: false) }
             state.syncing = true
-            return .later(schedule: true)
+            return .later(start: true)
         }
         switch now {
         case .done(let error): then(error)
-        case .later(let schedule): if schedule { syncers.submit { [self] in commitGroups() } }
+        case .later(start: false): break
+        case .later(start: true):
+            // One round here at most: writes that came meanwhile are left to the sync threads, so a loop that
+            // syncs is never kept from its own connections for more than one `fdatasync`.
+            if inline, !commitRound() { return }
+            syncers.submit { [self] in while commitRound() {} }
         }
     }
 
@@ -91,30 +98,29 @@ final class UserLedger: Sendable {
         if let error = outcome.withLock({ $0 }) { throw error }
     }
 
-    /// Syncs while answers wait: each `fdatasync` covers every write made before it; its waiters are answered, and
-    /// those that came meanwhile form the next group.
-    private func commitGroups() {
-        while true {
-            let result = Result { try ledger.sync() }
-            let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in
-                switch result {
-                case .success(let durable): state.durable = max(state.durable, durable)
-                case .failure(let error): state.failure = error
-                }
-                let durable = state.durable
-                let failure = state.failure
-                var ready: [@Sendable (Error?) -> Void] = []
-                var rest: [(seq: UInt64, then: @Sendable (Error?) -> Void)] = []
-                for waiter in state.waiting {
-                    if failure != nil || waiter.seq <= durable { ready.append(waiter.then) } else { rest.append(waiter) }
-                }
-                state.waiting = rest
-                if rest.isEmpty { state.syncing = false }
-                return (ready, failure, !rest.isEmpty)
+    /// One group commit: an `fdatasync` that covers every write made before it, then its waiters are answered.
+    /// - Returns: whether answers still wait (they came during the sync: the next group); the caller then owns the
+    ///   next round, else the ledger has no sync under way.
+    private func commitRound() -> Bool {
+        let result = Result { try ledger.sync() }
+        let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in
+            switch result {
+            case .success(let durable): state.durable = max(state.durable, durable)
+            case .failure(let error): state.failure = error
             }
-            for then in ready { then(error) }
-            if !more { return }
+            let durable = state.durable
+            let failure = state.failure
+            var ready: [@Sendable (Error?) -> Void] = []
+            var rest: [(seq: UInt64, then: @Sendable (Error?) -> Void)] = []
+            for waiter in state.waiting {
+                if failure != nil || waiter.seq <= durable { ready.append(waiter.then) } else { rest.append(waiter) }
+            }
+            state.waiting = rest
+            if rest.isEmpty { state.syncing = false }
+            return (ready, failure, !rest.isEmpty)
         }
+        for then in ready { then(error) }
+        return more
     }
 
     /// Whether a sync failed (the server then drops this ledger and reopens it from disk).

@@ -9,6 +9,8 @@ final class EventLoop: @unchecked Sendable {
     private var server: HTTPServer!
     /// One read buffer per loop (a read never outlives the call that made it).
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Whether this round of the loop serves one connection only (see ``HTTPResponder/quiet``).
+    private var quiet = false
     /// The `Date` header of the current second (formatted once a second, not once a response).
     private var date: (second: Int, text: String) = (0, "")
     private var configuration: HTTPServer.Configuration { server.configuration }
@@ -50,6 +52,8 @@ final class EventLoop: @unchecked Sendable {
             }
             do { try Socket.poll(&fds, timeoutMilliseconds: 250) } catch { continue }
             let after = HTTPServer.monotonic()
+            // One connection ready and nothing else: a handler may wait here briefly (a write syncs inline).
+            quiet = fds.count { $0.revents != 0 && $0.fd != wakePipe.read && $0.fd != server.listener } <= 1
             for entry in fds {
                 if entry.fd == wakePipe.read {
                     if entry.revents != 0 { Socket.drain(wakePipe.read) }
@@ -222,7 +226,7 @@ final class EventLoop: @unchecked Sendable {
             let keepAlive = request.keepAlive
             let head = request.method == "HEAD"
             let server = self.server!
-            let responder = HTTPResponder(pool: server.pool) { [self] response in
+            let responder = HTTPResponder(pool: server.pool, quiet: quiet) { [self] response in
                 var response = response
                 if !keepAlive { response.close = true }
                 completed.withLock { $0.append((fd, response, head)) }
