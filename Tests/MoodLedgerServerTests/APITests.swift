@@ -74,10 +74,26 @@ struct APITests {
         #expect(put.status == 200 && put.data["valence"] == .double(0.3) && put.data["notes"] == .null)
         #expect(put.data["labels"] == .array([.string("stressed")]), "fields not given are kept")
         #expect(put.data["updated_at"] != .null)
+        // Lists reuse an entry's rendered text only while the entry is unchanged: the list shows the replacement.
+        let listed = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
+        let shown = listed.first { $0["id"] == .string(mid) }
+        // (Single-entry answers carry `user_id` besides; lists do not.)
+        func listForm(_ json: JSONValue) -> JSONValue {
+            guard case .object(let pairs) = json else { return json }
+            return .object(pairs.filter { $0.0 != "user_id" })
+        }
+        #expect(shown == listForm(put.data), "the list's entry is the replaced one")
+        h.clock.advance(1000)
+        let again2 = try h.request("PUT", "/api/v1/mood/\(mid)", json: #"{"notes":"changed"}"#)
+        let relisted = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
+        #expect(relisted.first { $0["id"] == .string(mid) } == listForm(again2.data) && again2.data["notes"] == .string("changed"))
         let stale = try h.request("PUT", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)], json: #"{"valence":0.9}"#)
+        let current = again2.header("ETag")!
         #expect(stale.status == 412 && stale.json["error"]?["code"] == .string("precondition_failed"))
         #expect(try h.request("DELETE", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)]).status == 412)
-        #expect(try h.request("DELETE", "/api/v1/mood/\(mid)", headers: [("If-Match", put.header("ETag")!)]).status == 204)
+        #expect(try h.request("DELETE", "/api/v1/mood/\(mid)", headers: [("If-Match", current)]).status == 204)
+        let afterDelete = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
+        #expect(!afterDelete.contains { $0["id"] == .string(mid) })
         #expect(try h.request("GET", "/api/v1/mood/\(mid)").status == 404)
         #expect(try h.request("DELETE", "/api/v1/mood/\(mid)").status == 404)
         // Aggregates.

@@ -46,12 +46,20 @@ public struct EntryPage: Sendable, Equatable {
     }
 
     /// ``json`` written straight into `out`, byte for byte the same text.
-    public func writeJSON(to out: inout JSONBytes) {
+    /// - Parameters:
+    ///   - out: the text to append to.
+    ///   - entries: writes the `entries` array (a server may reuse cached entry texts); by default each entry's
+    ///     ``MoodEntry/writeJSON(to:userID:typedScore:)``.
+    public func writeJSON(to out: inout JSONBytes, entries writeEntries: (([MoodEntry], inout JSONBytes) -> Void)? = nil) {
         out.beginObject()
         out.key("entries")
-        out.beginArray()
-        for entry in entries { entry.writeJSON(to: &out) }
-        out.endArray()
+        if let writeEntries {
+            writeEntries(entries, &out)
+        } else {
+            out.beginArray()
+            for entry in entries { entry.writeJSON(to: &out) }
+            out.endArray()
+        }
         out.key("total")
         out.int(Int64(total))
         out.key("limit")

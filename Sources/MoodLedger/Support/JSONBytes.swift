@@ -60,8 +60,8 @@ public struct JSONBytes: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// Text already escaped and quoted (a cached JSON string, such as a vocabulary word's).
-    mutating func quoted(_ text: [UInt8]) {
+    /// A value already serialized (a cached fragment, a vocabulary word's quoted name): appended as is.
+    public mutating func fragment(_ text: [UInt8]) {
         separate()
         bytes += text
     }

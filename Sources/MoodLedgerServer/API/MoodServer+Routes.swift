@@ -18,7 +18,7 @@ extension MoodServer {
         switch (route.name, method) {
         case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
             let page = try list(request, today: today, user: user)
-            return .now(APIReply.data(200) { page.writeJSON(to: &$0) })
+            return .now(APIReply.data(200) { page.writeJSON(to: &$0, entries: user.writeEntries) })
         case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
             return try write(.create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request, user: user)
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):

@@ -38,6 +38,10 @@ final class UserLedger: Sendable {
         var inFlight: Set<String> = []
     }
     private let state: Mutex<State>
+    /// List-form entry texts, reused while the entry is unchanged (see ``writeEntries(_:to:)``).
+    private let rendered = Mutex([EntryID: (entry: MoodEntry, json: [UInt8])]())
+    /// Most entry texts kept per user (about 0.5 KB each); the cache is emptied when full.
+    static let renderedCapacity = 4096
     private let writer = NSLock()
     /// The threads that run group commits (shared by every ledger of the server; they only ever wait on a sync).
     private let syncers: WorkerPool
@@ -177,6 +181,34 @@ final class UserLedger: Sendable {
         }
     }
 
+    // MARK: - Rendered entries
+
+    /// A JSON array of `entries` in list form, reusing the text of an entry rendered before when the entry is
+    /// unchanged — checked by comparing the whole entry, so a stale text is never sent.
+    func writeEntries(_ entries: [MoodEntry], to out: inout JSONBytes) {
+        let known: [[UInt8]?] = rendered.withLock { table in
+            entries.map { entry in table[entry.id].flatMap { $0.entry == entry ? $0.json : nil } }
+        }
+        var fresh: [(MoodEntry, [UInt8])] = []
+        out.beginArray()
+        for (entry, text) in zip(entries, known) {
+            if let text {
+                out.fragment(text)
+            } else {
+                var one = JSONBytes(capacity: 512)
+                entry.writeJSON(to: &one)
+                out.fragment(one.bytes)
+                fresh.append((entry, one.bytes))
+            }
+        }
+        out.endArray()
+        guard !fresh.isEmpty else { return }
+        rendered.withLock { table in
+            if table.count + fresh.count > Self.renderedCapacity { table.removeAll(keepingCapacity: true) }
+            for (entry, text) in fresh { table[entry.id] = (entry, text) }
+        }
+    }
+
     // MARK: - Idempotency
 
     enum KeyState {
@@ -204,12 +236,13 @@ final class UserLedger: Sendable {
         }
     }
 
-    /// Drops remembered response bodies about an erased entry (they hold its data); the keys stay, answered again
-    /// from the ledger, which no longer has it.
+    /// Drops remembered response bodies and the rendered text of an erased entry (they hold its data); the keys
+    /// stay, answered again from the ledger, which no longer has it.
     func forgetResponses(of id: EntryID) {
         state.withLock { state in
             for (key, known) in state.keys where known.entryID == id { state.keys[key]?.body = nil }
         }
+        _ = rendered.withLock { $0.removeValue(forKey: id) }
     }
 
     /// The record that stores a key with its change.

@@ -58,7 +58,7 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     /// The wire spelling as a JSON string.
     func writeJSON(to out: inout JSONBytes) {
         switch storage {
-        case .apple(let value): out.quoted(VocabularyTables.json(for: Domain.self)[Int(value) - 1])
+        case .apple(let value): out.fragment(VocabularyTables.json(for: Domain.self)[Int(value) - 1])
         case .custom(let word): out.string(word)
         }
     }
