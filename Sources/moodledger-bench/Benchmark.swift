@@ -45,6 +45,102 @@ struct Benchmark {
         record("raw_fdatasync_p50_us", Self.median(samples))
     }
 
+    /// raw_batched_events_per_s: the generated log's own bytes written to a new file in as many writes as the
+    /// load phase made batches (one per 1,000 events), each followed by `fdatasync` — what the batched appends would
+    /// reach with no framing, checksums or bookkeeping. Reading the log is not timed (and streams: a 1 MiB buffer).
+    mutating func rawBatched() throws {
+        let source = try io.open(directory + "/ledger/" + LogFormat.logFileName, .readOnly)
+        defer { io.close(source) }
+        let target = try io.open(directory + "/raw-batched.bin", .readWriteCreate)
+        defer { io.close(target) }
+        let total = try io.size(source)
+        let batches = max(1, (events + 999) / 1_000)
+        let chunk = Int((total + Int64(batches) - 1) / Int64(batches))
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var offset: Int64 = 0
+        var elapsed = 0.0
+        while offset < total {
+            let count = min(chunk, Int(total - offset))
+            var filled = 0
+            while filled < count {
+                let read = try buffer.withUnsafeMutableBytes {
+                    try io.read(source, into: UnsafeMutableRawBufferPointer(rebasing: $0[filled..<count]), at: offset + Int64(filled))
+                }
+                guard read > 0 else { throw BenchError(text: "the log ended early") }
+                filled += read
+            }
+            let start = Self.now()
+            try buffer.withUnsafeBytes { try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset) }
+            try io.syncData(target)
+            elapsed += Self.seconds(since: start)
+            offset += Int64(count)
+        }
+        record("raw_batched_events_per_s", Double(events) / elapsed, places: 0)
+        try? io.remove(directory + "/raw-batched.bin")
+    }
+
+    /// cli_list_ms and cli_peak_rss_mb: the built `moodledger list --limit 5` (beside this executable) on the
+    /// generated ledger, a fresh process each time, median of 5; beside sqlite3_list_ms, the `sqlite3` CLI's
+    /// `ORDER BY logged_at DESC LIMIT 5` over the same entries in an indexed table. A missing program is noted.
+    mutating func cliMeasures(state: LedgerState) throws {
+        let here = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent().path
+        let cli = here + "/moodledger"
+        if FileManager.default.isExecutableFile(atPath: cli) {
+            var times: [Double] = []
+            var peaks: [Double] = []
+            for _ in 0..<5 {
+                let outcome = try ChildProcess.measured(cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
+                guard outcome.status == 0 else { throw BenchError(text: "moodledger list exited \(outcome.status)") }
+                times.append(outcome.seconds * 1000)
+                peaks.append(Double(outcome.peakResidentBytes) / 1_048_576)
+            }
+            record("cli_list_ms", Self.median(times), places: 1)
+            record("cli_peak_rss_mb", Self.median(peaks), places: 1)
+        } else {
+            results.append(("cli_list_ms", .string("skipped: no moodledger beside moodledger-bench")))
+        }
+        guard let sqlite = ChildProcess.which("sqlite3") else {
+            results.append(("sqlite3_list_ms", .string("skipped: sqlite3 is not installed")))
+            return
+        }
+        // The same entries as CSV, imported into a table with an index on logged_at (not timed).
+        let csv = directory + "/entries.csv"
+        let database = directory + "/entries.sqlite"
+        try? FileManager.default.removeItem(atPath: database)
+        FileManager.default.createFile(atPath: csv, contents: nil)
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: csv))
+        var text: [UInt8] = []
+        func field(_ value: String) -> String { "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        for entry in state.entries.all {
+            let line = [entry.id.description, String(entry.loggedAt.milliseconds), String(entry.loggedAt.utcOffsetMinutes),
+                        entry.kind.wireName, entry.valence.map { String($0) } ?? "", entry.labels.map(\.wireName).joined(separator: ","),
+                        entry.associations.map(\.wireName).joined(separator: ","), entry.notes ?? "", entry.source.rawValue,
+                        entry.sourceID ?? ""].map(field).joined(separator: ",")
+            text += line.utf8
+            text.append(10)
+            if text.count > 1 << 20 {
+                file.write(Data(text))
+                text.removeAll(keepingCapacity: true)
+            }
+        }
+        file.write(Data(text))
+        try file.close()
+        let schema = "CREATE TABLE entries (id TEXT PRIMARY KEY, logged_at INTEGER, utc_offset_minutes INTEGER, kind TEXT, "
+            + "valence REAL, labels TEXT, associations TEXT, notes TEXT, source TEXT, source_id TEXT);"
+        let load = try ChildProcess.run(sqlite, [database, schema, ".mode csv", ".import \(csv) entries",
+                                                 "CREATE INDEX entries_logged_at ON entries(logged_at);"])
+        guard load.status == 0 else { throw BenchError(text: "sqlite3 could not import the entries (exit \(load.status))") }
+        var times: [Double] = []
+        for _ in 0..<5 {
+            let outcome = try ChildProcess.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
+            guard outcome.status == 0 else { throw BenchError(text: "sqlite3 exited \(outcome.status)") }
+            times.append(outcome.seconds * 1000)
+        }
+        record("sqlite3_list_ms", Self.median(times), places: 1)
+        try? FileManager.default.removeItem(atPath: csv)
+        try? FileManager.default.removeItem(atPath: database)
+    }
+
     /// durable_append_p50_us / p99: single-event appends through EventLog, each synced.
     mutating func durableAppends(sample: [PendingRecord]) throws {
         let log = try EventLog.open(directory: directory + "/durable")
@@ -71,18 +167,25 @@ struct Benchmark {
         var produced = 0
         func appendBatches(_ log: EventLog, upTo limit: Int) throws {
             var batch: [PendingRecord] = []
+            var ready: [[PendingRecord]] = []
             batch.reserveCapacity(1_000)
+            func flush() throws {
+                let start = now()
+                for b in ready { try log.append(b) }
+                elapsed += seconds(since: start)
+                ready.removeAll()
+            }
             while produced < limit, let (event, time) = workload.next() {
                 produced += 1
                 batch.append(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
                                            recordedAt: time * 1000))
                 if batch.count == 1_000 || produced == limit {
-                    let start = now()
-                    try log.append(batch)
-                    elapsed += seconds(since: start)
+                    ready.append(batch)
                     batch.removeAll(keepingCapacity: true)
+                    if ready.count == 50 { try flush() }
                 }
             }
+            try flush()
         }
         let log = try EventLog.open(directory: ledgerPath)
         try appendBatches(log, upTo: split)
@@ -165,6 +268,8 @@ struct Benchmark {
             if past.seq != target { throw BenchError(text: "time travel landed at \(past.seq), not \(target)") }
         }
         record("time_travel_s", Self.median(travelTimes), places: 3)
+
+        try cliMeasures(state: state)
 
         let stats = ledger.stats
         let logBytes = ledger.eventLog.endOffset

@@ -40,6 +40,8 @@ enum BenchmarkCommand {
                 return SyncBench.run(entries: entries, json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
+            case "--measure-child":  // internal: a small process that spawns and measures a program
+                return ChildProcess.measureMain(Array(arguments[(index + 1)...]))
             case "--ledger-rss":  // internal: what opening ledgers takes, run as a child process
                 return ServerBench.ledgerResidentSize(Array(arguments[(index + 1)...]))
             case "--load-generator":  // internal: the server benchmark's load, run as a child process
@@ -82,6 +84,7 @@ enum BenchmarkCommand {
             try bench.rawSync()
             let rate = try generateInChild(events: events, directory: directory)
             bench.record("batched_append_events_per_s", rate, places: 0)
+            try bench.rawBatched()
             try bench.durableAppends(sample: Benchmark.sample(1_000))
             try bench.ledgerMeasures()
             // The replay measures' peak, before the erasure (which holds every erased id) raises it.

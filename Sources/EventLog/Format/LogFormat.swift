@@ -109,22 +109,20 @@ public enum LogFormat {
     @discardableResult
     static func appendRecord(to buffer: inout [UInt8], seq: UInt64, type: UInt16, flags: UInt16 = 0,
                              recordedAt: Int64, payload: UnsafeRawBufferPointer) -> UInt32 {
-        let start = buffer.count
-        buffer.appendLE(UInt32(0))  // crc, filled below
-        buffer.appendLE(UInt32(0))  // header_crc, filled below
-        buffer.appendLE(UInt32(payload.count))
-        buffer.appendLE(type)
-        buffer.appendLE(flags)
-        buffer.appendLE(seq)
-        buffer.appendLE(UInt64(bitPattern: recordedAt))
-        buffer.append(contentsOf: payload)
-        let (crc, headerCRC) = buffer.withUnsafeBytes { all in
-            checksums(header: UnsafeRawBufferPointer(rebasing: all[(start + 8)..<(start + recordHeaderSize)]),
-                      payload: UnsafeRawBufferPointer(rebasing: all[(start + recordHeaderSize)...]))
+        // The 32-byte header is built on the stack, checksummed there with the payload, and appended in one go.
+        var header: (UInt32, UInt32, UInt32, UInt16, UInt16, UInt64, UInt64) =
+            (0, 0, UInt32(payload.count).littleEndian, type.littleEndian, flags.littleEndian, seq.littleEndian,
+             UInt64(bitPattern: recordedAt).littleEndian)
+        assert(MemoryLayout.size(ofValue: header) == recordHeaderSize)
+        return withUnsafeMutableBytes(of: &header) { bytes in
+            let (crc, headerCRC) = checksums(header: UnsafeRawBufferPointer(rebasing: bytes[8..<recordHeaderSize]),
+                                             payload: payload)
+            bytes.storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+            bytes.storeBytes(of: headerCRC.littleEndian, toByteOffset: 4, as: UInt32.self)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(bytes))
+            buffer.append(contentsOf: payload)
+            return crc
         }
-        buffer.storeLE(crc, at: start)
-        buffer.storeLE(headerCRC, at: start + 4)
-        return crc
     }
 
     /// The masked (crc, header_crc) of a record's header fields (bytes 8..<32) and payload.
