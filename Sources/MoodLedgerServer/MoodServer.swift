@@ -112,6 +112,16 @@ public final class MoodServer: Sendable {
                 }
             }
             let ledger = try open(user)
+            if ledger.busy {
+                // An erasure holds this ledger: wait for it on a worker, not on the event loop.
+                let rateHeaders = rateHeaders
+                responder.offload { [self] in
+                    var response = resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) }
+                    response.headers += rateHeaders
+                    return response
+                }
+                return nil
+            }
             switch try dispatch(route, method: method, request: request, user: ledger, now: now) {
             case .now(var response):
                 response.headers += rateHeaders
@@ -149,6 +159,25 @@ public final class MoodServer: Sendable {
                     return response
                 }
                 return nil
+            }
+        } catch {
+            return APIReply.from(any: error)
+        }
+    }
+
+    /// A reply made into a response by waiting for it (on a worker): a write's sync, offloaded work.
+    private func resolved(_ ledger: UserLedger, _ reply: () throws -> Reply) -> HTTPResponse {
+        do {
+            switch try reply() {
+            case .now(let response): return response
+            case .offload(let work): return try work()
+            case .afterSync(let response, let seq):
+                do { try ledger.waitDurable(seq) } catch {
+                    configuration.log("\(ledger.name): sync failed: \(error)")
+                    drop(ledger.name)
+                    return APIReply.error(500, "internal_error", "the change could not be made durable; it was not acknowledged")
+                }
+                return response
             }
         } catch {
             return APIReply.from(any: error)

@@ -93,3 +93,38 @@ struct GroupCommitTests {
         #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01").data["total"] == .int(1), "applied once")
     }
 }
+
+@Suite("Long work off the event loops")
+struct LongWorkTests {
+    @Test("While long work (an erasure) holds a user's ledger, that user's requests are moved to workers, not waited for on the loop")
+    func busyLedgerIsOffloaded() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        #expect(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"]}"#).status == 201)
+        let alice = try h.backend.open("alice")
+        let entered = DispatchSemaphore(value: 0)
+        let hold = DispatchSemaphore(value: 0)
+        Thread { alice.writingLong { entered.signal(); hold.wait() } }.start()
+        entered.wait()
+        // Should the handler wait on the loop after all, release the hold after a while so the test ends (and fails).
+        Thread { Thread.sleep(forTimeInterval: 2); hold.signal() }.start()
+        let pool = WorkerPool(count: 2, name: "test")
+        defer { pool.stop() }
+        let answer = Mutex<HTTPResponse?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        let responder = HTTPResponder(pool: pool, quiet: true) { response in
+            answer.withLock { $0 = response }
+            answered.signal()
+        }
+        let body = Array(#"{"valence":0.1,"labels":["calm"]}"#.utf8)
+        let request = HTTPRequest(method: "POST", path: "/api/v1/mood", query: "",
+                                  headers: h.auth("alice").map { ($0.0.lowercased(), $0.1) } + [("content-type", "application/json")],
+                                  body: body)
+        let immediate = h.backend.handle(request, responder: responder)
+        #expect(immediate == nil, "the handler returned at once: the write waits on a worker")
+        #expect(answer.withLock { $0 } == nil, "and not before the long work is done")
+        hold.signal()
+        if immediate == nil { answered.wait() }
+        #expect((immediate ?? answer.withLock { $0 })?.status == 201)
+    }
+}

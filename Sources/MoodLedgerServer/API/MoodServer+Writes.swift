@@ -74,7 +74,7 @@ extension MoodServer {
     /// the log): run on a worker.
     func erase(_ id: EntryID, user: UserLedger) throws -> HTTPResponse {
         try user.prepareRevisions()
-        let seq = try user.writing { () throws -> UInt64 in
+        let seq = try user.writingLong { () throws -> UInt64 in
             do {
                 if user.ledger.entry(id) != nil { try user.ledger.delete(id) }
                 try user.ledger.erase([id], reason: "erase=true", requestedBy: "server", ignoringDestinations: true)

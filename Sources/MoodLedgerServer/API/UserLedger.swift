@@ -53,6 +53,18 @@ final class UserLedger: Sendable {
         return try body()
     }
 
+    /// Long work holding the ledger (an erasure rewrites the log): while it runs, ``busy`` tells the event loops to
+    /// move this user's requests to the workers rather than wait on its locks.
+    func writingLong<T>(_ body: () throws -> T) rethrows -> T {
+        longWork.add(1, ordering: .sequentiallyConsistent)
+        defer { longWork.subtract(1, ordering: .sequentiallyConsistent) }
+        return try writing(body)
+    }
+
+    /// Whether long work holds this ledger now.
+    var busy: Bool { longWork.load(ordering: .sequentiallyConsistent) > 0 }
+    private let longWork = Atomic<Int>(0)
+
     init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64) throws {
         self.name = name
         self.ledger = ledger
