@@ -112,8 +112,9 @@ public final class MoodServer: Sendable {
                 }
             }
             let ledger = try open(user)
-            if ledger.busy {
-                // An erasure holds this ledger: wait for it on a worker, not on the event loop.
+            if ledger.busy || (route.readsRevisions(method) && !ledger.revisionsReady) {
+                // An erasure holds this ledger, or the revisions are built by a walk of the whole log: wait for it
+                // on a worker, not on the event loop.
                 let rateHeaders = rateHeaders
                 responder.offload { [self] in
                     var response = resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) }

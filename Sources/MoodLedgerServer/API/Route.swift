@@ -18,6 +18,15 @@ struct Route {
     var name: Name
     var allowed: [String]
 
+    /// Whether answering `method` here reads entry revisions (ETags, the changes feed, idempotent writes).
+    func readsRevisions(_ method: String) -> Bool {
+        if method != "GET" { return true }
+        switch name {
+        case .moodItem, .wellnessItem, .moodChanges: return true
+        default: return false
+        }
+    }
+
     /// The route of a path (percent-decoded segment by segment), or `nil`.
     static func match(_ path: String) -> Route? {
         var raw = path

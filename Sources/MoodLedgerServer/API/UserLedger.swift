@@ -163,6 +163,9 @@ final class UserLedger: Sendable {
         }
     }
 
+    /// Whether the revision map is built (else the first request that needs it walks the log: not on a loop).
+    var revisionsReady: Bool { state.withLock { $0.revisions != nil } }
+
     /// Builds the revision map if needed. Call outside ``writing(_:)``: the walk holds the write lock, so no API
     /// change can be made (and missed) while it runs.
     func prepareRevisions() throws {
