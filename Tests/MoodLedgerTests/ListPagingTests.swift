@@ -24,9 +24,21 @@ struct ListPagingTests {
         }
         _ = try ledger.importPlan(plan)
         for id in ledger.state.entries.all.shuffled(using: &random).prefix(50).map(\.id) { try ledger.delete(id) }
+        // Moves within and between days (a day's ids are kept in order: removed from one place, inserted at another).
+        for id in ledger.state.entries.all.shuffled(using: &random).prefix(40).map(\.id) {
+            var changes = MoodChanges()
+            let day = Int64([3, 4, 7].randomElement(using: &random)!)
+            changes.loggedAt = LoggedAt(milliseconds: base + day * 86_400_000 + Int64.random(in: 0..<86_000, using: &random) * 1000)
+            try ledger.update(id, changes)
+        }
         let state = ledger.state
         let all = state.entries.all.sorted(by: MoodEntry.newestFirst)
         let days = state.entries.activeDays
+        for day in days {
+            let brute = all.filter { $0.localDate == day }
+            #expect(state.entries.entries(on: day).map(\.id) == brute.map(\.id), "\(day)")
+            #expect(state.entries.newest(7, on: day).map(\.id) == brute.prefix(7).map(\.id), "\(day)")
+        }
         for _ in 0..<150 {
             var query = EntryQuery()
             if Bool.random(using: &random) { query.from = days.randomElement(using: &random) }

@@ -206,7 +206,7 @@ extension SnapshotCodec {
             if part == 0 {
                 var entries = EntriesState()
                 entries.reserveCapacity(decoded.count)
-                for entry in decoded { entries.insert(entry) }
+                entries.insertAll(decoded)
                 results.entries = entries  // each part writes only its own field
             } else {
                 results.analytics = AnalyticsState.recomputed(from: decoded)

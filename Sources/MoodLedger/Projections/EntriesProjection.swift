@@ -1,3 +1,12 @@
+/// An entry's place in its day: by instant, then id (what a day's list is ordered by, kept beside the id so that
+/// ordering never looks an entry up).
+struct DayKey: Sendable, Comparable {
+    var ms: Int64
+    var id: EntryID
+
+    static func < (a: DayKey, b: DayKey) -> Bool { (a.ms, a.id) < (b.ms, b.id) }
+}
+
 /// The key of the source-id index: a source id is unique per source.
 struct SourceKey: Hashable, Sendable {
     var source: MoodSource
@@ -13,8 +22,8 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
     public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
-    /// Entry ids per local day (unordered).
-    private(set) var byDay = DayTable<[EntryID]>(empty: [])
+    /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end.
+    private(set) var byDay = DayTable<[DayKey]>(empty: [])
     /// The daily-mood entry of each local day.
     private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
     /// (source, source id) → entry. Should two entries share a key (only a crafted log can hold that: imports
@@ -49,42 +58,35 @@ public struct EntriesState: Sendable, Equatable {
 
     /// The entries of one local day, newest first.
     public func entries(on day: LocalDate) -> [MoodEntry] {
-        guard let ids = byDay[day] else { return [] }
-        // Sorts small keys, then builds each entry once (sorting the entries themselves moves whole values).
-        var keys: [(ms: Int64, id: EntryID, position: Int)] = []
-        keys.reserveCapacity(ids.count)
-        for id in ids {
-            if let position = positions[id] { keys.append((all[position].loggedAt.milliseconds, id, position)) }
-        }
-        keys.sort { $0.ms != $1.ms ? $0.ms > $1.ms : $0.id > $1.id }
-        return keys.map { all[$0.position] }
+        guard let keys = byDay[day] else { return [] }
+        return keys.reversed().compactMap { self[$0.id] }
     }
 
     /// How many entries a local day has.
     public func count(on day: LocalDate) -> Int { byDay[day]?.count ?? 0 }
 
-    /// The `k` newest entries of a day, newest first, without building the day's other entries (a page of a day
-    /// with thousands of entries costs a selection, not a sort of all of them).
+    /// The `k` newest entries of a day, newest first (the end of the day's ordered keys: no scan of the others).
     public func newest(_ k: Int, on day: LocalDate) -> [MoodEntry] {
-        guard let ids = byDay[day], k > 0 else { return [] }
-        if ids.count <= k * 4 { return Array(entries(on: day).prefix(k)) }
-        // Keys of the best k so far, newest first; a candidate older than the last is skipped at once.
-        var best: [(ms: Int64, id: EntryID, position: Int)] = []
-        best.reserveCapacity(k + 1)
-        for id in ids {
-            guard let position = positions[id] else { continue }
-            let key = (ms: all[position].loggedAt.milliseconds, id: id, position: position)
-            if best.count == k, let last = best.last, (key.ms, key.id) < (last.ms, last.id) { continue }
-            var low = 0
-            var high = best.count
-            while low < high {
-                let mid = (low + high) / 2
-                if (best[mid].ms, best[mid].id) > (key.ms, key.id) { low = mid + 1 } else { high = mid }
-            }
-            best.insert(key, at: low)
-            if best.count > k { best.removeLast() }
+        guard let keys = byDay[day], k > 0 else { return [] }
+        return keys.suffix(k).reversed().compactMap { self[$0.id] }
+    }
+
+    /// Where `key` goes in a day's ordered keys (after every smaller one). Entries mostly arrive in order: the end
+    /// is tried first.
+    private static func insertionIndex(of key: DayKey, in keys: [DayKey]) -> Int {
+        guard let last = keys.last, key < last else { return keys.count }
+        return lowerBound(of: key, in: keys)
+    }
+
+    /// The first index whose key is not below `key`.
+    private static func lowerBound(of key: DayKey, in keys: [DayKey]) -> Int {
+        var low = 0
+        var high = keys.count
+        while low < high {
+            let mid = (low + high) / 2
+            if keys[mid] < key { low = mid + 1 } else { high = mid }
         }
-        return best.map { all[$0.position] }
+        return low
     }
 
     /// The days with entries, ascending.
@@ -164,11 +166,26 @@ public struct EntriesState: Sendable, Equatable {
         return EntryChange(before: before, after: after)
     }
 
-    mutating func insert(_ entry: MoodEntry) {
+    /// Builds the state of many entries at once (a snapshot load): entries are added to their days unordered,
+    /// then each day is ordered once.
+    mutating func insertAll(_ entries: [MoodEntry]) {
+        for entry in entries { insert(entry, ordered: false) }
+        for day in byDay.days {
+            byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
+                if !zip(keys, keys.dropFirst()).allSatisfy({ $0.0 < $0.1 }) { keys.sort() }
+            }
+        }
+    }
+
+    /// Adds an entry; `ordered` false appends it to its day (``insertAll(_:)`` orders every day after).
+    mutating func insert(_ entry: MoodEntry, ordered: Bool = true) {
+        let day = entry.localDate
+        let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
+        byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
+            keys.insert(key, at: ordered ? Self.insertionIndex(of: key, in: keys) : keys.count)
+        }
         positions.set(entry.id, all.count)
         all.append(entry)
-        let day = entry.localDate
-        byDay.modify(day, default: [], removeIf: { _ in false }) { $0.append(entry.id) }
         if entry.kind == .dailyMood {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
@@ -194,14 +211,15 @@ public struct EntriesState: Sendable, Equatable {
             }
         }
         let day = entry.localDate
-        byDay.modify(day, default: [], removeIf: \.isEmpty) { ids in
-            if let index = ids.firstIndex(of: entry.id) {
-                ids.swapAt(index, ids.count - 1)
-                ids.removeLast()
+        let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
+        byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
+            let at = Self.lowerBound(of: key, in: keys)
+            if at < keys.count, keys[at] == key { keys.remove(at: at) } else if let found = keys.firstIndex(of: key) {
+                keys.remove(at: found)  // only if a day was left unordered (never expected): still removed
             }
         }
         if dailyMoodByDay[day] == entry.id {
-            dailyMoodByDay[day] = byDay[day]?.compactMap { self[$0] }.filter { $0.kind == .dailyMood }
+            dailyMoodByDay[day] = byDay[day]?.compactMap { self[$0.id] }.filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
         }
         if let sourceID = entry.sourceID {
