@@ -156,7 +156,7 @@ struct Benchmark {
     }
 
     /// Generates the workload into `ledger/events.log` in durable batches of 1,000, streaming (the records are never
-    /// all in memory), and writes a snapshot 1,000 events before the end. Runs in a child process so that its
+    /// all in memory), with the snapshots the ledger's policy keeps (the newest 1,000 events before the end). Runs in a child process so that its
     /// memory does not count in the measured process's peak. Returns the batched throughput.
     static func generate(events: Int, directory: String) throws -> Double {
         var workload = BenchWorkload(events: events)
@@ -187,14 +187,23 @@ struct Benchmark {
             }
             try flush()
         }
-        let log = try EventLog.open(directory: ledgerPath)
-        try appendBatches(log, upTo: split)
-        log.close()
-        var options = Ledger.Options()
-        options.snapshotInterval = 0
-        let ledger = try Ledger.open(at: ledgerPath, options: options)
-        try ledger.snapshot()
-        ledger.close()
+        // The snapshots the ledger's own policy leaves on disk (a snapshot every `snapshotInterval` events; kept:
+        // the first of each `sparseSnapshotInterval` bucket and the newest two), the newest placed at N − 1,000 so
+        // that a warm open replays a tail.
+        let policy = Ledger.Options()
+        var boundaries = [policy.snapshotInterval]
+        boundaries += stride(from: Int(policy.sparseSnapshotInterval), to: split, by: Int(policy.sparseSnapshotInterval))
+        boundaries = boundaries.filter { $0 < split } + [split]
+        for boundary in boundaries where boundary > produced {
+            let log = try EventLog.open(directory: ledgerPath)
+            try appendBatches(log, upTo: boundary)
+            log.close()
+            var options = Ledger.Options()
+            options.snapshotInterval = 0
+            let ledger = try Ledger.open(at: ledgerPath, options: options)
+            try ledger.snapshot()
+            ledger.close()
+        }
         let tail = try EventLog.open(directory: ledgerPath)
         try appendBatches(tail, upTo: events)
         tail.close()
