@@ -112,18 +112,15 @@ public final class MoodServer: Sendable {
                 }
             }
             let ledger = try open(user)
+            let reply: Reply
             if ledger.busy || (route.readsRevisions(method) && !ledger.revisionsReady) {
                 // An erasure holds this ledger, or the revisions are built by a walk of the whole log: wait for it
                 // on a worker, not on the event loop.
-                let rateHeaders = rateHeaders
-                responder.offload { [self] in
-                    var response = resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) }
-                    response.headers += rateHeaders
-                    return response
-                }
-                return nil
+                reply = .offload { [self] in resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) } }
+            } else {
+                reply = try dispatch(route, method: method, request: request, user: ledger, now: now)
             }
-            switch try dispatch(route, method: method, request: request, user: ledger, now: now) {
+            switch reply {
             case .now(var response):
                 response.headers += rateHeaders
                 if ledger.failed { drop(user) }
@@ -134,12 +131,7 @@ public final class MoodServer: Sendable {
                 // Answered here when this thread ran the sync itself (a quiet loop); else later, from a sync thread.
                 let here = Mutex<(waiting: Bool, answer: HTTPResponse?)>((true, nil))
                 ledger.whenDurable(seq, inline: responder.quiet) { [self] error in
-                    var answer = response
-                    if let error {
-                        configuration.log("\(user): sync failed: \(error)")
-                        drop(user)
-                        answer = APIReply.error(500, "internal_error", "the change could not be made durable; it was not acknowledged")
-                    }
+                    let answer = error.map { syncFailed(ledger, $0) } ?? response
                     let direct = here.withLock { here -> Bool in
                         if here.waiting { here.answer = answer }
                         return here.waiting
@@ -173,16 +165,19 @@ public final class MoodServer: Sendable {
             case .now(let response): return response
             case .offload(let work): return try work()
             case .afterSync(let response, let seq):
-                do { try ledger.waitDurable(seq) } catch {
-                    configuration.log("\(ledger.name): sync failed: \(error)")
-                    drop(ledger.name)
-                    return APIReply.error(500, "internal_error", "the change could not be made durable; it was not acknowledged")
-                }
+                do { try ledger.waitDurable(seq) } catch { return syncFailed(ledger, error) }
                 return response
             }
         } catch {
             return APIReply.from(any: error)
         }
+    }
+
+    /// A write whose sync failed: logged, the ledger dropped (reopened from disk on the next request), and a 500.
+    private func syncFailed(_ ledger: UserLedger, _ error: Error) -> HTTPResponse {
+        configuration.log("\(ledger.name): sync failed: \(error)")
+        drop(ledger.name)
+        return APIReply.error(500, "internal_error", "the change could not be made durable; it was not acknowledged")
     }
 
     /// Checks `X-API-Key` and `Authorization: Bearer <JWT>` (both required, as the seed says). A pair that passed

@@ -48,7 +48,7 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     /// The wire spelling: snake_case for canonical words (`current_events`), the custom word as is.
     public var wireName: String {
         switch storage {
-        case .apple(let value): return VocabularyTables.wireNames(for: Domain.self)[Int(value) - 1]
+        case .apple(let value): return VocabularyTables.tables(for: Domain.self).wireNames[Int(value) - 1]
         case .custom(let word): return word
         }
     }
@@ -58,7 +58,7 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     /// The wire spelling as a JSON string.
     func writeJSON(to out: inout JSONBytes) {
         switch storage {
-        case .apple(let value): out.fragment(VocabularyTables.json(for: Domain.self)[Int(value) - 1])
+        case .apple(let value): out.fragment(VocabularyTables.tables(for: Domain.self).json[Int(value) - 1])
         case .custom(let word): out.string(word)
         }
     }
@@ -87,7 +87,7 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     }
 
     /// Normalised key → Apple raw value, for canonical names and aliases.
-    private static var lookup: [String: Int] { VocabularyTables.lookup(for: Domain.self) }
+    private static var lookup: [String: Int] { VocabularyTables.tables(for: Domain.self).lookup }
 
     /// Canonical words first (in Apple's order), then custom words alphabetically.
     public static func < (a: VocabularyWord, b: VocabularyWord) -> Bool {
@@ -100,41 +100,33 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
     }
 }
 
-/// Lookup tables built once per vocabulary.
-enum VocabularyTables {
-    static let labels: [String: Int] = build(LabelDomain.self)
-    static let associations: [String: Int] = build(AssociationDomain.self)
+/// Tables built once per vocabulary.
+struct VocabularyTables: Sendable {
+    /// Normalised key → Apple raw value, for canonical names and aliases.
+    let lookup: [String: Int]
     /// The wire spellings of the canonical words, in Apple's order (computed once: they are on every response).
-    static let labelWireNames: [String] = LabelDomain.canonicalNames.map(WordNormalizer.snakeCase)
-    static let associationWireNames: [String] = AssociationDomain.canonicalNames.map(WordNormalizer.snakeCase)
-
-    static func wireNames<D: VocabularyDomain>(for domain: D.Type) -> [String] {
-        domain == LabelDomain.self ? labelWireNames : associationWireNames
-    }
-
+    let wireNames: [String]
     /// The wire spellings as quoted JSON strings, ready to copy into a response.
-    static let labelJSON: [[UInt8]] = labelWireNames.map(quoted)
-    static let associationJSON: [[UInt8]] = associationWireNames.map(quoted)
+    let json: [[UInt8]]
 
-    static func json<D: VocabularyDomain>(for domain: D.Type) -> [[UInt8]] {
-        domain == LabelDomain.self ? labelJSON : associationJSON
-    }
+    static let labels = VocabularyTables(LabelDomain.self)
+    static let associations = VocabularyTables(AssociationDomain.self)
 
-    private static func quoted(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        JSONValue.quote(text, into: &bytes)
-        return bytes
-    }
-
-    static func lookup<D: VocabularyDomain>(for domain: D.Type) -> [String: Int] {
+    static func tables<D: VocabularyDomain>(for domain: D.Type) -> VocabularyTables {
         domain == LabelDomain.self ? labels : associations
     }
 
-    private static func build<D: VocabularyDomain>(_ domain: D.Type) -> [String: Int] {
+    private init<D: VocabularyDomain>(_ domain: D.Type) {
         var table: [String: Int] = [:]
         for (index, name) in D.canonicalNames.enumerated() { table[WordNormalizer.key(name)] = index + 1 }
         for (alias, target) in D.aliases { table[WordNormalizer.key(alias)] = table[WordNormalizer.key(target)]! }
-        return table
+        lookup = table
+        wireNames = D.canonicalNames.map(WordNormalizer.snakeCase)
+        json = wireNames.map { name in
+            var bytes: [UInt8] = []
+            JSONValue.quote(name, into: &bytes)
+            return bytes
+        }
     }
 }
 
