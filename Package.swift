@@ -15,7 +15,9 @@ let package = Package(
     ],
     targets: [
         // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
-        .target(name: "EventLog"),
+        .target(name: "EventLog", dependencies: ["CPlatform"]),
+        // The CPU's CRC-32C instruction and a SIGBUS guard for mapped snapshots: what Swift cannot say itself.
+        .target(name: "CPlatform"),
         // records → events → projections → queries.
         .target(name: "MoodLedger", dependencies: ["EventLog"]),
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.

@@ -56,6 +56,25 @@ package enum AtomicFile {
         }
     }
 
+    /// Maps a whole file read-only (the descriptor is closed at once: the mapping keeps the file).
+    /// - Throws: ``EventLogError`` `notFound` or `io`.
+    package static func map(_ path: String, io: any PlatformIO = SystemIO()) throws -> MappedFile {
+        let fd: Int32
+        do {
+            fd = try io.open(path, .readOnly)
+        } catch let error as Errno where error == .noSuchFile {
+            throw EventLogError(.notFound, "no file at \(path)")
+        } catch let error as Errno {
+            throw EventLogError.io("cannot open \(path)", error)
+        }
+        defer { io.close(fd) }
+        return try wrapIO("cannot map \(path)") {
+            let size = try io.size(fd)
+            guard size <= Int64(Int.max / 2) else { throw Errno.outOfMemory }
+            return try io.map(fd, length: Int(size))
+        }
+    }
+
     /// The size of a file in bytes.
     /// - Throws: ``EventLogError`` `io`.
     package static func size(of path: String, io: any PlatformIO = SystemIO()) throws -> Int64 {

@@ -31,4 +31,5 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let fileExists = Errno(rawValue: EEXIST)
     public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
     public static let permissionDenied = Errno(rawValue: EACCES)
+    public static let outOfMemory = Errno(rawValue: ENOMEM)
 }

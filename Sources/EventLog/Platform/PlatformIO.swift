@@ -74,9 +74,19 @@ public protocol PlatformIO: Sendable {
     func processID() -> Int32
     /// Sleeps the calling thread.
     func sleep(milliseconds: Int)
+    /// Maps an open file read-only into memory (private, never written through).
+    /// - Parameters:
+    ///   - fd: a descriptor open for reading.
+    ///   - length: how many bytes from the start (the file's size when it was checked).
+    /// - Returns: the mapping; a SIGBUS inside it (the file truncated under the process) reads zeros and marks it
+    ///   ``MappedFile/isDamaged`` instead of ending the process.
+    /// - Throws: ``Errno``.
+    func map(_ fd: Int32, length: Int) throws -> MappedFile
 }
 
 extension PlatformIO {
     /// Test doubles that do not model links answer as the system does.
     public func isDirectoryNotLink(_ path: String) -> Bool { SystemIO().isDirectoryNotLink(path) }
+    /// Test doubles map files as the system does.
+    public func map(_ fd: Int32, length: Int) throws -> MappedFile { try SystemIO().map(fd, length: length) }
 }

@@ -359,18 +359,18 @@ public enum EventCodec {
         let count = try r.count()
         var words: [VocabularyWord<D>] = []
         words.reserveCapacity(count)
-        for _ in 0..<count {
-            let raw = try r.u8()
-            if raw == 0 {
-                words.append(VocabularyWord(custom: try r.string(D.fieldName)))
-            } else {
-                guard let word = VocabularyWord<D>(appleRawValue: Int(raw)) else {
-                    throw ByteReader.Malformed(what: "\(D.fieldName): unknown raw value \(raw)")
-                }
-                words.append(word)
-            }
-        }
+        for _ in 0..<count { words.append(try readWord(from: &r)) }
         return words
+    }
+
+    /// One word: Apple's raw value, or 0 and the custom word.
+    static func readWord<D>(from r: inout ByteReader) throws(ByteReader.Malformed) -> VocabularyWord<D> {
+        let raw = try r.u8()
+        if raw == 0 { return VocabularyWord(custom: try r.string(D.fieldName)) }
+        guard let word = VocabularyWord<D>(appleRawValue: Int(raw)) else {
+            throw ByteReader.Malformed(what: "\(D.fieldName): unknown raw value \(raw)")
+        }
+        return word
     }
 
     static func writeStrings(_ strings: [String], to w: inout ByteWriter) {

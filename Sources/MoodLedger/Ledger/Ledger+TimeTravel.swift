@@ -61,9 +61,9 @@ extension Ledger {
         var after: RecordLocation?
         if options.useSnapshots {
             for seq in store.list() where seq <= target {
-                guard case .success(let (header, loaded)) = store.load(seq: seq, fileID: log.fileID) else { continue }
-                state = loaded
-                after = header.location
+                guard case .success(let image) = store.load(seq: seq, fileID: log.fileID) else { continue }
+                state = LedgerState(image: image)
+                after = image.header.location
                 break
             }
         }

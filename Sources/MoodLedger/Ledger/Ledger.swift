@@ -52,7 +52,7 @@ public final class Ledger: Sendable {
         let candidates = options.useSnapshots ? store.list() : []
 
         // The newest snapshot that is intact on its own; its covered record becomes the log's checkpoint.
-        var loaded: (SnapshotHeader, LedgerState)?
+        var loaded: SnapshotImage?
         var remaining = candidates[...]
         while loaded == nil, let seq = remaining.popFirst() {
             switch store.load(seq: seq, fileID: nil) {
@@ -60,19 +60,20 @@ public final class Ledger: Sendable {
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        configuration.checkpoint = loaded?.0.location
+        configuration.checkpoint = loaded?.header.location
         let log = try EventLog.open(directory: path, configuration: configuration)
         if let notice = log.recoveryNotice { notices.append(notice.description) }
 
-        // Check the snapshot belongs to this log and its record is still there; else try older ones. The state is
-        // moved, never copied: a second reference would make the first replayed event copy every dictionary.
+        // Check the snapshot belongs to this log and its record is still there; else try older ones. The state reads
+        // through the mapped snapshot: nothing is decoded until a query reads it.
         var current = LedgerState()
         var after: RecordLocation?
         var candidate = loaded.take()
         while true {
-            if let (header, snapshotState) = candidate.take() {
+            if let image = candidate.take() {
+                let header = image.header
                 if header.fileID == log.fileID, snapshotMatches(header.location, log: log) {
-                    current = snapshotState
+                    current = LedgerState(image: image)
                     after = header.location
                     break
                 }
@@ -132,7 +133,21 @@ public final class Ledger: Sendable {
     }
 
     /// The current state of all projections (a value: later commands do not change it).
-    public var state: LedgerState { core.withLock { $0.state } }
+    ///
+    /// Should another program have truncated the mapped snapshot under this process (its cut pages then read as
+    /// zeros), the state is first rebuilt by replaying the log.
+    public var state: LedgerState {
+        core.withLock { core in
+            if core.state.entries.image?.file.isDamaged == true {
+                var fresh = LedgerState()
+                if (try? Replayer.replay(core.log, from: .beginning, into: &fresh,
+                                         pipelineThreshold: options.parallelReplayThreshold)) != nil {
+                    core.state = fresh
+                }
+            }
+            return core.state
+        }
+    }
 
     /// The last sequence number applied.
     public var lastSeq: UInt64 { core.withLock { $0.state.seq } }
@@ -175,6 +190,11 @@ public final class Ledger: Sendable {
         try store.write(core.state, location: location, fileID: core.log.fileID)
         store.prune(keep: 2, sparseInterval: options.sparseSnapshotInterval)
         core.sinceSnapshot = 0
+        // Read through the snapshot just written: what changed since the last one leaves memory, and a copy of the
+        // state (``state``) costs no more than the changes since.
+        if case .success(let image) = store.load(seq: location.seq, fileID: core.log.fileID) {
+            core.state = LedgerState(image: image)
+        }
         return location.seq
     }
 

@@ -45,15 +45,64 @@ public struct DayAggregate: Sendable, Equatable {
 }
 
 /// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
+///
+/// A state opened from a snapshot reads each day's stored aggregate from its ``SnapshotImage`` and copies a day
+/// here before its first change.
 public struct AnalyticsState: Sendable, Equatable {
-    /// Aggregates of the days that have entries.
-    public private(set) var days = DayTable<DayAggregate>(empty: DayAggregate())
+    /// The snapshot this state starts from (nil: built by replay alone).
+    private(set) var image: SnapshotImage?
+    /// Aggregates of the days changed since the image (every day, without one).
+    private var changedDays = DayTable<DayAggregate>(empty: DayAggregate())
+    /// Days whose aggregate ``changedDays`` holds, though it may be gone (with an image).
+    private var overridden = DayTable<Bool>(empty: false)
     /// All-time label totals (the whole-range top labels without visiting every day).
     public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
     public private(set) var associationTotals = WordTable<AssociationDomain, WordStat>()
 
     public init() {}
+
+    /// A state that reads through a snapshot.
+    init(image: SnapshotImage) {
+        self.image = image
+        labelTotals = image.labelTotals
+        associationTotals = image.associationTotals
+    }
+
+    /// Aggregates of the days that have entries, by day.
+    public var days: Days { Days(state: self) }
+
+    /// The aggregates by day (a view: a snapshot's days are decoded when asked for).
+    public struct Days: Sendable {
+        let state: AnalyticsState
+
+        /// The aggregate of a day, if it has entries.
+        public subscript(day: LocalDate) -> DayAggregate? {
+            if let image = state.image, state.overridden[day] == nil {
+                return image.dayIndex(of: day).map { image.aggregate(image.day(at: $0)) }
+            }
+            return state.changedDays[day]
+        }
+
+        /// The days with entries, ascending.
+        public var dates: [LocalDate] {
+            guard let image = state.image else { return state.changedDays.days }
+            return (image.dates.filter { state.overridden[$0] == nil } + state.changedDays.days).sorted()
+        }
+    }
+
+    /// Copies a day's aggregate from the image before its first change.
+    private mutating func materialize(_ day: LocalDate) {
+        guard let image, overridden[day] == nil else { return }
+        overridden[day] = true
+        if let index = image.dayIndex(of: day) { changedDays[day] = image.aggregate(image.day(at: index)) }
+    }
+
+    public static func == (a: AnalyticsState, b: AnalyticsState) -> Bool {
+        let dates = a.days.dates
+        return a.labelTotals == b.labelTotals && a.associationTotals == b.associationTotals && dates == b.days.dates
+            && dates.allSatisfy { a.days[$0] == b.days[$0] }
+    }
 
     /// Applies what an event did to one entry.
     mutating func apply(_ change: EntryChange) {
@@ -64,9 +113,10 @@ public struct AnalyticsState: Sendable, Equatable {
     mutating func contribute(_ entry: MoodEntry, sign: Int) {
         let day = entry.localDate
         let q = entry.valenceGrid
+        materialize(day)
         // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
         // shared, and each change would copy the whole day.
-        days.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
+        changedDays.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
             Self.update(&aggregate, with: entry, q: q, sign: sign)
         }
         entry.labelList.forEach { Self.add(q, sign, to: &labelTotals, $0) }
@@ -136,7 +186,7 @@ public struct AnalyticsState: Sendable, Equatable {
                 days.append(aggregate)
             }
         }
-        state.days = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: days)
+        state.changedDays = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: days)
         return state
     }
 }

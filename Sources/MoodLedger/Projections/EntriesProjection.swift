@@ -14,61 +14,168 @@ struct SourceKey: Hashable, Sendable {
 }
 
 /// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
+///
+/// A state opened from a snapshot reads through its ``SnapshotImage`` (rows decoded only when read) and keeps here
+/// only what changed since: entries added or changed, image rows hidden, and the days those touched, each copied
+/// from the image once before its first change (copy-on-write per day).
 public struct EntriesState: Sendable, Equatable {
-    /// Every current entry, densely, in no particular order (positions change when entries are removed).
-    public private(set) var all: [MoodEntry] = []
-    /// id → position in ``all``.
+    /// The snapshot this state starts from (nil: built by replay alone).
+    private(set) var image: SnapshotImage?
+    /// Entries added or changed since the image (every entry, without one), densely, in no particular order.
+    private var changed: [MoodEntry] = []
+    /// id → position in ``changed``.
     private var positions = IDIndex()
-
-    /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
-    public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
-    /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end.
+    /// Image rows no longer current: removed, or superseded by an entry in ``changed`` (id → row).
+    private var hidden = IDIndex()
+    /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end. With an
+    /// image, only the days in ``overridden`` (the image's rows answer for the others).
     private(set) var byDay = DayTable<[DayKey]>(empty: [])
-    /// The daily-mood entry of each local day.
+    /// The daily-mood entry of each local day (with an image: of the overridden days).
     private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
-    /// (source, source id) → entry. Should two entries share a key (only a crafted log can hold that: imports
-    /// refuse it), the first wins: the one created first, then the smaller id — a rule of the entries themselves,
-    /// so replay and snapshot + tail agree whatever order they insert in.
+    /// Days changed since the image: ``byDay`` and ``dailyMoodByDay`` answer for them.
+    private var overridden = DayTable<Bool>(empty: false)
+    /// (source, source id) → entry, among ``changed``. Should two entries share a key (only a crafted log can hold
+    /// that: imports refuse it), the first wins: the one created first, then the smaller id — a rule of the entries
+    /// themselves, so replay and snapshot + tail agree whatever order they insert in.
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
     /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
     private var sharedSourceKeys: Set<SourceKey> = []
 
-    /// Makes room for `count` entries (snapshot load knows how many).
-    mutating func reserveCapacity(_ count: Int) {
-        all.reserveCapacity(count)
-        positions = IDIndex(capacity: count)
-    }
-
     public init() {}
 
+    /// A state that reads through a snapshot.
+    init(image: SnapshotImage) { self.image = image }
+
+    /// Every current entry (decodes the snapshot's rows: for tests, tools and whole-ledger commands).
+    public var all: [MoodEntry] {
+        var result: [MoodEntry] = []
+        result.reserveCapacity(count)
+        if let image {
+            for row in 0..<image.rowCount where hidden[image.id(ofRow: row)] == nil {
+                if let entry = image.entry(atRow: row) { result.append(entry) }
+            }
+        }
+        result.append(contentsOf: changed)
+        return result
+    }
+
+    /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
+    public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
+
     /// The number of current entries.
-    public var count: Int { all.count }
+    public var count: Int { (image?.rowCount ?? 0) - hidden.count + changed.count }
 
     /// One entry.
     @inline(__always)
-    public subscript(id: EntryID) -> MoodEntry? { positions[id].map { all[$0] } }
+    public subscript(id: EntryID) -> MoodEntry? {
+        if let position = positions[id] { return changed[position] }
+        guard let image, let row = image.row(of: id), hidden[id] == nil else { return nil }
+        return image.entry(atRow: row)
+    }
+
+    /// Whether an entry with this id is current (without decoding it).
+    func contains(_ id: EntryID) -> Bool {
+        positions[id] != nil || (image.map { $0.row(of: id) != nil && hidden[id] == nil } ?? false)
+    }
 
     /// The entry with this (source, source id), if any.
     public func entry(source: MoodSource, sourceID: String) -> MoodEntry? {
-        bySourceID[SourceKey(source: source, sourceID: sourceID)].flatMap { self[$0] }
+        holder(of: SourceKey(source: source, sourceID: sourceID)).flatMap { self[$0] }
+    }
+
+    /// The entry holding a source key: the one created first (then the smaller id) among the image's current rows
+    /// and the changed entries.
+    private func holder(of key: SourceKey) -> EntryID? {
+        var best = bySourceID[key].flatMap { self[$0] }
+        if let image {
+            for row in image.rows(source: key.source, sourceID: key.sourceID) where hidden[image.id(ofRow: row)] == nil {
+                guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID else { continue }
+                if best.map({ Self.createdFirst(entry, $0) }) ?? true { best = entry }
+            }
+        }
+        return best?.id
+    }
+
+    /// Whether the image's rows answer for a day.
+    @inline(__always)
+    private func readsImage(_ day: LocalDate) -> Bool { image != nil && overridden[day] == nil }
+
+    /// The image's record of a day, when the image answers for it.
+    private func imageDay(_ day: LocalDate) -> SnapshotImage.Day? {
+        guard let image, overridden[day] == nil, let index = image.dayIndex(of: day) else { return nil }
+        return image.day(at: index)
+    }
+
+    /// A day's keys, oldest first.
+    func keys(on day: LocalDate) -> [DayKey] {
+        if let image, let record = imageDay(day) { return record.rows.map(image.key(ofRow:)) }
+        return readsImage(day) ? [] : byDay[day] ?? []
     }
 
     /// The daily mood logged for a local day, if any.
-    public func dailyMood(on day: LocalDate) -> MoodEntry? { dailyMoodByDay[day].flatMap { self[$0] } }
-
-    /// The entries of one local day, newest first.
-    public func entries(on day: LocalDate) -> [MoodEntry] {
-        guard let keys = byDay[day] else { return [] }
-        return keys.reversed().compactMap { self[$0.id] }
+    public func dailyMood(on day: LocalDate) -> MoodEntry? {
+        if let image, readsImage(day) { return imageDay(day)?.dailyMoodRow.flatMap(image.entry(atRow:)) }
+        return dailyMoodByDay[day].flatMap { self[$0] }
     }
 
+    /// The entries of one local day, newest first.
+    public func entries(on day: LocalDate) -> [MoodEntry] { newest(Int.max, on: day) }
+
     /// How many entries a local day has.
-    public func count(on day: LocalDate) -> Int { byDay[day]?.count ?? 0 }
+    public func count(on day: LocalDate) -> Int {
+        if readsImage(day) { return imageDay(day)?.rows.count ?? 0 }
+        return byDay[day]?.count ?? 0
+    }
 
     /// The `k` newest entries of a day, newest first (the end of the day's ordered keys: no scan of the others).
     public func newest(_ k: Int, on day: LocalDate) -> [MoodEntry] {
-        guard let keys = byDay[day], k > 0 else { return [] }
+        guard k > 0 else { return [] }
+        if let image, readsImage(day) {
+            guard let rows = imageDay(day)?.rows else { return [] }
+            return rows.suffix(k).reversed().compactMap(image.entry(atRow:))
+        }
+        guard let keys = byDay[day] else { return [] }
         return keys.suffix(k).reversed().compactMap { self[$0.id] }
+    }
+
+    /// The days with entries, ascending.
+    public var activeDays: [LocalDate] {
+        guard let image else { return byDay.days }
+        var result: [LocalDate] = []
+        result.reserveCapacity(image.dayCount + overridden.count)
+        var own = byDay.days[...]
+        for date in image.dates where overridden[date] == nil {
+            while let next = own.first, next < date { result.append(own.removeFirst()) }
+            result.append(date)
+        }
+        result.append(contentsOf: own)
+        return result
+    }
+
+    /// How many days have entries.
+    var dayCount: Int { activeDays.count }
+
+    /// Calls `body` for every day with entries, ascending, with its entries oldest first and its daily mood's id.
+    func forEachDay(_ body: (LocalDate, [MoodEntry], EntryID?) -> Void) {
+        for day in activeDays {
+            let entries: [MoodEntry]
+            if let image, let record = imageDay(day) {
+                entries = record.rows.compactMap(image.entry(atRow:))
+            } else {
+                entries = (byDay[day] ?? []).compactMap { self[$0.id] }
+            }
+            body(day, entries, dailyMood(on: day)?.id)
+        }
+    }
+
+    /// Copies a day from the image before its first change.
+    private mutating func materialize(_ day: LocalDate) {
+        guard let image, overridden[day] == nil else { return }
+        overridden[day] = true
+        guard let index = image.dayIndex(of: day) else { return }
+        let record = image.day(at: index)
+        byDay[day] = record.rows.map(image.key(ofRow:))
+        dailyMoodByDay[day] = record.dailyMoodRow.map(image.id(ofRow:))
     }
 
     /// Where `key` goes in a day's ordered keys (after every smaller one). Entries mostly arrive in order: the end
@@ -89,9 +196,6 @@ public struct EntriesState: Sendable, Equatable {
         return low
     }
 
-    /// The days with entries, ascending.
-    public var activeDays: [LocalDate] { byDay.days }
-
     /// Applies one event; returns the entry before and after, when the event changed an entry.
     /// - Parameters:
     ///   - event: the event.
@@ -100,7 +204,7 @@ public struct EntriesState: Sendable, Equatable {
     mutating func apply(_ event: MoodEvent, at time: Int64) -> EntryChange? {
         switch event {
         case .created(var entry):
-            guard positions[entry.id] == nil else { return nil }
+            guard !contains(entry.id) else { return nil }
             entry.createdAt = time
             entry.updatedAt = time
             insert(entry)
@@ -141,7 +245,7 @@ public struct EntriesState: Sendable, Equatable {
             }
             incoming.updatedAt = time
             if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
-               let other = bySourceID[key], other != incoming.id {
+               let other = holder(of: key), other != incoming.id {
                 incoming.sourceID = nil  // another entry owns that source id; keep the index unique
             }
             insert(incoming)
@@ -152,40 +256,29 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     private mutating func modify(_ id: EntryID, at time: Int64, _ change: (inout MoodEntry) -> Void) -> EntryChange? {
-        guard let position = positions[id] else { return nil }
-        let before = all[position]
+        guard let before = self[id] else { return nil }
         var after = before
         change(&after)
         after.updatedAt = time
-        if after.loggedAt != before.loggedAt || after.kind != before.kind {
+        if let position = positions[id], after.loggedAt == before.loggedAt, after.kind == before.kind {
+            changed[position] = after
+        } else {
             remove(before)
             insert(after)
-        } else {
-            all[position] = after
         }
         return EntryChange(before: before, after: after)
     }
 
-    /// Builds the state of many entries at once (a snapshot load): entries are added to their days unordered,
-    /// then each day is ordered once.
-    mutating func insertAll(_ entries: [MoodEntry]) {
-        for entry in entries { insert(entry, ordered: false) }
-        for day in byDay.days {
-            byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
-                if !zip(keys, keys.dropFirst()).allSatisfy({ $0.0 < $0.1 }) { keys.sort() }
-            }
-        }
-    }
-
-    /// Adds an entry; `ordered` false appends it to its day (``insertAll(_:)`` orders every day after).
-    mutating func insert(_ entry: MoodEntry, ordered: Bool = true) {
+    /// Adds an entry.
+    mutating func insert(_ entry: MoodEntry) {
         let day = entry.localDate
+        materialize(day)
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
-            keys.insert(key, at: ordered ? Self.insertionIndex(of: key, in: keys) : keys.count)
+            keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
         }
-        positions.set(entry.id, all.count)
-        all.append(entry)
+        positions.set(entry.id, changed.count)
+        changed.append(entry)
         if entry.kind == .dailyMood {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
@@ -203,14 +296,17 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     private mutating func remove(_ entry: MoodEntry) {
+        let day = entry.localDate
+        materialize(day)
         if let position = positions.remove(entry.id) {
-            let last = all.removeLast()
-            if position < all.count {
-                all[position] = last
+            let last = changed.removeLast()
+            if position < changed.count {
+                changed[position] = last
                 positions.set(last.id, position)
             }
+        } else if let image, let row = image.row(of: entry.id) {
+            hidden.set(entry.id, row)
         }
-        let day = entry.localDate
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
             let at = Self.lowerBound(of: key, in: keys)
@@ -227,7 +323,7 @@ public struct EntriesState: Sendable, Equatable {
             if bySourceID[key] == entry.id {
                 bySourceID[key] = nil
                 if sharedSourceKeys.contains(key) {
-                    let holders = all.filter { $0.sourceID == sourceID && $0.source == entry.source }
+                    let holders = changed.filter { $0.sourceID == sourceID && $0.source == entry.source }
                     bySourceID[key] = holders.min(by: Self.createdFirst)?.id
                     if holders.count <= 1 { sharedSourceKeys.remove(key) }
                 }
@@ -239,9 +335,11 @@ public struct EntriesState: Sendable, Equatable {
     static func createdFirst(_ a: MoodEntry, _ b: MoodEntry) -> Bool { (a.createdAt, a.id) < (b.createdAt, b.id) }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
-        // The indexes are derived from the entries; equal entries (in any order) mean equal state.
-        a.count == b.count && a.all.allSatisfy { b[$0.id] == $0 } && a.activeDays == b.activeDays && a.dailyMoodByDay == b.dailyMoodByDay
-            && a.bySourceID == b.bySourceID
+        // The indexes are derived from the entries: equal entries, days in the same order and the same daily moods
+        // mean equal state, however each is stored (image rows or changed entries).
+        let days = a.activeDays
+        return a.count == b.count && days == b.activeDays && a.all.allSatisfy { b[$0.id] == $0 }
+            && days.allSatisfy { a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0)?.id == b.dailyMood(on: $0)?.id }
     }
 }
 

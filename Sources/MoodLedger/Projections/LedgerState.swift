@@ -15,6 +15,17 @@ public struct LedgerState: Sendable, Equatable {
 
     public init() {}
 
+    /// The state a snapshot holds: entries and analytics read through the image; the outbox is decoded.
+    init(image: SnapshotImage) {
+        entries = EntriesState(image: image)
+        analytics = AnalyticsState(image: image)
+        outbox = OutboxState(records: image.outbox.records)
+        outbox.restore(progress: image.outbox.progress)
+        pendingErasures = image.outbox.pendingErasures
+        seq = image.seq
+        recordedAt = image.recordedAt
+    }
+
     /// Applies one recorded event to all three projections — the whole fold.
     public mutating func apply(_ recorded: RecordedEvent) {
         let time = recorded.recordedAtMilliseconds

@@ -23,8 +23,9 @@ struct IDIndex: Sendable {
         return size
     }
 
+    /// The slot hash (also the snapshot's id-slot hash, `Specs/ledger.md`).
     @inline(__always)
-    private static func hash(_ id: EntryID) -> Int {
+    static func hash(_ id: EntryID) -> Int {
         var h = id.low ^ (id.high &* 0x9E37_79B9_7F4A_7C15)
         h ^= h >> 32
         h &*= 0xD6E8_FEB8_6659_FD93

@@ -1,29 +1,29 @@
-import Dispatch
 import EventLog
 
-/// Encodes the projections' state for a snapshot (`Specs/snapshots.md`). Analytics are not stored: they are a
-/// fold of the entries and are rebuilt on load.
+/// The snapshot's schema and its outbox section (`Specs/ledger.md`): the outbox, each destination's sync progress
+/// and the pending erasures, in the varint primitives of the event catalog. Entries and analytics are sections of
+/// their own (``SnapshotWriter``, ``SnapshotImage``).
 enum SnapshotCodec {
-    /// Bump when any projection, or this encoding, changes: old snapshots are then ignored and the ledger replays.
+    /// Bump when any projection, or the snapshot's encoding, changes: old snapshots are then ignored and the ledger
+    /// replays.
     /// entries=2: a shared (source, source id) goes to the entry created first (the fold's rule, not insertion order).
     /// outbox=2: server revisions, in-flight idempotency keys and per-destination sync progress (Specs/sync.md).
     /// entries=3: a remote.applied upsert identical to the entry changes nothing (updated_at kept).
     /// snapshot-payload=2: pending erasures at the end.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=2"
+    /// snapshot-payload=3: version-2 files: sections of rows, stored indexes and per-day aggregates, mapped on open.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=3"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
-    static func encode(_ state: LedgerState) -> [UInt8] {
-        var w = ByteWriter(capacity: state.entries.count * 96 + 1024)
-        w.varint(state.seq)
-        w.signed(state.recordedAt)
-        let entries = state.entries.all.sorted { $0.id < $1.id }
-        w.varint(UInt64(entries.count))
-        for entry in entries {
-            w.id(entry.id)
-            w.signed(entry.createdAt)
-            w.signed(entry.updatedAt)
-            EventCodec.writeEntryBody(entry, to: &w, withTags: true)
-        }
+    /// What the outbox section holds, decoded.
+    struct OutboxPart {
+        var records: [OutboxKey: OutboxRecord] = [:]
+        var progress: [SyncProgress] = []
+        var pendingErasures: [EntryID: UInt64] = [:]
+    }
+
+    /// The outbox section of a state.
+    static func encodeOutbox(_ state: LedgerState) -> [UInt8] {
+        var w = ByteWriter(capacity: state.outbox.recordCount * 24 + 256)
         let records = state.outbox.records
         w.varint(UInt64(records.count))
         for (key, record) in records {
@@ -78,39 +78,13 @@ enum SnapshotCodec {
         return w.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) throws(ByteReader.Malformed) -> LedgerState {
-        let result: Result<LedgerState, ByteReader.Malformed> = bytes.withUnsafeBytes { buffer in
-            do throws(ByteReader.Malformed) {
-                return .success(try decodeState(buffer))
-            } catch {
-                return .failure(error)
-            }
-        }
-        return try result.get()
-    }
-
-    private static func decodeState(_ buffer: UnsafeRawBufferPointer) throws(ByteReader.Malformed) -> LedgerState {
+    /// Decodes and checks an outbox section.
+    /// - Parameters:
+    ///   - buffer: the section's bytes.
+    ///   - seq: the snapshot's covered seq (a pending erasure cannot be after it).
+    static func decodeOutbox(_ buffer: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed) -> OutboxPart {
         var r = ByteReader(buffer)
-        var state = LedgerState()
-        state.seq = try r.varint()
-        guard state.seq <= LogFormat.maximumSeq else { throw ByteReader.Malformed(what: "seq: above 2⁶³ − 1") }
-        state.recordedAt = try checkedTime(try r.signed(), "recorded_at")
-        let entryCount = try r.count()
-        var decoded: [MoodEntry] = []
-        decoded.reserveCapacity(entryCount)
-        var previousID: EntryID?
-        for _ in 0..<entryCount {
-            let id = try r.id()
-            // Entries are written in ascending id order: anything else (a duplicate id) is not a snapshot we wrote.
-            if let previousID, !(previousID < id) { throw ByteReader.Malformed(what: "entries: ids not ascending") }
-            previousID = id
-            let createdAt = try checkedTime(try r.signed(), "created_at")
-            let updatedAt = try checkedTime(try r.signed(), "updated_at")
-            var entry = try EventCodec.readEntryBody(id: id, from: &r, withTags: true)
-            entry.createdAt = createdAt
-            entry.updatedAt = updatedAt
-            decoded.append(entry)
-        }
+        var part = OutboxPart()
         let recordCount = try r.count()
         var records: [OutboxKey: OutboxRecord] = [:]
         records.reserveCapacity(recordCount)
@@ -145,7 +119,7 @@ enum SnapshotCodec {
             record.inFlight = flags & 64 != 0
             records[OutboxKey(entryID: id, destination: destination)] = record
         }
-        state.outbox = OutboxState(records: records)
+        part.records = records
         var progress: [SyncProgress] = []
         for destination in SyncDestination.allCases.sorted() {
             var current = SyncProgress()
@@ -169,20 +143,16 @@ enum SnapshotCodec {
             }
             progress.append(current)
         }
-        state.outbox.restore(progress: progress)
+        part.progress = progress
         let pendingCount = try r.count()
         for _ in 0..<pendingCount {
             let id = try r.id()
-            let seq = try r.varint()
-            guard seq <= state.seq else { throw ByteReader.Malformed(what: "pending erasure: seq after the snapshot") }
-            state.pendingErasures[id] = seq
+            let erasedAt = try r.varint()
+            guard erasedAt <= seq else { throw ByteReader.Malformed(what: "pending erasure: seq after the snapshot") }
+            part.pendingErasures[id] = erasedAt
         }
-        // The entries' indexes and the analytics are independent folds of the same entries: build them on two cores.
-        let (entries, analytics) = SnapshotCodec.build(decoded)
-        state.entries = entries
-        state.analytics = analytics
         guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
-        return state
+        return part
     }
 }
 
@@ -195,24 +165,10 @@ extension SnapshotCodec {
         return value
     }
 
-    /// Builds the entries projection and the analytics from decoded entries, concurrently.
-    static func build(_ decoded: [MoodEntry]) -> (EntriesState, AnalyticsState) {
-        final class Results: @unchecked Sendable {
-            var entries = EntriesState()
-            var analytics = AnalyticsState()
-        }
-        let results = Results()
-        DispatchQueue.concurrentPerform(iterations: 2) { part in
-            if part == 0 {
-                var entries = EntriesState()
-                entries.reserveCapacity(decoded.count)
-                entries.insertAll(decoded)
-                results.entries = entries  // each part writes only its own field
-            } else {
-                results.analytics = AnalyticsState.recomputed(from: decoded)
-            }
-        }
-        return (results.entries, results.analytics)
+    /// Whether a time in ms lies within the log format's recorded_at range (never overflows).
+    static func isTimeInRange(milliseconds: Int64) -> Bool {
+        let (micros, overflow) = milliseconds.multipliedReportingOverflow(by: 1000)
+        return !overflow && LogFormat.recordedAtRange.contains(micros)
     }
 }
 

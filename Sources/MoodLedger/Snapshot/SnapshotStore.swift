@@ -1,26 +1,29 @@
 import EventLog
 
-/// A snapshot file's header fields (`Specs/snapshots.md`).
+/// A snapshot file's header fields (`Specs/ledger.md`, *Snapshots*).
 struct SnapshotHeader: Equatable {
     static let magic: [UInt8] = Array("MLSNAP\r\n".utf8)
-    static let size = 80
-    static let version: UInt16 = 1
+    static let size = SnapshotLayout.headerSize
+    static let version: UInt16 = 2
 
+    var sectionCount: Int
     var fingerprint: UInt32
     /// The last record the snapshot covers.
     var location: RecordLocation
-    /// The recorded-at of that record.
-    var recordedAt: Int64
     /// The log file's id: a snapshot of another log is never used.
     var fileID: [UInt8]
-    var payloadLength: UInt64
-    var payloadCRC: UInt32
+    /// The recorded-at of that record.
+    var recordedAt: Int64
+    /// The whole file's length.
+    var fileLength: UInt64
+    /// The masked CRC-32C of the section table.
+    var tableCRC: UInt32
 
     func encoded() -> [UInt8] {
         var w = ByteWriter(capacity: SnapshotHeader.size)
         w.bytes.append(contentsOf: SnapshotHeader.magic)
         w.fixed(UInt64(SnapshotHeader.version), 2)
-        w.fixed(0, 2)
+        w.fixed(UInt64(sectionCount), 2)
         w.fixed(UInt64(fingerprint), 4)
         w.fixed(location.seq, 8)
         w.fixed(UInt64(bitPattern: location.offset), 8)
@@ -28,34 +31,28 @@ struct SnapshotHeader: Equatable {
         w.fixed(UInt64(location.crc), 4)
         w.bytes.append(contentsOf: fileID)
         w.fixed(UInt64(bitPattern: recordedAt), 8)
-        w.fixed(payloadLength, 8)
-        w.fixed(UInt64(payloadCRC), 4)
+        w.fixed(fileLength, 8)
+        w.fixed(UInt64(tableCRC), 4)
         let crc = CRC32C.mask(CRC32C.checksum(w.bytes))
         w.fixed(UInt64(crc), 4)
         return w.bytes
     }
 
-    static func decode(_ bytes: ArraySlice<UInt8>) -> SnapshotHeader? {
-        guard bytes.count >= size else { return nil }
-        let b = Array(bytes.prefix(size))
-        func int(_ at: Int, _ width: Int) -> UInt64 {
-            (0..<width).reduce(UInt64(0)) { $0 | UInt64(b[at + $1]) << (8 * UInt64($1)) }
-        }
-        guard Array(b[0..<8]) == magic, int(8, 2) == UInt64(version), int(10, 2) == 0,
-              UInt32(int(76, 4)) == CRC32C.mask(CRC32C.checksum(Array(b[0..<76]))) else { return nil }
+    static func decode(_ b: UnsafeRawBufferPointer) -> SnapshotHeader? {
+        guard b.count >= size, Array(b[0..<8]) == magic, b.le(8) as UInt16 == version,
+              b.le(76) as UInt32 == CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[0..<76]))) else { return nil }
         return SnapshotHeader(
-            fingerprint: UInt32(int(12, 4)),
-            location: RecordLocation(seq: int(16, 8), offset: Int64(bitPattern: int(24, 8)), size: Int(int(32, 4)),
-                                     crc: UInt32(int(36, 4))),
-            recordedAt: Int64(bitPattern: int(56, 8)), fileID: Array(b[40..<56]), payloadLength: int(64, 8),
-            payloadCRC: UInt32(int(72, 4)))
+            sectionCount: Int(b.le(10) as UInt16), fingerprint: b.le(12),
+            location: RecordLocation(seq: b.le(16), offset: Int64(bitPattern: b.le(24)), size: Int(b.le(32) as UInt32),
+                                     crc: b.le(36)),
+            fileID: Array(b[40..<56]), recordedAt: Int64(bitPattern: b.le(56)), fileLength: b.le(64), tableCRC: b.le(72))
     }
 }
 
 extension ByteWriter {
     /// A fixed-width little-endian integer.
     mutating func fixed(_ value: UInt64, _ width: Int) {
-        for i in 0..<width { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0.prefix(width)) }
     }
 }
 
@@ -86,39 +83,49 @@ struct SnapshotStore: Sendable {
     /// Writes a snapshot of `state` covering `location` atomically.
     func write(_ state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws {
         try AtomicFile.makeDirectory(directory, io: io)
-        let payload = SnapshotCodec.encode(state)
-        let header = SnapshotHeader(fingerprint: SnapshotCodec.fingerprint, location: location,
-                                    recordedAt: state.recordedAt, fileID: fileID, payloadLength: UInt64(payload.count),
-                                    payloadCRC: CRC32C.mask(CRC32C.checksum(payload)))
-        try AtomicFile.write(header.encoded() + payload, to: path(for: location.seq), io: io)
+        let bytes: [UInt8]
+        do throws(SnapshotProblem) {
+            bytes = try SnapshotWriter.file(of: state, location: location, fileID: fileID)
+        } catch {
+            throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
+        }
+        try AtomicFile.write(bytes, to: path(for: location.seq), io: io)
     }
 
-    /// Reads and checks one snapshot file: header, checksums, fingerprint and (when given) the log's identity.
-    /// - Returns: the header and state, or the reason it cannot be used.
-    func load(seq: UInt64, fileID: [UInt8]?) -> Result<(SnapshotHeader, LedgerState), SnapshotProblem> {
+    /// Maps and checks one snapshot file: header, section table, every section's checksum and structure,
+    /// fingerprint and (when given) the log's identity.
+    /// - Returns: the checked image, or the reason it cannot be used.
+    func load(seq: UInt64, fileID: [UInt8]?) -> Result<SnapshotImage, SnapshotProblem> {
         let file = path(for: seq)
-        guard let bytes = try? AtomicFile.read(file, io: io) else { return .failure(.init("cannot read \(file)")) }
-        guard let header = SnapshotHeader.decode(bytes[...]) else {
-            return .failure(.init("\(file): damaged header"))
-        }
-        guard header.fingerprint == SnapshotCodec.fingerprint else {
-            return .failure(.init("\(file): written by other projection code (fingerprint mismatch)"))
-        }
-        guard fileID == nil || header.fileID == fileID else { return .failure(.init("\(file): belongs to another log file")) }
-        guard header.location.seq == seq, UInt64(bytes.count - SnapshotHeader.size) == header.payloadLength else {
-            return .failure(.init("\(file): truncated or renamed"))
-        }
-        let payload = Array(bytes[SnapshotHeader.size...])
-        guard CRC32C.mask(CRC32C.checksum(payload)) == header.payloadCRC else {
-            return .failure(.init("\(file): payload checksum mismatch"))
-        }
-        do {
-            let state = try SnapshotCodec.decode(payload)
-            guard state.seq == seq else { return .failure(.init("\(file): covers another seq")) }
-            return .success((header, state))
+        guard let mapped = try? AtomicFile.map(file, io: io) else { return .failure(.init("cannot read \(file)")) }
+        do throws(SnapshotProblem) {
+            let image = try SnapshotImage(file: mapped, fingerprint: SnapshotCodec.fingerprint)
+            guard fileID == nil || image.header.fileID == fileID else { throw SnapshotProblem("belongs to another log file") }
+            guard image.seq == seq else { throw SnapshotProblem("covers another seq (renamed)") }
+            image.releaseCheckedPages()
+            return .success(image)
         } catch {
-            return .failure(.init("\(file): malformed payload (\(error.what))"))
+            mapped.release(0..<mapped.bytes.count)
+            return .failure(.init("\(file): \(error.text)"))
         }
+    }
+
+    /// Loads a snapshot and reads all it holds (tests and fuzzing): every row, day and aggregate is decoded, so any
+    /// trap a crafted file could cause happens here.
+    /// - Returns: the state, or `nil` when the file is refused.
+    func loadAndReadAll(seq: UInt64) -> LedgerState? {
+        guard case .success(let image) = load(seq: seq, fileID: nil) else { return nil }
+        let state = LedgerState(image: image)
+        _ = state.entries.all
+        for day in state.entries.activeDays {
+            _ = state.entries.entries(on: day)
+            _ = state.entries.dailyMood(on: day)
+            _ = state.analytics.days[day]
+        }
+        for entry in state.entries.all {
+            if let sourceID = entry.sourceID { _ = state.entries.entry(source: entry.source, sourceID: sourceID) }
+        }
+        return state
     }
 
     /// Keeps the `keep` newest snapshots and, among older ones, the oldest of each `sparseInterval` bucket of seqs

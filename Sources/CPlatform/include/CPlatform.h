@@ -1,0 +1,26 @@
+// The few things Swift cannot say itself: the CPU's CRC-32C instruction and a SIGBUS guard for mapped files.
+#ifndef CPLATFORM_H
+#define CPLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Whether this CPU has a CRC-32C instruction (SSE 4.2 on x86-64, the CRC extension on ARMv8).
+int cplatform_crc32c_hardware(void);
+
+/// Extends a running (unfinalised) CRC-32C state with `length` bytes using the CPU instruction.
+/// Call only when `cplatform_crc32c_hardware()` returned 1.
+uint32_t cplatform_crc32c_extend(uint32_t state, const void *bytes, size_t length);
+
+/// Registers a read-only mapping: a SIGBUS inside it (the file was truncated under the process) maps a page of
+/// zeros over the faulting page and marks the region damaged instead of killing the process.
+/// Returns a slot (>= 0), or -1 when every slot is taken (the caller must then not map).
+int cplatform_guard_register(void *base, size_t length);
+
+/// Forgets a registered mapping (before unmapping it).
+void cplatform_guard_unregister(int slot);
+
+/// Whether a SIGBUS hit the registered mapping since it was registered.
+int cplatform_guard_damaged(int slot);
+
+#endif

@@ -1,0 +1,341 @@
+import EventLog
+
+/// The layout of a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
+/// then ten 8-byte-aligned little-endian sections, each with its own checksum.
+enum SnapshotLayout {
+    static let headerSize = 80
+    static let tableEntrySize = 24
+    static let metaSize = 32
+    static let rowSize = 48
+    static let daySize = 32
+    static let sourceSize = 16
+    /// "No row" in a day's daily-mood field.
+    static let noRow = UInt32.max
+
+    /// The sections, in the order (and with the kind codes) they appear in the file.
+    enum Section: UInt32, CaseIterable {
+        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outbox
+    }
+}
+
+/// A mapped, checked snapshot: the immutable base that the projections read through, row by row, without
+/// decoding it on open. Shared by every state built from it (a class: copying a state never copies the snapshot).
+final class SnapshotImage: @unchecked Sendable {
+    let file: MappedFile
+    let header: SnapshotHeader
+    let seq: UInt64
+    let recordedAt: Int64
+    let rowCount: Int
+    let dayCount: Int
+    /// The all-time word totals (small: decoded on open).
+    let labelTotals: WordTable<LabelDomain, WordStat>
+    let associationTotals: WordTable<AssociationDomain, WordStat>
+    /// The outbox, sync progress and pending erasures (decoded on open).
+    let outbox: SnapshotCodec.OutboxPart
+
+    private let rows: UnsafeRawBufferPointer
+    private let arena: UnsafeRawBufferPointer
+    private let slots: UnsafeRawBufferPointer
+    private let days: UnsafeRawBufferPointer
+    private let valences: UnsafeRawBufferPointer
+    private let words: UnsafeRawBufferPointer
+    private let sources: UnsafeRawBufferPointer
+    private let slotMask: Int
+
+    /// Maps nothing itself: checks `file` (already mapped) and keeps it.
+    /// - Throws: ``SnapshotProblem`` naming the first rule the bytes break.
+    init(file: MappedFile, fingerprint: UInt32) throws(SnapshotProblem) {
+        self.file = file
+        let bytes = file.bytes
+        guard bytes.count >= SnapshotLayout.headerSize, let header = SnapshotHeader.decode(bytes) else {
+            throw SnapshotProblem("damaged header")
+        }
+        guard header.fingerprint == fingerprint else {
+            throw SnapshotProblem("written by other projection code (fingerprint mismatch)")
+        }
+        guard header.fileLength == UInt64(bytes.count) else { throw SnapshotProblem("truncated or extended") }
+        self.header = header
+        let sections = try Self.sections(of: bytes, header: header)
+        func section(_ kind: SnapshotLayout.Section) -> UnsafeRawBufferPointer { sections[Int(kind.rawValue) - 1] }
+
+        let meta = section(.meta)
+        guard meta.count == SnapshotLayout.metaSize else { throw SnapshotProblem("meta: wrong length") }
+        seq = meta.le(0)
+        recordedAt = Int64(bitPattern: meta.le(8))
+        rowCount = Int(meta.le(16) as UInt32)
+        dayCount = Int(meta.le(20) as UInt32)
+        let slotCount = Int(meta.le(24) as UInt32)
+        let sourceCount = Int(meta.le(28) as UInt32)
+        guard seq == header.location.seq, recordedAt == header.recordedAt else {
+            throw SnapshotProblem("meta: seq or recorded_at differs from the header")
+        }
+        rows = section(.rows)
+        arena = section(.arena)
+        slots = section(.idSlots)
+        days = section(.days)
+        valences = section(.valences)
+        words = section(.words)
+        sources = section(.sources)
+        guard rows.count == rowCount * SnapshotLayout.rowSize else { throw SnapshotProblem("rows: length is not rows × 48") }
+        guard slotCount.nonzeroBitCount == 1, slotCount > rowCount, slots.count == slotCount * 4 else {
+            throw SnapshotProblem("id slots: not a power of two above the row count")
+        }
+        slotMask = slotCount - 1
+        guard days.count == dayCount * SnapshotLayout.daySize else { throw SnapshotProblem("days: length is not days × 32") }
+        guard valences.count % 8 == 0 else { throw SnapshotProblem("valences: length is not a multiple of 8") }
+        guard sources.count == sourceCount * SnapshotLayout.sourceSize, sourceCount <= rowCount else {
+            throw SnapshotProblem("sources: length is not sources × 16")
+        }
+        try Self.checkDays(days, count: dayCount, rows: rowCount, valences: valences.count / 8, words: words.count)
+        do throws(ByteReader.Malformed) {
+            var r = ByteReader(section(.totals))
+            labelTotals = try Self.readStats(from: &r, limit: rowCount)
+            associationTotals = try Self.readStats(from: &r, limit: rowCount)
+            guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
+        } catch {
+            throw SnapshotProblem("totals: \(error.what)")
+        }
+        do throws(ByteReader.Malformed) {
+            outbox = try SnapshotCodec.decodeOutbox(section(.outbox), seq: seq)
+        } catch {
+            throw SnapshotProblem("outbox: \(error.what)")
+        }
+    }
+
+    /// Reads and checks the section table and every section's checksum, a window at a time (each window's pages
+    /// are released after it is checked, so checking costs no resident memory).
+    private static func sections(of bytes: UnsafeRawBufferPointer, header: SnapshotHeader) throws(SnapshotProblem)
+        -> [UnsafeRawBufferPointer] {
+        let kinds = SnapshotLayout.Section.allCases
+        guard header.sectionCount == kinds.count else { throw SnapshotProblem("section table: \(header.sectionCount) sections, not \(kinds.count)") }
+        let tableEnd = SnapshotLayout.headerSize + kinds.count * SnapshotLayout.tableEntrySize
+        guard bytes.count >= tableEnd else { throw SnapshotProblem("section table: past the end") }
+        let table = UnsafeRawBufferPointer(rebasing: bytes[SnapshotLayout.headerSize..<tableEnd])
+        guard CRC32C.mask(CRC32C.checksum(table)) == header.tableCRC else { throw SnapshotProblem("section table: checksum mismatch") }
+        var result: [UnsafeRawBufferPointer] = []
+        var previousEnd = UInt64(tableEnd)
+        for (index, kind) in kinds.enumerated() {
+            let at = index * SnapshotLayout.tableEntrySize
+            let code: UInt32 = table.le(at)
+            let crc: UInt32 = table.le(at + 4)
+            let offset: UInt64 = table.le(at + 8)
+            let length: UInt64 = table.le(at + 16)
+            guard code == kind.rawValue else { throw SnapshotProblem("section table: entry \(index) is kind \(code), not \(kind.rawValue)") }
+            guard offset % 8 == 0, offset >= previousEnd, offset <= UInt64(bytes.count),
+                  length <= UInt64(bytes.count) - offset else {
+                throw SnapshotProblem("section \(kind.rawValue): offset \(offset) length \(length) outside the file or out of order")
+            }
+            let section = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset + length)])
+            var state: UInt32 = 0xFFFF_FFFF
+            let window = 8 << 20
+            var start = 0
+            while start < section.count {
+                let end = min(section.count, start + window)
+                state = CRC32C.extend(state, UnsafeRawBufferPointer(rebasing: section[start..<end]))
+                start = end
+            }
+            guard CRC32C.mask(CRC32C.finish(state)) == crc else { throw SnapshotProblem("section \(kind.rawValue): checksum mismatch") }
+            previousEnd = offset + length
+            result.append(section)
+        }
+        return result
+    }
+
+    /// Drops the checked pages from the process's resident memory (they are read again when used).
+    func releaseCheckedPages() { file.release(0..<file.bytes.count) }
+
+    /// Days ascending and in range, rows, valences and word stats each in contiguous runs that add up.
+    private static func checkDays(_ days: UnsafeRawBufferPointer, count: Int, rows: Int, valences: Int, words: Int)
+        throws(SnapshotProblem) {
+        var nextRow = 0
+        var nextValence = 0
+        var nextWords = 0
+        var previousDay = Int64.min
+        let range = Int64(EventCodec.loggedAtRange.lowerBound / 86_400_000 - 2)...Int64(EventCodec.loggedAtRange.upperBound / 86_400_000 + 2)
+        for index in 0..<count {
+            let at = index * SnapshotLayout.daySize
+            let day = Int64(Int32(bitPattern: days.le(at)))
+            let first = Int(days.le(at + 4) as UInt32)
+            let rowCount = Int(days.le(at + 8) as UInt32)
+            let dailyMood: UInt32 = days.le(at + 12)
+            let firstValence = Int(days.le(at + 16) as UInt32)
+            let valenceCount = Int(days.le(at + 20) as UInt32)
+            let wordsOffset = Int(days.le(at + 24) as UInt32)
+            let wordsLength = Int(days.le(at + 28) as UInt32)
+            guard day > previousDay, range.contains(day) else { throw SnapshotProblem("days: day \(day) out of order or range") }
+            guard first == nextRow, rowCount > 0, rowCount <= rows - first else { throw SnapshotProblem("days: rows of day \(day) do not follow on") }
+            guard dailyMood == SnapshotLayout.noRow || (Int(dailyMood) >= first && Int(dailyMood) < first + rowCount) else {
+                throw SnapshotProblem("days: daily mood of day \(day) outside its rows")
+            }
+            guard firstValence == nextValence, valenceCount <= rowCount, valenceCount <= valences - firstValence else {
+                throw SnapshotProblem("days: valences of day \(day) do not follow on")
+            }
+            guard wordsOffset == nextWords, wordsLength <= words - wordsOffset else {
+                throw SnapshotProblem("days: word stats of day \(day) do not follow on")
+            }
+            previousDay = day
+            nextRow += rowCount
+            nextValence += valenceCount
+            nextWords += wordsLength
+        }
+        guard nextRow == rows, nextValence == valences, nextWords == words else {
+            throw SnapshotProblem("days: rows, valences or word stats left over")
+        }
+    }
+
+    // MARK: - Rows
+
+    @inline(__always)
+    func id(ofRow row: Int) -> EntryID {
+        let at = row * SnapshotLayout.rowSize
+        return EntryID(high: UInt64(bigEndian: rows.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                       low: UInt64(bigEndian: rows.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
+    }
+
+    @inline(__always)
+    func milliseconds(ofRow row: Int) -> Int64 { Int64(bitPattern: rows.le(row * SnapshotLayout.rowSize + 16)) }
+
+    /// The key a day's list orders by.
+    func key(ofRow row: Int) -> DayKey { DayKey(ms: milliseconds(ofRow: row), id: id(ofRow: row)) }
+
+    /// The entry of a row, decoded (nil if the row breaks a rule: only a crafted file holds such a row).
+    func entry(atRow row: Int) -> MoodEntry? {
+        let at = row * SnapshotLayout.rowSize
+        let createdAt = Int64(bitPattern: rows.le(at + 24))
+        let updatedAt = Int64(bitPattern: rows.le(at + 32))
+        let offset = Int(rows.le(at + 40) as UInt32)
+        let length = Int(rows.le(at + 44) as UInt32)
+        guard offset <= arena.count, length <= arena.count - offset else { return nil }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
+        guard var entry = try? EventCodec.readEntryBody(id: id(ofRow: row), from: &r, withTags: true), r.isAtEnd,
+              entry.loggedAt.milliseconds == milliseconds(ofRow: row),
+              SnapshotCodec.isTimeInRange(milliseconds: createdAt),
+              SnapshotCodec.isTimeInRange(milliseconds: updatedAt) else { return nil }
+        entry.createdAt = createdAt
+        entry.updatedAt = updatedAt
+        return entry
+    }
+
+    /// The row of an id, if the snapshot holds it (open addressing, linear probing, at most every slot once).
+    func row(of id: EntryID) -> Int? {
+        var slot = IDIndex.hash(id) & slotMask
+        for _ in 0...slotMask {
+            let value = Int(slots.le(slot * 4) as UInt32)
+            if value == 0 { return nil }
+            if value <= rowCount, self.id(ofRow: value - 1) == id { return value - 1 }
+            slot = (slot + 1) & slotMask
+        }
+        return nil
+    }
+
+    /// The rows holding a (source, source id) key, in row order.
+    func rows(source: MoodSource, sourceID: String) -> [Int] {
+        let hash = Self.sourceHash(source, sourceID)
+        let count = sources.count / SnapshotLayout.sourceSize
+        var low = 0
+        var high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if (sources.le(mid * SnapshotLayout.sourceSize) as UInt64) < hash { low = mid + 1 } else { high = mid }
+        }
+        var result: [Int] = []
+        while low < count, (sources.le(low * SnapshotLayout.sourceSize) as UInt64) == hash {
+            let row = Int(sources.le(low * SnapshotLayout.sourceSize + 8) as UInt32)
+            if row < rowCount { result.append(row) }
+            low += 1
+        }
+        return result
+    }
+
+    /// FNV-1a (64-bit) over the source's code byte, then the source id's UTF-8 bytes.
+    static func sourceHash(_ source: MoodSource, _ sourceID: String) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        hash = (hash ^ UInt64(source.code)) &* 0x0000_0100_0000_01B3
+        for byte in sourceID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash
+    }
+
+    // MARK: - Days
+
+    /// One day's record.
+    struct Day {
+        var date: LocalDate
+        var rows: Range<Int>
+        var dailyMoodRow: Int?
+        var valences: Range<Int>
+        var words: Range<Int>
+    }
+
+    func day(at index: Int) -> Day {
+        let at = index * SnapshotLayout.daySize
+        let first = Int(days.le(at + 4) as UInt32)
+        let mood: UInt32 = days.le(at + 12)
+        let firstValence = Int(days.le(at + 16) as UInt32)
+        let wordsOffset = Int(days.le(at + 24) as UInt32)
+        return Day(date: LocalDate(daysSinceEpoch: Int32(bitPattern: days.le(at))),
+                   rows: first..<(first + Int(days.le(at + 8) as UInt32)),
+                   dailyMoodRow: mood == SnapshotLayout.noRow ? nil : Int(mood),
+                   valences: firstValence..<(firstValence + Int(days.le(at + 20) as UInt32)),
+                   words: wordsOffset..<(wordsOffset + Int(days.le(at + 28) as UInt32)))
+    }
+
+    /// The index of a date's record (binary search), if the snapshot has entries that day.
+    func dayIndex(of date: LocalDate) -> Int? {
+        var low = 0
+        var high = dayCount
+        while low < high {
+            let mid = (low + high) / 2
+            let day = Int32(bitPattern: days.le(mid * SnapshotLayout.daySize))
+            if day == date.daysSinceEpoch { return mid }
+            if day < date.daysSinceEpoch { low = mid + 1 } else { high = mid }
+        }
+        return nil
+    }
+
+    /// Every day with entries, ascending.
+    var dates: [LocalDate] {
+        (0..<dayCount).map { LocalDate(daysSinceEpoch: Int32(bitPattern: days.le($0 * SnapshotLayout.daySize))) }
+    }
+
+    /// A day's analytics aggregate, decoded (an empty one for a malformed record: only a crafted file has one).
+    func aggregate(_ day: Day) -> DayAggregate {
+        var aggregate = DayAggregate()
+        aggregate.count = day.rows.count
+        aggregate.valences.reserveCapacity(day.valences.count)
+        for index in day.valences {
+            let q = Int64(bitPattern: valences.le(index * 8))
+            guard q >= -Valence.scale, q <= Valence.scale else { continue }
+            aggregate.valences.append(q)
+            aggregate.valenceSum += q
+            aggregate.valenceSquareSum += Int128(q) * Int128(q)
+        }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: words[day.words]))
+        aggregate.labels = (try? Self.readStats(from: &r, limit: day.rows.count)) ?? WordTable()
+        aggregate.associations = (try? Self.readStats(from: &r, limit: day.rows.count)) ?? WordTable()
+        return aggregate
+    }
+
+    /// A word-stats table: `varint n · n × (word · varint count · varint valence count · signed valence sum)`.
+    static func readStats<D>(from r: inout ByteReader, limit: Int) throws(ByteReader.Malformed) -> WordTable<D, WordStat> {
+        var table = WordTable<D, WordStat>()
+        let n = try r.count()
+        for _ in 0..<n {
+            let word: VocabularyWord<D> = try EventCodec.readWord(from: &r)
+            let count = try r.varint()
+            let valenceCount = try r.varint()
+            let sum = try r.signed()
+            guard count >= 1, count <= UInt64(limit), valenceCount <= count,
+                  sum.magnitude <= UInt64(Valence.scale) * valenceCount, table[word] == nil else {
+                throw ByteReader.Malformed(what: "word stats out of range or repeated")
+            }
+            table[word] = WordStat(count: Int(count), valenceCount: Int(valenceCount), valenceSum: sum)
+        }
+        return table
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// A little-endian integer at a byte offset (the caller has checked the offset).
+    @inline(__always)
+    func le<T: FixedWidthInteger>(_ offset: Int) -> T { T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self)) }
+}

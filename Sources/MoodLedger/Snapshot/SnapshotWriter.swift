@@ -1,0 +1,130 @@
+import EventLog
+
+/// Writes a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
+/// ordered by local day, their bodies in one arena, the id and source indexes, per-day analytics and the outbox.
+enum SnapshotWriter {
+    /// The bytes of a snapshot of `state` covering `location`.
+    /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address.
+    static func file(of state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws(SnapshotProblem) -> [UInt8] {
+        var rows = ByteWriter(capacity: state.entries.count * SnapshotLayout.rowSize)
+        var arena = ByteWriter(capacity: state.entries.count * 48)
+        var days = ByteWriter(capacity: state.entries.dayCount * SnapshotLayout.daySize)
+        var valences = ByteWriter(capacity: state.entries.count * 8)
+        var words = ByteWriter(capacity: state.entries.dayCount * 32)
+        var ids: [EntryID] = []
+        ids.reserveCapacity(state.entries.count)
+        var sources: [(hash: UInt64, row: UInt32)] = []
+        var valenceCount = 0
+        var overflow = false
+        state.entries.forEachDay { date, entries, dailyMood in
+            let firstRow = ids.count
+            var moodRow = SnapshotLayout.noRow
+            for entry in entries {
+                let start = arena.bytes.count
+                EventCodec.writeEntryBody(entry, to: &arena, withTags: true)
+                if arena.bytes.count > Int(UInt32.max) { overflow = true }
+                rows.id(entry.id)
+                rows.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
+                rows.fixed(UInt64(bitPattern: entry.createdAt), 8)
+                rows.fixed(UInt64(bitPattern: entry.updatedAt), 8)
+                rows.fixed(UInt64(truncatingIfNeeded: start), 4)
+                rows.fixed(UInt64(truncatingIfNeeded: arena.bytes.count - start), 4)
+                if entry.id == dailyMood { moodRow = UInt32(ids.count) }
+                if let sourceID = entry.sourceID {
+                    sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(ids.count)))
+                }
+                ids.append(entry.id)
+            }
+            let aggregate = state.analytics.days[date] ?? DayAggregate()
+            let wordsStart = words.bytes.count
+            writeStats(aggregate.labels, to: &words)
+            writeStats(aggregate.associations, to: &words)
+            for q in aggregate.valences { valences.fixed(UInt64(bitPattern: q), 8) }
+            days.fixed(UInt64(UInt32(bitPattern: date.daysSinceEpoch)), 4)
+            days.fixed(UInt64(firstRow), 4)
+            days.fixed(UInt64(entries.count), 4)
+            days.fixed(UInt64(moodRow), 4)
+            days.fixed(UInt64(valenceCount), 4)
+            days.fixed(UInt64(aggregate.valences.count), 4)
+            days.fixed(UInt64(wordsStart), 4)
+            days.fixed(UInt64(words.bytes.count - wordsStart), 4)
+            valenceCount += aggregate.valences.count
+        }
+        guard !overflow, ids.count < Int(UInt32.max) / 2 else { throw SnapshotProblem("entries too large for one snapshot") }
+        let slots = idSlots(ids)
+        sources.sort { ($0.hash, $0.row) < ($1.hash, $1.row) }
+        var sourceBytes = ByteWriter(capacity: sources.count * SnapshotLayout.sourceSize)
+        for source in sources {
+            sourceBytes.fixed(source.hash, 8)
+            sourceBytes.fixed(UInt64(source.row), 4)
+            sourceBytes.fixed(0, 4)
+        }
+        var totals = ByteWriter(capacity: 1024)
+        writeStats(state.analytics.labelTotals, to: &totals)
+        writeStats(state.analytics.associationTotals, to: &totals)
+        var meta = ByteWriter(capacity: SnapshotLayout.metaSize)
+        meta.fixed(state.seq, 8)
+        meta.fixed(UInt64(bitPattern: state.recordedAt), 8)
+        meta.fixed(UInt64(ids.count), 4)
+        meta.fixed(UInt64(state.entries.dayCount), 4)
+        meta.fixed(UInt64(slots.count / 4), 4)
+        meta.fixed(UInt64(sources.count), 4)
+        let sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
+                        sourceBytes.bytes, SnapshotCodec.encodeOutbox(state)]
+        return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
+    }
+
+    /// Header, section table, then each section at the next multiple of 8 (zero padding).
+    private static func assemble(_ sections: [[UInt8]], location: RecordLocation, recordedAt: Int64, fileID: [UInt8]) -> [UInt8] {
+        var table = ByteWriter(capacity: sections.count * SnapshotLayout.tableEntrySize)
+        var offset = SnapshotLayout.headerSize + sections.count * SnapshotLayout.tableEntrySize
+        var offsets: [Int] = []
+        for (index, section) in sections.enumerated() {
+            offset = (offset + 7) / 8 * 8
+            offsets.append(offset)
+            table.fixed(UInt64(index + 1), 4)
+            table.fixed(UInt64(CRC32C.mask(CRC32C.checksum(section))), 4)
+            table.fixed(UInt64(offset), 8)
+            table.fixed(UInt64(section.count), 8)
+            offset += section.count
+        }
+        let header = SnapshotHeader(sectionCount: sections.count, fingerprint: SnapshotCodec.fingerprint, location: location,
+                                    fileID: fileID, recordedAt: recordedAt, fileLength: UInt64(offset),
+                                    tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
+        var file = header.encoded() + table.bytes
+        file.reserveCapacity(offset)
+        for (section, start) in zip(sections, offsets) {
+            file.append(contentsOf: repeatElement(0, count: start - file.count))
+            file.append(contentsOf: section)
+        }
+        return file
+    }
+
+    /// The id slots: a power of two with the load at or below 0.7, each `row + 1` at the id's hash, linear probing.
+    private static func idSlots(_ ids: [EntryID]) -> [UInt8] {
+        var count = 16
+        while count * 7 < ids.count * 10 { count <<= 1 }
+        var slots = [UInt32](repeating: 0, count: count)
+        let mask = count - 1
+        for (row, id) in ids.enumerated() {
+            var slot = IDIndex.hash(id) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = UInt32(row + 1)
+        }
+        var w = ByteWriter(capacity: count * 4)
+        for value in slots { w.fixed(UInt64(value), 4) }
+        return w.bytes
+    }
+
+    /// A word-stats table, canonical words in Apple's order, then custom words by name.
+    private static func writeStats<D>(_ table: WordTable<D, WordStat>, to w: inout ByteWriter) {
+        let pairs = table.pairs
+        w.varint(UInt64(pairs.count))
+        for (word, stat) in pairs {
+            EventCodec.writeWord(word, to: &w)
+            w.varint(UInt64(stat.count))
+            w.varint(UInt64(stat.valenceCount))
+            w.signed(stat.valenceSum)
+        }
+    }
+}
