@@ -11,14 +11,19 @@ build=$root/.build/fuzz
 mkdir -p "$build" "$root/Tests/Fuzz/Crashes/$target"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger)
 eventlog=$(find "$root/Sources/EventLog" -name '*.swift')
+# EventLog imports CPlatform (hardware CRC-32C, the SIGBUS guard): compiled with clang, found through its module map.
+for c in crc32c guard; do
+    clang -c -O1 -g -fsanitize=fuzzer-no-link,address "$root/Sources/CPlatform/$c.c" -I "$root/Sources/CPlatform/include" -o "$build/$c.o"
+done
+cplatform=(-I "$root/Sources/CPlatform/include" "$build/crc32c.o" "$build/guard.o")
 if [ "$target" = log ]; then
-    swiftc "${flags[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
+    swiftc "${flags[@]}" "${cplatform[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
 else
     # EventLog as an instrumented module of its own; the harness is compiled into MoodLedger (internal access).
     swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger \
-        -emit-library -static -emit-module -module-name EventLog $eventlog \
+        -emit-library -static -emit-module -module-name EventLog -I "$root/Sources/CPlatform/include" $eventlog \
         -emit-module-path "$build/EventLog.swiftmodule" -o "$build/libEventLog.a"
-    swiftc "${flags[@]}" -module-name MoodLedger -I "$build" -L "$build" -lEventLog \
+    swiftc "${flags[@]}" "${cplatform[@]}" -module-name MoodLedger -I "$build" -L "$build" -lEventLog \
         $(find "$root/Sources/MoodLedger" -name '*.swift') "$root/Tests/Fuzz/Harnesses/$target.swift" \
         -o "$build/fuzz-$target"
 fi

@@ -79,7 +79,7 @@ public struct AnalyticsState: Sendable, Equatable {
         /// The aggregate of a day, if it has entries.
         public subscript(day: LocalDate) -> DayAggregate? {
             if let image = state.image, state.overridden[day] == nil {
-                return image.dayIndex(of: day).map { image.aggregate(image.day(at: $0)) }
+                return image.dayIndex(of: day).map(image.aggregate(dayAt:))
             }
             return state.changedDays[day]
         }
@@ -95,7 +95,7 @@ public struct AnalyticsState: Sendable, Equatable {
     private mutating func materialize(_ day: LocalDate) {
         guard let image, overridden[day] == nil else { return }
         overridden[day] = true
-        if let index = image.dayIndex(of: day) { changedDays[day] = image.aggregate(image.day(at: index)) }
+        if let index = image.dayIndex(of: day) { changedDays[day] = image.aggregate(dayAt: index) }
     }
 
     public static func == (a: AnalyticsState, b: AnalyticsState) -> Bool {

@@ -1,4 +1,5 @@
 import EventLog
+import Synchronization
 
 /// The layout of a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
 /// then ten 8-byte-aligned little-endian sections, each with its own checksum.
@@ -41,6 +42,8 @@ final class SnapshotImage: @unchecked Sendable {
     private let words: UnsafeRawBufferPointer
     private let sources: UnsafeRawBufferPointer
     private let slotMask: Int
+    /// Day aggregates decoded so far (by day index): analytics over all days decode each day once per image.
+    private let decoded: Mutex<[Int: DayAggregate]> = Mutex([:])
 
     /// Maps nothing itself: checks `file` (already mapped) and keeps it.
     /// - Throws: ``SnapshotProblem`` naming the first rule the bytes break.
@@ -295,6 +298,14 @@ final class SnapshotImage: @unchecked Sendable {
     /// Every day with entries, ascending.
     var dates: [LocalDate] {
         (0..<dayCount).map { LocalDate(daysSinceEpoch: Int32(bitPattern: days.le($0 * SnapshotLayout.daySize))) }
+    }
+
+    /// The analytics aggregate of the day at `index`, decoded once and then kept.
+    func aggregate(dayAt index: Int) -> DayAggregate {
+        if let known = decoded.withLock({ $0[index] }) { return known }
+        let aggregate = aggregate(day(at: index))
+        decoded.withLock { $0[index] = aggregate }
+        return aggregate
     }
 
     /// A day's analytics aggregate, decoded (an empty one for a malformed record: only a crafted file has one).
