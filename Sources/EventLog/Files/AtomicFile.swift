@@ -36,14 +36,7 @@ package enum AtomicFile {
     ///   - io: the system-call layer.
     /// - Throws: ``EventLogError`` `notFound`, `invalidArgument` (too large) or `io`.
     package static func read(_ path: String, limit: Int = 1 << 32, io: any PlatformIO = SystemIO()) throws -> [UInt8] {
-        let fd: Int32
-        do {
-            fd = try io.open(path, .readOnly)
-        } catch let error as Errno where error == .noSuchFile {
-            throw EventLogError(.notFound, "no file at \(path)")
-        } catch let error as Errno {
-            throw EventLogError.io("cannot open \(path)", error)
-        }
+        let fd = try openForReading(path, io: io)
         defer { io.close(fd) }
         return try wrapIO("cannot read \(path)") {
             let size = try io.size(fd)
@@ -56,17 +49,21 @@ package enum AtomicFile {
         }
     }
 
-    /// Maps a whole file read-only (the descriptor is closed at once: the mapping keeps the file).
-    /// - Throws: ``EventLogError`` `notFound` or `io`.
-    package static func map(_ path: String, io: any PlatformIO = SystemIO()) throws -> MappedFile {
-        let fd: Int32
+    /// Opens a file read-only, naming a missing file `notFound`.
+    private static func openForReading(_ path: String, io: any PlatformIO) throws -> Int32 {
         do {
-            fd = try io.open(path, .readOnly)
+            return try io.open(path, .readOnly)
         } catch let error as Errno where error == .noSuchFile {
             throw EventLogError(.notFound, "no file at \(path)")
         } catch let error as Errno {
             throw EventLogError.io("cannot open \(path)", error)
         }
+    }
+
+    /// Maps a whole file read-only (the descriptor is closed at once: the mapping keeps the file).
+    /// - Throws: ``EventLogError`` `notFound` or `io`.
+    package static func map(_ path: String, io: any PlatformIO = SystemIO()) throws -> MappedFile {
+        let fd = try openForReading(path, io: io)
         defer { io.close(fd) }
         return try wrapIO("cannot map \(path)") {
             let size = try io.size(fd)

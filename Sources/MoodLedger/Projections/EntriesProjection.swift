@@ -152,9 +152,6 @@ public struct EntriesState: Sendable, Equatable {
         return result
     }
 
-    /// How many days have entries.
-    var dayCount: Int { activeDays.count }
-
     /// Calls `body` for every day with entries, ascending, with its entries oldest first and its daily mood's id.
     func forEachDay(_ body: (LocalDate, [MoodEntry], EntryID?) -> Void) {
         for day in activeDays {

@@ -58,7 +58,7 @@ final class SnapshotImage: @unchecked Sendable {
         }
         guard header.fileLength == UInt64(bytes.count) else { throw SnapshotProblem("truncated or extended") }
         self.header = header
-        let sections = try Self.sections(of: bytes, header: header)
+        let sections = try Self.sections(of: file, header: header)
         func section(_ kind: SnapshotLayout.Section) -> UnsafeRawBufferPointer { sections[Int(kind.rawValue) - 1] }
 
         let meta = section(.meta)
@@ -107,8 +107,9 @@ final class SnapshotImage: @unchecked Sendable {
 
     /// Reads and checks the section table and every section's checksum, a window at a time (each window's pages
     /// are released after it is checked, so checking costs no resident memory).
-    private static func sections(of bytes: UnsafeRawBufferPointer, header: SnapshotHeader) throws(SnapshotProblem)
+    private static func sections(of file: MappedFile, header: SnapshotHeader) throws(SnapshotProblem)
         -> [UnsafeRawBufferPointer] {
+        let bytes = file.bytes
         let kinds = SnapshotLayout.Section.allCases
         guard header.sectionCount == kinds.count else { throw SnapshotProblem("section table: \(header.sectionCount) sections, not \(kinds.count)") }
         let tableEnd = SnapshotLayout.headerSize + kinds.count * SnapshotLayout.tableEntrySize
@@ -135,6 +136,7 @@ final class SnapshotImage: @unchecked Sendable {
             while start < section.count {
                 let end = min(section.count, start + window)
                 state = CRC32C.extend(state, UnsafeRawBufferPointer(rebasing: section[start..<end]))
+                file.release((Int(offset) + start)..<(Int(offset) + end))
                 start = end
             }
             guard CRC32C.mask(CRC32C.finish(state)) == crc else { throw SnapshotProblem("section \(kind.rawValue): checksum mismatch") }

@@ -105,7 +105,6 @@ struct SnapshotStore: Sendable {
             image.releaseCheckedPages()
             return .success(image)
         } catch {
-            mapped.release(0..<mapped.bytes.count)
             return .failure(.init("\(file): \(error.text)"))
         }
     }

@@ -8,9 +8,10 @@ enum SnapshotWriter {
     static func file(of state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws(SnapshotProblem) -> [UInt8] {
         var rows = ByteWriter(capacity: state.entries.count * SnapshotLayout.rowSize)
         var arena = ByteWriter(capacity: state.entries.count * 48)
-        var days = ByteWriter(capacity: state.entries.dayCount * SnapshotLayout.daySize)
+        var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
+        var dayCount = 0
         var valences = ByteWriter(capacity: state.entries.count * 8)
-        var words = ByteWriter(capacity: state.entries.dayCount * 32)
+        var words = ByteWriter(capacity: 4096 * 32)
         var ids: [EntryID] = []
         ids.reserveCapacity(state.entries.count)
         var sources: [(hash: UInt64, row: UInt32)] = []
@@ -49,6 +50,7 @@ enum SnapshotWriter {
             days.fixed(UInt64(wordsStart), 4)
             days.fixed(UInt64(words.bytes.count - wordsStart), 4)
             valenceCount += aggregate.valences.count
+            dayCount += 1
         }
         guard !overflow, ids.count < Int(UInt32.max) / 2 else { throw SnapshotProblem("entries too large for one snapshot") }
         let slots = idSlots(ids)
@@ -66,7 +68,7 @@ enum SnapshotWriter {
         meta.fixed(state.seq, 8)
         meta.fixed(UInt64(bitPattern: state.recordedAt), 8)
         meta.fixed(UInt64(ids.count), 4)
-        meta.fixed(UInt64(state.entries.dayCount), 4)
+        meta.fixed(UInt64(dayCount), 4)
         meta.fixed(UInt64(slots.count / 4), 4)
         meta.fixed(UInt64(sources.count), 4)
         let sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
