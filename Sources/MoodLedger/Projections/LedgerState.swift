@@ -15,13 +15,12 @@ public struct LedgerState: Sendable, Equatable {
 
     public init() {}
 
-    /// The state a snapshot holds: entries and analytics read through the image; the outbox is decoded.
+    /// The state a snapshot holds: entries, analytics and the outbox read through the image.
     init(image: SnapshotImage) {
         entries = EntriesState(image: image)
         analytics = AnalyticsState(image: image)
-        outbox = OutboxState(records: image.outbox.records)
-        outbox.restore(progress: image.outbox.progress)
-        pendingErasures = image.outbox.pendingErasures
+        outbox = OutboxState(image: image)
+        pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
     }
@@ -34,7 +33,7 @@ public struct LedgerState: Sendable, Equatable {
         // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
         let exists: Bool
         switch recorded.event {
-        case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries[recorded.event.entryID] != nil
+        case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(recorded.event.entryID)
         default: exists = true
         }
         outbox.apply(recorded.event, change: change, at: time, entryExists: exists)

@@ -66,31 +66,62 @@ public struct OutboxState: Sendable, Equatable {
         static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.records.0 == b.records.0 && a.records.1 == b.records.1 }
     }
 
-    /// Entries with sync history, densely; ``index`` maps an id to its position. One lookup answers both
-    /// destinations, and entries without history (most, during replay) cost one cheap probe.
+    /// Entries whose sync history changed since the snapshot (all of them without one), densely; ``index`` maps an
+    /// id to its position. One lookup answers both destinations, and entries without history (most, during replay)
+    /// cost one cheap probe. A pair emptied here while the snapshot holds records for its entry stays, empty, to
+    /// hide them.
     private var pairs: [Pair] = []
     private var index = IDIndex()
+    /// The snapshot's records, read on demand for the entries ``pairs`` does not hold.
+    private var image: SnapshotImage?
     /// Per destination (by code): the server, the cursor, the latest outcomes.
     public private(set) var progress: [SyncProgress] = [SyncProgress(), SyncProgress()]
 
     public init() {}
 
+    /// The state a snapshot holds: its records stay in the mapped file until asked for.
+    init(image: SnapshotImage) {
+        self.image = image
+        progress = image.progress
+    }
+
+    /// One entry's records (both destinations), if it has sync history.
+    private func pair(_ id: EntryID) -> (OutboxRecord?, OutboxRecord?)? {
+        if let position = index[id] {
+            let pair = pairs[position]
+            return pair.isEmpty ? nil : pair.records
+        }
+        return image?.outboxPair(of: id)
+    }
+
     /// The record of one pair, if it has sync history.
     public func record(_ key: OutboxKey) -> OutboxRecord? {
-        index[key.entryID].flatMap { pairs[$0][key.destination] }
+        guard let pair = pair(key.entryID) else { return nil }
+        return key.destination.code == 0 ? pair.0 : pair.1
+    }
+
+    /// Every entry with records and its records (by destination code), ordered by entry id.
+    var pairsByID: [(EntryID, (OutboxRecord?, OutboxRecord?))] {
+        var result: [(EntryID, (OutboxRecord?, OutboxRecord?))] = []
+        image?.forEachOutboxPair { id, records in
+            if index[id] == nil { result.append((id, records)) }
+        }
+        for pair in pairs where !pair.isEmpty { result.append((pair.id, pair.records)) }
+        result.sort { $0.0 < $1.0 }
+        return result
     }
 
     /// Every record, ordered by entry id then destination.
     public var records: [(key: OutboxKey, value: OutboxRecord)] {
-        pairs.sorted { $0.id < $1.id }.flatMap { pair in
-            SyncDestination.allCases.compactMap { destination in
-                pair[destination].map { (OutboxKey(entryID: pair.id, destination: destination), $0) }
+        pairsByID.flatMap { id, records in
+            SyncDestination.allCases.sorted().compactMap { destination in
+                (destination.code == 0 ? records.0 : records.1).map { (OutboxKey(entryID: id, destination: destination), $0) }
             }
         }
     }
 
     /// How many pairs have records.
-    public var recordCount: Int { pairs.reduce(0) { $0 + ($1.records.0 == nil ? 0 : 1) + ($1.records.1 == nil ? 0 : 1) } }
+    public var recordCount: Int { pairsByID.reduce(0) { $0 + ($1.1.0 == nil ? 0 : 1) + ($1.1.1 == nil ? 0 : 1) } }
 
     /// Sets or removes one pair's record.
     private subscript(key: OutboxKey) -> OutboxRecord? {
@@ -98,7 +129,7 @@ public struct OutboxState: Sendable, Equatable {
         set {
             if let position = index[key.entryID] {
                 pairs[position][key.destination] = newValue
-                if pairs[position].isEmpty {
+                if pairs[position].isEmpty && image?.outboxPosition(of: key.entryID) == nil {
                     index.remove(key.entryID)
                     let last = pairs.removeLast()
                     if position < pairs.count {
@@ -106,8 +137,10 @@ public struct OutboxState: Sendable, Equatable {
                         index.set(last.id, position)
                     }
                 }
-            } else if let newValue {
-                var pair = Pair(id: key.entryID, records: (nil, nil))
+            } else {
+                let known = image?.outboxPair(of: key.entryID)
+                guard newValue != nil || known != nil else { return }
+                var pair = Pair(id: key.entryID, records: known ?? (nil, nil))
                 pair[key.destination] = newValue
                 index.set(key.entryID, pairs.count)
                 pairs.append(pair)
@@ -116,25 +149,20 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// Whether an entry has any sync history.
-    private func hasHistory(_ id: EntryID) -> Bool { index[id] != nil }
-
-    /// Replaces the records (snapshot load).
-    mutating func restore(_ records: [OutboxKey: OutboxRecord]) {
-        pairs = []
-        index = IDIndex(capacity: records.count)
-        for (key, record) in records { self[key] = record }
+    private func hasHistory(_ id: EntryID) -> Bool {
+        if let position = index[id] { return !pairs[position].isEmpty }
+        return image?.outboxPosition(of: id) != nil
     }
 
     /// Where syncing with `destination` stands.
     public func progress(_ destination: SyncDestination) -> SyncProgress { progress[Int(destination.code)] }
 
-    /// Restores the per-destination progress (snapshot load).
-    mutating func restore(progress: [SyncProgress]) { self.progress = progress }
-
+    /// Equal when the progress and every record are (wherever each side keeps them).
     public static func == (a: OutboxState, b: OutboxState) -> Bool {
-        a.progress == b.progress && a.pairs.count == b.pairs.count && a.pairs.allSatisfy { pair in
-            b.index[pair.id].map { b.pairs[$0] == pair } ?? false
-        }
+        guard a.progress == b.progress else { return false }
+        let left = a.pairsByID
+        let right = b.pairsByID
+        return left.count == right.count && zip(left, right).allSatisfy { $0.0 == $1.0 && $0.1.0 == $1.1.0 && $0.1.1 == $1.1.1 }
     }
 
     /// The last error's text once its entry is erased.
@@ -243,8 +271,8 @@ public struct OutboxState: Sendable, Equatable {
             let slot = Int(config.destination.code)
             if let old = progress[slot].remote, old.url != config.url || old.dialect != config.dialect {
                 // Another server: nothing was sent there yet. Every entry is pending a create again.
-                for pair in pairs where pair[config.destination] != nil {
-                    self[OutboxKey(entryID: pair.id, destination: config.destination)] = nil
+                for (id, records) in pairsByID where (config.destination.code == 0 ? records.0 : records.1) != nil {
+                    self[OutboxKey(entryID: id, destination: config.destination)] = nil
                 }
                 progress[slot] = SyncProgress()
             }

@@ -1,7 +1,7 @@
 import EventLog
 
-/// The snapshot's schema and its outbox section (`Specs/ledger.md`): the outbox, each destination's sync progress
-/// and the pending erasures, in the varint primitives of the event catalog. Entries and analytics are sections of
+/// The snapshot's schema and its outbox sections (`Specs/ledger.md`): the outbox records, each destination's sync
+/// progress and the pending erasures, in the varint primitives of the event catalog. Entries and analytics are sections of
 /// their own (``SnapshotWriter``, ``SnapshotImage``).
 enum SnapshotCodec {
     /// Bump when any projection, or the snapshot's encoding, changes: old snapshots are then ignored and the ledger
@@ -11,42 +11,28 @@ enum SnapshotCodec {
     /// entries=3: a remote.applied upsert identical to the entry changes nothing (updated_at kept).
     /// snapshot-payload=2: pending erasures at the end.
     /// snapshot-payload=3: version-2 files: sections of rows, stored indexes and per-day aggregates, mapped on open.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=3"
+    /// snapshot-payload=4: the outbox as an index of ids and a records section read on demand, beside a sync section.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=4"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
-    /// What the outbox section holds, decoded.
-    struct OutboxPart {
-        var records: [OutboxKey: OutboxRecord] = [:]
-        var progress: [SyncProgress] = []
-        var pendingErasures: [EntryID: UInt64] = [:]
-    }
-
-    /// The outbox section of a state.
-    static func encodeOutbox(_ state: LedgerState) -> [UInt8] {
-        var w = ByteWriter(capacity: state.outbox.recordCount * 24 + 256)
-        let records = state.outbox.records
-        w.varint(UInt64(records.count))
-        for (key, record) in records {
-            w.id(key.entryID)
-            w.u8(key.destination.code)
-            w.u8(record.operation.map { $0.code + 1 } ?? 0)
-            var flags: UInt8 = 0
-            if record.remoteID != nil { flags |= 1 }
-            if record.lastError != nil { flags |= 2 }
-            if record.nextAttemptAt != nil { flags |= 4 }
-            if record.parked { flags |= 8 }
-            if record.changedSinceAttempt { flags |= 16 }
-            if record.idempotencyKey != nil { flags |= 32 }
-            if record.inFlight { flags |= 64 }
-            w.u8(flags)
-            w.varint(UInt64(record.attempts))
-            w.varint(UInt64(max(0, record.lastStatus ?? 0)))
-            if let remoteID = record.remoteID { w.string(remoteID) }
-            if let lastError = record.lastError { w.string(lastError) }
-            if let next = record.nextAttemptAt { w.signed(next) }
-            w.varint(record.revision)
-            if let key = record.idempotencyKey { w.string(key) }
+    /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records
+    /// section), the records (per entry: a destination mask, then each present destination's record) and the sync
+    /// section (each destination's progress, then the pending erasures).
+    static func encodeOutbox(_ state: LedgerState) -> (index: [UInt8], records: [UInt8], sync: [UInt8]) {
+        let pairs = state.outbox.pairsByID
+        var index = ByteWriter(capacity: pairs.count * SnapshotLayout.outboxIndexSize)
+        var records = ByteWriter(capacity: pairs.count * 24)
+        for (id, pair) in pairs {
+            let start = records.bytes.count
+            records.u8((pair.0 == nil ? 0 : 1) | (pair.1 == nil ? 0 : 2))
+            for record in [pair.0, pair.1] {
+                if let record { writeRecord(record, to: &records) }
+            }
+            index.id(id)
+            index.fixed(UInt64(truncatingIfNeeded: start), 4)
+            index.fixed(UInt64(records.bytes.count - start), 4)
         }
+        var w = ByteWriter(capacity: 256)
         for destination in SyncDestination.allCases.sorted() {
             let progress = state.outbox.progress(destination)
             var flags: UInt8 = 0
@@ -75,51 +61,76 @@ enum SnapshotCodec {
             w.id(id)
             w.varint(seq)
         }
-        return w.bytes
+        return (index.bytes, records.bytes, w.bytes)
     }
 
-    /// Decodes and checks an outbox section.
+    /// One outbox record, without its key.
+    private static func writeRecord(_ record: OutboxRecord, to w: inout ByteWriter) {
+        w.u8(record.operation.map { $0.code + 1 } ?? 0)
+        var flags: UInt8 = 0
+        if record.remoteID != nil { flags |= 1 }
+        if record.lastError != nil { flags |= 2 }
+        if record.nextAttemptAt != nil { flags |= 4 }
+        if record.parked { flags |= 8 }
+        if record.changedSinceAttempt { flags |= 16 }
+        if record.idempotencyKey != nil { flags |= 32 }
+        if record.inFlight { flags |= 64 }
+        w.u8(flags)
+        w.varint(UInt64(record.attempts))
+        w.varint(UInt64(max(0, record.lastStatus ?? 0)))
+        if let remoteID = record.remoteID { w.string(remoteID) }
+        if let lastError = record.lastError { w.string(lastError) }
+        if let next = record.nextAttemptAt { w.signed(next) }
+        w.varint(record.revision)
+        if let key = record.idempotencyKey { w.string(key) }
+    }
+
+    /// One entry's records, as the records section holds them (read when the outbox first asks for that entry).
+    /// - Throws: ``ByteReader/Malformed`` for an empty mask, unknown bits or codes, values out of range.
+    static func readPair(from r: inout ByteReader) throws(ByteReader.Malformed) -> (OutboxRecord?, OutboxRecord?) {
+        let mask = try r.u8()
+        guard mask != 0, mask & ~3 == 0 else { throw ByteReader.Malformed(what: "outbox pair: mask \(mask)") }
+        let first = mask & 1 != 0 ? try readRecord(from: &r) : nil
+        let second = mask & 2 != 0 ? try readRecord(from: &r) : nil
+        return (first, second)
+    }
+
+    /// One outbox record, without its key.
+    private static func readRecord(from r: inout ByteReader) throws(ByteReader.Malformed) -> OutboxRecord {
+        let operationCode = try r.u8()
+        var record = OutboxRecord()
+        if operationCode > 0 {
+            guard let operation = SyncOperation(code: operationCode - 1) else {
+                throw ByteReader.Malformed(what: "unknown operation")
+            }
+            record.operation = operation
+        }
+        let flags = try r.u8()
+        guard flags & ~0x7F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
+        let attempts = try r.varint()
+        guard attempts <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "attempts: out of range") }
+        record.attempts = Int(attempts)
+        let status = try r.varint()
+        guard status <= 999 else { throw ByteReader.Malformed(what: "status: above 999") }
+        record.lastStatus = status == 0 ? nil : Int(status)
+        if flags & 1 != 0 { record.remoteID = try r.string("remote_id") }
+        if flags & 2 != 0 { record.lastError = try r.string("error") }
+        if flags & 4 != 0 { record.nextAttemptAt = try checkedTime(try r.signed(), "next_attempt_at") }
+        record.parked = flags & 8 != 0
+        record.changedSinceAttempt = flags & 16 != 0
+        record.revision = try EventCodec.readRevision(from: &r)
+        if flags & 32 != 0 { record.idempotencyKey = try r.string("idempotency_key") }
+        record.inFlight = flags & 64 != 0
+        return record
+    }
+
+    /// Decodes and checks the sync section: each destination's progress, then the pending erasures.
     /// - Parameters:
     ///   - buffer: the section's bytes.
     ///   - seq: the snapshot's covered seq (a pending erasure cannot be after it).
-    static func decodeOutbox(_ buffer: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed) -> OutboxPart {
+    static func decodeSync(_ buffer: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed)
+        -> (progress: [SyncProgress], pendingErasures: [EntryID: UInt64]) {
         var r = ByteReader(buffer)
-        var part = OutboxPart()
-        let recordCount = try r.count()
-        var records: [OutboxKey: OutboxRecord] = [:]
-        records.reserveCapacity(recordCount)
-        for _ in 0..<recordCount {
-            let id = try r.id()
-            guard let destination = SyncDestination(code: try r.u8()) else {
-                throw ByteReader.Malformed(what: "unknown destination")
-            }
-            let operationCode = try r.u8()
-            var record = OutboxRecord()
-            if operationCode > 0 {
-                guard let operation = SyncOperation(code: operationCode - 1) else {
-                    throw ByteReader.Malformed(what: "unknown operation")
-                }
-                record.operation = operation
-            }
-            let flags = try r.u8()
-            guard flags & ~0x7F == 0 else { throw ByteReader.Malformed(what: "outbox flags: unknown bits") }
-            let attempts = try r.varint()
-            guard attempts <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "attempts: out of range") }
-            record.attempts = Int(attempts)
-            let status = try r.varint()
-            guard status <= 999 else { throw ByteReader.Malformed(what: "status: above 999") }
-            record.lastStatus = status == 0 ? nil : Int(status)
-            if flags & 1 != 0 { record.remoteID = try r.string("remote_id") }
-            if flags & 2 != 0 { record.lastError = try r.string("error") }
-            if flags & 4 != 0 { record.nextAttemptAt = try checkedTime(try r.signed(), "next_attempt_at") }
-            record.parked = flags & 8 != 0
-            record.changedSinceAttempt = flags & 16 != 0
-            record.revision = try EventCodec.readRevision(from: &r)
-            if flags & 32 != 0 { record.idempotencyKey = try r.string("idempotency_key") }
-            record.inFlight = flags & 64 != 0
-            records[OutboxKey(entryID: id, destination: destination)] = record
-        }
-        part.records = records
         var progress: [SyncProgress] = []
         for destination in SyncDestination.allCases.sorted() {
             var current = SyncProgress()
@@ -143,16 +154,18 @@ enum SnapshotCodec {
             }
             progress.append(current)
         }
-        part.progress = progress
+        var pendingErasures: [EntryID: UInt64] = [:]
         let pendingCount = try r.count()
         for _ in 0..<pendingCount {
             let id = try r.id()
             let erasedAt = try r.varint()
             guard erasedAt <= seq else { throw ByteReader.Malformed(what: "pending erasure: seq after the snapshot") }
-            part.pendingErasures[id] = erasedAt
+            guard pendingErasures.updateValue(erasedAt, forKey: id) == nil else {
+                throw ByteReader.Malformed(what: "pending erasure: repeated entry")
+            }
         }
         guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
-        return part
+        return (progress, pendingErasures)
     }
 }
 
@@ -169,12 +182,5 @@ extension SnapshotCodec {
     static func isTimeInRange(milliseconds: Int64) -> Bool {
         let (micros, overflow) = milliseconds.multipliedReportingOverflow(by: 1000)
         return !overflow && LogFormat.recordedAtRange.contains(micros)
-    }
-}
-
-extension OutboxState {
-    init(records: [OutboxKey: OutboxRecord]) {
-        self.init()
-        self.restore(records)
     }
 }

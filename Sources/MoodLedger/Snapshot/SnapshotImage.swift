@@ -2,7 +2,7 @@ import EventLog
 import Synchronization
 
 /// The layout of a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
-/// then ten 8-byte-aligned little-endian sections, each with its own checksum.
+/// then twelve 8-byte-aligned little-endian sections, each with its own checksum.
 enum SnapshotLayout {
     static let headerSize = 80
     static let tableEntrySize = 24
@@ -10,12 +10,13 @@ enum SnapshotLayout {
     static let rowSize = 48
     static let daySize = 32
     static let sourceSize = 16
+    static let outboxIndexSize = 24
     /// "No row" in a day's daily-mood field.
     static let noRow = UInt32.max
 
     /// The sections, in the order (and with the kind codes) they appear in the file.
     enum Section: UInt32, CaseIterable {
-        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outbox
+        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync
     }
 }
 
@@ -31,8 +32,9 @@ final class SnapshotImage: @unchecked Sendable {
     /// The all-time word totals (small: decoded on open).
     let labelTotals: WordTable<LabelDomain, WordStat>
     let associationTotals: WordTable<AssociationDomain, WordStat>
-    /// The outbox, sync progress and pending erasures (decoded on open).
-    let outbox: SnapshotCodec.OutboxPart
+    /// Each destination's sync progress and the pending erasures (small: decoded on open).
+    let progress: [SyncProgress]
+    let pendingErasures: [EntryID: UInt64]
 
     private let rows: UnsafeRawBufferPointer
     private let arena: UnsafeRawBufferPointer
@@ -41,6 +43,8 @@ final class SnapshotImage: @unchecked Sendable {
     private let valences: UnsafeRawBufferPointer
     private let words: UnsafeRawBufferPointer
     private let sources: UnsafeRawBufferPointer
+    private let outboxIndex: UnsafeRawBufferPointer
+    private let outboxRecords: UnsafeRawBufferPointer
     private let slotMask: Int
     /// Day aggregates decoded so far (by day index): analytics over all days decode each day once per image.
     private let decoded: Mutex<[Int: DayAggregate]> = Mutex([:])
@@ -98,10 +102,15 @@ final class SnapshotImage: @unchecked Sendable {
         } catch {
             throw SnapshotProblem("totals: \(error.what)")
         }
+        outboxIndex = section(.outboxIndex)
+        outboxRecords = section(.outboxRecords)
+        guard outboxIndex.count % SnapshotLayout.outboxIndexSize == 0 else {
+            throw SnapshotProblem("outbox index: length is not a multiple of 24")
+        }
         do throws(ByteReader.Malformed) {
-            outbox = try SnapshotCodec.decodeOutbox(section(.outbox), seq: seq)
+            (progress, pendingErasures) = try SnapshotCodec.decodeSync(section(.sync), seq: seq)
         } catch {
-            throw SnapshotProblem("outbox: \(error.what)")
+            throw SnapshotProblem("sync: \(error.what)")
         }
     }
 
@@ -250,6 +259,59 @@ final class SnapshotImage: @unchecked Sendable {
             low += 1
         }
         return result
+    }
+
+    // MARK: - Outbox
+
+    /// How many entries have outbox records.
+    var outboxCount: Int { outboxIndex.count / SnapshotLayout.outboxIndexSize }
+
+    @inline(__always)
+    private func outboxID(at position: Int) -> EntryID {
+        let at = position * SnapshotLayout.outboxIndexSize
+        return EntryID(high: UInt64(bigEndian: outboxIndex.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                       low: UInt64(bigEndian: outboxIndex.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
+    }
+
+    /// The position of an entry in the outbox index (binary search over ids ascending), if it has records.
+    func outboxPosition(of id: EntryID) -> Int? {
+        var low = 0
+        var high = outboxCount
+        while low < high {
+            let mid = (low + high) / 2
+            let found = outboxID(at: mid)
+            if found == id { return mid }
+            if found < id { low = mid + 1 } else { high = mid }
+        }
+        return nil
+    }
+
+    /// The records at an index position (nil if they break a rule: only a crafted file holds such a pair).
+    private func outboxPair(at position: Int) -> (OutboxRecord?, OutboxRecord?)? {
+        let at = position * SnapshotLayout.outboxIndexSize
+        let offset = Int(outboxIndex.le(at + 16) as UInt32)
+        let length = Int(outboxIndex.le(at + 20) as UInt32)
+        guard offset <= outboxRecords.count, length <= outboxRecords.count - offset else { return nil }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: outboxRecords[offset..<(offset + length)]))
+        guard let pair = try? SnapshotCodec.readPair(from: &r), r.isAtEnd else { return nil }
+        return pair
+    }
+
+    /// An entry's outbox records (by destination code), if the snapshot holds any.
+    func outboxPair(of id: EntryID) -> (OutboxRecord?, OutboxRecord?)? {
+        outboxPosition(of: id).flatMap(outboxPair(at:))
+    }
+
+    /// Calls `body` with every entry's records, ids ascending (an id out of order, only in a crafted file, is
+    /// skipped: binary search could not find it).
+    func forEachOutboxPair(_ body: (EntryID, (OutboxRecord?, OutboxRecord?)) -> Void) {
+        var previous: EntryID?
+        for position in 0..<outboxCount {
+            let id = outboxID(at: position)
+            if let previous, !(previous < id) { continue }
+            previous = id
+            if let pair = outboxPair(at: position) { body(id, pair) }
+        }
     }
 
     /// FNV-1a (64-bit) over the source's code byte, then the source id's UTF-8 bytes.

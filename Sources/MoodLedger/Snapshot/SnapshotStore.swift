@@ -124,6 +124,7 @@ struct SnapshotStore: Sendable {
         for entry in state.entries.all {
             if let sourceID = entry.sourceID { _ = state.entries.entry(source: entry.source, sourceID: sourceID) }
         }
+        for (key, _) in state.outbox.records { _ = state.outbox.record(key) }
         return state
     }
 

@@ -71,8 +71,10 @@ enum SnapshotWriter {
         meta.fixed(UInt64(dayCount), 4)
         meta.fixed(UInt64(slots.count / 4), 4)
         meta.fixed(UInt64(sources.count), 4)
+        let outbox = SnapshotCodec.encodeOutbox(state)
+        guard outbox.records.count <= Int(UInt32.max) else { throw SnapshotProblem("outbox too large for one snapshot") }
         let sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
-                        sourceBytes.bytes, SnapshotCodec.encodeOutbox(state)]
+                        sourceBytes.bytes, outbox.index, outbox.records, outbox.sync]
         return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
     }
 
