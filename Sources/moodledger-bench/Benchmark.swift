@@ -187,13 +187,16 @@ struct Benchmark {
             }
             try flush()
         }
-        // The snapshots the ledger's own policy leaves on disk (a snapshot every `snapshotInterval` events; kept:
-        // the first of each `sparseSnapshotInterval` bucket and the newest two), the newest placed at N − 1,000 so
-        // that a warm open replays a tail.
+        // The snapshots the ledger's own policy leaves on disk: one every `snapshotInterval` events, each write
+        // pruning to what the spacing rule keeps (`Ledger.Options.snapshotsKept`), the newest placed at N − 1,000 so
+        // that a warm open replays a tail. Only the survivors are written; the last write prunes them to the byte
+        // budget with their real sizes.
         let policy = Ledger.Options()
-        var boundaries = [policy.snapshotInterval]
-        boundaries += stride(from: Int(policy.sparseSnapshotInterval), to: split, by: Int(policy.sparseSnapshotInterval))
-        boundaries = boundaries.filter { $0 < split } + [split]
+        var present: [UInt64] = []
+        for seq in stride(from: policy.snapshotInterval, to: split, by: policy.snapshotInterval) + [split] {
+            present = policy.snapshotsKept(newestFirst: [UInt64(seq)] + present)
+        }
+        let boundaries = present.reversed().map { Int($0) }
         for boundary in boundaries where boundary > produced {
             let log = try EventLog.open(directory: ledgerPath)
             try appendBatches(log, upTo: boundary)

@@ -114,7 +114,7 @@ struct SnapshotDamageTests {
         #expect(ledger.snapshotFiles.count == 1)
     }
 
-    @Test("Pruning keeps the two newest snapshots and the oldest of each sparse bucket")
+    @Test("Pruning keeps the newest snapshot and the oldest of each sparse bucket")
     func pruning() throws {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
@@ -129,7 +129,36 @@ struct SnapshotDamageTests {
         for i in 1..<200 { try ledger.log(MoodDraft(valence: Double(i % 10) / 10)) }
         #expect(!FileManager.default.fileExists(atPath: stale), "a crash's temp file is cleaned up")
         let seqs = ledger.snapshotFiles.map { UInt64($0.split(separator: "-").last!.dropLast(4))! }
-        #expect(seqs == [191, 181, 151, 101, 51, 1], "\(seqs)")
+        #expect(seqs == [191, 151, 101, 51, 1], "\(seqs)")
         for seq in seqs { #expect(try ledger.state(at: .seq(seq)).seq == seq) }
+    }
+
+    @Test("The sparse spacing doubles as the log grows (at most four buckets), and the snapshots stay within twice the log")
+    func pruningBudget() throws {
+        let dir = TemporaryDirectory("ledger")
+        let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
+        try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+        // A snapshot every 10,000 events of a ledger growing to 1,000,000, each file's size proportional to its seq
+        // (one byte per 125 events), the log one byte per 100 events (the benchmark's proportions): pruned after each
+        // write, as the ledger does.
+        var total = 0
+        for seq in stride(from: UInt64(10_000), through: 1_000_000, by: 10_000) {
+            _ = FileManager.default.createFile(atPath: store.path(for: seq), contents: Data(count: Int(seq / 125)))
+            store.prune(sparseInterval: 100_000, logBytes: Int64(seq / 100), floor: 0)
+            let kept = store.list()
+            total = kept.reduce(0) { $0 + Int($1 / 125) }
+            #expect(kept.first == seq, "the newest is always kept")
+            #expect(total <= 2 * Int(seq / 100), "at \(seq): \(kept)")
+            #expect(kept.count <= 5, "at \(seq): \(kept)")
+        }
+        // At 1M the spacing is 400,000: the oldest of [0, 400k), [400k, 800k), [800k, 1.2M), then the newest, less
+        // what the budget removes (nothing here; the one nearest to the next newer one would go first).
+        #expect(SnapshotStore.kept(newestFirst: [1_000_000, 990_000, 800_000, 400_000, 10_000], sparseInterval: 100_000)
+                == [1_000_000, 800_000, 400_000, 10_000])
+        #expect(store.list() == [1_000_000, 800_000, 400_000, 10_000], "\(store.list())")
+        // Snapshots as large as the log: the budget keeps two sparse ones at most (here the nearest to its newer
+        // neighbour went each time one was over).
+        store.prune(sparseInterval: 100_000, logBytes: 10_000 * 100 / 125, floor: 0)
+        #expect(store.list() == [1_000_000, 400_000, 10_000], "\(store.list())")
     }
 }

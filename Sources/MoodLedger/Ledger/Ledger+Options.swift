@@ -12,8 +12,9 @@ extension Ledger {
         /// after a change). The CLI, which opens and closes the ledger for every command, uses 1,000 so that one
         /// `log` does not rewrite the whole snapshot; a warm open then replays at most that many events.
         public var snapshotOnCloseMinimum = 1
-        /// Besides the two newest snapshots, keep the newest of every bucket of this many sequence numbers, so time
-        /// travel starts near its target. Default: 100,000.
+        /// Besides the newest snapshot, keep the oldest of every bucket of this many sequence numbers, doubled until
+        /// there are at most four buckets, and no more than twice the log's bytes in all, so time travel starts from
+        /// a snapshot without the snapshots outgrowing the log. Default: 100,000.
         public var sparseSnapshotInterval: UInt64 = 100_000
         /// Open without the writer lock; commands are refused. Default: `false`.
         public var readOnly = false
@@ -70,7 +71,19 @@ extension Ledger {
             }
         }
     }
+}
 
+extension Ledger.Options {
+    /// The snapshots the spacing rule keeps among `seqs` (newest first): the newest and up to four sparse ones.
+    /// Pruning then also holds them to twice the log's bytes (`Specs/ledger.md`, *Policy*).
+    /// - Parameter seqs: covered sequence numbers of the snapshots present, newest first.
+    /// - Returns: those kept, newest first.
+    public func snapshotsKept(newestFirst seqs: [UInt64]) -> [UInt64] {
+        SnapshotStore.kept(newestFirst: seqs, sparseInterval: sparseSnapshotInterval)
+    }
+}
+
+extension Ledger {
     /// What `log` did.
     public struct LogOutcome: Sendable, Equatable {
         /// The entry as it now is.

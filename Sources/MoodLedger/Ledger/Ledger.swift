@@ -188,7 +188,7 @@ public final class Ledger: Sendable {
         guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
         guard let location = core.log.lastRecord, core.state.seq == location.seq else { return 0 }
         try store.write(core.state, location: location, fileID: core.log.fileID)
-        store.prune(keep: 2, sparseInterval: options.sparseSnapshotInterval)
+        store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
         core.sinceSnapshot = 0
         // Read through the snapshot just written: what changed since the last one leaves memory, and a copy of the
         // state (``state``) costs no more than the changes since.

@@ -128,20 +128,48 @@ struct SnapshotStore: Sendable {
         return state
     }
 
-    /// Keeps the `keep` newest snapshots and, among older ones, the oldest of each `sparseInterval` bucket of seqs
-    /// (so the sparse ones sit near bucket starts and stay put as the ledger grows).
-    func prune(keep: Int, sparseInterval: UInt64) {
+    /// Keeps the newest snapshot and a few sparse ones for time travel, within `2 × logBytes` in all, or `floor`
+    /// bytes for a small ledger (`Specs/ledger.md`, *Policy*).
+    /// - Parameters:
+    ///   - sparseInterval: the smallest spacing of sparse snapshots (sequence numbers; 0 keeps none).
+    ///   - logBytes: the log's size, which bounds the snapshots' total.
+    ///   - floor: the budget when twice the log is less (a snapshot's fixed overhead would otherwise leave a
+    ///     small ledger without sparse snapshots).
+    func prune(sparseInterval: UInt64, logBytes: Int64, floor: Int64 = 1 << 20) {
         // Temp files a crash left between write and rename are never valid snapshots.
         for name in (try? io.contents(ofDirectory: directory)) ?? [] where name.contains(".tmp-") {
             try? io.remove(directory + "/" + name)
         }
-        let newestFirst = list()
-        let newest = Set(newestFirst.prefix(keep))
-        var buckets = Set<UInt64>()
-        for seq in newestFirst.reversed() {
-            let firstOfBucket = sparseInterval > 0 && buckets.insert(seq / sparseInterval).inserted
-            if !newest.contains(seq) && !firstOfBucket { try? io.remove(path(for: seq)) }
+        let present = list()
+        var kept = Self.kept(newestFirst: present, sparseInterval: sparseInterval)
+        let sizes = Dictionary(uniqueKeysWithValues: kept.map { ($0, (try? AtomicFile.size(of: path(for: $0), io: io)) ?? 0) })
+        // Over budget: the sparse snapshot nearest to the next newer one goes first (it adds the least for time
+        // travel), until the rest fit; the newest stays whatever its size.
+        var total = sizes.values.reduce(0, +)
+        while total > max(2 * logBytes, floor), kept.count > 1 {
+            var drop = 1
+            for index in 2..<max(2, kept.count) where kept[index - 1] - kept[index] < kept[drop - 1] - kept[drop] {
+                drop = index
+            }
+            total -= sizes[kept[drop]]!
+            kept.remove(at: drop)
         }
+        let keep = Set(kept)
+        for seq in present where !keep.contains(seq) { try? io.remove(path(for: seq)) }
+    }
+
+    /// The snapshots the spacing rule keeps, newest first: the newest, and the oldest of each bucket of `S`
+    /// sequence numbers, where `S` is `sparseInterval` doubled until the newest seq is below `4 × S` (at most four
+    /// sparse snapshots, evenly spread over the history; doubling merges buckets in pairs, so the ones kept stay).
+    static func kept(newestFirst seqs: [UInt64], sparseInterval: UInt64) -> [UInt64] {
+        guard let newest = seqs.first else { return [] }
+        guard sparseInterval > 0 else { return [newest] }
+        var spacing = sparseInterval
+        while newest / 4 >= spacing, spacing <= UInt64.max / 4 { spacing *= 2 }
+        var buckets = Set<UInt64>()
+        var sparse: [UInt64] = []
+        for seq in seqs.dropFirst().reversed() where buckets.insert(seq / spacing).inserted { sparse.append(seq) }
+        return [newest] + sparse.reversed()
     }
 
     /// Removes every snapshot file.
