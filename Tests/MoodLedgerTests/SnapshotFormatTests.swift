@@ -8,7 +8,8 @@ import Testing
 /// trap on bytes a crafted file can hold.
 @Suite("Snapshot format v2")
 struct SnapshotFormatTests {
-    /// A small fixed state: two days, a daily mood, a custom word, a source id, an outbox record, a deletion.
+    /// A small fixed state: two days, a daily mood, a custom word, a source id, outbox records (one entry with both
+    /// destinations, a failure), a deletion.
     static func fixedState() -> LedgerState {
         var state = LedgerState()
         let day: Int64 = 1_780_000_000_000
@@ -24,6 +25,10 @@ struct SnapshotFormatTests {
             .created(MoodEntry(id: ids[3], loggedAt: LoggedAt(milliseconds: day + 90_000_000, utcOffsetMinutes: 0), valence: 1)),
             .deleted(ids[3]),
             .syncSucceeded(ids[0], .backend, remoteID: "srv-1", revision: 7),
+            // Both destinations' records for one entry, and a failure with its retry time.
+            .syncAttempted(ids[0], .healthkit, .create, key: "k-1"),
+            .syncFailed(ids[2], .backend, SyncFailure(status: 503, error: "down", retryable: true,
+                                                     nextAttemptAt: day + 60_000)),
         ]
         for (index, event) in events.enumerated() {
             state.apply(RecordedEvent(seq: UInt64(index + 1), recordedAt: (day + Int64(index) * 1000) * 1000,
@@ -32,7 +37,7 @@ struct SnapshotFormatTests {
         return state
     }
 
-    static let location = RecordLocation(seq: 6, offset: 4096, size: 64, crc: 0x1234_5678)
+    static let location = RecordLocation(seq: 8, offset: 4096, size: 64, crc: 0x1234_5678)
     static let fileID = Array(0..<16).map { UInt8($0) }
 
     @Test("The bytes of a fixed state match the golden file (a format change without a schema bump fails here)")
@@ -55,13 +60,29 @@ struct SnapshotFormatTests {
         let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
         let state = Self.fixedState()
         try store.write(state, location: Self.location, fileID: Self.fileID)
-        let loaded = try #require(store.loadAndReadAll(seq: 6))
+        let loaded = try #require(store.loadAndReadAll(seq: 8))
         #expect(loaded == state)
         let day = state.entries.activeDays[0]
         #expect(loaded.entries.newest(1, on: day) == state.entries.newest(1, on: day))
         #expect(loaded.entries.dailyMood(on: day) == state.entries.dailyMood(on: day))
         #expect(loaded.entries.entry(source: .healthkit, sourceID: "HK-1")?.enteredScore == 4)
         #expect(loaded.analytics.days[day] == state.analytics.days[day])
+        // Outbox records are read from the mapped file when asked for, and change through the overlay.
+        let first = EntryID(high: 0x0123_4567_89AB_4DEF, low: 0x8000_0000_0000_0001)
+        #expect(loaded.outbox.records.count == 3)
+        #expect(loaded.outbox.record(OutboxKey(entryID: first, destination: .healthkit))?.idempotencyKey == "k-1")
+        #expect(loaded.outbox.record(OutboxKey(entryID: first, destination: .backend))?.remoteID == "srv-1")
+        var changed = loaded
+        var expected = state
+        for event in [MoodEvent.syncSucceeded(first, .healthkit, remoteID: "hk-1", revision: 0), .entryErased(first, Erasure(reason: "test", requestedBy: "test", complete: true))] {
+            let recorded = RecordedEvent(seq: 9, recordedAt: state.recordedAt + 1000, commandID: EntryID(high: 1, low: 1),
+                                         event: event, offset: 0, size: 0)
+            changed.apply(recorded)
+            expected.apply(recorded)
+            #expect(changed.outbox == expected.outbox)
+        }
+        #expect(changed.outbox.record(OutboxKey(entryID: first, destination: .backend)) == nil, "hidden by the overlay")
+        #expect(changed.outbox.records.count == 1)
     }
 
     @Test("Hardware and software CRC-32C agree on random inputs and offsets")
