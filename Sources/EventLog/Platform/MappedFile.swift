@@ -35,14 +35,6 @@ public final class MappedFile: @unchecked Sendable {
         _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, MADV_DONTNEED)
     }
 
-    /// Says the mapping will be read at random: a page fault then maps that page alone, not the 64 KiB around it
-    /// (lookups by id touch a few bytes here and there; fault-around would make each one cost 16 pages of
-    /// resident memory).
-    public func adviseRandomAccess() {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        _ = madvise(UnsafeMutableRawPointer(mutating: base), bytes.count, MADV_RANDOM)
-    }
-
     deinit {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         cplatform_guard_unregister(guardSlot)
