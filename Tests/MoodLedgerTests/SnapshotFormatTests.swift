@@ -153,6 +153,28 @@ struct SnapshotFormatTests {
         put(CRC32C.mask(CRC32C.checksum(Array(bytes[0..<76]))), at: 76)
     }
 
+    @Test("A snapshot written through an earlier one (unchanged days copied as stored) has the bytes of one encoded from a replay")
+    func copiedDays() throws {
+        let dir = TemporaryDirectory("ledger")
+        let clock = TestClock()
+        var workload = Workload(random: SeededRandom(), clock: clock)
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock, snapshotInterval: 0))
+        defer { ledger.close() }
+        for round in 0..<4 {
+            for _ in 0..<60 { try workload.step(ledger) }
+            try ledger.snapshot()  // the ledger now reads through it: the next one copies the days left unchanged
+            let written = Bytes.read(ledger.snapshotFiles[0])
+            var replayed = LedgerState()
+            try ledger.eventLog.forEach(from: 1, through: ledger.lastSeq) { view in
+                replayed.apply(try Ledger.decode(view))
+                return true
+            }
+            let location = try #require(ledger.eventLog.lastRecord)
+            let encoded = try SnapshotWriter.file(of: replayed, location: location, fileID: ledger.eventLog.fileID)
+            #expect(written == encoded, "round \(round): copied rows differ from encoded ones")
+        }
+    }
+
     @Test("A snapshot truncated under an open ledger: no crash; the ledger rebuilds from the log")
     func truncatedUnderTheProcess() throws {
         let dir = TemporaryDirectory("ledger")

@@ -91,6 +91,9 @@ public struct AnalyticsState: Sendable, Equatable {
         }
     }
 
+    /// Whether a day's aggregate is still the one `image` stores (no change since).
+    func readsImage(_ image: SnapshotImage, on day: LocalDate) -> Bool { self.image === image && overridden[day] == nil }
+
     /// Copies a day's aggregate from the image before its first change.
     private mutating func materialize(_ day: LocalDate) {
         guard let image, overridden[day] == nil else { return }

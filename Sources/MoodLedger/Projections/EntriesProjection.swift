@@ -165,6 +165,24 @@ public struct EntriesState: Sendable, Equatable {
         }
     }
 
+    /// Where a day's entries are: still the image's rows (no entry of the day changed since it), or entries here.
+    enum DaySource {
+        case image(SnapshotImage, SnapshotImage.Day)
+        case entries([MoodEntry], dailyMood: EntryID?)
+    }
+
+    /// Calls `body` for every day with entries, ascending, with where they are (the snapshot writer copies the
+    /// image's rows of unchanged days as they are, instead of decoding and encoding them again).
+    func forEachDaySource(_ body: (LocalDate, DaySource) -> Void) {
+        for day in activeDays {
+            if let image, let record = imageDay(day) {
+                body(day, .image(image, record))
+            } else {
+                body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
+            }
+        }
+    }
+
     /// Copies a day from the image before its first change.
     private mutating func materialize(_ day: LocalDate) {
         guard let image, overridden[day] == nil else { return }

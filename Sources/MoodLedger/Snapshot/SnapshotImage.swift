@@ -230,6 +230,35 @@ final class SnapshotImage: @unchecked Sendable {
         return entry
     }
 
+    /// A row's 48 bytes and its body's bytes, as stored, if the body lies inside the arena (the snapshot writer
+    /// copies unchanged rows with them).
+    func rawRow(_ row: Int) -> (row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)? {
+        let at = row * SnapshotLayout.rowSize
+        let offset = Int(rows.le(at + 40) as UInt32)
+        let length = Int(rows.le(at + 44) as UInt32)
+        guard offset <= arena.count, length <= arena.count - offset else { return nil }
+        return (UnsafeRawBufferPointer(rebasing: rows[at..<(at + SnapshotLayout.rowSize)]),
+                UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
+    }
+
+    /// A day's stored valences and word stats, as stored.
+    func rawAggregate(_ day: Day) -> (valences: UnsafeRawBufferPointer, words: UnsafeRawBufferPointer) {
+        (UnsafeRawBufferPointer(rebasing: valences[(day.valences.lowerBound * 8)..<(day.valences.upperBound * 8)]),
+         UnsafeRawBufferPointer(rebasing: words[day.words]))
+    }
+
+    /// The source-index hash of every row that has one (the writer carries them over for copied rows).
+    func sourceHashes() -> [Int: UInt64] {
+        var result: [Int: UInt64] = [:]
+        let count = sources.count / SnapshotLayout.sourceSize
+        result.reserveCapacity(count)
+        for index in 0..<count {
+            let row = Int(sources.le(index * SnapshotLayout.sourceSize + 8) as UInt32)
+            if row < rowCount { result[row] = sources.le(index * SnapshotLayout.sourceSize) }
+        }
+        return result
+    }
+
     /// The row of an id, if the snapshot holds it (open addressing, linear probing, at most every slot once).
     func row(of id: EntryID) -> Int? {
         var slot = IDIndex.hash(id) & slotMask

@@ -17,39 +17,80 @@ enum SnapshotWriter {
         var sources: [(hash: UInt64, row: UInt32)] = []
         var valenceCount = 0
         var overflow = false
-        state.entries.forEachDay { date, entries, dailyMood in
+        var hashes: (image: SnapshotImage, byRow: [Int: UInt64])?
+        state.entries.forEachDaySource { date, source in
             let firstRow = ids.count
             var moodRow = SnapshotLayout.noRow
-            for entry in entries {
-                let start = arena.bytes.count
-                EventCodec.writeEntryBody(entry, to: &arena, withTags: true)
-                if arena.bytes.count > Int(UInt32.max) { overflow = true }
-                rows.id(entry.id)
-                rows.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
-                rows.fixed(UInt64(bitPattern: entry.createdAt), 8)
-                rows.fixed(UInt64(bitPattern: entry.updatedAt), 8)
-                rows.fixed(UInt64(truncatingIfNeeded: start), 4)
-                rows.fixed(UInt64(truncatingIfNeeded: arena.bytes.count - start), 4)
-                if entry.id == dailyMood { moodRow = UInt32(ids.count) }
-                if let sourceID = entry.sourceID {
-                    sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(ids.count)))
-                }
-                ids.append(entry.id)
-            }
-            let aggregate = state.analytics.days[date] ?? DayAggregate()
             let wordsStart = words.bytes.count
-            writeStats(aggregate.labels, to: &words)
-            writeStats(aggregate.associations, to: &words)
-            for q in aggregate.valences { valences.fixed(UInt64(bitPattern: q), 8) }
+            let valencesStart = valences.bytes.count
+            let dayValences: Int
+            if case .image(let image, let day) = source, state.analytics.readsImage(image, on: date),
+               let raw = Optional(day.rows.compactMap(image.rawRow)), raw.count == day.rows.count {
+                // An unchanged day: its rows, bodies, valences and word stats are copied as they are.
+                if hashes?.image !== image { hashes = (image, image.sourceHashes()) }
+                for (row, bytes) in zip(day.rows, raw) {
+                    let start = arena.bytes.count
+                    arena.bytes.append(contentsOf: bytes.body)
+                    if arena.bytes.count > Int(UInt32.max) { overflow = true }
+                    rows.bytes.append(contentsOf: bytes.row[0..<40])
+                    rows.fixed(UInt64(truncatingIfNeeded: start), 4)
+                    rows.fixed(UInt64(bytes.body.count), 4)
+                    if row == day.dailyMoodRow { moodRow = UInt32(ids.count) }
+                    if let hash = hashes?.byRow[row] { sources.append((hash, UInt32(ids.count))) }
+                    ids.append(image.id(ofRow: row))
+                }
+                let stored = image.rawAggregate(day)
+                valences.bytes.append(contentsOf: stored.valences)
+                words.bytes.append(contentsOf: stored.words)
+                dayValences = day.valences.count
+            } else {
+                let entries: [MoodEntry]
+                let dailyMood: EntryID?
+                switch source {
+                case .image(let image, let day):
+                    entries = day.rows.compactMap(image.entry(atRow:))
+                    dailyMood = day.dailyMoodRow.map(image.id(ofRow:))
+                case .entries(let list, let mood):
+                    entries = list
+                    dailyMood = mood
+                }
+                for entry in entries {
+                    let start = arena.bytes.count
+                    EventCodec.writeEntryBody(entry, to: &arena, withTags: true)
+                    if arena.bytes.count > Int(UInt32.max) { overflow = true }
+                    rows.id(entry.id)
+                    rows.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
+                    rows.fixed(UInt64(bitPattern: entry.createdAt), 8)
+                    rows.fixed(UInt64(bitPattern: entry.updatedAt), 8)
+                    rows.fixed(UInt64(truncatingIfNeeded: start), 4)
+                    rows.fixed(UInt64(truncatingIfNeeded: arena.bytes.count - start), 4)
+                    if entry.id == dailyMood { moodRow = UInt32(ids.count) }
+                    if let sourceID = entry.sourceID {
+                        sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(ids.count)))
+                    }
+                    ids.append(entry.id)
+                }
+                let aggregate = state.analytics.days[date] ?? DayAggregate()
+                writeStats(aggregate.labels, to: &words)
+                writeStats(aggregate.associations, to: &words)
+                for q in aggregate.valences { valences.fixed(UInt64(bitPattern: q), 8) }
+                dayValences = aggregate.valences.count
+            }
+            guard ids.count > firstRow else {
+                // A day whose rows all failed to decode (only a crafted image has one): no day record, no stats.
+                words.bytes.removeSubrange(wordsStart...)
+                valences.bytes.removeSubrange(valencesStart...)
+                return
+            }
             days.fixed(UInt64(UInt32(bitPattern: date.daysSinceEpoch)), 4)
             days.fixed(UInt64(firstRow), 4)
-            days.fixed(UInt64(entries.count), 4)
+            days.fixed(UInt64(ids.count - firstRow), 4)
             days.fixed(UInt64(moodRow), 4)
             days.fixed(UInt64(valenceCount), 4)
-            days.fixed(UInt64(aggregate.valences.count), 4)
+            days.fixed(UInt64(dayValences), 4)
             days.fixed(UInt64(wordsStart), 4)
             days.fixed(UInt64(words.bytes.count - wordsStart), 4)
-            valenceCount += aggregate.valences.count
+            valenceCount += dayValences
             dayCount += 1
         }
         guard !overflow, ids.count < Int(UInt32.max) / 2 else { throw SnapshotProblem("entries too large for one snapshot") }
