@@ -12,7 +12,8 @@ enum SnapshotCodec {
     /// snapshot-payload=2: pending erasures at the end.
     /// snapshot-payload=3: version-2 files: sections of rows, stored indexes and per-day aggregates, mapped on open.
     /// snapshot-payload=4: the outbox as an index of ids and a records section read on demand, beside a sync section.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=4"
+    /// snapshot-payload=5: id slots of 8 bytes with a 32-bit fingerprint of the id's hash.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=5"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

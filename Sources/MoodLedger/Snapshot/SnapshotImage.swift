@@ -84,7 +84,7 @@ final class SnapshotImage: @unchecked Sendable {
         words = section(.words)
         sources = section(.sources)
         guard rows.count == rowCount * SnapshotLayout.rowSize else { throw SnapshotProblem("rows: length is not rows × 48") }
-        guard slotCount.nonzeroBitCount == 1, slotCount > rowCount, slots.count == slotCount * 4 else {
+        guard slotCount.nonzeroBitCount == 1, slotCount > rowCount, slots.count == slotCount * 8 else {
             throw SnapshotProblem("id slots: not a power of two above the row count")
         }
         slotMask = slotCount - 1
@@ -259,13 +259,20 @@ final class SnapshotImage: @unchecked Sendable {
         return result
     }
 
-    /// The row of an id, if the snapshot holds it (open addressing, linear probing, at most every slot once).
+    /// The row of an id, if the snapshot holds it (open addressing, linear probing, at most every slot once; a row
+    /// is read only where the slot's fingerprint matches).
     func row(of id: EntryID) -> Int? {
-        var slot = IDIndex.hash(id) & slotMask
+        let hash = UInt64(bitPattern: Int64(IDIndex.hash(id)))
+        let fingerprint = UInt32(truncatingIfNeeded: hash >> 32)
+        var slot = Int(truncatingIfNeeded: hash) & slotMask
         for _ in 0...slotMask {
-            let value = Int(slots.le(slot * 4) as UInt32)
+            let value: UInt64 = slots.le(slot * 8)
             if value == 0 { return nil }
-            if value <= rowCount, self.id(ofRow: value - 1) == id { return value - 1 }
+            let row = Int(UInt32(truncatingIfNeeded: value))
+            if UInt32(truncatingIfNeeded: value >> 32) == fingerprint, row >= 1, row <= rowCount,
+               self.id(ofRow: row - 1) == id {
+                return row - 1
+            }
             slot = (slot + 1) & slotMask
         }
         return nil

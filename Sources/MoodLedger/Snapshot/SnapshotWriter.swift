@@ -110,7 +110,7 @@ enum SnapshotWriter {
         meta.fixed(UInt64(bitPattern: state.recordedAt), 8)
         meta.fixed(UInt64(ids.count), 4)
         meta.fixed(UInt64(dayCount), 4)
-        meta.fixed(UInt64(slots.count / 4), 4)
+        meta.fixed(UInt64(slots.count / 8), 4)
         meta.fixed(UInt64(sources.count), 4)
         let outbox = SnapshotCodec.encodeOutbox(state)
         guard outbox.records.count <= Int(UInt32.max) else { throw SnapshotProblem("outbox too large for one snapshot") }
@@ -145,19 +145,22 @@ enum SnapshotWriter {
         return file
     }
 
-    /// The id slots: a power of two with the load at or below 0.7, each `row + 1` at the id's hash, linear probing.
+    /// The id slots: a power of two with the load at or below 0.7, each `u64` holding `row + 1` in its low half
+    /// and the hash's high 32 bits (a fingerprint: a lookup of an absent id rarely reads a row) in its high half,
+    /// at the id's hash, linear probing.
     private static func idSlots(_ ids: [EntryID]) -> [UInt8] {
         var count = 16
         while count * 7 < ids.count * 10 { count <<= 1 }
-        var slots = [UInt32](repeating: 0, count: count)
+        var slots = [UInt64](repeating: 0, count: count)
         let mask = count - 1
         for (row, id) in ids.enumerated() {
-            var slot = IDIndex.hash(id) & mask
+            let hash = UInt64(bitPattern: Int64(IDIndex.hash(id)))
+            var slot = Int(truncatingIfNeeded: hash) & mask
             while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = UInt32(row + 1)
+            slots[slot] = (hash >> 32) << 32 | UInt64(row + 1)
         }
-        var w = ByteWriter(capacity: count * 4)
-        for value in slots { w.fixed(UInt64(value), 4) }
+        var w = ByteWriter(capacity: count * 8)
+        for value in slots { w.fixed(value, 8) }
         return w.bytes
     }
 
