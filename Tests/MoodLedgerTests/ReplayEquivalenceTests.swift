@@ -23,7 +23,7 @@ struct ReplayEquivalenceTests {
         }
         let live = ledger.state
         #expect(live.seq > 500)
-        #expect(ledger.snapshotFiles.count >= 3, "snapshots every 97 events, the newest two and sparse ones kept")
+        #expect(ledger.snapshotFiles.count >= 3, "snapshots every 97 events, the newest and sparse ones (every 50 events) kept")
 
         // Time travel to every recorded point equals the live state recorded then.
         for (seq, expected) in recorded.sorted(by: { $0.key < $1.key }) {
