@@ -41,8 +41,10 @@ struct FuzzCorpusTests {
         for (_, bytes) in Self.inputs("snapshot") {
             let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
             try? FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
-            Bytes.write(bytes, to: store.path(for: 7))
-            _ = store.loadAndReadAll(seq: 7)
+            let seq = SnapshotStore.claimedSeq(bytes)
+            Bytes.write(bytes, to: store.path(for: seq))
+            _ = store.loadAndReadAll(seq: seq)
+            try? FileManager.default.removeItem(atPath: store.path(for: seq))
         }
     }
 

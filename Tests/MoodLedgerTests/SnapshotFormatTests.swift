@@ -117,7 +117,6 @@ struct SnapshotFormatTests {
         let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
         try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
         var random = SeededRandom()
-        let sections = SnapshotLayout.Section.allCases.count
         for round in 0..<400 {
             var bytes = original
             for _ in 0..<Int.random(in: 1...4, using: &random) {
@@ -128,29 +127,13 @@ struct SnapshotFormatTests {
                 default: bytes[at] = UInt8.random(in: 0...255, using: &random)
                 }
             }
-            Self.reseal(&bytes, sections: sections)
+            SnapshotWriter.reseal(&bytes)
             let path = store.path(for: UInt64(round))
             Bytes.write(bytes, to: path)
             if let state = store.loadAndReadAll(seq: UInt64(round)) { _ = state.entries.count }
             try? FileManager.default.removeItem(atPath: path)
         }
         print("snapshot mutations: seed \(random.seed)")
-    }
-
-    /// Recomputes every section checksum, the table's and the header's, so a mutation reaches the readers.
-    static func reseal(_ bytes: inout [UInt8], sections: Int) {
-        func put(_ value: UInt32, at offset: Int) { withUnsafeBytes(of: value.littleEndian) { for i in 0..<4 { bytes[offset + i] = $0[i] } } }
-        func u64(_ offset: Int) -> Int { (0..<8).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
-        let tableEnd = 80 + sections * 24
-        for index in 0..<sections {
-            let entry = 80 + index * 24
-            let offset = u64(entry + 8)
-            let length = u64(entry + 16)
-            guard offset >= 0, length >= 0, offset <= bytes.count, length <= bytes.count - offset else { continue }
-            put(CRC32C.mask(CRC32C.checksum(Array(bytes[offset..<(offset + length)]))), at: entry + 4)
-        }
-        put(CRC32C.mask(CRC32C.checksum(Array(bytes[80..<tableEnd]))), at: 72)
-        put(CRC32C.mask(CRC32C.checksum(Array(bytes[0..<76]))), at: 76)
     }
 
     @Test("A snapshot written through an earlier one (unchanged days copied as stored) has the bytes of one encoded from a replay")

@@ -112,6 +112,12 @@ struct SnapshotStore: Sendable {
     /// Loads a snapshot and reads all it holds (tests and fuzzing): every row, day and aggregate is decoded, so any
     /// trap a crafted file could cause happens here.
     /// - Returns: the state, or `nil` when the file is refused.
+    /// The covered seq a snapshot's header claims (7 for fewer than 24 bytes): fuzzing names a mutated file by it,
+    /// so that the name check passes and the mutation reaches the readers.
+    static func claimedSeq(_ bytes: [UInt8]) -> UInt64 {
+        bytes.count >= 24 ? (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[16 + $1]) << (8 * $1) } : 7
+    }
+
     func loadAndReadAll(seq: UInt64) -> LedgerState? {
         guard case .success(let image) = load(seq: seq, fileID: nil) else { return nil }
         let state = LedgerState(image: image)

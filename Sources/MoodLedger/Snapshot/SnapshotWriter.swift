@@ -164,6 +164,27 @@ enum SnapshotWriter {
         return w.bytes
     }
 
+    /// Recomputes every section checksum, the table's and the header's of a snapshot's bytes, so that a mutation
+    /// of them reaches the readers (the seeded mutation test and the fuzz harness; never used on real files).
+    static func reseal(_ bytes: inout [UInt8]) {
+        let sections = SnapshotLayout.Section.allCases.count
+        let tableEnd = SnapshotLayout.headerSize + sections * SnapshotLayout.tableEntrySize
+        guard bytes.count >= tableEnd else { return }
+        func put(_ value: UInt32, at offset: Int) {
+            withUnsafeBytes(of: value.littleEndian) { for i in 0..<4 { bytes[offset + i] = $0[i] } }
+        }
+        func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * $1) } }
+        for index in 0..<sections {
+            let entry = SnapshotLayout.headerSize + index * SnapshotLayout.tableEntrySize
+            let offset = u64(entry + 8)
+            let length = u64(entry + 16)
+            guard offset <= UInt64(bytes.count), length <= UInt64(bytes.count) - offset else { continue }
+            put(CRC32C.mask(CRC32C.checksum(Array(bytes[Int(offset)..<Int(offset + length)]))), at: entry + 4)
+        }
+        put(CRC32C.mask(CRC32C.checksum(Array(bytes[SnapshotLayout.headerSize..<tableEnd]))), at: 72)
+        put(CRC32C.mask(CRC32C.checksum(Array(bytes[0..<76]))), at: 76)
+    }
+
     /// A word-stats table, canonical words in Apple's order, then custom words by name.
     private static func writeStats<D>(_ table: WordTable<D, WordStat>, to w: inout ByteWriter) {
         let pairs = table.pairs
