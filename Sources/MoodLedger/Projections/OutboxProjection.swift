@@ -52,7 +52,7 @@ public struct SyncProgress: Sendable, Equatable {
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
 public struct OutboxState: Sendable, Equatable {
     /// The records of one entry: one slot per destination (by ``SyncDestination`` code).
-    private struct Pair: Sendable, Equatable {
+    struct Pair: Sendable, Equatable {
         var id: EntryID
         var records: (OutboxRecord?, OutboxRecord?)
 
@@ -62,6 +62,9 @@ public struct OutboxState: Sendable, Equatable {
         }
 
         var isEmpty: Bool { records.0 == nil && records.1 == nil }
+
+        /// How many destinations have a record.
+        var count: Int { (records.0 == nil ? 0 : 1) + (records.1 == nil ? 0 : 1) }
 
         static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.records.0 == b.records.0 && a.records.1 == b.records.1 }
     }
@@ -86,42 +89,38 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// One entry's records (both destinations), if it has sync history.
-    private func pair(_ id: EntryID) -> (OutboxRecord?, OutboxRecord?)? {
-        if let position = index[id] {
-            let pair = pairs[position]
-            return pair.isEmpty ? nil : pair.records
-        }
-        return image?.outboxPair(of: id)
+    private func pair(_ id: EntryID) -> Pair? {
+        if let position = index[id] { return pairs[position].isEmpty ? nil : pairs[position] }
+        return image?.outboxPair(of: id).map { Pair(id: id, records: $0) }
     }
 
     /// The record of one pair, if it has sync history.
     public func record(_ key: OutboxKey) -> OutboxRecord? {
-        guard let pair = pair(key.entryID) else { return nil }
-        return key.destination.code == 0 ? pair.0 : pair.1
+        pair(key.entryID)?[key.destination]
     }
 
-    /// Every entry with records and its records (by destination code), ordered by entry id.
-    var pairsByID: [(EntryID, (OutboxRecord?, OutboxRecord?))] {
-        var result: [(EntryID, (OutboxRecord?, OutboxRecord?))] = []
+    /// Every entry with records, with its records, ordered by entry id.
+    var pairsByID: [Pair] {
+        var result: [Pair] = []
         image?.forEachOutboxPair { id, records in
-            if index[id] == nil { result.append((id, records)) }
+            if index[id] == nil { result.append(Pair(id: id, records: records)) }
         }
-        for pair in pairs where !pair.isEmpty { result.append((pair.id, pair.records)) }
-        result.sort { $0.0 < $1.0 }
+        result.append(contentsOf: pairs.lazy.filter { !$0.isEmpty })
+        result.sort { $0.id < $1.id }
         return result
     }
 
     /// Every record, ordered by entry id then destination.
     public var records: [(key: OutboxKey, value: OutboxRecord)] {
-        pairsByID.flatMap { id, records in
+        pairsByID.flatMap { pair in
             SyncDestination.allCases.sorted().compactMap { destination in
-                (destination.code == 0 ? records.0 : records.1).map { (OutboxKey(entryID: id, destination: destination), $0) }
+                pair[destination].map { (OutboxKey(entryID: pair.id, destination: destination), $0) }
             }
         }
     }
 
     /// How many pairs have records.
-    public var recordCount: Int { pairsByID.reduce(0) { $0 + ($1.1.0 == nil ? 0 : 1) + ($1.1.1 == nil ? 0 : 1) } }
+    public var recordCount: Int { pairsByID.reduce(0) { $0 + $1.count } }
 
     /// Sets or removes one pair's record.
     private subscript(key: OutboxKey) -> OutboxRecord? {
@@ -160,9 +159,7 @@ public struct OutboxState: Sendable, Equatable {
     /// Equal when the progress and every record are (wherever each side keeps them).
     public static func == (a: OutboxState, b: OutboxState) -> Bool {
         guard a.progress == b.progress else { return false }
-        let left = a.pairsByID
-        let right = b.pairsByID
-        return left.count == right.count && zip(left, right).allSatisfy { $0.0 == $1.0 && $0.1.0 == $1.1.0 && $0.1.1 == $1.1.1 }
+        return a.pairsByID == b.pairsByID
     }
 
     /// The last error's text once its entry is erased.
@@ -271,8 +268,8 @@ public struct OutboxState: Sendable, Equatable {
             let slot = Int(config.destination.code)
             if let old = progress[slot].remote, old.url != config.url || old.dialect != config.dialect {
                 // Another server: nothing was sent there yet. Every entry is pending a create again.
-                for (id, records) in pairsByID where (config.destination.code == 0 ? records.0 : records.1) != nil {
-                    self[OutboxKey(entryID: id, destination: config.destination)] = nil
+                for pair in pairsByID where pair[config.destination] != nil {
+                    self[OutboxKey(entryID: pair.id, destination: config.destination)] = nil
                 }
                 progress[slot] = SyncProgress()
             }

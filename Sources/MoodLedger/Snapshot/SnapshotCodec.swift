@@ -23,13 +23,13 @@ enum SnapshotCodec {
         let pairs = state.outbox.pairsByID
         var index = ByteWriter(capacity: pairs.count * SnapshotLayout.outboxIndexSize)
         var records = ByteWriter(capacity: pairs.count * 24)
-        for (id, pair) in pairs {
+        for pair in pairs {
             let start = records.bytes.count
-            records.u8((pair.0 == nil ? 0 : 1) | (pair.1 == nil ? 0 : 2))
-            for record in [pair.0, pair.1] {
+            records.u8((pair.records.0 == nil ? 0 : 1) | (pair.records.1 == nil ? 0 : 2))
+            for record in [pair.records.0, pair.records.1] {
                 if let record { writeRecord(record, to: &records) }
             }
-            index.id(id)
+            index.id(pair.id)
             index.fixed(UInt64(truncatingIfNeeded: start), 4)
             index.fixed(UInt64(records.bytes.count - start), 4)
         }

@@ -25,7 +25,7 @@ enum SnapshotWriter {
             let valencesStart = valences.bytes.count
             let dayValences: Int
             if case .image(let image, let day) = source, state.analytics.readsImage(image, on: date),
-               let raw = Optional(day.rows.compactMap(image.rawRow)), raw.count == day.rows.count {
+               let raw = storedRows(image, day) {
                 // An unchanged day: its rows, bodies, valences and word stats are copied as they are.
                 if hashes?.image !== image { hashes = (image, image.sourceHashes()) }
                 for (row, bytes) in zip(day.rows, raw) {
@@ -117,6 +117,13 @@ enum SnapshotWriter {
         let sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
                         sourceBytes.bytes, outbox.index, outbox.records, outbox.sync]
         return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
+    }
+
+    /// A day's rows and bodies as the image stores them, if every body lies inside its arena.
+    private static func storedRows(_ image: SnapshotImage, _ day: SnapshotImage.Day)
+        -> [(row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)]? {
+        let raw = day.rows.compactMap(image.rawRow)
+        return raw.count == day.rows.count ? raw : nil
     }
 
     /// Header, section table, then each section at the next multiple of 8 (zero padding).
