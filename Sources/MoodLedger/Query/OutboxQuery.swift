@@ -30,16 +30,24 @@ extension LedgerState {
     public func outboxItems(includeSynced: Bool = false, destination only: SyncDestination? = nil) -> [OutboxItem] {
         var items: [OutboxItem] = []
         let destinations = only.map { [$0] } ?? SyncDestination.allCases
+        // Every record read once (a snapshot's are decoded from the mapped file), then looked up in memory.
+        let pairs = outbox.pairsByID
+        var byID: [EntryID: OutboxState.Pair] = [:]
+        byID.reserveCapacity(pairs.count)
         // Records of entries that are gone locally (pending deletes).
-        for (key, record) in outbox.records where entries[key.entryID] == nil {
-            guard destinations.contains(key.destination), let item = Self.item(key, record, includeSynced) else { continue }
-            items.append(item)
+        for pair in pairs {
+            byID[pair.id] = pair
+            guard !entries.contains(pair.id) else { continue }
+            for destination in SyncDestination.allCases.sorted() where destinations.contains(destination) {
+                let key = OutboxKey(entryID: pair.id, destination: destination)
+                if let record = pair[destination], let item = Self.item(key, record, includeSynced) { items.append(item) }
+            }
         }
         for day in entries.activeDays {
             for entry in entries.entries(on: day).reversed() {
                 for destination in destinations {
                     let key = OutboxKey(entryID: entry.id, destination: destination)
-                    if let record = outbox.record(key) {
+                    if let record = byID[entry.id]?[destination] {
                         // A record exists (e.g. an entry pulled from there and edited here): it decides.
                         if let item = Self.item(key, record, includeSynced) { items.append(item) }
                     } else if OutboxState.isEligible(entry.source, for: destination) {

@@ -173,7 +173,8 @@ enum EntryCommands {
         if context.json {
             context.printJSON(page.json)
         } else {
-            for entry in page.entries { context.console.line(HumanFormat.entryLine(entry, color: context.console.color)) }
+            let color = context.console.color
+            context.printLines(page.entries.map { HumanFormat.entryLine($0, color: color) })
             let shown = page.entries.isEmpty ? "no entries" : "\(page.offset + 1)–\(page.offset + page.entries.count)"
             context.console.line("\(shown) of \(HumanFormat.count(page.total, "entry", "entries"))"
                                  + (page.hasMore ? " (more: --offset \(page.offset + page.entries.count), or --all)" : ""))

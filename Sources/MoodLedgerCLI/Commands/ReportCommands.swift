@@ -124,14 +124,14 @@ enum ReportCommands {
         if context.json {
             context.printJSON(.object([("items", .array(items.map(\.json)))]))
         } else {
-            for item in items {
-                var line = "\(item.entryID)  \(item.destination.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) "
-                    + "\((item.operation?.rawValue ?? "—").padding(toLength: 6, withPad: " ", startingAt: 0)) "
-                    + "\(item.status.padding(toLength: 7, withPad: " ", startingAt: 0)) attempts \(item.attempts)"
+            context.printLines(items.lazy.map { item in
+                var line = "\(item.entryID)  \(HumanFormat.pad(item.destination.rawValue, 9)) "
+                    + "\(HumanFormat.pad(item.operation?.rawValue ?? "—", 6)) "
+                    + "\(HumanFormat.pad(item.status, 7)) attempts \(item.attempts)"
                 if let error = item.lastError { line += "  last error: \(error)" }
                 if let next = item.nextAttemptAt { line += "  next \(ISO8601.format(milliseconds: next, offsetMinutes: 0))" }
-                context.console.line(line)
-            }
+                return line
+            })
             context.console.line("\(items.count) item(s)")
         }
         return ExitCode.ok
