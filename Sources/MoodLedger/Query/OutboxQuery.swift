@@ -10,6 +10,8 @@ public struct OutboxItem: Sendable, Equatable {
     /// Milliseconds since 1970.
     public var nextAttemptAt: Int64?
     public var remoteID: String?
+    /// An attempt began and no outcome was recorded yet.
+    public var inFlight = false
 
     public var json: JSONValue {
         .object([
@@ -65,6 +67,6 @@ extension LedgerState {
         if status == "synced" && !includeSynced { return nil }
         return OutboxItem(entryID: key.entryID, destination: key.destination, operation: record.operation,
                           status: status, attempts: record.attempts, lastError: record.lastError,
-                          nextAttemptAt: record.nextAttemptAt, remoteID: record.remoteID)
+                          nextAttemptAt: record.nextAttemptAt, remoteID: record.remoteID, inFlight: record.inFlight)
     }
 }

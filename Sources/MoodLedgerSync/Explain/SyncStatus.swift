@@ -14,26 +14,25 @@ public struct SyncStatus: Sendable, Equatable {
 
     /// The status of every destination, from a state (live or as of a point).
     public static func of(_ state: LedgerState, now: Int64) -> [SyncStatus] {
-        SyncDestination.allCases.sorted().map { destination in
-            var status = SyncStatus(destination: destination, progress: state.outbox.progress(destination))
-            for item in state.outboxItems(includeSynced: true, destination: destination) {
-                switch item.status {
-                case "pending":
-                    status.pending += 1
-                    if let next = item.nextAttemptAt, next > now {
-                        status.nextAttemptAt = min(status.nextAttemptAt ?? next, next)
-                    } else {
-                        status.dueNow += 1
-                    }
-                    if state.outbox.record(OutboxKey(entryID: item.entryID, destination: destination))?.inFlight == true {
-                        status.inFlight += 1
-                    }
-                case "failed": status.parked += 1
-                default: status.synced += 1
+        let destinations = SyncDestination.allCases.sorted()
+        var statuses = destinations.map { SyncStatus(destination: $0, progress: state.outbox.progress($0)) }
+        // One pass over the outbox for every destination (each pass decodes every entry).
+        for item in state.outboxItems(includeSynced: true) {
+            guard let slot = destinations.firstIndex(of: item.destination) else { continue }
+            switch item.status {
+            case "pending":
+                statuses[slot].pending += 1
+                if let next = item.nextAttemptAt, next > now {
+                    statuses[slot].nextAttemptAt = min(statuses[slot].nextAttemptAt ?? next, next)
+                } else {
+                    statuses[slot].dueNow += 1
                 }
+                if item.inFlight { statuses[slot].inFlight += 1 }
+            case "failed": statuses[slot].parked += 1
+            default: statuses[slot].synced += 1
             }
-            return status
         }
+        return statuses
     }
 
     private static func time(_ ms: Int64?) -> JSONValue { .optional(ms) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) } }
