@@ -22,7 +22,9 @@ final class ChunkReader {
 
     /// The bytes `offset..<offset+count`, or `nil` if they pass `limit`.
     /// The view is valid until the next call.
-    func bytes(at offset: Int64, count: Int) throws -> UnsafeRawBufferPointer? {
+    /// - Parameter readAhead: fill the whole buffer from `offset` (the next reads are likely to follow); `false`
+    ///   reads exactly `count` bytes.
+    func bytes(at offset: Int64, count: Int, readAhead: Bool = true) throws -> UnsafeRawBufferPointer? {
         precondition(offset >= 0 && count >= 0)
         guard count <= limit - offset else { return nil }
         if offset < bufferStart || offset + Int64(count) > bufferStart + Int64(bufferCount) {
@@ -30,7 +32,7 @@ final class ChunkReader {
                 buffer.deallocate()
                 buffer = .allocate(byteCount: max(count, buffer.count * 2), alignment: 16)
             }
-            let want = Int(min(Int64(buffer.count), limit - offset))
+            let want = readAhead ? Int(min(Int64(buffer.count), limit - offset)) : count
             let got = try io.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
             bufferStart = offset
             bufferCount = got

@@ -154,7 +154,8 @@ public final class EventLog: Sendable {
     }
 
     static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {
-        let bytes = try reader.bytes(at: 0, count: min(Int(reader.limit), LogFormat.fileHeaderSize))!
+        // The header alone: a warm open goes on at its checkpoint, far from the start (no 1 MiB read-ahead here).
+        let bytes = try reader.bytes(at: 0, count: min(Int(reader.limit), LogFormat.fileHeaderSize), readAhead: false)!
         switch LogFormat.FileHeader.decode(bytes) {
         case .success(let header): return header
         case .failure(let problem): throw EventLogError(.corrupted, "\(path): \(problem.text)", offset: 0, seq: 0)
