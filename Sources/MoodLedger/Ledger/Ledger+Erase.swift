@@ -105,8 +105,7 @@ extension Ledger {
     /// The entry id at bytes 17..<33 of an event payload.
     static func payloadEntryID(_ payload: UnsafeRawBufferPointer) -> EntryID? {
         guard payload.count >= 33 else { return nil }
-        return EntryID(high: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 17, as: UInt64.self)),
-                       low: UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 25, as: UInt64.self)))
+        return payload.entryID(17)
     }
 
     /// Repair backups in the ledger directory (`events.log.broken-*`).

@@ -152,19 +152,6 @@ public struct EntriesState: Sendable, Equatable {
         return result
     }
 
-    /// Calls `body` for every day with entries, ascending, with its entries oldest first and its daily mood's id.
-    func forEachDay(_ body: (LocalDate, [MoodEntry], EntryID?) -> Void) {
-        for day in activeDays {
-            let entries: [MoodEntry]
-            if let image, let record = imageDay(day) {
-                entries = record.rows.compactMap(image.entry(atRow:))
-            } else {
-                entries = (byDay[day] ?? []).compactMap { self[$0.id] }
-            }
-            body(day, entries, dailyMood(on: day)?.id)
-        }
-    }
-
     /// Where a day's entries are: still the image's rows (no entry of the day changed since it), or entries here.
     enum DaySource {
         case image(SnapshotImage, SnapshotImage.Day)

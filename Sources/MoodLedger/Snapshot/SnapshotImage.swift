@@ -200,11 +200,7 @@ final class SnapshotImage: @unchecked Sendable {
     // MARK: - Rows
 
     @inline(__always)
-    func id(ofRow row: Int) -> EntryID {
-        let at = row * SnapshotLayout.rowSize
-        return EntryID(high: UInt64(bigEndian: rows.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
-                       low: UInt64(bigEndian: rows.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
-    }
+    func id(ofRow row: Int) -> EntryID { rows.entryID(row * SnapshotLayout.rowSize) }
 
     @inline(__always)
     func milliseconds(ofRow row: Int) -> Int64 { Int64(bitPattern: rows.le(row * SnapshotLayout.rowSize + 16)) }
@@ -303,11 +299,7 @@ final class SnapshotImage: @unchecked Sendable {
     var outboxCount: Int { outboxIndex.count / SnapshotLayout.outboxIndexSize }
 
     @inline(__always)
-    private func outboxID(at position: Int) -> EntryID {
-        let at = position * SnapshotLayout.outboxIndexSize
-        return EntryID(high: UInt64(bigEndian: outboxIndex.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
-                       low: UInt64(bigEndian: outboxIndex.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
-    }
+    private func outboxID(at position: Int) -> EntryID { outboxIndex.entryID(position * SnapshotLayout.outboxIndexSize) }
 
     /// The position of an entry in the outbox index (binary search over ids ascending), if it has records.
     func outboxPosition(of id: EntryID) -> Int? {
@@ -449,4 +441,11 @@ extension UnsafeRawBufferPointer {
     /// A little-endian integer at a byte offset (the caller has checked the offset).
     @inline(__always)
     func le<T: FixedWidthInteger>(_ offset: Int) -> T { T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self)) }
+
+    /// A 16-byte entry id (UUID order: two big-endian halves) at a byte offset (the caller has checked it).
+    @inline(__always)
+    func entryID(_ offset: Int) -> EntryID {
+        EntryID(high: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
+                low: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
+    }
 }

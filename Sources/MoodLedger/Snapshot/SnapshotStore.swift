@@ -115,7 +115,7 @@ struct SnapshotStore: Sendable {
     /// The covered seq a snapshot's header claims (7 for fewer than 24 bytes): fuzzing names a mutated file by it,
     /// so that the name check passes and the mutation reaches the readers.
     static func claimedSeq(_ bytes: [UInt8]) -> UInt64 {
-        bytes.count >= 24 ? (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[16 + $1]) << (8 * $1) } : 7
+        bytes.count >= 24 ? bytes.withUnsafeBytes { $0.le(16) } : 7
     }
 
     func loadAndReadAll(seq: UInt64) -> LedgerState? {

@@ -180,7 +180,7 @@ enum SnapshotWriter {
         func put(_ value: UInt32, at offset: Int) {
             withUnsafeBytes(of: value.littleEndian) { for i in 0..<4 { bytes[offset + i] = $0[i] } }
         }
-        func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * $1) } }
+        func u64(_ offset: Int) -> UInt64 { bytes.withUnsafeBytes { $0.le(offset) } }
         for index in 0..<sections {
             let entry = SnapshotLayout.headerSize + index * SnapshotLayout.tableEntrySize
             let offset = u64(entry + 8)

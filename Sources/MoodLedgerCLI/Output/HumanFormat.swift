@@ -25,13 +25,13 @@ enum HumanFormat {
         })
     }
 
-    /// `1 entry`, `3 entries`.
     /// `text` padded with spaces to `width` characters (never cut).
     static func pad(_ text: String, _ width: Int) -> String {
         let count = text.count
         return count >= width ? text : text + String(repeating: " ", count: width - count)
     }
 
+    /// `1 entry`, `3 entries`.
     static func count(_ n: Int, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
 
     /// `+0.556` or `   —  `.
