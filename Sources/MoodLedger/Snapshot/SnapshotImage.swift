@@ -155,8 +155,8 @@ final class SnapshotImage: @unchecked Sendable {
         return result
     }
 
-    /// Drops the checked pages from the process's resident memory (they are read again when used).
-    func releaseCheckedPages() { file.release(0..<file.bytes.count) }
+    /// Drops the mapped pages from the process's resident memory (they are read again, from the page cache, when used).
+    func releaseResidentPages() { file.release(0..<file.bytes.count) }
 
     /// Days ascending and in range, rows, valences and word stats each in contiguous runs that add up.
     private static func checkDays(_ days: UnsafeRawBufferPointer, count: Int, rows: Int, valences: Int, words: Int)

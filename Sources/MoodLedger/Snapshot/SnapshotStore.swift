@@ -102,7 +102,7 @@ struct SnapshotStore: Sendable {
             let image = try SnapshotImage(file: mapped, fingerprint: SnapshotCodec.fingerprint)
             guard fileID == nil || image.header.fileID == fileID else { throw SnapshotProblem("belongs to another log file") }
             guard image.seq == seq else { throw SnapshotProblem("covers another seq (renamed)") }
-            image.releaseCheckedPages()
+            image.releaseResidentPages()
             return .success(image)
         } catch {
             return .failure(.init("\(file): \(error.text)"))
