@@ -22,7 +22,7 @@ public struct EntriesState: Sendable, Equatable {
     /// The snapshot this state starts from (nil: built by replay alone).
     private(set) var image: SnapshotImage?
     /// Entries added or changed since the image (every entry, without one), densely, in no particular order.
-    private var changed: [MoodEntry] = []
+    private var changed = ChunkedArray<MoodEntry>()
     /// id → position in ``changed``.
     private var positions = IDIndex()
     /// Image rows no longer current: removed, or superseded by an entry in ``changed`` (id → row).

@@ -73,7 +73,7 @@ public struct OutboxState: Sendable, Equatable {
     /// id to its position. One lookup answers both destinations, and entries without history (most, during replay)
     /// cost one cheap probe. A pair emptied here while the snapshot holds records for its entry stays, empty, to
     /// hide them.
-    private var pairs: [Pair] = []
+    private var pairs = ChunkedArray<Pair>()
     private var index = IDIndex()
     /// The snapshot's records, read on demand for the entries ``pairs`` does not hold.
     private var image: SnapshotImage?

@@ -1,0 +1,54 @@
+/// A growable array kept in chunks of 4,096 elements: appending never moves what is there (no doubling copy with
+/// the old and the new buffer alive at once, no unused half), and a mutation of a shared copy copies one chunk, not
+/// the whole array.
+///
+/// The projections keep their live values densely in these (entries changed since a snapshot, outbox pairs): on a
+/// cold replay of 1,000,000 events the entries alone are 85 MB, and a plain array's last doubling held 200 MB.
+struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
+    private static var shift: Int { 12 }
+    private static var chunkSize: Int { 1 << shift }
+    private var chunks: [[Element]] = []
+    /// The number of elements.
+    private(set) var count = 0
+
+    init() {}
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { count }
+
+    subscript(position: Int) -> Element {
+        get {
+            precondition(position >= 0 && position < count, "index out of range")
+            return chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
+        }
+        _modify {
+            precondition(position >= 0 && position < count, "index out of range")
+            yield &chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
+        }
+    }
+
+    /// Adds an element at the end. A chunk after the first is allocated whole, once.
+    mutating func append(_ element: Element) {
+        if count & (Self.chunkSize - 1) == 0, count >> Self.shift == chunks.count {
+            var chunk: [Element] = []
+            if !chunks.isEmpty { chunk.reserveCapacity(Self.chunkSize) }
+            chunks.append(chunk)
+        }
+        chunks[count >> Self.shift].append(element)
+        count += 1
+    }
+
+    /// Removes and returns the last element (the array must not be empty).
+    @discardableResult
+    mutating func removeLast() -> Element {
+        precondition(count > 0, "removeLast from an empty ChunkedArray")
+        count -= 1
+        let last = count >> Self.shift
+        let element = chunks[last].removeLast()
+        // An emptied chunk stays (appending at a chunk boundary then allocates nothing); the one after it goes.
+        if chunks[last].isEmpty, chunks.count > last + 1 { chunks.removeLast(chunks.count - last - 1) }
+        return element
+    }
+}
+
+extension ChunkedArray: Sendable where Element: Sendable {}
