@@ -15,6 +15,27 @@ struct FormatTests {
         #expect(CRC32C.mask(crc) == ((crc >> 15) | (crc << 17)) &+ 0xA282_EAD8)
     }
 
+    @Test("Combining the states of two runs gives the state of both, at every split of seeded random inputs")
+    func crcCombine() {
+        var random = SeededRandom()
+        for _ in 0..<200 {
+            let count = Int.random(in: 0...5_000, using: &random)
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let split = Int.random(in: 0...count, using: &random)
+            bytes.withUnsafeBytes { all in
+                let whole = CRC32C.extend(0xFFFF_FFFF, all)
+                let first = CRC32C.extend(0xFFFF_FFFF, UnsafeRawBufferPointer(rebasing: all[..<split]))
+                let second = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: all[split...]))
+                #expect(CRC32C.combine(first, second, secondLength: count - split) == whole, "split \(split) of \(count)")
+            }
+        }
+        // Lengths past any test input: a run of zeros from zero stays zero, so combining only carries the first state.
+        let first = [UInt8](repeating: 7, count: 100).withUnsafeBytes { CRC32C.extend(0xFFFF_FFFF, $0) }
+        let zeros = [UInt8](repeating: 0, count: 3 << 20)
+        let whole = zeros.withUnsafeBytes { CRC32C.extend(first, $0) }
+        #expect(CRC32C.combine(first, 0, secondLength: zeros.count) == whole)
+    }
+
     @Test("A two-record log is byte for byte Specs/vectors/log-two-records.hex")
     func workedExample() throws {
         let dir = TemporaryDirectory()

@@ -103,6 +103,21 @@ struct SnapshotFormatTests {
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)  // the standard check value
     }
 
+    @Test("A long section is checked in two halves by two threads and gives the checksum of one pass")
+    func sectionChecksumInHalves() throws {
+        var random = SeededRandom()
+        let directory = TemporaryDirectory("halves")
+        let path = directory.sub("file")
+        var bytes = [UInt8](repeating: 0, count: (9 << 20) + 4_321)
+        for index in stride(from: 0, to: bytes.count, by: 8) { bytes[index] = UInt8.random(in: 0...255, using: &random) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let file = try AtomicFile.map(path)
+        for range in [0..<bytes.count, 13..<(bytes.count - 77), 4_096..<(4_096 + (4 << 20)), 8..<(8 + (4 << 20) - 1)] {
+            let whole = bytes.withUnsafeBytes { CRC32C.extend(0xFFFF_FFFF, UnsafeRawBufferPointer(rebasing: $0[range])) }
+            #expect(SnapshotImage.checksumState(of: range, in: file) == whole, "\(range), seed \(random.seed)")
+        }
+    }
+
     @Test("Seeded mutations behind recomputed checksums: loading and reading everything never traps")
     func mutations() throws {
         let dir = TemporaryDirectory("snapshot-fuzz")

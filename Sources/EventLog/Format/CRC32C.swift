@@ -84,6 +84,48 @@ public enum CRC32C {
         bytes.withUnsafeBytes { checksum($0) }
     }
 
+    /// Joins the running state of a first run of bytes with that of a second run computed from zero: the state of
+    /// the two runs one after the other (so two threads can check two halves of a long run).
+    /// - Parameters:
+    ///   - first: the running state after the first run.
+    ///   - second: the running state of the second run, started from `0` (not `0xFFFF_FFFF`).
+    ///   - length: the second run's length in bytes.
+    /// - Returns: the state after both runs, as ``extend(_:_:)`` over all the bytes would give it.
+    public static func combine(_ first: UInt32, _ second: UInt32, secondLength length: Int) -> UInt32 {
+        // The CRC register is linear: running the second bytes from `first` gives their run from zero plus `first`
+        // carried 8 × length bit positions forward, that is multiplied by x^(8·length) modulo the polynomial.
+        precondition(length >= 0, "a negative length")
+        var factor: UInt32 = 0x8000_0000  // the polynomial 1
+        var n = length
+        var k = 0
+        while n != 0 {
+            if n & 1 != 0 { factor = multiplyModP(powers8[k], factor) }
+            n >>= 1
+            k += 1
+        }
+        return multiplyModP(factor, first) ^ second
+    }
+
+    /// x^(8·2^k) modulo the polynomial, for k = 0…63 (bit-reflected registers).
+    private static let powers8: [UInt32] = {
+        var result: [UInt32] = [0x0080_0000]  // x^8
+        while result.count < 64 { result.append(multiplyModP(result[result.count - 1], result[result.count - 1])) }
+        return result
+    }()
+
+    /// The product of two polynomials modulo the CRC-32C polynomial, as bit-reflected registers.
+    private static func multiplyModP(_ a: UInt32, _ b: UInt32) -> UInt32 {
+        var product: UInt32 = 0
+        var b = b
+        var bit: UInt32 = 0x8000_0000
+        while bit != 0 {
+            if a & bit != 0 { product ^= b }
+            b = b & 1 != 0 ? (b >> 1) ^ 0x82F6_3B78 : b >> 1
+            bit >>= 1
+        }
+        return product
+    }
+
     /// LevelDB's mask: rotate right by 15 and add a constant, for checksums stored beside checksummed data.
     /// - Parameter crc: a plain checksum.
     /// - Returns: the value stored on disk.

@@ -1,3 +1,4 @@
+import Dispatch
 import EventLog
 import Synchronization
 
@@ -139,20 +140,44 @@ final class SnapshotImage: @unchecked Sendable {
                 throw SnapshotProblem("section \(kind.rawValue): offset \(offset) length \(length) outside the file or out of order")
             }
             let section = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset + length)])
-            var state: UInt32 = 0xFFFF_FFFF
-            let window = 8 << 20
-            var start = 0
-            while start < section.count {
-                let end = min(section.count, start + window)
-                state = CRC32C.extend(state, UnsafeRawBufferPointer(rebasing: section[start..<end]))
-                file.release((Int(offset) + start)..<(Int(offset) + end))
-                start = end
+            guard CRC32C.mask(CRC32C.finish(checksumState(of: Int(offset)..<Int(offset + length), in: file))) == crc else {
+                throw SnapshotProblem("section \(kind.rawValue): checksum mismatch")
             }
-            guard CRC32C.mask(CRC32C.finish(state)) == crc else { throw SnapshotProblem("section \(kind.rawValue): checksum mismatch") }
             previousEnd = offset + length
             result.append(section)
         }
         return result
+    }
+
+    /// The running CRC-32C state of a section, read 8 MiB at a time with each window's pages released after it.
+    /// A section of 4 MiB or more is checked in two halves by two threads, their states combined: the check is
+    /// most of an open (~10 ms for the 85 MB snapshot of 1,000,000 events), and a second core halves it.
+    static func checksumState(of range: Range<Int>, in file: MappedFile) -> UInt32 {
+        @Sendable func run(_ range: Range<Int>, from initial: UInt32) -> UInt32 {
+            var state = initial
+            var start = range.lowerBound
+            while start < range.upperBound {
+                let end = min(range.upperBound, start + (8 << 20))
+                state = CRC32C.extend(state, UnsafeRawBufferPointer(rebasing: file.bytes[start..<end]))
+                file.release(start..<end)
+                start = end
+            }
+            return state
+        }
+        guard range.count >= 4 << 20 else { return run(range, from: 0xFFFF_FFFF) }
+        let middle = range.lowerBound + range.count / 2 / 4096 * 4096
+        let states = Mutex((first: UInt32(0), second: UInt32(0)))
+        DispatchQueue.concurrentPerform(iterations: 2) { half in
+            if half == 0 {
+                let state = run(range.lowerBound..<middle, from: 0xFFFF_FFFF)
+                states.withLock { $0.first = state }
+            } else {
+                let state = run(middle..<range.upperBound, from: 0)
+                states.withLock { $0.second = state }
+            }
+        }
+        let (first, second) = states.withLock { ($0.first, $0.second) }
+        return CRC32C.combine(first, second, secondLength: range.upperBound - middle)
     }
 
     /// Drops the mapped pages from the process's resident memory (they are read again, from the page cache, when used).
