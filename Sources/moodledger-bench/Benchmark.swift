@@ -240,6 +240,8 @@ struct Benchmark {
             ledger.close()
         }
         record("cold_replay_s", Self.median(coldTimes), places: 3)
+        // The cold replays' own peak (`peak_rss_mb` comes after time travel, which holds a sparse snapshot's overlay).
+        record("cold_replay_peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
 
         var warm = Ledger.Options()
         warm.snapshotInterval = 0

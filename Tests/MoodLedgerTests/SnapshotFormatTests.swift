@@ -70,6 +70,7 @@ struct SnapshotFormatTests {
         // Outbox records are read from the mapped file when asked for, and change through the overlay.
         let first = EntryID(high: 0x0123_4567_89AB_4DEF, low: 0x8000_0000_0000_0001)
         #expect(loaded.outbox.records.count == 3)
+        #expect(loaded.outbox.recordCount == 3)
         #expect(loaded.outbox.record(OutboxKey(entryID: first, destination: .healthkit))?.idempotencyKey == "k-1")
         #expect(loaded.outbox.record(OutboxKey(entryID: first, destination: .backend))?.remoteID == "srv-1")
         var changed = loaded
@@ -80,6 +81,8 @@ struct SnapshotFormatTests {
             changed.apply(recorded)
             expected.apply(recorded)
             #expect(changed.outbox == expected.outbox)
+            #expect(changed.outbox.recordCount == changed.outbox.records.count)
+            #expect(expected.outbox.recordCount == expected.outbox.records.count)
         }
         #expect(changed.outbox.record(OutboxKey(entryID: first, destination: .backend)) == nil, "hidden by the overlay")
         #expect(changed.outbox.records.count == 1)

@@ -120,7 +120,14 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// How many pairs have records.
-    public var recordCount: Int { pairsByID.reduce(0) { $0 + $1.count } }
+    public var recordCount: Int {
+        // Counted where they are: merging and sorting every pair (``pairsByID``) held a copy of the whole outbox.
+        var total = pairs.reduce(0) { $0 + $1.count }
+        image?.forEachOutboxPair { id, records in
+            if index[id] == nil { total += Pair(id: id, records: records).count }
+        }
+        return total
+    }
 
     /// Sets or removes one pair's record.
     private subscript(key: OutboxKey) -> OutboxRecord? {
