@@ -16,10 +16,10 @@ let package = Package(
     targets: [
         // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
         .target(name: "EventLog", dependencies: ["CPlatform"]),
-        // The CPU's CRC-32C instruction and a SIGBUS guard for mapped snapshots: what Swift cannot say itself.
+        // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint: what Swift cannot say itself.
         .target(name: "CPlatform"),
         // records → events → projections → queries.
-        .target(name: "MoodLedger", dependencies: ["EventLog"]),
+        .target(name: "MoodLedger", dependencies: ["EventLog", "CPlatform"]),
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
         .target(name: "MoodLedgerServer", dependencies: ["MoodLedger", "EventLog"]),
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).

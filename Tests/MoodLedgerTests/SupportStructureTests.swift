@@ -70,6 +70,17 @@ struct SupportStructureTests {
         #expect(copy == table, "equal contents, whatever the order they came in")
     }
 
+    @Test("The valences' insertion index is the first element not below the value, on seeded arrays with repeats")
+    func insertionIndex() {
+        var random = SeededRandom()
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 0...40, using: &random)
+            let values = (0..<count).map { _ in Int64.random(in: -6...6, using: &random) }.sorted()
+            let probe = Int64.random(in: -8...8, using: &random)
+            #expect(values.insertionIndex(of: probe) == (values.firstIndex { $0 >= probe } ?? count), "\(values) \(probe)")
+        }
+    }
+
     @Test("WordTable keeps canonical and custom words apart and lists every pair")
     func wordTable() {
         var random = SeededRandom()

@@ -16,6 +16,12 @@ enum Replayer {
         case event(RecordedEvent)
         case skip(seq: UInt64, recordedAt: Int64)
 
+        /// The entry the event is about (a skipped record's: none that matters).
+        var entryID: EntryID {
+            if case .event(let recorded) = self { return recorded.event.entryID }
+            return EntryID(high: 0, low: 0)
+        }
+
         init(_ view: RecordView) throws(MoodError) {
             if view.type & LogFormat.safeToIgnoreBit != 0 {
                 self = .skip(seq: view.lastSeq, recordedAt: view.recordedAt)
@@ -34,8 +40,13 @@ enum Replayer {
 
     /// The hand-over between the reading thread and the folding one.
     private final class Channel: Sendable {
+        /// Decoded records and, beside them, the entry each is about (what the fold prefetches ahead).
+        struct Batch {
+            var items: [Item] = []
+            var ids: [EntryID] = []
+        }
         struct State {
-            var batches: [[Item]] = []
+            var batches: [Batch] = []
             var finished = false
             var failure: (any Error)?
         }
@@ -88,22 +99,25 @@ enum Replayer {
                                   into state: inout LedgerState) throws -> Int {
         let channel = Channel()
         DispatchQueue.global(qos: .userInitiated).async {
-            var batch: [Item] = []
-            batch.reserveCapacity(2_048)
-            func hand(_ items: [Item]) {
+            var batch = Channel.Batch()
+            func hand() {
                 channel.space.wait()
-                channel.state.withLock { $0.batches.append(items) }
+                channel.state.withLock { $0.batches.append(batch) }
                 channel.ready.signal()
+                batch = Channel.Batch()
+                batch.items.reserveCapacity(2_048)
+                batch.ids.reserveCapacity(2_048)
             }
+            batch.items.reserveCapacity(2_048)
+            batch.ids.reserveCapacity(2_048)
             do {
                 try read(log, from: start, through: last) { view in
-                    batch.append(try Item(view))
-                    if batch.count == 2_048 {
-                        hand(batch)
-                        batch.removeAll(keepingCapacity: true)
-                    }
+                    let item = try Item(view)
+                    batch.ids.append(item.entryID)
+                    batch.items.append(item)
+                    if batch.items.count == 2_048 { hand() }
                 }
-                if !batch.isEmpty { hand(batch) }
+                if !batch.items.isEmpty { hand() }
             } catch {
                 channel.state.withLock { $0.failure = error }
             }
@@ -113,7 +127,7 @@ enum Replayer {
         var count = 0
         while true {
             channel.ready.wait()
-            let (batch, finished, failure) = channel.state.withLock { state -> ([Item]?, Bool, (any Error)?) in
+            let (batch, finished, failure) = channel.state.withLock { state -> (Channel.Batch?, Bool, (any Error)?) in
                 if !state.batches.isEmpty { return (state.batches.removeFirst(), false, nil) }
                 return (nil, state.finished, state.failure)
             }
@@ -123,8 +137,14 @@ enum Replayer {
                 return count
             }
             channel.space.signal()
-            for item in batch { item.apply(to: &state) }
-            count += batch.count
+            // Each event's index slots are asked for `ahead` events before it is applied: the indexes of a large
+            // ledger are far bigger than the caches, and the fold otherwise waits on memory for each lookup.
+            let ahead = 8
+            for index in batch.items.indices {
+                if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
+                batch.items[index].apply(to: &state)
+            }
+            count += batch.items.count
         }
     }
 }

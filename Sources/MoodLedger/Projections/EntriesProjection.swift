@@ -73,6 +73,13 @@ public struct EntriesState: Sendable, Equatable {
         return image.entry(atRow: row)
     }
 
+    /// Starts loading the index slots a lookup of `id` reads (a hint a replay gives a few events ahead).
+    @inline(__always)
+    func prefetch(_ id: EntryID) {
+        positions.prefetch(id)
+        image?.prefetch(id)
+    }
+
     /// Whether an entry with this id is current (without decoding it).
     func contains(_ id: EntryID) -> Bool {
         positions[id] != nil || (image.map { $0.row(of: id) != nil && hidden[id] == nil } ?? false)

@@ -44,6 +44,14 @@ public struct LedgerState: Sendable, Equatable {
         recordedAt = recorded.recordedAt
     }
 
+    /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and
+    /// the outbox's indexes): a replay calls it a few events ahead, so those lookups do not wait on memory.
+    @inline(__always)
+    func prefetch(_ id: EntryID) {
+        entries.prefetch(id)
+        outbox.prefetch(id)
+    }
+
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
     mutating func skip(seq: UInt64, recordedAt: Int64) {
         self.seq = seq
