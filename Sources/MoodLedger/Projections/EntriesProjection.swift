@@ -21,12 +21,10 @@ struct SourceKey: Hashable, Sendable {
 public struct EntriesState: Sendable, Equatable {
     /// The snapshot this state starts from (nil: built by replay alone).
     private(set) var image: SnapshotImage?
-    /// Entries added or changed since the image (every entry, without one), densely, in no particular order.
-    private var changed = ChunkedArray<MoodEntry>()
-    /// id → position in ``changed``.
-    private var positions = IDIndex()
-    /// Image rows no longer current: removed, or superseded by an entry in ``changed`` (id → row).
-    private var hidden = IDIndex()
+    /// Entries added or changed since the image (every entry, without one), by id.
+    private var changed = IdentifiedTable<MoodEntry>()
+    /// Image rows no longer current: removed, or superseded by an entry in ``changed``.
+    private var hidden = IdentifiedTable<HiddenRow>()
     /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end. With an
     /// image, only the days in ``overridden`` (the image's rows answer for the others).
     private(set) var byDay = DayTable<[DayKey]>(empty: [])
@@ -51,11 +49,11 @@ public struct EntriesState: Sendable, Equatable {
         var result: [MoodEntry] = []
         result.reserveCapacity(count)
         if let image {
-            for row in 0..<image.rowCount where hidden[image.id(ofRow: row)] == nil {
+            for row in 0..<image.rowCount where hidden.position(of: image.id(ofRow: row)) == nil {
                 if let entry = image.entry(atRow: row) { result.append(entry) }
             }
         }
-        result.append(contentsOf: changed)
+        result.append(contentsOf: changed.values)
         return result
     }
 
@@ -68,21 +66,21 @@ public struct EntriesState: Sendable, Equatable {
     /// One entry.
     @inline(__always)
     public subscript(id: EntryID) -> MoodEntry? {
-        if let position = positions[id] { return changed[position] }
-        guard let image, let row = image.row(of: id), hidden[id] == nil else { return nil }
+        if let position = changed.position(of: id) { return changed[position: position] }
+        guard let image, let row = image.row(of: id), hidden.position(of: id) == nil else { return nil }
         return image.entry(atRow: row)
     }
 
     /// Starts loading the index slots a lookup of `id` reads (a hint a replay gives a few events ahead).
     @inline(__always)
     func prefetch(_ id: EntryID) {
-        positions.prefetch(id)
+        changed.prefetch(id)
         image?.prefetch(id)
     }
 
     /// Whether an entry with this id is current (without decoding it).
     func contains(_ id: EntryID) -> Bool {
-        positions[id] != nil || (image.map { $0.row(of: id) != nil && hidden[id] == nil } ?? false)
+        changed.position(of: id) != nil || (image.map { $0.row(of: id) != nil && hidden.position(of: id) == nil } ?? false)
     }
 
     /// The entry with this (source, source id), if any.
@@ -95,7 +93,7 @@ public struct EntriesState: Sendable, Equatable {
     private func holder(of key: SourceKey) -> EntryID? {
         var best = bySourceID[key].flatMap { self[$0] }
         if let image {
-            for row in image.rows(source: key.source, sourceID: key.sourceID) where hidden[image.id(ofRow: row)] == nil {
+            for row in image.rows(source: key.source, sourceID: key.sourceID) where hidden.position(of: image.id(ofRow: row)) == nil {
                 guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID else { continue }
                 if best.map({ Self.createdFirst(entry, $0) }) ?? true { best = entry }
             }
@@ -269,8 +267,8 @@ public struct EntriesState: Sendable, Equatable {
         var after = before
         change(&after)
         after.updatedAt = time
-        if let position = positions[id], after.loggedAt == before.loggedAt, after.kind == before.kind {
-            changed[position] = after
+        if let position = changed.position(of: id), after.loggedAt == before.loggedAt, after.kind == before.kind {
+            changed[position: position] = after
         } else {
             remove(before)
             insert(after)
@@ -286,8 +284,7 @@ public struct EntriesState: Sendable, Equatable {
         byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
             keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
         }
-        positions.set(entry.id, changed.count)
-        changed.append(entry)
+        changed.set(entry)
         if entry.kind == .dailyMood {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
@@ -307,14 +304,8 @@ public struct EntriesState: Sendable, Equatable {
     private mutating func remove(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
-        if let position = positions.remove(entry.id) {
-            let last = changed.removeLast()
-            if position < changed.count {
-                changed[position] = last
-                positions.set(last.id, position)
-            }
-        } else if let image, let row = image.row(of: entry.id) {
-            hidden.set(entry.id, row)
+        if changed.remove(entry.id) == nil, let image, let row = image.row(of: entry.id) {
+            hidden.set(HiddenRow(id: entry.id, row: row))
         }
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
@@ -332,7 +323,7 @@ public struct EntriesState: Sendable, Equatable {
             if bySourceID[key] == entry.id {
                 bySourceID[key] = nil
                 if sharedSourceKeys.contains(key) {
-                    let holders = changed.filter { $0.sourceID == sourceID && $0.source == entry.source }
+                    let holders = changed.values.filter { $0.sourceID == sourceID && $0.source == entry.source }
                     bySourceID[key] = holders.min(by: Self.createdFirst)?.id
                     if holders.count <= 1 { sharedSourceKeys.remove(key) }
                 }
@@ -350,6 +341,12 @@ public struct EntriesState: Sendable, Equatable {
         return a.count == b.count && days == b.activeDays && a.all.allSatisfy { b[$0.id] == $0 }
             && days.allSatisfy { a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0)?.id == b.dailyMood(on: $0)?.id }
     }
+}
+
+/// A snapshot row that is no longer current (its entry removed, or changed and held as a value).
+struct HiddenRow: EntryKeyed, Sendable {
+    var id: EntryID
+    var row: Int
 }
 
 /// What one event did to one entry.

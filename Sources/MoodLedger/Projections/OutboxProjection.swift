@@ -52,7 +52,7 @@ public struct SyncProgress: Sendable, Equatable {
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
 public struct OutboxState: Sendable, Equatable {
     /// The records of one entry: one slot per destination (by ``SyncDestination`` code).
-    struct Pair: Sendable, Equatable {
+    struct Pair: Sendable, Equatable, EntryKeyed {
         var id: EntryID
         var records: (OutboxRecord?, OutboxRecord?)
 
@@ -69,12 +69,10 @@ public struct OutboxState: Sendable, Equatable {
         static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.records.0 == b.records.0 && a.records.1 == b.records.1 }
     }
 
-    /// Entries whose sync history changed since the snapshot (all of them without one), densely; ``index`` maps an
-    /// id to its position. One lookup answers both destinations, and entries without history (most, during replay)
-    /// cost one cheap probe. A pair emptied here while the snapshot holds records for its entry stays, empty, to
-    /// hide them.
-    private var pairs = ChunkedArray<Pair>()
-    private var index = IDIndex()
+    /// Entries whose sync history changed since the snapshot (all of them without one), by id. One lookup answers
+    /// both destinations, and entries without history (most, during replay) cost one cheap probe. A pair emptied
+    /// here while the snapshot holds records for its entry stays, empty, to hide them.
+    private var pairs = IdentifiedTable<Pair>()
     /// The snapshot's records, read on demand for the entries ``pairs`` does not hold.
     private var image: SnapshotImage?
     /// Per destination (by code): the server, the cursor, the latest outcomes.
@@ -90,7 +88,7 @@ public struct OutboxState: Sendable, Equatable {
 
     /// One entry's records (both destinations), if it has sync history.
     private func pair(_ id: EntryID) -> Pair? {
-        if let position = index[id] { return pairs[position].isEmpty ? nil : pairs[position] }
+        if let position = pairs.position(of: id) { return pairs[position: position].isEmpty ? nil : pairs[position: position] }
         return image?.outboxPair(of: id).map { Pair(id: id, records: $0) }
     }
 
@@ -103,9 +101,9 @@ public struct OutboxState: Sendable, Equatable {
     var pairsByID: [Pair] {
         var result: [Pair] = []
         image?.forEachOutboxPair { id, records in
-            if index[id] == nil { result.append(Pair(id: id, records: records)) }
+            if pairs.position(of: id) == nil { result.append(Pair(id: id, records: records)) }
         }
-        result.append(contentsOf: pairs.lazy.filter { !$0.isEmpty })
+        result.append(contentsOf: pairs.values.lazy.filter { !$0.isEmpty })
         result.sort { $0.id < $1.id }
         return result
     }
@@ -122,9 +120,9 @@ public struct OutboxState: Sendable, Equatable {
     /// How many pairs have records.
     public var recordCount: Int {
         // Counted where they are: merging and sorting every pair (``pairsByID``) held a copy of the whole outbox.
-        var total = pairs.reduce(0) { $0 + $1.count }
+        var total = pairs.values.reduce(0) { $0 + $1.count }
         image?.forEachOutboxPair { id, records in
-            if index[id] == nil { total += Pair(id: id, records: records).count }
+            if pairs.position(of: id) == nil { total += Pair(id: id, records: records).count }
         }
         return total
     }
@@ -133,34 +131,28 @@ public struct OutboxState: Sendable, Equatable {
     private subscript(key: OutboxKey) -> OutboxRecord? {
         get { record(key) }
         set {
-            if let position = index[key.entryID] {
-                pairs[position][key.destination] = newValue
-                if pairs[position].isEmpty && image?.outboxPosition(of: key.entryID) == nil {
-                    index.remove(key.entryID)
-                    let last = pairs.removeLast()
-                    if position < pairs.count {
-                        pairs[position] = last
-                        index.set(last.id, position)
-                    }
+            if let position = pairs.position(of: key.entryID) {
+                pairs[position: position][key.destination] = newValue
+                if pairs[position: position].isEmpty && image?.outboxPosition(of: key.entryID) == nil {
+                    pairs.remove(key.entryID)
                 }
             } else {
                 let known = image?.outboxPair(of: key.entryID)
                 guard newValue != nil || known != nil else { return }
                 var pair = Pair(id: key.entryID, records: known ?? (nil, nil))
                 pair[key.destination] = newValue
-                index.set(key.entryID, pairs.count)
-                pairs.append(pair)
+                pairs.set(pair)
             }
         }
     }
 
     /// Starts loading the index slot a lookup of `id` reads (a hint a replay gives a few events ahead).
     @inline(__always)
-    func prefetch(_ id: EntryID) { index.prefetch(id) }
+    func prefetch(_ id: EntryID) { pairs.prefetch(id) }
 
     /// Whether an entry has any sync history.
     private func hasHistory(_ id: EntryID) -> Bool {
-        if let position = index[id] { return !pairs[position].isEmpty }
+        if let position = pairs.position(of: id) { return !pairs[position: position].isEmpty }
         return image?.outboxPosition(of: id) != nil
     }
 

@@ -283,15 +283,15 @@ final class SnapshotImage: @unchecked Sendable {
 
     /// The row of an id, if the snapshot holds it (open addressing, linear probing, at most every slot once; a row
     /// is read only where the slot's fingerprint matches).
-    /// Starts loading the id slot where a lookup of `id` begins into the CPU's caches (a hint; see ``IDIndex``).
+    /// Starts loading the id slot where a lookup of `id` begins into the CPU's caches (a hint; see ``IdentifiedTable``).
     @inline(__always)
     func prefetch(_ id: EntryID) {
         guard let base = slots.baseAddress else { return }
-        cplatform_prefetch(base + (IDIndex.hash(id) & slotMask) * 8)
+        cplatform_prefetch(base + (id.slotHash & slotMask) * 8)
     }
 
     func row(of id: EntryID) -> Int? {
-        let hash = UInt64(bitPattern: Int64(IDIndex.hash(id)))
+        let hash = UInt64(bitPattern: Int64(id.slotHash))
         let fingerprint = UInt32(truncatingIfNeeded: hash >> 32)
         var slot = Int(truncatingIfNeeded: hash) & slotMask
         for _ in 0...slotMask {

@@ -161,7 +161,7 @@ enum SnapshotWriter {
         var slots = [UInt64](repeating: 0, count: count)
         let mask = count - 1
         for (row, id) in ids.enumerated() {
-            let hash = UInt64(bitPattern: Int64(IDIndex.hash(id)))
+            let hash = UInt64(bitPattern: Int64(id.slotHash))
             var slot = Int(truncatingIfNeeded: hash) & mask
             while slots[slot] != 0 { slot = (slot + 1) & mask }
             slots[slot] = (hash >> 32) << 32 | UInt64(row + 1)

@@ -17,9 +17,9 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
     var endIndex: Int { count }
 
     subscript(position: Int) -> Element {
-        get {
+        _read {
             precondition(position >= 0 && position < count, "index out of range")
-            return chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
+            yield chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
         }
         _modify {
             precondition(position >= 0 && position < count, "index out of range")
