@@ -304,8 +304,8 @@ public struct EntriesState: Sendable, Equatable {
     private mutating func remove(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
-        if changed.remove(entry.id) == nil, let image, let row = image.row(of: entry.id) {
-            hidden.set(HiddenRow(id: entry.id, row: row))
+        if changed.remove(entry.id) == nil, let image, image.row(of: entry.id) != nil {
+            hidden.set(HiddenRow(id: entry.id))
         }
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
@@ -343,10 +343,9 @@ public struct EntriesState: Sendable, Equatable {
     }
 }
 
-/// A snapshot row that is no longer current (its entry removed, or changed and held as a value).
+/// The id of a snapshot row that is no longer current (its entry removed, or changed and held as a value).
 struct HiddenRow: EntryKeyed, Sendable {
     var id: EntryID
-    var row: Int
 }
 
 /// What one event did to one entry.

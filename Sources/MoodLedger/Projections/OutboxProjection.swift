@@ -88,7 +88,10 @@ public struct OutboxState: Sendable, Equatable {
 
     /// One entry's records (both destinations), if it has sync history.
     private func pair(_ id: EntryID) -> Pair? {
-        if let position = pairs.position(of: id) { return pairs[position: position].isEmpty ? nil : pairs[position: position] }
+        if let position = pairs.position(of: id) {
+            let pair = pairs[position: position]
+            return pair.isEmpty ? nil : pair
+        }
         return image?.outboxPair(of: id).map { Pair(id: id, records: $0) }
     }
 
