@@ -30,9 +30,10 @@ enum Replayer {
             }
         }
 
-        func apply(to state: inout LedgerState) {
+        @inline(__always)
+        func apply(to state: inout LedgerState, analytics: Bool) {
             switch self {
-            case .event(let recorded): state.apply(recorded)
+            case .event(let recorded): state.apply(recorded, analytics: analytics)
             case .skip(let seq, let recordedAt): state.skip(seq: seq, recordedAt: recordedAt)
             }
         }
@@ -56,6 +57,10 @@ enum Replayer {
     }
 
     /// Applies every record after `start` through `last` to `state`.
+    ///
+    /// A replay into an empty state without a snapshot (a cold open, a rebuild, time travel before the first sparse
+    /// snapshot) folds entries and the outbox event by event and builds the analytics from the resulting entries
+    /// once at the end (``LedgerState/rebuildAnalytics()``), also when the replay fails part way.
     /// - Returns: how many records were applied.
     /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`, as the log is read.
     @discardableResult
@@ -72,15 +77,17 @@ enum Replayer {
             if case .after(let location) = start { try log.forEach(after: location, through: location.seq) { _ in true } }
             return 0
         }
+        let analytics = !(state.seq == 0 && state.entries.ownEntries != nil)
+        defer { if !analytics { state.rebuildAnalytics() } }
         if end - first + 1 < pipelineThreshold {
             var count = 0
             try read(log, from: start, through: last) { view in
-                try Item(view).apply(to: &state)
+                try Item(view).apply(to: &state, analytics: analytics)
                 count += 1
             }
             return count
         }
-        return try pipelined(log, from: start, through: last, into: &state)
+        return try pipelined(log, from: start, through: last, into: &state, analytics: analytics)
     }
 
     private static func read(_ log: EventLog, from start: Start, through last: UInt64,
@@ -96,7 +103,7 @@ enum Replayer {
     }
 
     private static func pipelined(_ log: EventLog, from start: Start, through last: UInt64,
-                                  into state: inout LedgerState) throws -> Int {
+                                  into state: inout LedgerState, analytics: Bool) throws -> Int {
         let channel = Channel()
         DispatchQueue.global(qos: .userInitiated).async {
             var batch = Channel.Batch()
@@ -142,7 +149,7 @@ enum Replayer {
             let ahead = 8
             for index in batch.items.indices {
                 if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
-                batch.items[index].apply(to: &state)
+                batch.items[index].apply(to: &state, analytics: analytics)
             }
             count += batch.items.count
         }

@@ -181,12 +181,13 @@ public struct AnalyticsState: Sendable, Equatable {
         }
         var days: [DayAggregate?] = []
         days.reserveCapacity(aggregates.count)
-        for var aggregate in aggregates {
-            if aggregate.count == 0 {
+        // Sorted where they are: a copy taken out of `aggregates` would share its array, and sorting it would copy it.
+        for index in aggregates.indices {
+            if aggregates[index].count == 0 {
                 days.append(nil)
             } else {
-                aggregate.valences.sort()
-                days.append(aggregate)
+                aggregates[index].valences.sort()
+                days.append(aggregates[index])
             }
         }
         state.changedDays = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: days)

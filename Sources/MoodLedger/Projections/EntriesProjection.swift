@@ -57,6 +57,9 @@ public struct EntriesState: Sendable, Equatable {
         return result
     }
 
+    /// The entries of a state built without a snapshot, where they are held (no copy); nil when reading through one.
+    var ownEntries: ChunkedArray<MoodEntry>? { image == nil ? changed.values : nil }
+
     /// Every current entry by id (builds a dictionary: for tests and tools, not hot paths).
     public var byID: [EntryID: MoodEntry] { Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) }
 

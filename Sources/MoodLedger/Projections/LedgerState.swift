@@ -26,10 +26,14 @@ public struct LedgerState: Sendable, Equatable {
     }
 
     /// Applies one recorded event to all three projections — the whole fold.
-    public mutating func apply(_ recorded: RecordedEvent) {
+    public mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
+
+    /// Applies one recorded event; with `analytics` false the analytics are left for ``rebuildAnalytics()``.
+    @inline(__always)
+    mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
         let time = recorded.recordedAtMilliseconds
         let change = entries.apply(recorded.event, at: time)
-        if let change { analytics.apply(change) }
+        if withAnalytics, let change { analytics.apply(change) }
         // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
         let exists: Bool
         switch recorded.event {
@@ -50,6 +54,15 @@ public struct LedgerState: Sendable, Equatable {
     func prefetch(_ id: EntryID) {
         entries.prefetch(id)
         outbox.prefetch(id)
+    }
+
+    /// Builds the analytics from the current entries in one pass (each day's valences sorted once), for a replay
+    /// from the first event that deferred them: the same answer as the incremental fold (analytics are a function of
+    /// the entries; the replay-equivalence tests hold both equal), without inserting into sorted per-day arrays at
+    /// random days. Only for a state without a snapshot, whose entries are all held in memory.
+    mutating func rebuildAnalytics() {
+        guard let own = entries.ownEntries else { return }
+        analytics = AnalyticsState.recomputed(from: own)
     }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
