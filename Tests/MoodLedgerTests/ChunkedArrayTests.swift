@@ -33,7 +33,13 @@ struct ChunkedArrayTests {
             }
             if step % 300 == 0 { copies.append((chunked, model)) }
             #expect(chunked.count == model.count)
-            if step % 100 == 0 { #expect(chunked.elementsEqual(model)) }
+            if step % 100 == 0 {
+                #expect(chunked.elementsEqual(model))
+                // The in-place walk (what a bulk rebuild of the analytics reads) visits the same elements in order.
+                var walked: [Int] = []
+                chunked.forEachInPlace { walked.append($0.pointee) }
+                #expect(walked == model)
+            }
         }
         #expect(chunked.elementsEqual(model))
         // A copy taken earlier never sees the later writes (copy-on-write per chunk).

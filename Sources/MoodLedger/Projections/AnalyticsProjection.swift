@@ -149,32 +149,43 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     /// Builds the analytics of a set of entries from scratch, in bulk: group by day, sort each day's valences once.
-    /// Snapshot loads use it; the tests use it as the brute-force reference for the incremental fold.
+    /// A replay from the first event uses it; the tests use it as the brute-force reference for the incremental fold.
     public static func recomputed(from entries: some Collection<MoodEntry>) -> AnalyticsState {
+        recomputed { body in entries.forEach { entry in withUnsafePointer(to: entry, body) } }
+    }
+
+    /// The same, over entries where they are held (read in place: no copy of each out of its chunk).
+    static func recomputed(from entries: ChunkedArray<MoodEntry>) -> AnalyticsState {
+        recomputed(eachEntry: entries.forEachInPlace)
+    }
+
+    /// Builds the analytics of the entries `eachEntry` visits (it is called twice), read through a pointer: a value
+    /// handed to a closure is copied first (128 bytes and a retain of each string), and this reads three fields.
+    private static func recomputed(eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void) -> AnalyticsState {
         var state = AnalyticsState()
-        guard let first = entries.first else { return state }
-        var low = first.localDate.daysSinceEpoch
-        var high = low
-        for entry in entries {
-            let day = entry.localDate.daysSinceEpoch
+        var low = Int32.max
+        var high = Int32.min
+        eachEntry { entry in
+            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
             low = min(low, day)
             high = max(high, day)
         }
-        var aggregates = [DayAggregate](repeating: DayAggregate(), count: Int(high - low) + 1)
-        for entry in entries {
-            let index = Int(entry.localDate.daysSinceEpoch - low)
-            let q = entry.valenceGrid
+        guard low <= high else { return state }
+        var aggregates = [DayAggregate](repeating: DayAggregate(), count: Int(high) - Int(low) + 1)
+        eachEntry { entry in
+            let index = Int(entry.pointee.loggedAt.localDate.daysSinceEpoch) - Int(low)
+            let q = entry.pointee.valenceGrid
             aggregates[index].count += 1
             if let q {
                 aggregates[index].valences.append(q)
                 aggregates[index].valenceSum += q
                 aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
             }
-            entry.labelList.forEach { label in
+            entry.pointee.labelList.forEach { label in
                 add(q, 1, to: &aggregates[index].labels, label)
                 add(q, 1, to: &state.labelTotals, label)
             }
-            entry.associationList.forEach { association in
+            entry.pointee.associationList.forEach { association in
                 add(q, 1, to: &aggregates[index].associations, association)
                 add(q, 1, to: &state.associationTotals, association)
             }

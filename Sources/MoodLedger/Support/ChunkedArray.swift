@@ -38,6 +38,17 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
         count += 1
     }
 
+    /// Calls `body` with a pointer to each element in order, where it is held (no copy out of its chunk). The
+    /// pointer is valid only during the call.
+    func forEachInPlace(_ body: (UnsafePointer<Element>) -> Void) {
+        for chunk in chunks {
+            chunk.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                for index in buffer.indices { body(base + index) }
+            }
+        }
+    }
+
     /// Removes and returns the last element (the array must not be empty).
     @discardableResult
     mutating func removeLast() -> Element {
