@@ -31,8 +31,8 @@ enum Replayer {
         }
 
         @inline(__always)
-        func apply(to state: inout LedgerState, analytics: Bool) {
-            switch self {
+        consuming func apply(to state: inout LedgerState, analytics: Bool) {
+            switch consume self {
             case .event(let recorded): state.apply(recorded, analytics: analytics)
             case .skip(let seq, let recordedAt): state.skip(seq: seq, recordedAt: recordedAt)
             }
@@ -138,7 +138,7 @@ enum Replayer {
                 if !state.batches.isEmpty { return (state.batches.removeFirst(), false, nil) }
                 return (nil, state.finished, state.failure)
             }
-            guard let batch else {
+            guard var batch else {
                 guard finished else { continue }
                 if let failure { throw failure }
                 return count
@@ -149,7 +149,9 @@ enum Replayer {
             let ahead = 8
             for index in batch.items.indices {
                 if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
-                batch.items[index].apply(to: &state, analytics: analytics)
+                // Moved out (a trivial placeholder left behind), not copied: a copy of a decoded event retained each
+                // of its strings once more.
+                exchange(&batch.items[index], with: .skip(seq: 0, recordedAt: 0)).apply(to: &state, analytics: analytics)
             }
             count += batch.items.count
         }
