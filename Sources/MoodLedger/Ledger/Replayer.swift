@@ -77,7 +77,7 @@ enum Replayer {
             if case .after(let location) = start { try log.forEach(after: location, through: location.seq) { _ in true } }
             return 0
         }
-        let analytics = !(state.seq == 0 && state.entries.ownEntries != nil)
+        let analytics = !state.buildsAnalyticsInBulk
         defer { if !analytics { state.rebuildAnalytics() } }
         if end - first + 1 < pipelineThreshold {
             var count = 0

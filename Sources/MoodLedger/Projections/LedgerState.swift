@@ -56,6 +56,10 @@ public struct LedgerState: Sendable, Equatable {
         outbox.prefetch(id)
     }
 
+    /// Whether a replay into this state can leave the analytics to ``rebuildAnalytics()``: nothing applied yet and no
+    /// snapshot, so every entry the replay produces is held here.
+    var buildsAnalyticsInBulk: Bool { seq == 0 && entries.image == nil }
+
     /// Builds the analytics from the current entries in one pass (each day's valences sorted once), for a replay
     /// from the first event that deferred them: the same answer as the incremental fold (analytics are a function of
     /// the entries; the replay-equivalence tests hold both equal), without inserting into sorted per-day arrays at
