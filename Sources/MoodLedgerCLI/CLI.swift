@@ -26,6 +26,8 @@ struct Context {
     var ledgerNamed: Bool
     /// A zone that wins over every option and the environment (the deterministic demo).
     var zoneOverride: LocalZone?
+    /// The ledgers this command opened.
+    let opened = OpenedLedgers()
 
     /// Opens the ledger: read-only for reading commands, with the writer lock for writing ones.
     func openLedger(write: Bool, create: Bool = false) throws -> Ledger {
@@ -45,6 +47,8 @@ struct Context {
         }
         let ledger = try Ledger.open(at: ledgerPath, options: options)
         for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
+        opened.add(ledger, write: write)
+        if !write, options.checkSnapshotsWhereReadFrom != .max { console.hold(upTo: 64 << 20) }
         return ledger
     }
 
@@ -134,7 +138,7 @@ struct Context {
         options.createIfMissing = false
         let ledger = try Ledger.open(at: ledgerPath, options: options)
         defer { ledger.close() }
-        let entries = ledger.state.entries.all
+        let entries = ledger.read { $0.entries.all }
         if text == "last" {
             guard let newest = entries.max(by: { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }) else {
                 throw CLIError(ExitCode.noInput, "the ledger has no entries")
@@ -212,7 +216,17 @@ public enum CLI {
             var context = Context(arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
                                   console: console, environment: environment, baseOptions: options,
                                   ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
-            return try spec.run(&context)
+            let code: Int32
+            do {
+                code = try spec.run(&context)
+            } catch {
+                if let rerun = answerAgain(context, original, environment, console, options) { return rerun }
+                console.releaseHeld()
+                throw error
+            }
+            if let rerun = answerAgain(context, original, environment, console, options) { return rerun }
+            console.releaseHeld()
+            return code
         } catch var error as UsageError {
             // Every hint names the command's own help; an unknown option gets a did-you-mean.
             if error.message == "unknown option --json" {
@@ -232,6 +246,25 @@ public enum CLI {
             console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))
             return failure.code
         }
+    }
+
+    /// A reading command that met a damaged snapshot piece (`Ledger.Options.checkSnapshotsWhereReadFrom`) runs
+    /// again with every snapshot checked whole on open, so the damaged one is skipped with a notice: its first
+    /// answer, held back, is dropped. `nil` when nothing was damaged (or the command wrote: commands decide from
+    /// an undamaged state by themselves).
+    private static func answerAgain(_ context: Context, _ original: [String], _ environment: [String: String],
+                                    _ console: Console, _ options: Ledger.Options) -> Int32? {
+        guard !context.opened.wrote, context.opened.metDamagedSnapshot else { return nil }
+        guard options.checkSnapshotsWhereReadFrom != .max, console.discardHeld() else {
+            console.error("moodledger: a snapshot piece read for the output above fails its checksum: that output may be "
+                          + "wrong (hint: run `moodledger rebuild`, which replaces the snapshots)")
+            return ExitCode.ioError
+        }
+        console.error("moodledger: notice: a snapshot piece read for this answer fails its checksum: answering again "
+                      + "with every snapshot checked whole")
+        var whole = options
+        whole.checkSnapshotsWhereReadFrom = .max
+        return run(original, environment: environment, console: console, options: whole)
     }
 
     /// The ledger options the tool uses: a snapshot on close only once 1,000 events are uncovered, since every
@@ -271,4 +304,22 @@ public enum CLI {
         text += "75 ledger locked by another writer, 77 credentials refused, 78 sync not configured."
         return text
     }
+}
+
+/// The ledgers a command opened, and whether any for writing.
+final class OpenedLedgers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ledgers: [Ledger] = []
+    private var openedForWrite = false
+
+    func add(_ ledger: Ledger, write: Bool) {
+        lock.withLock {
+            ledgers.append(ledger)
+            openedForWrite = openedForWrite || write
+        }
+    }
+
+    var wrote: Bool { lock.withLock { openedForWrite } }
+
+    var metDamagedSnapshot: Bool { lock.withLock { ledgers.contains { $0.metDamagedSnapshot } } }
 }

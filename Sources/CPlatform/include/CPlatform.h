@@ -1,5 +1,5 @@
-// The few things Swift cannot say itself: the CPU's CRC-32C instruction, a SIGBUS guard for mapped files and a
-// cache prefetch hint.
+// The few things Swift cannot say itself: the CPU's CRC-32C instruction, a SIGBUS guard for mapped files, a
+// cache prefetch hint and atomic bits in a shared bitmap.
 #ifndef CPLATFORM_H
 #define CPLATFORM_H
 
@@ -27,5 +27,16 @@ int cplatform_guard_damaged(int slot);
 /// Asks the CPU to start loading the cache line at `address` into its caches: a hint (no fault, no effect on any
 /// result), which a replay gives a few events ahead for the hash slots those events will probe.
 static inline void cplatform_prefetch(const void *address) { __builtin_prefetch(address, 0, 3); }
+
+/// Whether bit `index` of a bitmap shared between threads is set (an acquire load: what the thread that set it
+/// wrote before is seen). The snapshot reader keeps one bit per checked 4 KiB piece.
+static inline int cplatform_bit_test(const uint64_t *words, size_t index) {
+    return (int)((__atomic_load_n(&words[index >> 6], __ATOMIC_ACQUIRE) >> (index & 63)) & 1);
+}
+
+/// Sets bit `index` of a bitmap shared between threads (a release read-modify-write).
+static inline void cplatform_bit_set(uint64_t *words, size_t index) {
+    __atomic_fetch_or(&words[index >> 6], (uint64_t)1 << (index & 63), __ATOMIC_RELEASE);
+}
 
 #endif

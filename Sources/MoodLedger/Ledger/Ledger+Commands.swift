@@ -124,7 +124,7 @@ extension Ledger {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
-            let (events, id, created) = try decide(core.state, now)
+            let (events, id, created) = try deciding(&core) { try decide($0, now) }
             try append(events, now: now, to: &core)
             guard let entry = core.state.entries[id] ?? events.lazy.compactMap({ $0.entryAfter }).first else {
                 return LogOutcome(entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
@@ -171,6 +171,7 @@ extension Ledger {
             core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
         }
         if !attachments.isEmpty { core.state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+        replaceIfDamaged(&core)  // the fold read a damaged snapshot piece: the log, which holds these events, decides
         core.sinceSnapshot += records.count
         if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
             _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command

@@ -93,7 +93,7 @@ extension Ledger {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
-            let (events, id, created) = try decide(core.state, now)
+            let (events, id, created) = try deciding(&core) { try decide($0, now) }
             let attachments = attach(events, id)
             for record in attachments where record.type & LogFormat.safeToIgnoreBit == 0 {
                 throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")

@@ -46,12 +46,14 @@ extension Ledger {
                 throw MoodError(code: .notFound, field: "entry_id", rule: "no entry \(id) to erase (never logged, or already erased)")
             }
             if !ignoringDestinations {
-                for id in ids {
-                    for destination in SyncDestination.allCases {
-                        if core.state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
-                            throw MoodError(code: .heldElsewhere, field: "entry_id", rule:
-                                "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
-                                + "(moodledger erase does that), or erase only here")
+                try deciding(&core) { state in
+                    for id in ids {
+                        for destination in SyncDestination.allCases {
+                            if state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
+                                throw MoodError(code: .heldElsewhere, field: "entry_id", rule:
+                                    "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
+                                    + "(moodledger erase does that), or erase only here")
+                            }
                         }
                     }
                 }

@@ -81,6 +81,7 @@ extension Ledger {
             let now = options.clock()
             let time = max(core.log.lastRecordedAt, now * 1000)
             let command = options.newID()
+            replaceIfDamaged(&core)
             var scratch = core.state
             var appended = 0
             func handle(_ row: ImportRow, emit: ((PendingRecord) throws -> Void)?) throws {
@@ -101,6 +102,11 @@ extension Ledger {
                     }
                 } catch let error as MoodError {
                     throw ImportError(line: row.line, field: error.field, problem: error.rule)
+                }
+                if scratch.readsDamagedSnapshot {
+                    // Decided from a snapshot piece that fails its checksum: nothing of the import is appended.
+                    throw EventLogError(.corrupted, "a snapshot piece failed its checksum during the import (nothing was "
+                                        + "imported); open the ledger again and repeat the import")
                 }
                 let (events, _, created) = decided
                 if corrected { report.updated += 1 } else if events.isEmpty { report.existing += 1 }

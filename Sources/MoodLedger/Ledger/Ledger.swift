@@ -13,6 +13,9 @@ public final class Ledger: Sendable {
     public let options: Options
     /// What open noticed: a trimmed torn tail, skipped snapshots. Never errors.
     public let notices: [String]
+    /// Damage found after open in a snapshot the state read through (``Options/checkSnapshotsWhereReadFrom``),
+    /// each time the state was then rebuilt from the log.
+    public var laterNotices: [String] { core.withLock { $0.laterNotices } }
 
     let store: SnapshotStore
     let core: Mutex<Core>
@@ -21,6 +24,7 @@ public final class Ledger: Sendable {
         var log: EventLog
         var state: LedgerState
         var sinceSnapshot = 0
+        var laterNotices: [String] = []
     }
 
     private init(path: String, options: Options, notices: [String], log: EventLog, state: LedgerState,
@@ -55,7 +59,7 @@ public final class Ledger: Sendable {
         var loaded: SnapshotImage?
         var remaining = candidates[...]
         while loaded == nil, let seq = remaining.popFirst() {
-            switch store.load(seq: seq, fileID: nil) {
+            switch store.load(seq: seq, fileID: nil, checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
             case .success(let value): loaded = value
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
@@ -80,13 +84,20 @@ public final class Ledger: Sendable {
                 notices.append("snapshot \(header.location.seq) skipped: it does not match the log (ahead of it, or the log was replaced)")
             }
             guard let seq = remaining.popFirst() else { break }
-            switch store.load(seq: seq, fileID: log.fileID) {
+            switch store.load(seq: seq, fileID: log.fileID, checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
             case .success(let value): candidate = value
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        let replayed = try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
-                                                  pipelineThreshold: options.parallelReplayThreshold)
+        var replayed = try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
+                                           pipelineThreshold: options.parallelReplayThreshold)
+        if let image = current.entries.image, image.isDamaged {
+            // The tail read a piece that fails its checksum: the snapshot is not used, the whole log is replayed.
+            notices.append("snapshot \(image.seq) skipped: \(image.damageDescription ?? "damaged")")
+            current = LedgerState()
+            replayed = try Replayer.replay(log, from: .beginning, into: &current,
+                                           pipelineThreshold: options.parallelReplayThreshold)
+        }
         if !current.pendingErasures.isEmpty {
             let count = current.pendingErasures.count
             if options.readOnly {
@@ -136,16 +147,64 @@ public final class Ledger: Sendable {
     ///
     /// Should another program have truncated the mapped snapshot under this process (its cut pages then read as
     /// zeros), the state is first rebuilt by replaying the log.
+    /// A snapshot piece found damaged while reading it (``Options/checkSnapshotsWhereReadFrom``) has the same
+    /// effect; ``read(_:)`` also asks its question again when that happened while answering it.
     public var state: LedgerState {
         core.withLock { core in
-            if core.state.entries.image?.file.isDamaged == true {
-                var fresh = LedgerState()
-                if (try? Replayer.replay(core.log, from: .beginning, into: &fresh,
-                                         pipelineThreshold: options.parallelReplayThreshold)) != nil {
-                    core.state = fresh
-                }
-            }
+            replaceIfDamaged(&core)
             return core.state
+        }
+    }
+
+    /// Whether reading through this ledger met a snapshot piece that fails its checksum: an answer computed from a
+    /// ``state`` taken before may be wrong (``read(_:)`` asks again by itself; the `moodledger` tool answers again
+    /// with every snapshot checked whole).
+    public var metDamagedSnapshot: Bool {
+        core.withLock { !$0.laterNotices.isEmpty || $0.state.readsDamagedSnapshot }
+    }
+
+    /// Answers a question from the current state, never from a damaged snapshot: when reading found a snapshot
+    /// piece that fails its checksum (``Options/checkSnapshotsWhereReadFrom``), the state is rebuilt from the log
+    /// and `body` runs again on it.
+    /// - Parameter body: the question; it may run twice.
+    /// - Returns: what `body` returned from an undamaged state.
+    /// - Throws: what `body` throws from an undamaged state.
+    public func read<T>(_ body: (LedgerState) throws -> T) rethrows -> T {
+        let first = state
+        do {
+            let answer = try body(first)
+            guard first.readsDamagedSnapshot else { return answer }
+        } catch {
+            guard first.readsDamagedSnapshot else { throw error }
+        }
+        return try body(state)
+    }
+
+    /// Runs `decide` on the state, and again on a state rebuilt from the log when it read a damaged snapshot piece
+    /// (a command never decides from damaged bytes).
+    func deciding<T>(_ core: inout Core, _ decide: (LedgerState) throws -> T) rethrows -> T {
+        replaceIfDamaged(&core)
+        let state = core.state
+        do {
+            let result = try decide(state)
+            guard state.readsDamagedSnapshot else { return result }
+        } catch {
+            guard state.readsDamagedSnapshot else { throw error }
+        }
+        replaceIfDamaged(&core)
+        return try decide(core.state)
+    }
+
+    /// Rebuilds the state from the log if the snapshot it reads through was found damaged (a failed piece, or the
+    /// file cut under the process), with a notice. Keeps the state when the log cannot be read.
+    func replaceIfDamaged(_ core: inout Core) {
+        guard let image = core.state.entries.image, image.isDamaged else { return }
+        var fresh = LedgerState()
+        if (try? Replayer.replay(core.log, from: .beginning, into: &fresh,
+                                 pipelineThreshold: options.parallelReplayThreshold)) != nil {
+            core.laterNotices.append("snapshot \(image.seq) is damaged (\(image.damageDescription ?? "damaged")): "
+                                     + "the state was rebuilt from the log")
+            core.state = fresh
         }
     }
 
@@ -187,12 +246,21 @@ public final class Ledger: Sendable {
     func writeSnapshot(_ core: inout Core) throws -> UInt64 {
         guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
         guard let location = core.log.lastRecord, core.state.seq == location.seq else { return 0 }
-        try store.write(core.state, location: location, fileID: core.log.fileID)
+        // Unchanged days are copied from the snapshot read through: never from a damaged one (the copy would carry
+        // new, valid checksums). A piece found damaged while copying fails the write; the state is then rebuilt.
+        replaceIfDamaged(&core)
+        do {
+            try store.write(core.state, location: location, fileID: core.log.fileID)
+        } catch let error as SnapshotProblem {
+            replaceIfDamaged(&core)
+            throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
+        }
         store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
         core.sinceSnapshot = 0
         // Read through the snapshot just written: what changed since the last one leaves memory, and a copy of the
         // state (``state``) costs no more than the changes since.
-        if case .success(let image) = store.load(seq: location.seq, fileID: core.log.fileID) {
+        if case .success(let image) = store.load(seq: location.seq, fileID: core.log.fileID,
+                                                 checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
             core.state = LedgerState(image: image)
         }
         return location.seq

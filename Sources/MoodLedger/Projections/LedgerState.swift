@@ -56,6 +56,9 @@ public struct LedgerState: Sendable, Equatable {
         outbox.prefetch(id)
     }
 
+    /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
+    var readsDamagedSnapshot: Bool { entries.image?.isDamaged == true }
+
     /// Whether a replay into this state can leave the analytics to ``rebuildAnalytics()``: nothing applied yet and no
     /// snapshot, so every entry the replay produces is held here.
     var buildsAnalyticsInBulk: Bool { seq == 0 && entries.image == nil }

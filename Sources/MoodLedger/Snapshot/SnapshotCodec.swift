@@ -13,7 +13,8 @@ enum SnapshotCodec {
     /// snapshot-payload=3: version-2 files: sections of rows, stored indexes and per-day aggregates, mapped on open.
     /// snapshot-payload=4: the outbox as an index of ids and a records section read on demand, beside a sync section.
     /// snapshot-payload=5: id slots of 8 bytes with a 32-bit fingerprint of the id's hash.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=5"
+    /// snapshot-payload=6: version-3 files: a pieces section, a checksum of every 4 KiB of the other sections.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=6"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

@@ -3,8 +3,9 @@ import Dispatch
 import EventLog
 import Synchronization
 
-/// The layout of a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
-/// then twelve 8-byte-aligned little-endian sections, each with its own checksum.
+/// The layout of a version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
+/// then thirteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
+/// of every 4 KiB piece of the others.
 enum SnapshotLayout {
     static let headerSize = 80
     static let tableEntrySize = 24
@@ -15,10 +16,24 @@ enum SnapshotLayout {
     static let outboxIndexSize = 24
     /// "No row" in a day's daily-mood field.
     static let noRow = UInt32.max
+    /// The span of each checksum in the pieces section.
+    static let pieceSize = 4096
+
+    /// How many pieces a section of `length` bytes has.
+    static func pieces(ofLength length: Int) -> Int { (length + pieceSize - 1) / pieceSize }
 
     /// The sections, in the order (and with the kind codes) they appear in the file.
     enum Section: UInt32, CaseIterable {
-        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync
+        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync, pieces
+
+        /// Whether a large snapshot checks this section a piece at a time where it is read: the sections read row
+        /// by row (the others are decoded, or read whole, on open).
+        var isCheckedWhereRead: Bool {
+            switch self {
+            case .rows, .arena, .idSlots, .valences, .words, .sources, .outboxIndex, .outboxRecords: true
+            case .meta, .days, .totals, .sync, .pieces: false
+            }
+        }
     }
 }
 
@@ -51,9 +66,24 @@ final class SnapshotImage: @unchecked Sendable {
     /// Day aggregates decoded so far (by day index): analytics over all days decode each day once per image.
     private let decoded: Mutex<[Int: DayAggregate]> = Mutex([:])
 
+    /// The checksum of every 4 KiB piece of the other sections.
+    private let pieces: UnsafeRawBufferPointer
+    /// The index in ``pieces`` of each section's first piece.
+    private let firstPiece: [Int]
+    /// One bit per piece, set once the piece is checked (shared by the threads reading the image); `nil` when every
+    /// section was checked whole on open.
+    private let checkedPieces: UnsafeMutablePointer<UInt64>?
+    private let damaged = Atomic<Bool>(false)
+    private let damage: Mutex<String?> = Mutex(nil)
+
     /// Maps nothing itself: checks `file` (already mapped) and keeps it.
+    /// - Parameters:
+    ///   - file: the mapped snapshot.
+    ///   - fingerprint: the running projection code's schema fingerprint.
+    ///   - checkWhereRead: check the sections read row by row a 4 KiB piece at a time when first read, instead of
+    ///     whole now (a piece that then fails its checksum marks the image damaged: ``isDamaged``).
     /// - Throws: ``SnapshotProblem`` naming the first rule the bytes break.
-    init(file: MappedFile, fingerprint: UInt32) throws(SnapshotProblem) {
+    init(file: MappedFile, fingerprint: UInt32, checkWhereRead: Bool = false) throws(SnapshotProblem) {
         self.file = file
         let bytes = file.bytes
         guard bytes.count >= SnapshotLayout.headerSize, let header = SnapshotHeader.decode(bytes) else {
@@ -64,8 +94,24 @@ final class SnapshotImage: @unchecked Sendable {
         }
         guard header.fileLength == UInt64(bytes.count) else { throw SnapshotProblem("truncated or extended") }
         self.header = header
-        let sections = try Self.sections(of: file, header: header)
+        let sections = try Self.sections(of: file, header: header, checkWhereRead: checkWhereRead)
         func section(_ kind: SnapshotLayout.Section) -> UnsafeRawBufferPointer { sections[Int(kind.rawValue) - 1] }
+        pieces = section(.pieces)
+        var first: [Int] = []
+        var total = 0
+        for kind in SnapshotLayout.Section.allCases where kind != .pieces {
+            first.append(total)
+            total += SnapshotLayout.pieces(ofLength: section(kind).count)
+        }
+        guard pieces.count == total * 4 else { throw SnapshotProblem("pieces: length is not 4 × the other sections' pieces") }
+        firstPiece = first
+        if checkWhereRead {
+            let words = (total + 63) / 64
+            checkedPieces = UnsafeMutablePointer<UInt64>.allocate(capacity: max(1, words))
+            checkedPieces?.initialize(repeating: 0, count: max(1, words))
+        } else {
+            checkedPieces = nil
+        }
 
         let meta = section(.meta)
         guard meta.count == SnapshotLayout.metaSize else { throw SnapshotProblem("meta: wrong length") }
@@ -116,9 +162,14 @@ final class SnapshotImage: @unchecked Sendable {
         }
     }
 
-    /// Reads and checks the section table and every section's checksum, a window at a time (each window's pages
-    /// are released after it is checked, so checking costs no resident memory).
-    private static func sections(of file: MappedFile, header: SnapshotHeader) throws(SnapshotProblem)
+    deinit {
+        checkedPieces?.deallocate()
+    }
+
+    /// Reads and checks the section table and every section's checksum (with `checkWhereRead`, only those of the
+    /// sections not read row by row), a window at a time (each window's pages are released after it is checked,
+    /// so checking costs no resident memory).
+    private static func sections(of file: MappedFile, header: SnapshotHeader, checkWhereRead: Bool) throws(SnapshotProblem)
         -> [UnsafeRawBufferPointer] {
         let bytes = file.bytes
         let kinds = SnapshotLayout.Section.allCases
@@ -141,7 +192,7 @@ final class SnapshotImage: @unchecked Sendable {
                 throw SnapshotProblem("section \(kind.rawValue): offset \(offset) length \(length) outside the file or out of order")
             }
             let section = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset + length)])
-            guard CRC32C.mask(CRC32C.finish(checksumState(of: Int(offset)..<Int(offset + length), in: file))) == crc else {
+            guard checkWhereRead && kind.isCheckedWhereRead || CRC32C.mask(CRC32C.finish(checksumState(of: Int(offset)..<Int(offset + length), in: file))) == crc else {
                 throw SnapshotProblem("section \(kind.rawValue): checksum mismatch")
             }
             previousEnd = offset + length
@@ -179,6 +230,63 @@ final class SnapshotImage: @unchecked Sendable {
         }
         let (first, second) = states.withLock { ($0.first, $0.second) }
         return CRC32C.combine(first, second, secondLength: range.upperBound - middle)
+    }
+
+    // MARK: - Checking where read
+
+    /// Whether a piece read since open failed its checksum, or the file was cut under the process (SIGBUS): what
+    /// was read through this image may be wrong, and a state reading through it must be rebuilt from the log.
+    var isDamaged: Bool { damaged.load(ordering: .acquiring) || file.isDamaged }
+
+    /// What is damaged, for a notice (`nil` while nothing is).
+    var damageDescription: String? {
+        if let text = damage.withLock({ $0 }) { return text }
+        return file.isDamaged ? "the file was cut short while mapped" : nil
+    }
+
+    /// Checks the pieces of a section that `count` bytes from `start` lie in, those not checked yet.
+    @inline(__always)
+    private func check(_ kind: SnapshotLayout.Section, _ start: Int, _ count: Int) {
+        guard let bits = checkedPieces, count > 0 else { return }
+        let base = firstPiece[Int(kind.rawValue) - 1]
+        var piece = start / SnapshotLayout.pieceSize
+        let last = (start + count - 1) / SnapshotLayout.pieceSize
+        while piece <= last {
+            if cplatform_bit_test(bits, base + piece) == 0 { checkPiece(kind, piece) }
+            piece += 1
+        }
+    }
+
+    @inline(never)
+    private func checkPiece(_ kind: SnapshotLayout.Section, _ piece: Int) {
+        let bytes = buffer(kind)
+        let start = piece * SnapshotLayout.pieceSize
+        guard let bits = checkedPieces, piece >= 0, start < bytes.count else { return }
+        let end = min(bytes.count, start + SnapshotLayout.pieceSize)
+        let index = firstPiece[Int(kind.rawValue) - 1] + piece
+        let stored: UInt32 = pieces.le(index * 4)
+        if CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))) != stored {
+            let offset = (bytes.baseAddress.map { $0 - UnsafeRawPointer(file.bytes.baseAddress!) } ?? 0) + start
+            damage.withLock { text in
+                if text == nil { text = "section \(kind.rawValue): the piece at byte \(offset) does not match its checksum" }
+            }
+            damaged.store(true, ordering: .releasing)
+        }
+        cplatform_bit_set(bits, index)
+    }
+
+    private func buffer(_ kind: SnapshotLayout.Section) -> UnsafeRawBufferPointer {
+        switch kind {
+        case .rows: rows
+        case .arena: arena
+        case .idSlots: slots
+        case .valences: valences
+        case .words: words
+        case .sources: sources
+        case .outboxIndex: outboxIndex
+        case .outboxRecords: outboxRecords
+        case .meta, .days, .totals, .sync, .pieces: UnsafeRawBufferPointer(start: nil, count: 0)
+        }
     }
 
     /// Drops the mapped pages from the process's resident memory (they are read again, from the page cache, when used).
@@ -226,10 +334,16 @@ final class SnapshotImage: @unchecked Sendable {
     // MARK: - Rows
 
     @inline(__always)
-    func id(ofRow row: Int) -> EntryID { rows.entryID(row * SnapshotLayout.rowSize) }
+    func id(ofRow row: Int) -> EntryID {
+        check(.rows, row * SnapshotLayout.rowSize, 16)
+        return rows.entryID(row * SnapshotLayout.rowSize)
+    }
 
     @inline(__always)
-    func milliseconds(ofRow row: Int) -> Int64 { Int64(bitPattern: rows.le(row * SnapshotLayout.rowSize + 16)) }
+    func milliseconds(ofRow row: Int) -> Int64 {
+        check(.rows, row * SnapshotLayout.rowSize + 16, 8)
+        return Int64(bitPattern: rows.le(row * SnapshotLayout.rowSize + 16))
+    }
 
     /// The key a day's list orders by.
     func key(ofRow row: Int) -> DayKey { DayKey(ms: milliseconds(ofRow: row), id: id(ofRow: row)) }
@@ -237,11 +351,13 @@ final class SnapshotImage: @unchecked Sendable {
     /// The entry of a row, decoded (nil if the row breaks a rule: only a crafted file holds such a row).
     func entry(atRow row: Int) -> MoodEntry? {
         let at = row * SnapshotLayout.rowSize
+        check(.rows, at, SnapshotLayout.rowSize)
         let createdAt = Int64(bitPattern: rows.le(at + 24))
         let updatedAt = Int64(bitPattern: rows.le(at + 32))
         let offset = Int(rows.le(at + 40) as UInt32)
         let length = Int(rows.le(at + 44) as UInt32)
         guard offset <= arena.count, length <= arena.count - offset else { return nil }
+        check(.arena, offset, length)
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
         guard var entry = try? EventCodec.readEntryBody(id: id(ofRow: row), from: &r, withTags: true), r.isAtEnd,
               entry.loggedAt.milliseconds == milliseconds(ofRow: row),
@@ -256,16 +372,20 @@ final class SnapshotImage: @unchecked Sendable {
     /// copies unchanged rows with them).
     func rawRow(_ row: Int) -> (row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)? {
         let at = row * SnapshotLayout.rowSize
+        check(.rows, at, SnapshotLayout.rowSize)
         let offset = Int(rows.le(at + 40) as UInt32)
         let length = Int(rows.le(at + 44) as UInt32)
         guard offset <= arena.count, length <= arena.count - offset else { return nil }
+        check(.arena, offset, length)
         return (UnsafeRawBufferPointer(rebasing: rows[at..<(at + SnapshotLayout.rowSize)]),
                 UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
     }
 
     /// A day's stored valences and word stats, as stored.
     func rawAggregate(_ day: Day) -> (valences: UnsafeRawBufferPointer, words: UnsafeRawBufferPointer) {
-        (UnsafeRawBufferPointer(rebasing: valences[(day.valences.lowerBound * 8)..<(day.valences.upperBound * 8)]),
+        check(.valences, day.valences.lowerBound * 8, day.valences.count * 8)
+        check(.words, day.words.lowerBound, day.words.count)
+        return (UnsafeRawBufferPointer(rebasing: valences[(day.valences.lowerBound * 8)..<(day.valences.upperBound * 8)]),
          UnsafeRawBufferPointer(rebasing: words[day.words]))
     }
 
@@ -273,6 +393,7 @@ final class SnapshotImage: @unchecked Sendable {
     func sourceHashes() -> [Int: UInt64] {
         var result: [Int: UInt64] = [:]
         let count = sources.count / SnapshotLayout.sourceSize
+        check(.sources, 0, sources.count)
         result.reserveCapacity(count)
         for index in 0..<count {
             let row = Int(sources.le(index * SnapshotLayout.sourceSize + 8) as UInt32)
@@ -295,6 +416,7 @@ final class SnapshotImage: @unchecked Sendable {
         let fingerprint = UInt32(truncatingIfNeeded: hash >> 32)
         var slot = Int(truncatingIfNeeded: hash) & slotMask
         for _ in 0...slotMask {
+            check(.idSlots, slot * 8, 8)
             let value: UInt64 = slots.le(slot * 8)
             if value == 0 { return nil }
             let row = Int(UInt32(truncatingIfNeeded: value))
@@ -315,10 +437,13 @@ final class SnapshotImage: @unchecked Sendable {
         var high = count
         while low < high {
             let mid = (low + high) / 2
+            check(.sources, mid * SnapshotLayout.sourceSize, 8)
             if (sources.le(mid * SnapshotLayout.sourceSize) as UInt64) < hash { low = mid + 1 } else { high = mid }
         }
         var result: [Int] = []
-        while low < count, (sources.le(low * SnapshotLayout.sourceSize) as UInt64) == hash {
+        while low < count {
+            check(.sources, low * SnapshotLayout.sourceSize, SnapshotLayout.sourceSize)
+            guard (sources.le(low * SnapshotLayout.sourceSize) as UInt64) == hash else { break }
             let row = Int(sources.le(low * SnapshotLayout.sourceSize + 8) as UInt32)
             if row < rowCount { result.append(row) }
             low += 1
@@ -332,7 +457,10 @@ final class SnapshotImage: @unchecked Sendable {
     var outboxCount: Int { outboxIndex.count / SnapshotLayout.outboxIndexSize }
 
     @inline(__always)
-    private func outboxID(at position: Int) -> EntryID { outboxIndex.entryID(position * SnapshotLayout.outboxIndexSize) }
+    private func outboxID(at position: Int) -> EntryID {
+        check(.outboxIndex, position * SnapshotLayout.outboxIndexSize, 16)
+        return outboxIndex.entryID(position * SnapshotLayout.outboxIndexSize)
+    }
 
     /// The position of an entry in the outbox index (binary search over ids ascending), if it has records.
     func outboxPosition(of id: EntryID) -> Int? {
@@ -350,9 +478,11 @@ final class SnapshotImage: @unchecked Sendable {
     /// The records at an index position (nil if they break a rule: only a crafted file holds such a pair).
     private func outboxPair(at position: Int) -> (OutboxRecord?, OutboxRecord?)? {
         let at = position * SnapshotLayout.outboxIndexSize
+        check(.outboxIndex, at + 16, 8)
         let offset = Int(outboxIndex.le(at + 16) as UInt32)
         let length = Int(outboxIndex.le(at + 20) as UInt32)
         guard offset <= outboxRecords.count, length <= outboxRecords.count - offset else { return nil }
+        check(.outboxRecords, offset, length)
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: outboxRecords[offset..<(offset + length)]))
         guard let pair = try? SnapshotCodec.readPair(from: &r), r.isAtEnd else { return nil }
         return pair
@@ -438,6 +568,8 @@ final class SnapshotImage: @unchecked Sendable {
         var aggregate = DayAggregate()
         aggregate.count = day.rows.count
         aggregate.valences.reserveCapacity(day.valences.count)
+        check(.valences, day.valences.lowerBound * 8, day.valences.count * 8)
+        check(.words, day.words.lowerBound, day.words.count)
         for index in day.valences {
             let q = Int64(bitPattern: valences.le(index * 8))
             guard q >= -Valence.scale, q <= Valence.scale else { continue }

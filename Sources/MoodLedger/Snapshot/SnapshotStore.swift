@@ -4,7 +4,7 @@ import EventLog
 struct SnapshotHeader: Equatable {
     static let magic: [UInt8] = Array("MLSNAP\r\n".utf8)
     static let size = SnapshotLayout.headerSize
-    static let version: UInt16 = 2
+    static let version: UInt16 = 3
 
     var sectionCount: Int
     var fingerprint: UInt32
@@ -81,6 +81,8 @@ struct SnapshotStore: Sendable {
     }
 
     /// Writes a snapshot of `state` covering `location` atomically.
+    /// - Throws: ``SnapshotProblem`` when the snapshot `state` reads through was found damaged while copying from
+    ///   it (nothing is written); ``EventLogError`` for I/O.
     func write(_ state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws {
         try AtomicFile.makeDirectory(directory, io: io)
         let bytes: [UInt8]
@@ -89,17 +91,26 @@ struct SnapshotStore: Sendable {
         } catch {
             throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
         }
+        if let image = state.entries.image, image.isDamaged {
+            throw SnapshotProblem("the snapshot read through is damaged (\(image.damageDescription ?? "damaged"))")
+        }
         try AtomicFile.write(bytes, to: path(for: location.seq), io: io)
     }
 
     /// Maps and checks one snapshot file: header, section table, every section's checksum and structure,
     /// fingerprint and (when given) the log's identity.
+    /// - Parameters:
+    ///   - seq: the covered seq of the file.
+    ///   - fileID: the log's file id, or `nil` to accept any.
+    ///   - checkWhereReadFrom: a file of this many bytes or more has the sections read row by row checked a piece
+    ///     at a time where they are read, not on open (``SnapshotImage/isDamaged`` then tells of a failed piece).
     /// - Returns: the checked image, or the reason it cannot be used.
-    func load(seq: UInt64, fileID: [UInt8]?) -> Result<SnapshotImage, SnapshotProblem> {
+    func load(seq: UInt64, fileID: [UInt8]?, checkWhereReadFrom: Int = .max) -> Result<SnapshotImage, SnapshotProblem> {
         let file = path(for: seq)
         guard let mapped = try? AtomicFile.map(file, io: io) else { return .failure(.init("cannot read \(file)")) }
         do throws(SnapshotProblem) {
-            let image = try SnapshotImage(file: mapped, fingerprint: SnapshotCodec.fingerprint)
+            let image = try SnapshotImage(file: mapped, fingerprint: SnapshotCodec.fingerprint,
+                                          checkWhereRead: mapped.bytes.count >= checkWhereReadFrom)
             guard fileID == nil || image.header.fileID == fileID else { throw SnapshotProblem("belongs to another log file") }
             guard image.seq == seq else { throw SnapshotProblem("covers another seq (renamed)") }
             image.releaseResidentPages()
@@ -120,7 +131,12 @@ struct SnapshotStore: Sendable {
 
     func loadAndReadAll(seq: UInt64) -> LedgerState? {
         guard case .success(let image) = load(seq: seq, fileID: nil) else { return nil }
-        let state = LedgerState(image: image)
+        return Self.readAll(LedgerState(image: image))
+    }
+
+    /// Reads every row, day, aggregate, source key and outbox record of a state (tests and fuzzing).
+    @discardableResult
+    static func readAll(_ state: LedgerState) -> LedgerState {
         _ = state.entries.all
         for day in state.entries.activeDays {
             _ = state.entries.entries(on: day)

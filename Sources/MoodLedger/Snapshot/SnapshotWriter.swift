@@ -1,6 +1,6 @@
 import EventLog
 
-/// Writes a version-2 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
+/// Writes a version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
 /// ordered by local day, their bodies in one arena, the id and source indexes, per-day analytics and the outbox.
 enum SnapshotWriter {
     /// The bytes of a snapshot of `state` covering `location`.
@@ -114,9 +114,27 @@ enum SnapshotWriter {
         meta.fixed(UInt64(sources.count), 4)
         let outbox = SnapshotCodec.encodeOutbox(state)
         guard outbox.records.count <= Int(UInt32.max) else { throw SnapshotProblem("outbox too large for one snapshot") }
-        let sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
+        var sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
                         sourceBytes.bytes, outbox.index, outbox.records, outbox.sync]
+        sections.append(pieceChecksums(of: sections))
         return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
+    }
+
+    /// The pieces section: for each section in order, the masked CRC-32C of each of its 4 KiB pieces (the last
+    /// one shorter), which lets a reader check a large snapshot where it reads instead of all of it on open.
+    static func pieceChecksums(of sections: [[UInt8]]) -> [UInt8] {
+        var w = ByteWriter(capacity: sections.reduce(0) { $0 + SnapshotLayout.pieces(ofLength: $1.count) } * 4)
+        for section in sections {
+            section.withUnsafeBytes { bytes in
+                var start = 0
+                while start < bytes.count {
+                    let end = min(bytes.count, start + SnapshotLayout.pieceSize)
+                    w.fixed(UInt64(CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end])))), 4)
+                    start = end
+                }
+            }
+        }
+        return w.bytes
     }
 
     /// A day's rows and bodies as the image stores them, if every body lies inside its arena.
@@ -181,6 +199,19 @@ enum SnapshotWriter {
             withUnsafeBytes(of: value.littleEndian) { for i in 0..<4 { bytes[offset + i] = $0[i] } }
         }
         func u64(_ offset: Int) -> UInt64 { bytes.withUnsafeBytes { $0.le(offset) } }
+        func section(_ index: Int) -> Range<Int>? {
+            let entry = SnapshotLayout.headerSize + index * SnapshotLayout.tableEntrySize
+            let offset = u64(entry + 8)
+            let length = u64(entry + 16)
+            guard offset <= UInt64(bytes.count), length <= UInt64(bytes.count) - offset else { return nil }
+            return Int(offset)..<Int(offset + length)
+        }
+        // The pieces section first (where it fits as laid out): its own checksum follows below.
+        let ranges = (0..<(sections - 1)).compactMap(section)
+        if ranges.count == sections - 1, let last = section(sections - 1) {
+            let pieces = pieceChecksums(of: ranges.map { Array(bytes[$0]) })
+            if pieces.count == last.count { bytes.replaceSubrange(last, with: pieces) }
+        }
         for index in 0..<sections {
             let entry = SnapshotLayout.headerSize + index * SnapshotLayout.tableEntrySize
             let offset = u64(entry + 8)

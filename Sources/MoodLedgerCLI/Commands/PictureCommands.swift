@@ -65,6 +65,10 @@ enum PictureCommands {
         let html = ReportHTML(state: state, insights: try state.insights(from: from, to: to),
                               ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
                               includeNotes: context.arguments.has("include-notes")).render()
+        if ledger.metDamagedSnapshot {
+            // Not written from a damaged snapshot: the command runs again with every snapshot checked whole.
+            throw CLIError(ExitCode.ioError, "a snapshot piece read for the report fails its checksum")
+        }
         do { try OutputFile.write(Array(html.utf8), to: out) } catch {
             throw CLIError(ExitCode.cannotCreate, "cannot write \(out): \(error)")
         }

@@ -27,8 +27,51 @@ public final class Console: @unchecked Sendable {
                 color: SystemIO.isTerminal(1) && environment["NO_COLOR"].map(\.isEmpty) ?? true)
     }
 
-    /// Writes a line of data.
-    public func line(_ text: String = "") { writeOut(text + "\n") }
+    private let heldLock = NSLock()
+    private var held: (text: String, limit: Int)?
+    private var passedHeld = false
+
+    /// Writes a line of data (held back while ``hold(upTo:)`` is in force).
+    public func line(_ text: String = "") {
+        let flush: String? = heldLock.withLock {
+            guard var current = held else { return text + "\n" }
+            current.text += text + "\n"
+            guard current.text.utf8.count > current.limit else {
+                held = current
+                return nil
+            }
+            held = nil
+            passedHeld = true
+            return current.text
+        }
+        if let flush { writeOut(flush) }
+    }
+
+    /// Holds the data written from now on until ``releaseHeld()`` (or until more than `limit` bytes are held,
+    /// which are then written and no longer held), so that an answer found to be read from a damaged snapshot can
+    /// be withdrawn before anyone sees it.
+    public func hold(upTo limit: Int) {
+        heldLock.withLock { if held == nil { held = ("", limit) } }
+    }
+
+    /// Writes what is held and stops holding.
+    public func releaseHeld() {
+        let text: String? = heldLock.withLock {
+            defer { held = nil }
+            return held?.text
+        }
+        if let text, !text.isEmpty { writeOut(text) }
+    }
+
+    /// Drops what is held and stops holding.
+    /// - Returns: whether nothing written since ``hold(upTo:)`` reached the output.
+    public func discardHeld() -> Bool {
+        heldLock.withLock {
+            held = nil
+            defer { passedHeld = false }
+            return !passedHeld
+        }
+    }
     /// Writes a diagnostic line.
     public func error(_ text: String, terminator: String = "\n") { writeErr(text + terminator) }
     /// Shows progress on stderr, only when it is a terminal.

@@ -40,18 +40,18 @@ extension MoodServer {
         case (.moodDaily(let text), "GET"):
             guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date") }
             let include = try Self.flag(request, "include_entries")
-            return .now(APIReply.data(200, user.ledger.state.day(date, includeEntries: include).json))
+            return .now(APIReply.data(200, user.ledger.read { $0.day(date, includeEntries: include) }.json))
         case (.moodTrends, "GET"):
             let (from, to) = try Self.period(request, today: today)
-            return .now(APIReply.data(200, try Self.trends(user.ledger.state, from: from, to: to).json))
+            return .now(APIReply.data(200, try user.ledger.read { try Self.trends($0, from: from, to: to) }.json))
         case (.moodLabelAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return .now(APIReply.data(200, user.ledger.state.labelAnalytics(from: from, to: to, limit: limit).json))
+            return .now(APIReply.data(200, user.ledger.read { $0.labelAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodAssociationAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return .now(APIReply.data(200, user.ledger.state.associationAnalytics(from: from, to: to, limit: limit).json))
+            return .now(APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodChanges, "GET"):
             return .now(try changes(request, user: user))
         case (.wellnessAnalytics, "GET"):
@@ -98,7 +98,7 @@ extension MoodServer {
             query.association = word
         }
         if let from = query.from, let to = query.to, from > to { return empty }
-        do { return try user.ledger.state.list(query) } catch { throw APIReply.failure(error) }
+        do { return try user.ledger.read { try $0.list(query) } } catch { throw APIReply.failure(error) }
     }
 
     /// `GET /api/v1/mood/changes?since=REV&limit=N`: every entry changed after revision `since` (its current state,
@@ -106,17 +106,22 @@ extension MoodServer {
     private func changes(_ request: HTTPRequest, user: UserLedger) throws -> HTTPResponse {
         let since = UInt64(try Self.integer(request, "since", default: 0, range: 0...Int(Int64.max)))
         let limit = try Self.integer(request, "limit", default: 100, range: 1...1000)
-        let state = user.ledger.state
-        let all = try user.changes(since: since).filter { $0.1 <= state.seq }
+        // Read inside `read`, so that an answer is never taken from a damaged snapshot piece.
+        let (seq, all, found) = try user.ledger.read { state in
+            let all = try user.changes(since: since).filter { $0.1 <= state.seq }
+            var found: [EntryID: MoodEntry] = [:]
+            for (id, _) in all.prefix(limit) { found[id] = state.entries[id] }
+            return (state.seq, all, found)
+        }
         let page = all.prefix(limit)
         let hasMore = all.count > page.count
-        let next = hasMore ? page.last!.1 : state.seq
+        let next = hasMore ? page.last!.1 : seq
         return APIReply.data(200) { out in
             out.beginObject()
             out.key("changes")
             out.beginArray()
             for (id, revision) in page {
-                let entry = state.entries[id]
+                let entry = found[id]
                 out.beginObject()
                 out.key("revision")
                 out.int(Int64(revision))
@@ -130,7 +135,7 @@ extension MoodServer {
             }
             out.endArray()
             out.key("revision")
-            out.int(Int64(state.seq))
+            out.int(Int64(seq))
             out.key("next_since")
             out.int(Int64(next))
             out.key("has_more")
@@ -144,8 +149,15 @@ extension MoodServer {
         let labelLimit = try Self.integer(request, "top_labels_limit", default: 5, range: 1...100)
         let associationLimit = try Self.integer(request, "top_associations_limit", default: 5, range: 1...100)
         let daily = try Self.flag(request, "include_daily_breakdown")
-        let state = user.ledger.state
-        let trends = try Self.trends(state, from: from, to: to)
+        return try user.ledger.read { state in
+            try Self.wellness(state, from: from, to: to, today: today, labelLimit: labelLimit,
+                              associationLimit: associationLimit, daily: daily)
+        }
+    }
+
+    private static func wellness(_ state: LedgerState, from: LocalDate, to: LocalDate, today: LocalDate, labelLimit: Int,
+                                 associationLimit: Int, daily: Bool) throws -> JSONValue {
+        let trends = try trends(state, from: from, to: to)
         let summary: RangeSummary
         do {
             summary = try (from <= to ? state : LedgerState()).summary(range: "custom", today: today, from: min(from, to), to: to)
@@ -173,7 +185,10 @@ extension MoodServer {
         if let text = Self.value(request, "to") { to = try Self.date(text, field: "to") }
         let type = Self.value(request, "type") ?? "mood_score"
         guard type == "mood_score" else { return .array([]) }
-        let state = user.ledger.state
+        return user.ledger.read { state in Self.progress(state, from: from, to: to) }
+    }
+
+    private static func progress(_ state: LedgerState, from: LocalDate?, to: LocalDate?) -> JSONValue {
         var records: [JSONValue] = []
         for day in state.entries.activeDays where (from.map { day >= $0 } ?? true) && (to.map { day <= $0 } ?? true) {
             for entry in state.entries.entries(on: day).reversed() where entry.valence != nil || entry.enteredScore != nil {

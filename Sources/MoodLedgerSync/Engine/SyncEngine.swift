@@ -78,14 +78,13 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// The requests a run would make now, without sending anything or appending anything (`--dry-run`).
     public func plannedRequests() -> [SyncRequest] {
-        let state = ledger.state
         let now = ledger.options.clock()
-        return dueItems(in: state, now: now, limit: .max).compactMap { item in
+        return ledger.read { state in dueItems(in: state, now: now, limit: .max).compactMap { item in
             let entry = state.entries[item.entryID]
             if dialect.unsendable(item.operation, entry: entry) != nil { return nil }
             return dialect.request(item.operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID,
                                    key: key(for: item, in: state))
-        }
+        } }
     }
 
     /// Asks the remote to erase entries too (`DELETE …/{id}?erase=true`, the reference server's extension for
@@ -144,7 +143,8 @@ public final class SyncEngine: @unchecked Sendable {
         while passes < (once ? 1 : configuration.maximumPasses) {
             passes += 1
             // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
-            var candidates = dueItems(in: ledger.state, now: ledger.options.clock(), limit: .max)[...]
+            let now = ledger.options.clock()
+            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }[...]
             if candidates.isEmpty { break }
             while !candidates.isEmpty {
                 // Attempts: chosen and appended against the current state, as one batch.
@@ -335,8 +335,8 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func summarize(into report: inout SyncReport) {
-        let state = ledger.state
-        for item in state.outboxItems(destination: .backend) {
+        let items = ledger.read { $0.outboxItems(destination: .backend) }
+        for item in items {
             if item.status == "pending" {
                 report.pendingAfter += 1
                 if let next = item.nextAttemptAt { report.nextAttemptAt = min(report.nextAttemptAt ?? next, next) }
