@@ -129,8 +129,8 @@ struct SnapshotStore: Sendable {
         bytes.count >= 24 ? bytes.withUnsafeBytes { $0.le(16) } : 7
     }
 
-    func loadAndReadAll(seq: UInt64) -> LedgerState? {
-        guard case .success(let image) = load(seq: seq, fileID: nil) else { return nil }
+    func loadAndReadAll(seq: UInt64, checkWhereReadFrom: Int = .max) -> LedgerState? {
+        guard case .success(let image) = load(seq: seq, fileID: nil, checkWhereReadFrom: checkWhereReadFrom) else { return nil }
         return Self.readAll(LedgerState(image: image))
     }
 
