@@ -56,11 +56,22 @@ enum BenchmarkCommand {
                       let rate = try? Benchmark.generate(events: events, directory: arguments[index]) else { return 74 }
                 print(rate)
                 return 0
-            case "--open":  // profiling aid: open an existing ledger 5 times (add --cold to skip snapshots)
+            case "--open":  // profiling aid: open an existing ledger 5 times (add --cold to skip snapshots,
+                // --travel SEQ to time five `state(at: .seq(SEQ))` instead)
                 index += 1
                 var options = Ledger.Options()
                 options.readOnly = true
                 options.useSnapshots = !arguments.contains("--cold")
+                if let t = arguments.firstIndex(of: "--travel"), t + 1 < arguments.count, let seq = UInt64(arguments[t + 1]) {
+                    guard let ledger = try? Ledger.open(at: arguments[index], options: options) else { return 74 }
+                    for _ in 0..<5 {
+                        let start = Benchmark.now()
+                        guard let past = try? ledger.state(at: .seq(seq)) else { return 74 }
+                        print("travel to \(past.seq): \(Benchmark.seconds(since: start) * 1000) ms")
+                    }
+                    ledger.close()
+                    return 0
+                }
                 for _ in 0..<5 {
                     let start = Benchmark.now()
                     guard let ledger = try? Ledger.open(at: arguments[index], options: options) else { return 74 }

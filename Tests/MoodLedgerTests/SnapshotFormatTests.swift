@@ -176,6 +176,53 @@ struct SnapshotFormatTests {
         }
     }
 
+    @Test("The outbox index search finds every entry and no other, whatever the ids' spread (random, equal first halves, skewed)")
+    func outboxSearch() throws {
+        var random = SeededRandom()
+        let day: Int64 = 1_780_000_000_000
+        let shapes: [(String, (Int) -> EntryID)] = [
+            ("random", { _ in EntryID.random(using: &random) }),
+            ("equal first halves", { EntryID(high: 0x0123_4567_89AB_4DEF, low: UInt64($0) &* 0x9E37_79B9_7F4A_7C15) }),
+            ("skewed", { EntryID(high: UInt64($0 * $0 * $0), low: UInt64.random(in: 0...UInt64.max, using: &random)) }),
+        ]
+        for (shape, makeID) in shapes {
+            var state = LedgerState()
+            var synced: [EntryID] = []
+            var others: [EntryID] = []
+            for index in 0..<3_000 {
+                let id = makeID(index)
+                var events: [MoodEvent] = [.created(MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: day + Int64(index) * 60_000,
+                                                                                          utcOffsetMinutes: 0), valence: 0))]
+                if Int.random(in: 0..<3, using: &random) == 0 {
+                    others.append(id)
+                } else {
+                    synced.append(id)
+                    events.append(.syncSucceeded(id, .backend, remoteID: "r", revision: 1))
+                }
+                for event in events {
+                    state.apply(RecordedEvent(seq: state.seq + 1, recordedAt: day * 1000, commandID: id, event: event,
+                                              offset: 0, size: 0))
+                }
+            }
+            let dir = TemporaryDirectory("outbox-search")
+            let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
+            let location = RecordLocation(seq: state.seq, offset: 0, size: 64, crc: 0)
+            try store.write(state, location: location, fileID: Self.fileID)
+            guard case .success(let image) = store.load(seq: state.seq, fileID: Self.fileID) else {
+                Issue.record("\(shape): the snapshot did not load")
+                continue
+            }
+            let ordered = synced.sorted()
+            #expect(image.outboxCount == ordered.count)
+            for (position, id) in ordered.enumerated() where image.outboxPosition(of: id) != position {
+                Issue.record("\(shape): \(id) not found at \(position), seed \(random.seed)")
+            }
+            for id in others + [EntryID(high: 0, low: 0), EntryID(high: .max, low: .max)] where image.outboxPosition(of: id) != nil {
+                Issue.record("\(shape): \(id) found without records, seed \(random.seed)")
+            }
+        }
+    }
+
     @Test("A snapshot truncated under an open ledger: no crash; the ledger rebuilds from the log")
     func truncatedUnderTheProcess() throws {
         let dir = TemporaryDirectory("ledger")

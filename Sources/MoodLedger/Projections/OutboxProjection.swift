@@ -151,7 +151,10 @@ public struct OutboxState: Sendable, Equatable {
 
     /// Starts loading the index slot a lookup of `id` reads (a hint a replay gives a few events ahead).
     @inline(__always)
-    func prefetch(_ id: EntryID) { pairs.prefetch(id) }
+    func prefetch(_ id: EntryID) {
+        pairs.prefetch(id)
+        image?.prefetchOutbox(id)
+    }
 
     /// Whether an entry has any sync history.
     private func hasHistory(_ id: EntryID) -> Bool {

@@ -462,15 +462,49 @@ final class SnapshotImage: @unchecked Sendable {
         return outboxIndex.entryID(position * SnapshotLayout.outboxIndexSize)
     }
 
-    /// The position of an entry in the outbox index (binary search over ids ascending), if it has records.
+    /// Where a key would sit among positions `low..<high` whose keys run evenly from `lowKey` to `highKey`.
+    @inline(__always)
+    private static func interpolate(_ key: UInt64, low: Int, high: Int, lowKey: UInt64, highKey: UInt64) -> Int {
+        let fraction = Double(key - lowKey) / Double(highKey - lowKey)
+        return low + min(high - low - 1, Int(fraction * Double(high - low)))
+    }
+
+    /// Starts loading the outbox index entry a search for `id` probes first (a hint, like ``prefetch(_:)``).
+    @inline(__always)
+    func prefetchOutbox(_ id: EntryID) {
+        let count = outboxCount
+        guard count > 0, let base = outboxIndex.baseAddress else { return }
+        cplatform_prefetch(base + Self.interpolate(id.high, low: 0, high: count, lowKey: 0, highKey: .max)
+                           * SnapshotLayout.outboxIndexSize)
+    }
+
+    /// The position of an entry in the outbox index (ids ascending), if it has records.
+    ///
+    /// Ids are mostly random (version 4 UUIDs): spread evenly, so the first probes interpolate on the first 8 bytes
+    /// (a handful of probes instead of 17 at 100,000 entries, each a likely cache miss; a replay asks for every event
+    /// that changes an entry). After eight of them, or when the id falls outside the keys probed (ids not random, or
+    /// a crafted file's out of order), it bisects: never more than 8 + log₂ m probes.
     func outboxPosition(of id: EntryID) -> Int? {
         var low = 0
         var high = outboxCount
+        var lowKey: UInt64 = 0  // the first 8 bytes of ids at `low` and before `high`: assumed, then probed
+        var highKey: UInt64 = .max
+        var interpolations = 0
         while low < high {
-            let mid = (low + high) / 2
+            var mid = (low + high) / 2
+            if interpolations < 8, lowKey < highKey, id.high >= lowKey, id.high <= highKey {
+                interpolations += 1
+                mid = Self.interpolate(id.high, low: low, high: high, lowKey: lowKey, highKey: highKey)
+            }
             let found = outboxID(at: mid)
             if found == id { return mid }
-            if found < id { low = mid + 1 } else { high = mid }
+            if found < id {
+                low = mid + 1
+                lowKey = found.high
+            } else {
+                high = mid
+                highKey = found.high
+            }
         }
         return nil
     }
