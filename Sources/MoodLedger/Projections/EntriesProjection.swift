@@ -270,8 +270,16 @@ public struct EntriesState: Sendable, Equatable {
         var after = before
         change(&after)
         after.updatedAt = time
-        if let position = changed.position(of: id), after.loggedAt == before.loggedAt, after.kind == before.kind {
+        let samePlace = after.loggedAt == before.loggedAt && after.kind == before.kind
+        if samePlace, let position = changed.position(of: id) {
             changed[position: position] = after
+        } else if samePlace, before.sourceID == nil, image != nil {
+            // A snapshot's row (it is not among the changed): its day keeps its keys and daily mood (the day is still
+            // copied before the change, so that its reads no longer go to the image); the row is hidden behind the
+            // entry held here. An entry with a source id takes the long way, which keeps the source index.
+            materialize(after.localDate)
+            hidden.set(HiddenRow(id: id))
+            changed.set(after)
         } else {
             remove(before)
             insert(after)
