@@ -75,6 +75,14 @@ public struct OutboxState: Sendable, Equatable {
     private var pairs = IdentifiedTable<Pair>()
     /// The snapshot's records, read on demand for the entries ``pairs`` does not hold.
     private var image: SnapshotImage?
+    /// Which entries the snapshot may hold records for, built once a replay has asked about
+    /// `filterAfterAsks` entries (most entries have no sync history: a clear bit answers for them without a
+    /// search of the mapped index, whose probes miss the caches; a short tail does not pay for building it).
+    private var imageFilter: IDFilter?
+    /// How many entries were asked about before the filter was built.
+    private var imageAsks = 0
+    /// After how many questions the filter is built (4,096; the tests lower it to 0).
+    var filterAfterAsks = 4096
     /// Per destination (by code): the server, the cursor, the latest outcomes.
     public private(set) var progress: [SyncProgress] = [SyncProgress(), SyncProgress()]
 
@@ -92,7 +100,22 @@ public struct OutboxState: Sendable, Equatable {
             let pair = pairs[position: position]
             return pair.isEmpty ? nil : pair
         }
+        guard imageMayHold(id) else { return nil }
         return image?.outboxPair(of: id).map { Pair(id: id, records: $0) }
+    }
+
+    /// False when the snapshot certainly holds no records for the entry.
+    @inline(__always)
+    private func imageMayHold(_ id: EntryID) -> Bool { image != nil && imageFilter?.mayContain(id) != false }
+
+    /// Whether the snapshot holds records for the entry.
+    private func imageHolds(_ id: EntryID) -> Bool { imageMayHold(id) && image?.outboxPosition(of: id) != nil }
+
+    /// Counts a question about the snapshot's records, and builds the filter once there were enough.
+    private mutating func askedImage() {
+        guard imageFilter == nil, let image else { return }
+        imageAsks += 1
+        if imageAsks >= filterAfterAsks { imageFilter = image.outboxFilter() }
     }
 
     /// The record of one pair, if it has sync history.
@@ -136,11 +159,11 @@ public struct OutboxState: Sendable, Equatable {
         set {
             if let position = pairs.position(of: key.entryID) {
                 pairs[position: position][key.destination] = newValue
-                if pairs[position: position].isEmpty && image?.outboxPosition(of: key.entryID) == nil {
+                if pairs[position: position].isEmpty && !imageHolds(key.entryID) {
                     pairs.remove(key.entryID)
                 }
             } else {
-                let known = image?.outboxPair(of: key.entryID)
+                let known = imageMayHold(key.entryID) ? image?.outboxPair(of: key.entryID) : nil
                 guard newValue != nil || known != nil else { return }
                 var pair = Pair(id: key.entryID, records: known ?? (nil, nil))
                 pair[key.destination] = newValue
@@ -153,13 +176,13 @@ public struct OutboxState: Sendable, Equatable {
     @inline(__always)
     func prefetch(_ id: EntryID) {
         pairs.prefetch(id)
-        image?.prefetchOutbox(id)
+        if imageMayHold(id) { image?.prefetchOutbox(id) }
     }
 
     /// Whether an entry has any sync history.
     private func hasHistory(_ id: EntryID) -> Bool {
         if let position = pairs.position(of: id) { return !pairs[position: position].isEmpty }
-        return image?.outboxPosition(of: id) != nil
+        return imageHolds(id)
     }
 
     /// Where syncing with `destination` stands.
@@ -307,6 +330,7 @@ public struct OutboxState: Sendable, Equatable {
 
     /// An entry was created, changed or deleted locally (or from `except`): update the other destinations.
     private mutating func entryChanged(_ id: EntryID, _ change: EntryChange, except: SyncDestination?) {
+        askedImage()
         guard hasHistory(id) else { return }  // no history: the implicit pending create covers any change
         for destination in SyncDestination.allCases where destination != except {
             let key = OutboxKey(entryID: id, destination: destination)

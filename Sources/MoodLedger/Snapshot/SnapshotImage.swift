@@ -509,6 +509,14 @@ final class SnapshotImage: @unchecked Sendable {
         return nil
     }
 
+    /// A filter of every id in the outbox index (in whatever order a crafted file holds them): a "no" from it means
+    /// ``outboxPosition(of:)`` would find nothing.
+    func outboxFilter() -> IDFilter {
+        var filter = IDFilter(capacity: outboxCount)
+        for position in 0..<outboxCount { filter.insert(outboxID(at: position)) }
+        return filter
+    }
+
     /// The records at an index position (nil if they break a rule: only a crafted file holds such a pair).
     private func outboxPair(at position: Int) -> (OutboxRecord?, OutboxRecord?)? {
         let at = position * SnapshotLayout.outboxIndexSize
