@@ -3,6 +3,7 @@ import Foundation
 @testable import MoodLedger
 import Synchronization
 import TestSupport
+import Testing
 
 /// A clock tests move by hand: starts at 2026-01-01T00:00:00Z.
 final class TestClock: Sendable {
@@ -27,6 +28,17 @@ func ledgerOptions(clock: TestClock, ids: IDSource? = nil, snapshotInterval: Int
     options.lockWaitMilliseconds = 2000
     if let ids { options.newID = { ids.next() } }
     return options
+}
+
+/// The bytes of a snapshot encoded afresh from a replay of the whole log (what any snapshot of it must equal).
+func snapshotEncodedFromReplay(_ ledger: Ledger) throws -> [UInt8] {
+    var replayed = LedgerState()
+    try ledger.eventLog.forEach(from: 1, through: ledger.lastSeq) { view in
+        replayed.apply(try Ledger.decode(view))
+        return true
+    }
+    let location = try #require(ledger.eventLog.lastRecord)
+    return try SnapshotWriter.file(of: replayed, location: location, fileID: ledger.eventLog.fileID)
 }
 
 /// Drives a ledger with a seeded random mix of every command, recording the live state at every step.

@@ -33,6 +33,16 @@ struct SnapshotPieceCheckTests {
         }
     }
 
+    /// A ledger with a snapshot whose `kind` section `damage` changed (offsets are the file's): its truth and path.
+    static func ledgerWithDamagedSnapshot(_ dir: TemporaryDirectory, _ kind: SnapshotLayout.Section,
+                                          _ damage: (inout [UInt8], Range<Int>) -> Void) throws -> (truth: LedgerState, snapshot: String) {
+        let (truth, path) = try ledgerWithSnapshot(dir)
+        var bytes = Bytes.read(path)
+        damage(&bytes, section(kind, of: bytes))
+        Bytes.write(bytes, to: path)
+        return (truth, path)
+    }
+
     /// Options that check every snapshot where read (none is small enough to be checked whole).
     static func pieceChecking(_ clock: TestClock = TestClock()) -> Ledger.Options {
         var options = ledgerOptions(clock: clock, snapshotInterval: 0)
@@ -62,11 +72,8 @@ struct SnapshotPieceCheckTests {
     @Test("A flipped byte in the rows, found where read: read answers as a full replay, with a notice, and the state is rebuilt")
     func damagedRowFoundWhereRead() throws {
         let dir = TemporaryDirectory("pieces")
-        let (truth, path) = try Self.ledgerWithSnapshot(dir)
-        var bytes = Bytes.read(path)
-        let rows = Self.section(.rows, of: bytes)
-        bytes[rows.lowerBound + 20] ^= 0x40  // a logged_at of the first row: the section's own checksum now fails too
-        Bytes.write(bytes, to: path)
+        // A logged_at of the first row: the section's own checksum now fails too.
+        let (truth, _) = try Self.ledgerWithDamagedSnapshot(dir, .rows) { bytes, rows in bytes[rows.lowerBound + 20] ^= 0x40 }
 
         // Checked whole on open (the default for a small snapshot): skipped with a notice, as always.
         let whole = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock(), snapshotInterval: 0))
@@ -91,11 +98,9 @@ struct SnapshotPieceCheckTests {
     @Test("A command decides from an undamaged state; a snapshot is never copied from a damaged piece")
     func commandsAndSnapshotsAvoidDamage() throws {
         let dir = TemporaryDirectory("pieces")
-        let (truth, path) = try Self.ledgerWithSnapshot(dir)
-        var bytes = Bytes.read(path)
-        let arena = Self.section(.arena, of: bytes)
-        for offset in stride(from: arena.lowerBound, to: arena.upperBound, by: 97) { bytes[offset] ^= 0x01 }
-        Bytes.write(bytes, to: path)
+        let (truth, _) = try Self.ledgerWithDamagedSnapshot(dir, .arena) { bytes, arena in
+            for offset in stride(from: arena.lowerBound, to: arena.upperBound, by: 97) { bytes[offset] ^= 0x01 }
+        }
         let clock = TestClock()
         let ledger = try Ledger.open(at: dir.path, options: Self.pieceChecking(clock))
         defer { ledger.close() }
@@ -105,25 +110,15 @@ struct SnapshotPieceCheckTests {
         #expect(updated.notes == "after the damage")
         #expect(ledger.metDamagedSnapshot)
         try ledger.snapshot()
-        let written = Bytes.read(ledger.snapshotFiles[0])
-        var replayed = LedgerState()
-        try ledger.eventLog.forEach(from: 1, through: ledger.lastSeq) { view in
-            replayed.apply(try Ledger.decode(view))
-            return true
-        }
-        let location = try #require(ledger.eventLog.lastRecord)
-        let encoded = try SnapshotWriter.file(of: replayed, location: location, fileID: ledger.eventLog.fileID)
-        #expect(written == encoded, "the new snapshot holds the log's truth, not the damaged bytes")
+        #expect(Bytes.read(ledger.snapshotFiles[0]) == (try snapshotEncodedFromReplay(ledger)),
+                "the new snapshot holds the log's truth, not the damaged bytes")
     }
 
     @Test("Open replays the tail onto the snapshot; a damaged piece the tail reads makes open skip the snapshot")
     func damageMetByTheTail() throws {
         let dir = TemporaryDirectory("pieces")
-        let (_, path) = try Self.ledgerWithSnapshot(dir)
-        var bytes = Bytes.read(path)
-        let slots = Self.section(.idSlots, of: bytes)
-        for offset in slots { bytes[offset] ^= 0x10 }  // every slot piece damaged: any lookup by id meets it
-        Bytes.write(bytes, to: path)
+        // Every slot piece damaged: any lookup by id meets it.
+        _ = try Self.ledgerWithDamagedSnapshot(dir, .idSlots) { bytes, slots in for offset in slots { bytes[offset] ^= 0x10 } }
         let clock = TestClock()
         var options = Self.pieceChecking(clock)
         let writer = try Ledger.open(at: dir.path, options: options)
