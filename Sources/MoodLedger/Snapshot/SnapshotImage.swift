@@ -105,13 +105,6 @@ final class SnapshotImage: @unchecked Sendable {
         }
         guard pieces.count == total * 4 else { throw SnapshotProblem("pieces: length is not 4 × the other sections' pieces") }
         firstPiece = first
-        if checkWhereRead {
-            let words = (total + 63) / 64
-            checkedPieces = UnsafeMutablePointer<UInt64>.allocate(capacity: max(1, words))
-            checkedPieces?.initialize(repeating: 0, count: max(1, words))
-        } else {
-            checkedPieces = nil
-        }
 
         let meta = section(.meta)
         guard meta.count == SnapshotLayout.metaSize else { throw SnapshotProblem("meta: wrong length") }
@@ -159,6 +152,14 @@ final class SnapshotImage: @unchecked Sendable {
             (progress, pendingErasures) = try SnapshotCodec.decodeSync(section(.sync), seq: seq)
         } catch {
             throw SnapshotProblem("sync: \(error.what)")
+        }
+        // Allocated last: an initializer that throws after it would never run `deinit` to free it.
+        if checkWhereRead {
+            let count = max(1, (total + 63) / 64)
+            checkedPieces = UnsafeMutablePointer<UInt64>.allocate(capacity: count)
+            checkedPieces?.initialize(repeating: 0, count: count)
+        } else {
+            checkedPieces = nil
         }
     }
 

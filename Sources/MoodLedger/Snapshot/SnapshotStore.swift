@@ -146,7 +146,13 @@ struct SnapshotStore: Sendable {
         for entry in state.entries.all {
             if let sourceID = entry.sourceID { _ = state.entries.entry(source: entry.source, sourceID: sourceID) }
         }
-        for (key, _) in state.outbox.records { _ = state.outbox.record(key) }
+        let records = state.outbox.records
+        for (key, _) in records { _ = state.outbox.record(key) }
+        if let image = state.entries.image {
+            // The filter a long replay builds must admit every id the index lists (a fuzzed file traps here if not).
+            let filter = image.outboxFilter()
+            for (key, _) in records { precondition(filter.mayContain(key.entryID), "the outbox filter refused a listed id") }
+        }
         return state
     }
 
