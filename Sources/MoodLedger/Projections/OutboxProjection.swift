@@ -100,8 +100,12 @@ public struct OutboxState: Sendable, Equatable {
             let pair = pairs[position: position]
             return pair.isEmpty ? nil : pair
         }
-        guard imageMayHold(id) else { return nil }
-        return image?.outboxPair(of: id).map { Pair(id: id, records: $0) }
+        return imageRecords(id).map { Pair(id: id, records: $0) }
+    }
+
+    /// The snapshot's records of an entry, read unless the filter rules them out.
+    private func imageRecords(_ id: EntryID) -> (OutboxRecord?, OutboxRecord?)? {
+        imageMayHold(id) ? image?.outboxPair(of: id) : nil
     }
 
     /// False when the snapshot certainly holds no records for the entry.
@@ -163,7 +167,7 @@ public struct OutboxState: Sendable, Equatable {
                     pairs.remove(key.entryID)
                 }
             } else {
-                let known = imageMayHold(key.entryID) ? image?.outboxPair(of: key.entryID) : nil
+                let known = imageRecords(key.entryID)
                 guard newValue != nil || known != nil else { return }
                 var pair = Pair(id: key.entryID, records: known ?? (nil, nil))
                 pair[key.destination] = newValue
