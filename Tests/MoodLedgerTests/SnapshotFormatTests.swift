@@ -6,7 +6,7 @@ import Testing
 
 /// The version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.
-@Suite("Snapshot format v3")
+@Suite("Snapshot format v4")
 struct SnapshotFormatTests {
     /// A small fixed state: two days, a daily mood, a custom word, a source id, outbox records (one entry with both
     /// destinations, a failure), a deletion.
@@ -43,7 +43,7 @@ struct SnapshotFormatTests {
     @Test("The bytes of a fixed state match the golden file (a format change without a schema bump fails here)")
     func golden() throws {
         let bytes = try SnapshotWriter.file(of: Self.fixedState(), location: Self.location, fileID: Self.fileID)
-        let path = Repository.root + "/Specs/vectors/snapshot-v3.hex"
+        let path = Repository.root + "/Specs/vectors/snapshot-v4.hex"
         let hex = stride(from: 0, to: bytes.count, by: 32).map { start in
             bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
         }.joined(separator: "\n") + "\n"

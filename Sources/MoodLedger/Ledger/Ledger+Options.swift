@@ -22,7 +22,7 @@ extension Ledger {
         public var createIfMissing = true
         /// Load snapshots on open. Default: `true`; `false` always replays the whole log.
         public var useSnapshots = true
-        /// Snapshots of at least this many bytes are checked where they are read — each 4 KiB piece of their rows,
+        /// Snapshots of at least this many bytes are checked where they are read — each 1 KiB piece of their rows,
         /// bodies and indexes when first read — instead of whole on open, so that opening costs what is read, not
         /// the size of the history. A piece that fails its checksum is never answered from: the state is rebuilt
         /// from the log and the query asked again (``read(_:)``). Default: 32 MiB (about 370,000 entries); `.max`

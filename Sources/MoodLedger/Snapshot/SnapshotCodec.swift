@@ -14,7 +14,8 @@ enum SnapshotCodec {
     /// snapshot-payload=4: the outbox as an index of ids and a records section read on demand, beside a sync section.
     /// snapshot-payload=5: id slots of 8 bytes with a 32-bit fingerprint of the id's hash.
     /// snapshot-payload=6: version-3 files: a pieces section, a checksum of every 4 KiB of the other sections.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=6"
+    /// snapshot-payload=7: version-4 files: pieces of 1 KiB.
+    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=7"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

@@ -4,7 +4,7 @@ import EventLog
 struct SnapshotHeader: Equatable {
     static let magic: [UInt8] = Array("MLSNAP\r\n".utf8)
     static let size = SnapshotLayout.headerSize
-    static let version: UInt16 = 3
+    static let version: UInt16 = 4
 
     var sectionCount: Int
     var fingerprint: UInt32

@@ -1,6 +1,6 @@
 import EventLog
 
-/// Writes a version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
+/// Writes a version-4 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
 /// ordered by local day, their bodies in one arena, the id and source indexes, per-day analytics and the outbox.
 enum SnapshotWriter {
     /// The bytes of a snapshot of `state` covering `location`.
@@ -120,7 +120,7 @@ enum SnapshotWriter {
         return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
     }
 
-    /// The pieces section: for each section in order, the masked CRC-32C of each of its 4 KiB pieces (the last
+    /// The pieces section: for each section in order, the masked CRC-32C of each of its 1 KiB pieces (the last
     /// one shorter), which lets a reader check a large snapshot where it reads instead of all of it on open.
     static func pieceChecksums(of sections: [[UInt8]]) -> [UInt8] {
         var w = ByteWriter(capacity: sections.reduce(0) { $0 + SnapshotLayout.pieces(ofLength: $1.count) } * 4)
