@@ -46,8 +46,10 @@ public struct DayAggregate: Sendable, Equatable {
 
 /// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
 ///
-/// A state opened from a snapshot reads each day's stored aggregate from its ``SnapshotImage`` and copies a day
-/// here before its first change.
+/// A state opened from a snapshot reads each day's stored aggregate from its ``SnapshotImage``. A change to such a
+/// day is first held beside it (``PendingDay``) and folded in when the day is read; the day is copied here, with
+/// its changes folded, once it holds ``foldAfter`` of them. A replay then decodes only the days it changes often or
+/// a query reads: the tail that a command replays before answering touches a few hundred random days of history.
 public struct AnalyticsState: Sendable, Equatable {
     /// The snapshot this state starts from (nil: built by replay alone).
     private(set) var image: SnapshotImage?
@@ -55,6 +57,10 @@ public struct AnalyticsState: Sendable, Equatable {
     private var changedDays = DayTable<DayAggregate>(empty: DayAggregate())
     /// Days whose aggregate ``changedDays`` holds, though it may be gone (with an image).
     private var overridden = DayTable<Bool>(empty: false)
+    /// Changes to days the image still answers for, in the order they happened (with an image).
+    private var pending = DayTable<PendingDay>(empty: PendingDay())
+    /// How many changes a day holds pending before it is copied from the image with them folded.
+    static let foldAfter = 8
     /// All-time label totals (the whole-range top labels without visiting every day).
     public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
@@ -79,7 +85,10 @@ public struct AnalyticsState: Sendable, Equatable {
         /// The aggregate of a day, if it has entries.
         public subscript(day: LocalDate) -> DayAggregate? {
             if let image = state.image, state.overridden[day] == nil {
-                return image.dayIndex(of: day).map(image.aggregate(dayAt:))
+                let stored = image.dayIndex(of: day).map(image.aggregate(dayAt:))
+                guard let changes = state.pending[day] else { return stored }
+                let folded = changes.folded(into: stored ?? DayAggregate())
+                return folded.count == 0 ? nil : folded
             }
             return state.changedDays[day]
         }
@@ -87,18 +96,34 @@ public struct AnalyticsState: Sendable, Equatable {
         /// The days with entries, ascending.
         public var dates: [LocalDate] {
             guard let image = state.image else { return state.changedDays.days }
-            return (image.dates.filter { state.overridden[$0] == nil } + state.changedDays.days).sorted()
+            let stored = image.dates.filter { state.overridden[$0] == nil && state.pending[$0] == nil }
+            let pending = state.pending.pairs.filter { day, changes in
+                state.overridden[day] == nil && state.storedCount(image, on: day) + changes.countChange > 0
+            }.map(\.0)
+            return (stored + pending + state.changedDays.days).sorted()
         }
     }
 
-    /// Whether a day's aggregate is still the one `image` stores (no change since).
-    func readsImage(_ image: SnapshotImage, on day: LocalDate) -> Bool { self.image === image && overridden[day] == nil }
+    /// How many entries the image stores on a day.
+    private func storedCount(_ image: SnapshotImage, on day: LocalDate) -> Int {
+        image.dayIndex(of: day).map { image.day(at: $0).rows.count } ?? 0
+    }
 
-    /// Copies a day's aggregate from the image before its first change.
+    /// Whether a day's aggregate is still the one `image` stores (no change since).
+    func readsImage(_ image: SnapshotImage, on day: LocalDate) -> Bool {
+        self.image === image && overridden[day] == nil && pending[day] == nil
+    }
+
+    /// Copies a day's aggregate from the image, with the changes pending on it folded in.
     private mutating func materialize(_ day: LocalDate) {
         guard let image, overridden[day] == nil else { return }
         overridden[day] = true
-        if let index = image.dayIndex(of: day) { changedDays[day] = image.aggregate(dayAt: index) }
+        var aggregate = image.dayIndex(of: day).map(image.aggregate(dayAt:))
+        if let changes = pending[day] {
+            pending[day] = nil
+            aggregate = changes.folded(into: aggregate ?? DayAggregate())
+        }
+        if let aggregate, aggregate.count > 0 { changedDays[day] = aggregate }
     }
 
     public static func == (a: AnalyticsState, b: AnalyticsState) -> Bool {
@@ -116,18 +141,26 @@ public struct AnalyticsState: Sendable, Equatable {
     mutating func contribute(_ entry: MoodEntry, sign: Int) {
         let day = entry.localDate
         let q = entry.valenceGrid
-        materialize(day)
-        // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
-        // shared, and each change would copy the whole day.
-        changedDays.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
-            Self.update(&aggregate, with: entry, q: q, sign: sign)
+        if image != nil, overridden[day] == nil {
+            // A day the image answers for: the change waits beside it until the day is read or has enough of them.
+            let held = pending.modify(day, default: PendingDay(), removeIf: { _ in false }) { changes in
+                changes.append(entry, sign: sign)
+                return changes.changes.count
+            }
+            if held >= Self.foldAfter { materialize(day) }
+        } else {
+            // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
+            // shared, and each change would copy the whole day.
+            changedDays.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
+                Self.update(&aggregate, with: entry, q: q, sign: sign)
+            }
         }
         entry.labelList.forEach { Self.add(q, sign, to: &labelTotals, $0) }
         entry.associationList.forEach { Self.add(q, sign, to: &associationTotals, $0) }
     }
 
     /// Adds (sign +1) or subtracts (−1) an entry's contribution to one day.
-    private static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
+    fileprivate static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
         aggregate.count += sign
         if let q {
             aggregate.valenceSum += Int64(sign) * q
@@ -203,6 +236,32 @@ public struct AnalyticsState: Sendable, Equatable {
         }
         state.changedDays = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: days)
         return state
+    }
+}
+
+/// Changes to one day that a snapshot stores, not yet folded into a copy of its aggregate.
+struct PendingDay: Sendable, Equatable {
+    /// Each entry as it was added (+1) or taken away (−1), in order.
+    private(set) var changes: [(entry: MoodEntry, sign: Int)] = []
+    /// The change in the day's entry count.
+    private(set) var countChange = 0
+
+    mutating func append(_ entry: MoodEntry, sign: Int) {
+        changes.append((entry, sign))
+        countChange += sign
+    }
+
+    /// The day's aggregate with these changes applied, in order, as the fold applies them.
+    func folded(into stored: DayAggregate) -> DayAggregate {
+        var aggregate = stored
+        for (entry, sign) in changes {
+            AnalyticsState.update(&aggregate, with: entry, q: entry.valenceGrid, sign: sign)
+        }
+        return aggregate
+    }
+
+    static func == (a: PendingDay, b: PendingDay) -> Bool {
+        a.countChange == b.countChange && a.changes.elementsEqual(b.changes) { $0.entry == $1.entry && $0.sign == $1.sign }
     }
 }
 
