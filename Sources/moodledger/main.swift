@@ -1,6 +1,7 @@
 import Foundation
+import EventLog
 import MoodLedgerCLI
 
-let environment = ProcessInfo.processInfo.environment
+let environment = SystemIO.environment()
 exit(CLI.run(Array(CommandLine.arguments.dropFirst()), environment: environment,
              console: .standard(environment: environment)))

@@ -182,6 +182,23 @@ public struct SystemIO: PlatformIO {
         #endif
     }
 
+    /// The process's environment, read from `environ` (what `ProcessInfo` builds too, without starting it: a
+    /// command-line process that only needs these strings starts faster). A later `NAME=value` wins, as in
+    /// `getenv`'s result when a name repeats.
+    public static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        let start: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
+        guard var entry = start else { return result }
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return result
+    }
+
     /// Whether a descriptor is a terminal (for progress output).
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 

@@ -34,8 +34,13 @@ extension Ledger {
         /// The zone whose offset an entry logged "now" gets. Default `nil`: the fixed ``utcOffsetMinutes``. The
         /// `moodledger` tool sets the machine's zone (or `--tz`).
         public var zone: LocalZone?
-        /// The UTC offset (minutes) for entries logged without a time. Default: the machine's current offset.
-        public var utcOffsetMinutes = LocalZone.current.offsetMinutes(atUTC: SystemIO().now() / 1000)
+        /// The UTC offset (minutes) for entries logged without a time. Default: the machine's offset at the time it
+        /// is read.
+        public var utcOffsetMinutes: Int {
+            get { utcOffsetSet ?? LocalZone.current.offsetMinutes(atUTC: SystemIO().now() / 1000) }
+            set { utcOffsetSet = newValue }
+        }
+        private var utcOffsetSet: Int?
         /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
         /// Draws new entry and command ids. Default: random UUIDs.
