@@ -32,6 +32,9 @@ public struct EntriesState: Sendable, Equatable {
     private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
     /// Days changed since the image: ``byDay`` and ``dailyMoodByDay`` answer for them.
     private var overridden = DayTable<Bool>(empty: false)
+    /// Days the image's rows still order, some of whose rows are hidden behind a changed entry with the same instant,
+    /// kind and id: their entries are read by id, not from the rows.
+    private var replaced = DayTable<Bool>(empty: false)
     /// (source, source id) → entry, among ``changed``. Should two entries share a key (only a crafted log can hold
     /// that: imports refuse it), the first wins: the one created first, then the smaller id — a rule of the entries
     /// themselves, so replay and snapshot + tail agree whatever order they insert in.
@@ -120,9 +123,15 @@ public struct EntriesState: Sendable, Equatable {
         return readsImage(day) ? [] : byDay[day] ?? []
     }
 
+    /// The entry of an image row of a day the image orders: the changed entry where one replaced the row.
+    @inline(__always)
+    private func entry(atRow row: Int, of image: SnapshotImage, on day: LocalDate) -> MoodEntry? {
+        replaced[day] == nil ? image.entry(atRow: row) : self[image.id(ofRow: row)]
+    }
+
     /// The daily mood logged for a local day, if any.
     public func dailyMood(on day: LocalDate) -> MoodEntry? {
-        if let image, readsImage(day) { return imageDay(day)?.dailyMoodRow.flatMap(image.entry(atRow:)) }
+        if let image, readsImage(day) { return imageDay(day)?.dailyMoodRow.flatMap { entry(atRow: $0, of: image, on: day) } }
         return dailyMoodByDay[day].flatMap { self[$0] }
     }
 
@@ -140,7 +149,7 @@ public struct EntriesState: Sendable, Equatable {
         guard k > 0 else { return [] }
         if let image, readsImage(day) {
             guard let rows = imageDay(day)?.rows else { return [] }
-            return rows.suffix(k).reversed().compactMap(image.entry(atRow:))
+            return rows.suffix(k).reversed().compactMap { entry(atRow: $0, of: image, on: day) }
         }
         guard let keys = byDay[day] else { return [] }
         return keys.suffix(k).reversed().compactMap { self[$0.id] }
@@ -170,8 +179,10 @@ public struct EntriesState: Sendable, Equatable {
     /// image's rows of unchanged days as they are, instead of decoding and encoding them again).
     func forEachDaySource(_ body: (LocalDate, DaySource) -> Void) {
         for day in activeDays {
-            if let image, let record = imageDay(day) {
+            if let image, let record = imageDay(day), replaced[day] == nil {
                 body(day, .image(image, record))
+            } else if let image, let record = imageDay(day) {
+                body(day, .entries(record.rows.compactMap { self[image.id(ofRow: $0)] }, dailyMood: dailyMood(on: day)?.id))
             } else {
                 body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
             }
@@ -274,10 +285,11 @@ public struct EntriesState: Sendable, Equatable {
         if samePlace, let position = changed.position(of: id) {
             changed[position: position] = after
         } else if samePlace, before.sourceID == nil, image != nil {
-            // A snapshot's row (it is not among the changed): its day keeps its keys and daily mood (the day is still
-            // copied before the change, so that its reads no longer go to the image); the row is hidden behind the
+            // A snapshot's row (it is not among the changed): its day keeps its keys and daily mood, so the day is
+            // not copied; its reads look the day's entries up by id from now on, and the row is hidden behind the
             // entry held here. An entry with a source id takes the long way, which keeps the source index.
-            materialize(after.localDate)
+            let day = after.localDate
+            if overridden[day] == nil { replaced[day] = true }
             hidden.set(HiddenRow(id: id))
             changed.set(after)
         } else {
@@ -347,10 +359,12 @@ public struct EntriesState: Sendable, Equatable {
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
         // The indexes are derived from the entries: equal entries, days in the same order and the same daily moods
-        // mean equal state, however each is stored (image rows or changed entries).
+        // mean equal state, however each is stored (image rows or changed entries). Each day's entries are compared
+        // as its readers read them too (a day can read rows, or look its entries up by id).
         let days = a.activeDays
         return a.count == b.count && days == b.activeDays && a.all.allSatisfy { b[$0.id] == $0 }
-            && days.allSatisfy { a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0)?.id == b.dailyMood(on: $0)?.id }
+            && days.allSatisfy { a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0) == b.dailyMood(on: $0)
+                && a.entries(on: $0) == b.entries(on: $0) }
     }
 }
 
