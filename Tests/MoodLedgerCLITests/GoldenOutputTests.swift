@@ -196,3 +196,18 @@ struct GoldenJSONTests {
         #expect(matches, "JSON shapes changed — re-record only for an intended change:\n\(stable.prefix(3000))\nexpected:\n\(expected.prefix(1000))")
     }
 }
+
+@Suite("Human output")
+struct HumanFormatTests {
+    @Test("A valence prints signed, to three decimals, and one that rounds to zero prints +0.000")
+    func valence() {
+        #expect(HumanFormat.valence(nil) == "   —  ")
+        #expect(HumanFormat.valence(1) == "+1.000")
+        #expect(HumanFormat.valence(-1) == "-1.000")
+        #expect(HumanFormat.valence(-0.5) == "-0.500")
+        #expect(HumanFormat.valence(0.05) == "+0.050")
+        #expect(HumanFormat.valence(-0.0004) == "+0.000")
+        #expect(HumanFormat.valence(0.2346) == "+0.235")
+        #expect(HumanFormat.valence(-0.007) == "-0.007")
+    }
+}
