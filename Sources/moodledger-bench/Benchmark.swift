@@ -188,24 +188,37 @@ struct Benchmark {
             try flush()
         }
         // The snapshots the ledger's own policy leaves on disk: one every `snapshotInterval` events, each write
-        // pruning to what the spacing rule keeps (`Ledger.Options.snapshotsKept`), the newest placed at N − 1,000 so
-        // that a warm open replays a tail. Only the survivors are written; the last write prunes them to the byte
-        // budget with their real sizes.
+        // pruning to what the policy keeps within twice the log's bytes (`Ledger.Options.snapshotsKept`), the newest
+        // placed at N − 1,000 so that a warm open replays a tail. Only the survivors are written: the pruning after
+        // each write is run on estimated sizes (the log's and the first snapshot's bytes per event, measured at the
+        // first write), and each real write prunes again with the real sizes.
         let policy = Ledger.Options()
-        var present: [UInt64] = []
-        for seq in stride(from: policy.snapshotInterval, to: split, by: policy.snapshotInterval) + [split] {
-            present = policy.snapshotsKept(newestFirst: [UInt64(seq)] + present)
-        }
-        let boundaries = present.reversed().map { Int($0) }
-        for boundary in boundaries where boundary > produced {
+        func snapshot(at boundary: Int) throws -> (log: Int64, snapshot: Int64) {
             let log = try EventLog.open(directory: ledgerPath)
             try appendBatches(log, upTo: boundary)
             log.close()
             var options = Ledger.Options()
             options.snapshotInterval = 0
             let ledger = try Ledger.open(at: ledgerPath, options: options)
+            defer { ledger.close() }
             try ledger.snapshot()
-            ledger.close()
+            let logBytes = ledger.eventLog.endOffset
+            return (logBytes, ledger.stats.bytes - logBytes)
+        }
+        let first = min(policy.snapshotInterval, split)
+        if first > 0 {
+            let measured = try snapshot(at: first)
+            let logPerEvent = Double(measured.log) / Double(first)
+            let snapshotPerEvent = Double(measured.snapshot) / Double(first)
+            var present: [UInt64] = []
+            for seq in stride(from: first, to: split, by: policy.snapshotInterval) + [split] {
+                present = policy.snapshotsKept(newestFirst: [UInt64(seq)] + present,
+                                               logBytes: Int64(Double(seq) * logPerEvent)) { Int64(Double($0) * snapshotPerEvent) }
+            }
+            if !present.contains(UInt64(first)) {
+                try? FileManager.default.removeItem(atPath: ledgerPath + "/snapshots/" + String(format: "snapshot-%020d.bin", first))
+            }
+            for boundary in present.reversed().map({ Int($0) }) where boundary > produced { _ = try snapshot(at: boundary) }
         }
         let tail = try EventLog.open(directory: ledgerPath)
         try appendBatches(tail, upTo: events)

@@ -133,7 +133,7 @@ struct SnapshotDamageTests {
         for seq in seqs { #expect(try ledger.state(at: .seq(seq)).seq == seq) }
     }
 
-    @Test("The sparse spacing doubles as the log grows (at most four buckets), and the snapshots stay within twice the log")
+    @Test("The sparse spacing doubles as the log grows (at most eight buckets), the snapshots stay within twice the log, and the rule on sizes alone (the benchmark's) keeps the same")
     func pruningBudget() throws {
         let dir = TemporaryDirectory("ledger")
         let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
@@ -142,23 +142,27 @@ struct SnapshotDamageTests {
         // (one byte per 125 events), the log one byte per 100 events (the benchmark's proportions): pruned after each
         // write, as the ledger does.
         var total = 0
+        var model: [UInt64] = []
         for seq in stride(from: UInt64(10_000), through: 1_000_000, by: 10_000) {
             _ = FileManager.default.createFile(atPath: store.path(for: seq), contents: Data(count: Int(seq / 125)))
             store.prune(sparseInterval: 100_000, logBytes: Int64(seq / 100), floor: 0)
+            model = SnapshotStore.kept(newestFirst: [seq] + model, sparseInterval: 100_000, budget: 2 * Int64(seq / 100)) {
+                Int64($0 / 125)
+            }
             let kept = store.list()
             total = kept.reduce(0) { $0 + Int($1 / 125) }
             #expect(kept.first == seq, "the newest is always kept")
             #expect(total <= 2 * Int(seq / 100), "at \(seq): \(kept)")
-            #expect(kept.count <= 5, "at \(seq): \(kept)")
+            #expect(kept.count <= 9, "at \(seq): \(kept)")
+            #expect(model == kept, "at \(seq): the rule on sizes alone keeps \(model), the store \(kept)")
         }
-        // At 1M the spacing is 400,000: the oldest of [0, 400k), [400k, 800k), [800k, 1.2M), then the newest, less
-        // what the budget removes (nothing here; the one nearest to the next newer one would go first).
-        #expect(SnapshotStore.kept(newestFirst: [1_000_000, 990_000, 800_000, 400_000, 10_000], sparseInterval: 100_000)
-                == [1_000_000, 800_000, 400_000, 10_000])
-        #expect(store.list() == [1_000_000, 800_000, 400_000, 10_000], "\(store.list())")
-        // Snapshots as large as the log: the budget keeps two sparse ones at most (here the nearest to its newer
-        // neighbour went each time one was over).
-        store.prune(sparseInterval: 100_000, logBytes: 10_000 * 100 / 125, floor: 0)
-        #expect(store.list() == [1_000_000, 400_000, 10_000], "\(store.list())")
+        // At 1M the spacing is 200,000: the oldest of each of its buckets, then the newest, less what the budget
+        // removed on the way (the one nearest to the next newer one goes first).
+        #expect(SnapshotStore.kept(newestFirst: [1_000_000, 990_000, 800_000, 590_000, 400_000, 200_000, 10_000],
+                                   sparseInterval: 100_000) == [1_000_000, 800_000, 400_000, 200_000, 10_000])
+        #expect(store.list() == [1_000_000, 590_000, 200_000, 10_000], "\(store.list())")
+        // A smaller budget: the sparse one nearest to its newer neighbour goes each time the rest are over.
+        store.prune(sparseInterval: 100_000, logBytes: 7_000, floor: 0)
+        #expect(store.list() == [1_000_000, 590_000], "\(store.list())")
     }
 }

@@ -13,7 +13,7 @@ extension Ledger {
         /// `log` does not rewrite the whole snapshot; a warm open then replays at most that many events.
         public var snapshotOnCloseMinimum = 1
         /// Besides the newest snapshot, keep the oldest of every bucket of this many sequence numbers, doubled until
-        /// there are at most four buckets, and no more than twice the log's bytes in all, so time travel starts from
+        /// there are at most eight buckets, and no more than twice the log's bytes in all, so time travel starts from
         /// a snapshot without the snapshots outgrowing the log. Default: 100,000.
         public var sparseSnapshotInterval: UInt64 = 100_000
         /// Open without the writer lock; commands are refused. Default: `false`.
@@ -85,12 +85,16 @@ extension Ledger {
 }
 
 extension Ledger.Options {
-    /// The snapshots the spacing rule keeps among `seqs` (newest first): the newest and up to four sparse ones.
-    /// Pruning then also holds them to twice the log's bytes (`Specs/ledger.md`, *Policy*).
-    /// - Parameter seqs: covered sequence numbers of the snapshots present, newest first.
+    /// The snapshots the policy keeps among `seqs` after a write (`Specs/ledger.md`, *Policy*): the newest and up to
+    /// eight sparse ones, held to twice the log's bytes (1 MiB at least).
+    /// - Parameters:
+    ///   - seqs: covered sequence numbers of the snapshots present, newest first.
+    ///   - logBytes: the log's size when the newest was written.
+    ///   - size: each snapshot's bytes (a benchmark that has not written them passes an estimate).
     /// - Returns: those kept, newest first.
-    public func snapshotsKept(newestFirst seqs: [UInt64]) -> [UInt64] {
-        SnapshotStore.kept(newestFirst: seqs, sparseInterval: sparseSnapshotInterval)
+    public func snapshotsKept(newestFirst seqs: [UInt64], logBytes: Int64, size: (UInt64) -> Int64) -> [UInt64] {
+        SnapshotStore.kept(newestFirst: seqs, sparseInterval: sparseSnapshotInterval, budget: max(2 * logBytes, 1 << 20),
+                           size: size)
     }
 }
 

@@ -169,12 +169,26 @@ struct SnapshotStore: Sendable {
             try? io.remove(directory + "/" + name)
         }
         let present = list()
-        var kept = Self.kept(newestFirst: present, sparseInterval: sparseInterval)
-        let sizes = Dictionary(uniqueKeysWithValues: kept.map { ($0, (try? AtomicFile.size(of: path(for: $0), io: io)) ?? 0) })
-        // Over budget: the sparse snapshot nearest to the next newer one goes first (it adds the least for time
-        // travel), until the rest fit; the newest stays whatever its size.
+        let keep = Set(Self.kept(newestFirst: present, sparseInterval: sparseInterval, budget: max(2 * logBytes, floor)) {
+            (try? AtomicFile.size(of: path(for: $0), io: io)) ?? 0
+        })
+        for seq in present where !keep.contains(seq) { try? io.remove(path(for: seq)) }
+    }
+
+    /// The snapshots the policy keeps, newest first: those of the spacing rule, then held to `budget` bytes in all:
+    /// while over, the sparse snapshot nearest below the next newer kept one goes (it adds the least for time travel);
+    /// the newest stays whatever its size.
+    /// - Parameters:
+    ///   - seqs: covered sequence numbers of the snapshots present, newest first.
+    ///   - sparseInterval: the smallest spacing of sparse snapshots (0 keeps none).
+    ///   - budget: the bytes all kept snapshots may take.
+    ///   - size: a snapshot's bytes.
+    static func kept(newestFirst seqs: [UInt64], sparseInterval: UInt64, budget: Int64,
+                     size: (UInt64) -> Int64) -> [UInt64] {
+        var kept = kept(newestFirst: seqs, sparseInterval: sparseInterval)
+        let sizes = Dictionary(uniqueKeysWithValues: kept.map { ($0, size($0)) })
         var total = sizes.values.reduce(0, +)
-        while total > max(2 * logBytes, floor), kept.count > 1 {
+        while total > budget, kept.count > 1 {
             var drop = 1
             for index in 2..<max(2, kept.count) where kept[index - 1] - kept[index] < kept[drop - 1] - kept[drop] {
                 drop = index
@@ -182,18 +196,18 @@ struct SnapshotStore: Sendable {
             total -= sizes[kept[drop]]!
             kept.remove(at: drop)
         }
-        let keep = Set(kept)
-        for seq in present where !keep.contains(seq) { try? io.remove(path(for: seq)) }
+        return kept
     }
 
     /// The snapshots the spacing rule keeps, newest first: the newest, and the oldest of each bucket of `S`
-    /// sequence numbers, where `S` is `sparseInterval` doubled until the newest seq is below `4 × S` (at most four
-    /// sparse snapshots, evenly spread over the history; doubling merges buckets in pairs, so the ones kept stay).
+    /// sequence numbers, where `S` is `sparseInterval` doubled until the newest seq is below `8 × S` (at most eight
+    /// sparse snapshots before the byte budget, spread over the history; doubling merges buckets in pairs, so the
+    /// ones kept stay).
     static func kept(newestFirst seqs: [UInt64], sparseInterval: UInt64) -> [UInt64] {
         guard let newest = seqs.first else { return [] }
         guard sparseInterval > 0 else { return [newest] }
         var spacing = sparseInterval
-        while newest / 4 >= spacing, spacing <= UInt64.max / 4 { spacing *= 2 }
+        while newest / 8 >= spacing, spacing <= UInt64.max / 4 { spacing *= 2 }
         var buckets = Set<UInt64>()
         var sparse: [UInt64] = []
         for seq in seqs.dropFirst().reversed() where buckets.insert(seq / spacing).inserted { sparse.append(seq) }
