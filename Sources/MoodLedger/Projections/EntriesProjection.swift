@@ -123,10 +123,15 @@ public struct EntriesState: Sendable, Equatable {
         return readsImage(day) ? [] : byDay[day] ?? []
     }
 
-    /// The entry of an image row of a day the image orders: the changed entry where one replaced the row.
+    /// The entry of an image row of a day the image orders: the changed entry where one replaced the row. (On such
+    /// a day a hidden row can only be a replaced one: a removal copies the day.) Asks the in-memory tables, not the
+    /// image's id index: a day read row by row does not probe the index for each.
     @inline(__always)
     private func entry(atRow row: Int, of image: SnapshotImage, on day: LocalDate) -> MoodEntry? {
-        replaced[day] == nil ? image.entry(atRow: row) : self[image.id(ofRow: row)]
+        guard replaced[day] != nil else { return image.entry(atRow: row) }
+        let id = image.id(ofRow: row)
+        guard hidden.position(of: id) != nil else { return image.entry(atRow: row) }
+        return changed.position(of: id).map { changed[position: $0] }
     }
 
     /// The daily mood logged for a local day, if any.
@@ -182,7 +187,7 @@ public struct EntriesState: Sendable, Equatable {
             if let image, let record = imageDay(day), replaced[day] == nil {
                 body(day, .image(image, record))
             } else if let image, let record = imageDay(day) {
-                body(day, .entries(record.rows.compactMap { self[image.id(ofRow: $0)] }, dailyMood: dailyMood(on: day)?.id))
+                body(day, .entries(record.rows.compactMap { entry(atRow: $0, of: image, on: day) }, dailyMood: dailyMood(on: day)?.id))
             } else {
                 body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
             }
