@@ -209,5 +209,6 @@ struct HumanFormatTests {
         #expect(HumanFormat.valence(-0.0004) == "+0.000")
         #expect(HumanFormat.valence(0.2346) == "+0.235")
         #expect(HumanFormat.valence(-0.007) == "-0.007")
+        #expect(HumanFormat.valence(.nan) == "   —  " && HumanFormat.valence(.infinity) == "   —  ", "never a trap")
     }
 }

@@ -36,7 +36,7 @@ enum HumanFormat {
 
     /// `+0.556` or `   —  `.
     static func valence(_ value: Double?) -> String {
-        guard let value else { return "   —  " }
+        guard let value, value.isFinite, value.magnitude < 1e15 else { return "   —  " }
         // Thousandths as an integer, written by hand: `String(format:)` cost each process 180,000 instructions on
         // first use, and gave "+-0.000" for a value that rounds to −0.
         let thousandths = Int((value * 1000).rounded())
