@@ -80,32 +80,50 @@ struct Benchmark {
     }
 
     /// cli_list_ms and cli_peak_rss_mb: the built `moodledger list --limit 5` (beside this executable) on the
-    /// generated ledger, a fresh process each time, median of 5; beside sqlite3_list_ms, the `sqlite3` CLI's
-    /// `ORDER BY logged_at DESC LIMIT 5` over the same entries in an indexed table. A missing program is noted.
+    /// generated ledger, a fresh process each time; beside sqlite3_list_ms, the `sqlite3` CLI's
+    /// `ORDER BY logged_at DESC LIMIT 5` over the same entries in an indexed table. Medians of 11 runs each, the two
+    /// programs alternating, so that the machine's drift within the minute weighs on both alike. A missing program
+    /// is noted.
     mutating func cliMeasures(state: LedgerState) throws {
         let here = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent().path
         let cli = here + "/moodledger"
-        if FileManager.default.isExecutableFile(atPath: cli) {
-            var times: [Double] = []
-            var peaks: [Double] = []
-            for _ in 0..<5 {
+        let hasCLI = FileManager.default.isExecutableFile(atPath: cli)
+        let sqlite = ChildProcess.which("sqlite3")
+        let database = directory + "/entries.sqlite"
+        if let sqlite { try loadEntries(state, into: database, with: sqlite) }
+        var times: [Double] = []
+        var peaks: [Double] = []
+        var sqliteTimes: [Double] = []
+        for _ in 0..<11 {
+            if hasCLI {
                 let outcome = try ChildProcess.measured(cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
                 guard outcome.status == 0 else { throw BenchError(text: "moodledger list exited \(outcome.status)") }
                 times.append(outcome.seconds * 1000)
                 peaks.append(Double(outcome.peakResidentBytes) / 1_048_576)
             }
+            if let sqlite {
+                let outcome = try ChildProcess.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
+                guard outcome.status == 0 else { throw BenchError(text: "sqlite3 exited \(outcome.status)") }
+                sqliteTimes.append(outcome.seconds * 1000)
+            }
+        }
+        if hasCLI {
             record("cli_list_ms", Self.median(times), places: 1)
             record("cli_peak_rss_mb", Self.median(peaks), places: 1)
         } else {
             results.append(("cli_list_ms", .string("skipped: no moodledger beside moodledger-bench")))
         }
-        guard let sqlite = ChildProcess.which("sqlite3") else {
+        if sqlite != nil {
+            record("sqlite3_list_ms", Self.median(sqliteTimes), places: 1)
+            try? FileManager.default.removeItem(atPath: database)
+        } else {
             results.append(("sqlite3_list_ms", .string("skipped: sqlite3 is not installed")))
-            return
         }
-        // The same entries as CSV, imported into a table with an index on logged_at (not timed).
+    }
+
+    /// The same entries as CSV, imported into a table with an index on logged_at (not timed).
+    private func loadEntries(_ state: LedgerState, into database: String, with sqlite: String) throws {
         let csv = directory + "/entries.csv"
-        let database = directory + "/entries.sqlite"
         try? FileManager.default.removeItem(atPath: database)
         FileManager.default.createFile(atPath: csv, contents: nil)
         let file = try FileHandle(forWritingTo: URL(fileURLWithPath: csv))
@@ -125,20 +143,12 @@ struct Benchmark {
         }
         file.write(Data(text))
         try file.close()
+        defer { try? FileManager.default.removeItem(atPath: csv) }
         let schema = "CREATE TABLE entries (id TEXT PRIMARY KEY, logged_at INTEGER, utc_offset_minutes INTEGER, kind TEXT, "
             + "valence REAL, labels TEXT, associations TEXT, notes TEXT, source TEXT, source_id TEXT);"
         let load = try ChildProcess.run(sqlite, [database, schema, ".mode csv", ".import \(csv) entries",
                                                  "CREATE INDEX entries_logged_at ON entries(logged_at);"])
         guard load.status == 0 else { throw BenchError(text: "sqlite3 could not import the entries (exit \(load.status))") }
-        var times: [Double] = []
-        for _ in 0..<5 {
-            let outcome = try ChildProcess.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
-            guard outcome.status == 0 else { throw BenchError(text: "sqlite3 exited \(outcome.status)") }
-            times.append(outcome.seconds * 1000)
-        }
-        record("sqlite3_list_ms", Self.median(times), places: 1)
-        try? FileManager.default.removeItem(atPath: csv)
-        try? FileManager.default.removeItem(atPath: database)
     }
 
     /// durable_append_p50_us / p99: single-event appends through EventLog, each synced.
