@@ -52,6 +52,9 @@ struct SnapshotFormatTests {
         #expect(hex == golden, "re-record with MOODLEDGER_RECORD_GOLDEN=1 after bumping SnapshotCodec.schema")
         #expect(golden.contains(String(format: "%08x", UInt32(SnapshotCodec.fingerprint).byteSwapped)),
                 "the golden file carries the current schema's fingerprint")
+        // A reader written from the Spec computes the fingerprint from the schema string it names.
+        let spec = try String(contentsOfFile: Repository.root + "/Specs/ledger.md", encoding: .utf8)
+        #expect(spec.contains("`" + SnapshotCodec.schema + "`"), "Specs/ledger.md names today's schema string")
     }
 
     @Test("A written snapshot maps back to an equal state, and reads answer like the state it was written from")
