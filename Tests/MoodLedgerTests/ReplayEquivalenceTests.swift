@@ -62,7 +62,7 @@ struct ReplayEquivalenceTests {
         bare.close()
     }
 
-    @Test("Snapshot + tail with the outbox's filter of the snapshot's records == live, built at once or after 4,096 questions")
+    @Test("Snapshot + tail with the outbox's filter of the snapshot's records == live, built at once or after 4,096 questions; and with days' analytics copied after 1 or 2 pending changes")
     func outboxFilterEquivalence() throws {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
@@ -92,6 +92,14 @@ struct ReplayEquivalenceTests {
         try Replayer.replay(warm.eventLog, from: .after(image.header.location), into: &state, pipelineThreshold: .max)
         let equal = state == live  // (not inside #expect: a failure would print both states whole)
         #expect(equal, "snapshot + tail with the filter from the first question differs from the live state")
+        // A day's analytics copied from the snapshot with its pending changes folded, after 1 or 2 of them.
+        for foldAfter in [1, 2] {
+            var folded = LedgerState(image: image)
+            folded.analytics.foldAfter = foldAfter
+            try Replayer.replay(warm.eventLog, from: .after(image.header.location), into: &folded, pipelineThreshold: .max)
+            let same = folded == live
+            #expect(same, "snapshot + tail with days copied after \(foldAfter) pending changes differs from the live state")
+        }
     }
 
     @Test("The id filter never says no to an id it holds")

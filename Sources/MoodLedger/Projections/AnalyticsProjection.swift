@@ -59,8 +59,9 @@ public struct AnalyticsState: Sendable, Equatable {
     private var overridden = DayTable<Bool>(empty: false)
     /// Changes to days the image still answers for, in the order they happened (with an image).
     private var pending = DayTable<PendingDay>(empty: PendingDay())
-    /// How many changes a day holds pending before it is copied from the image with them folded.
-    static let foldAfter = 8
+    /// How many changes a day holds pending before it is copied from the image with them folded (32; the tests
+    /// lower it to reach the copy with few events).
+    var foldAfter = 32
     /// All-time label totals (the whole-range top labels without visiting every day).
     public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
@@ -147,7 +148,7 @@ public struct AnalyticsState: Sendable, Equatable {
                 changes.append(entry, sign: sign)
                 return changes.changes.count
             }
-            if held >= Self.foldAfter { materialize(day) }
+            if held >= foldAfter { materialize(day) }
         } else {
             // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
             // shared, and each change would copy the whole day.
