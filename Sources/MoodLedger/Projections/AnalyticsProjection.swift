@@ -161,7 +161,13 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     /// Adds (sign +1) or subtracts (−1) an entry's contribution to one day.
-    fileprivate static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
+    private static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
+        update(&aggregate, q: q, labels: entry.labelList, associations: entry.associationList, sign: sign)
+    }
+
+    /// Adds (sign +1) or subtracts (−1) the contribution of an entry with this valence and these words to one day.
+    fileprivate static func update(_ aggregate: inout DayAggregate, q: Int64?, labels: WordList<LabelDomain>,
+                                   associations: WordList<AssociationDomain>, sign: Int) {
         aggregate.count += sign
         if let q {
             aggregate.valenceSum += Int64(sign) * q
@@ -173,8 +179,8 @@ public struct AnalyticsState: Sendable, Equatable {
                 aggregate.valences.remove(at: index)
             }
         }
-        entry.labelList.forEach { add(q, sign, to: &aggregate.labels, $0) }
-        entry.associationList.forEach { add(q, sign, to: &aggregate.associations, $0) }
+        labels.forEach { add(q, sign, to: &aggregate.labels, $0) }
+        associations.forEach { add(q, sign, to: &aggregate.associations, $0) }
     }
 
     @inline(__always)
@@ -242,27 +248,34 @@ public struct AnalyticsState: Sendable, Equatable {
 
 /// Changes to one day that a snapshot stores, not yet folded into a copy of its aggregate.
 struct PendingDay: Sendable, Equatable {
-    /// Each entry as it was added (+1) or taken away (−1), in order.
-    private(set) var changes: [(entry: MoodEntry, sign: Int)] = []
+    /// What one entry added (+1) or took away (−1): the parts of it a day's aggregate counts (a whole entry is
+    /// 128 bytes to copy, this 56).
+    struct Change: Sendable, Equatable {
+        var q: Int64?
+        var labels: WordList<LabelDomain>
+        var associations: WordList<AssociationDomain>
+        var sign: Int8
+    }
+
+    /// The changes, in order.
+    private(set) var changes: [Change] = []
     /// The change in the day's entry count.
     private(set) var countChange = 0
 
     mutating func append(_ entry: MoodEntry, sign: Int) {
-        changes.append((entry, sign))
+        changes.append(Change(q: entry.valenceGrid, labels: entry.labelList, associations: entry.associationList,
+                              sign: Int8(sign)))
         countChange += sign
     }
 
     /// The day's aggregate with these changes applied, in order, as the fold applies them.
     func folded(into stored: DayAggregate) -> DayAggregate {
         var aggregate = stored
-        for (entry, sign) in changes {
-            AnalyticsState.update(&aggregate, with: entry, q: entry.valenceGrid, sign: sign)
+        for change in changes {
+            AnalyticsState.update(&aggregate, q: change.q, labels: change.labels, associations: change.associations,
+                                  sign: Int(change.sign))
         }
         return aggregate
-    }
-
-    static func == (a: PendingDay, b: PendingDay) -> Bool {
-        a.countChange == b.countChange && a.changes.elementsEqual(b.changes) { $0.entry == $1.entry && $0.sign == $1.sign }
     }
 }
 
