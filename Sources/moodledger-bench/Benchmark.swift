@@ -125,7 +125,7 @@ struct Benchmark {
     private func loadEntries(_ state: LedgerState, into database: String, with sqlite: String) throws {
         let csv = directory + "/entries.csv"
         try? FileManager.default.removeItem(atPath: database)
-        FileManager.default.createFile(atPath: csv, contents: nil)
+        _ = FileManager.default.createFile(atPath: csv, contents: nil)
         let file = try FileHandle(forWritingTo: URL(fileURLWithPath: csv))
         var text: [UInt8] = []
         func field(_ value: String) -> String { "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
@@ -203,7 +203,7 @@ struct Benchmark {
         // each write is run on estimated sizes (the log's and the first snapshot's bytes per event, measured at the
         // first write), and each real write prunes again with the real sizes.
         let policy = Ledger.Options()
-        func snapshot(at boundary: Int) throws -> (log: Int64, snapshot: Int64) {
+        func snapshot(at boundary: Int) throws -> (log: Int64, snapshot: Int64, path: String) {
             let log = try EventLog.open(directory: ledgerPath)
             try appendBatches(log, upTo: boundary)
             log.close()
@@ -213,7 +213,7 @@ struct Benchmark {
             defer { ledger.close() }
             try ledger.snapshot()
             let logBytes = ledger.eventLog.endOffset
-            return (logBytes, ledger.stats.bytes - logBytes)
+            return (logBytes, ledger.stats.bytes - logBytes, ledger.snapshotFiles.first ?? "")
         }
         let first = min(policy.snapshotInterval, split)
         if first > 0 {
@@ -226,7 +226,7 @@ struct Benchmark {
                                                logBytes: Int64(Double(seq) * logPerEvent)) { Int64(Double($0) * snapshotPerEvent) }
             }
             if !present.contains(UInt64(first)) {
-                try? FileManager.default.removeItem(atPath: ledgerPath + "/snapshots/" + String(format: "snapshot-%020d.bin", first))
+                try? FileManager.default.removeItem(atPath: measured.path)
             }
             for boundary in present.reversed().map({ Int($0) }) where boundary > produced { _ = try snapshot(at: boundary) }
         }

@@ -6,23 +6,22 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     private enum Rule: Sendable, Equatable {
         case zone(TimeZone)
         case fixed(Int)
-        /// The machine's zone, looked up when first used (a command that never converts a time never loads the
-        /// zone rules: about 1 ms of each `moodledger` process).
-        case machine
     }
-    private let rule: Rule
+    /// `nil`: the machine's zone, looked up when first used (a command that never converts a time never loads the
+    /// zone rules: about 1 ms of each `moodledger` process).
+    private let rule: Rule?
 
     /// The machine's zone, looked up once per process: `$TZ` when it names a zone, else the system setting.
     private static let machine: Rule = {
         if let name = ProcessInfo.processInfo.environment["TZ"],
            let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name) {
-            return zone.rule
+            return zone.resolved
         }
         return .zone(TimeZone.current)
     }()
 
     /// The rule itself, the machine's looked up.
-    private var resolved: Rule { rule == .machine ? Self.machine : rule }
+    private var resolved: Rule { rule ?? Self.machine }
 
     public static func == (a: LocalZone, b: LocalZone) -> Bool { a.resolved == b.resolved }
 
@@ -35,17 +34,16 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     /// A fixed offset from UTC in minutes (`--utc-offset`).
     public static func fixed(minutes: Int) -> LocalZone { LocalZone(rule: .fixed(minutes)) }
 
-    private init(rule: Rule) { self.rule = rule }
+    private init(rule: Rule?) { self.rule = rule }
 
     /// The machine's zone: `$TZ` when it names a zone, else the system setting (looked up when first used, then
     /// kept for the process).
-    public static var current: LocalZone { LocalZone(rule: .machine) }
+    public static var current: LocalZone { LocalZone(rule: nil) }
 
     /// `Europe/Berlin`, or `UTC+05:30` for a fixed offset.
     public var description: String {
         switch resolved {
         case .zone(let zone): return zone.identifier
-        case .machine: return "UTC"  // never: `resolved` is a zone or an offset
         case .fixed(let minutes):
             return "UTC" + (minutes < 0 ? "-" : "+") + ISO8601.pad(abs(minutes) / 60, 2) + ":" + ISO8601.pad(abs(minutes) % 60, 2)
         }
@@ -55,7 +53,6 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     public func offsetMinutes(atUTC milliseconds: Int64) -> Int {
         switch resolved {
         case .fixed(let minutes): return minutes
-        case .machine: return 0  // never: `resolved` is a zone or an offset
         case .zone(let zone):
             return zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(milliseconds) / 1000)) / 60
         }

@@ -153,16 +153,11 @@ public struct AnalyticsState: Sendable, Equatable {
             // Mutate the stored aggregate in place: a copy taken out of the dictionary would make every array in it
             // shared, and each change would copy the whole day.
             changedDays.modify(day, default: DayAggregate(), removeIf: { $0.count == 0 }) { aggregate in
-                Self.update(&aggregate, with: entry, q: q, sign: sign)
+                Self.update(&aggregate, q: q, labels: entry.labelList, associations: entry.associationList, sign: sign)
             }
         }
         entry.labelList.forEach { Self.add(q, sign, to: &labelTotals, $0) }
         entry.associationList.forEach { Self.add(q, sign, to: &associationTotals, $0) }
-    }
-
-    /// Adds (sign +1) or subtracts (−1) an entry's contribution to one day.
-    private static func update(_ aggregate: inout DayAggregate, with entry: MoodEntry, q: Int64?, sign: Int) {
-        update(&aggregate, q: q, labels: entry.labelList, associations: entry.associationList, sign: sign)
     }
 
     /// Adds (sign +1) or subtracts (−1) the contribution of an entry with this valence and these words to one day.

@@ -184,10 +184,10 @@ public struct EntriesState: Sendable, Equatable {
     /// image's rows of unchanged days as they are, instead of decoding and encoding them again).
     func forEachDaySource(_ body: (LocalDate, DaySource) -> Void) {
         for day in activeDays {
-            if let image, let record = imageDay(day), replaced[day] == nil {
-                body(day, .image(image, record))
-            } else if let image, let record = imageDay(day) {
-                body(day, .entries(record.rows.compactMap { entry(atRow: $0, of: image, on: day) }, dailyMood: dailyMood(on: day)?.id))
+            if let image, let record = imageDay(day) {
+                // A day with a replaced row is written from its entries: its stored rows are not all current.
+                body(day, replaced[day] == nil ? .image(image, record)
+                    : .entries(record.rows.compactMap { entry(atRow: $0, of: image, on: day) }, dailyMood: dailyMood(on: day)?.id))
             } else {
                 body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
             }

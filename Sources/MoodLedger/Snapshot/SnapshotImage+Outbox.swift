@@ -97,12 +97,4 @@ extension SnapshotImage {
             if let pair = outboxPair(at: position) { body(id, pair) }
         }
     }
-
-    /// FNV-1a (64-bit) over the source's code byte, then the source id's UTF-8 bytes.
-    static func sourceHash(_ source: MoodSource, _ sourceID: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        hash = (hash ^ UInt64(source.code)) &* 0x0000_0100_0000_01B3
-        for byte in sourceID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        return hash
-    }
 }
