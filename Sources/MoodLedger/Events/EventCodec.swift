@@ -249,19 +249,17 @@ public enum EventCodec {
         let kind = try readKind(from: &r)
         let flags = try r.u8()
         guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "flags: unknown entry flag bits") }
-        let valence = flags & 1 != 0 ? try readValence(from: &r) : nil
-        let score = flags & 2 != 0 ? try readScore(from: &r) : nil
+        let grid = flags & 1 != 0 ? try readGrid(from: &r) : nil
+        let score: UInt8 = flags & 2 != 0 ? UInt8(try readScore(from: &r)) : 0
         guard let source = MoodSource(code: try r.u8()) else { throw ByteReader.Malformed(what: "source: unknown code") }
         let labels: WordList<LabelDomain> = try readWordList(from: &r)
         let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
         let notes = flags & 4 != 0 ? try r.string("notes") : nil
         let sourceID = flags & 8 != 0 ? try r.string("source_id") : nil
-        var entry = MoodEntry(id: id, loggedAt: loggedAt, kind: kind, valence: valence, enteredScore: score, tags: tags,
-                              notes: notes, source: source, sourceID: sourceID)
-        entry.labelList = labels
-        entry.associationList = associations
-        return entry
+        return MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: grid ?? .min, typedScore: score,
+                         labels: labels, associations: associations, tags: tags, notes: notes, source: source,
+                         sourceID: sourceID)
     }
 
     static func writeLoggedAt(_ loggedAt: LoggedAt, to w: inout ByteWriter) {
@@ -287,11 +285,16 @@ public enum EventCodec {
 
     /// A grid valence `q` with `|q| ≤ 2⁴⁰` (valence within −1…1).
     static func readValence(from r: inout ByteReader) throws(ByteReader.Malformed) -> Double {
+        Valence.value(try readGrid(from: &r))
+    }
+
+    /// The grid value itself (an entry body keeps it as is: no round trip through a `Double`).
+    static func readGrid(from r: inout ByteReader) throws(ByteReader.Malformed) -> Int64 {
         let q = try r.signed()
         guard q >= -Valence.scale, q <= Valence.scale else {
             throw ByteReader.Malformed(what: "valence: grid value \(q) is outside −2⁴⁰…2⁴⁰")
         }
-        return Valence.value(q)
+        return q
     }
 
     /// A typed score, 1…10.
