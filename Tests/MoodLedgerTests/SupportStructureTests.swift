@@ -99,6 +99,65 @@ struct SupportStructureTests {
         #expect(table.count == model.count && table.isEmpty == model.isEmpty)
         #expect(Dictionary(uniqueKeysWithValues: table.pairs.map { ($0.0, $0.1) }) == model)
     }
+
+    @Test("ByteReader's strings decode as the strict validator does: ASCII by eight-byte words, any high bit to the validator")
+    func strings() {
+        var random = SeededRandom()
+        let samples: [[UInt8]] = [Array("é".utf8), Array("🙂".utf8), [0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x80], [0x00]]
+        for _ in 0..<3_000 {
+            var text = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...0x7F, using: &random) }
+            if Bool.random(using: &random) {
+                text.insert(contentsOf: samples.randomElement(using: &random)!, at: Int.random(in: 0...text.count, using: &random))
+            }
+            let encoded: [UInt8] = [UInt8(text.count)] + text  // a one-byte varint: at most 40 + 4 bytes
+            let decoded = encoded.withUnsafeBytes { buffer -> String? in
+                var reader = ByteReader(buffer)
+                return try? reader.string("notes")
+            }
+            let model = text.withUnsafeBytes { String(validating: $0, as: UTF8.self) }
+            #expect(decoded == model, "bytes \(text)")
+            if let decoded { #expect(Array(decoded.utf8) == text) }
+        }
+    }
+
+    @Test("MoodEntry keeps its heap fields in one box that is absent when they are empty: any order of edits, same value")
+    func entryExtras() {
+        var random = SeededRandom()
+        let id = EntryID(high: 1, low: 2)
+        for _ in 0..<500 {
+            func words() -> [MoodLabel] {
+                let count = Int.random(in: 0...10, using: &random)
+                var result: [MoodLabel] = []
+                for _ in 0..<count {
+                    let word = Int.random(in: 0..<5, using: &random) == 0 ? MoodLabel(custom: "own \(Int.random(in: 0..<3, using: &random))")
+                        : MoodLabel(appleRawValue: Int.random(in: 1...LabelDomain.canonicalNames.count, using: &random))!
+                    if !result.contains(word) { result.append(word) }
+                }
+                return result
+            }
+            let labels = words()
+            let tags = Bool.random(using: &random) ? [] : ["t\(Int.random(in: 0..<3, using: &random))"]
+            let notes = Bool.random(using: &random) ? nil : "a note long enough to live on the heap"
+            let sourceID = Bool.random(using: &random) ? nil : "src-1"
+            let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, tags: tags, notes: notes,
+                                   sourceID: sourceID)
+            // The same fields reached by edits from a full entry, in a random order, through the empty values.
+            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(), tags: ["x", "y"],
+                                   notes: "old notes", sourceID: "old")
+            var edits: [(inout MoodEntry) -> Void] = [
+                { $0.labels = labels }, { $0.tags = tags }, { $0.notes = notes }, { $0.sourceID = sourceID },
+                { $0.labels = [] }, { $0.tags = [] }, { $0.notes = nil }, { $0.sourceID = nil },
+            ]
+            let clearing = Array(edits[4...]).shuffled(using: &random)
+            edits = Array(edits[..<4]).shuffled(using: &random)
+            for edit in clearing + edits { edit(&edited) }
+            #expect(edited == direct)
+            #expect(edited.labels == labels && edited.tags == tags && edited.notes == notes && edited.sourceID == sourceID)
+            let copy = edited
+            edited.notes = "changed"
+            #expect(copy.notes == notes, "a copy keeps its own box")
+        }
+    }
 }
 
 @Suite("Entry ids without Foundation")

@@ -75,9 +75,28 @@ struct ByteReader {
         guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "\(field): length past the end") }
         let start = position
         position += Int(count)
-        guard let text = String(validating: UnsafeRawBufferPointer(rebasing: buffer[start..<position]), as: UTF8.self)
-        else { throw Malformed(what: "\(field): invalid UTF-8") }
+        let bytes = UnsafeRawBufferPointer(rebasing: buffer[start..<position])
+        // ASCII (most notes, ids and tags) is valid UTF-8 as it stands: checked eight bytes at a time, then decoded
+        // without the generic validator, which cost ~30 instructions a byte (6 % of a replay's).
+        if Self.isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw Malformed(what: "\(field): invalid UTF-8") }
         return text
+    }
+
+    /// Whether every byte is below 0x80.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            high |= UInt64(bytes[index])
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// A boolean byte: exactly 0 or 1.
