@@ -21,7 +21,8 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     private var packedLabels: UInt64
     /// The associations when they pack, likewise.
     private var packedAssociations: UInt64
-    /// Tags, notes, source id and spilled word lists; `nil` when all are empty (canonical: equality compares contents).
+    /// Tags, notes, source id and spilled word lists; `nil` when all are empty (canonical: equality compares
+    /// contents).
     private var extras: EntryExtras?
     /// When the ledger recorded the creating event (milliseconds since 1970).
     public var createdAt: Int64
@@ -45,19 +46,21 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Labels, packed inline when they can be (see ``WordList``).
     var labelList: WordList<LabelDomain> {
-        get { extras?.labels.map(WordList.init(spilled:)) ?? WordList(packed: packedLabels) }
+        get { extras?.fields.labels.map(WordList.init(spilled:)) ?? WordList(packed: packedLabels) }
         set {
             packedLabels = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.labels != nil { update { $0.labels = newValue.spilledWords } }
+            if newValue.spilledWords != nil || extras?.fields.labels != nil {
+                update { $0.labels = newValue.spilledWords }
+            }
         }
     }
 
     /// Associations, packed inline when they can be.
     var associationList: WordList<AssociationDomain> {
-        get { extras?.associations.map(WordList.init(spilled:)) ?? WordList(packed: packedAssociations) }
+        get { extras?.fields.associations.map(WordList.init(spilled:)) ?? WordList(packed: packedAssociations) }
         set {
             packedAssociations = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.associations != nil {
+            if newValue.spilledWords != nil || extras?.fields.associations != nil {
                 update { $0.associations = newValue.spilledWords }
             }
         }
@@ -77,20 +80,20 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Free-form context tags (e.g. imported activities), without duplicates.
     public var tags: [String] {
-        get { extras?.tags ?? [] }
-        set { if !newValue.isEmpty || extras?.tags.isEmpty == false { update { $0.tags = newValue } } }
+        get { extras?.fields.tags ?? [] }
+        set { if !newValue.isEmpty || extras?.fields.tags.isEmpty == false { update { $0.tags = newValue } } }
     }
 
     /// Notes, trimmed; never empty.
     public var notes: String? {
-        get { extras?.notes }
-        set { if newValue != nil || extras?.notes != nil { update { $0.notes = newValue } } }
+        get { extras?.fields.notes }
+        set { if newValue != nil || extras?.fields.notes != nil { update { $0.notes = newValue } } }
     }
 
     /// The source's own identifier, unique per source.
     public var sourceID: String? {
-        get { extras?.sourceID }
-        set { if newValue != nil || extras?.sourceID != nil { update { $0.sourceID = newValue } } }
+        get { extras?.fields.sourceID }
+        set { if newValue != nil || extras?.fields.sourceID != nil { update { $0.sourceID = newValue } } }
     }
 
     /// Replaces the extras box by a changed copy (the box is shared by every copy of the entry, so it never changes
@@ -164,12 +167,6 @@ final class EntryExtras: Sendable, Equatable {
     }
 
     let fields: Fields
-
-    var tags: [String] { fields.tags }
-    var notes: String? { fields.notes }
-    var sourceID: String? { fields.sourceID }
-    var labels: [MoodLabel]? { fields.labels }
-    var associations: [MoodAssociation]? { fields.associations }
 
     private init(_ fields: Fields) { self.fields = fields }
 
