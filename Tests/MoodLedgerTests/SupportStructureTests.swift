@@ -137,7 +137,9 @@ struct SupportStructureTests {
             }
             let labels = words()
             let tags = Bool.random(using: &random) ? [] : ["t\(Int.random(in: 0..<3, using: &random))"]
-            let notes = Bool.random(using: &random) ? nil : "a note long enough to live on the heap"
+            // Notes live as bytes in the box's tail: none, empty, short, long, and not ASCII all round trip.
+            let notes = [nil, "", "short", "a note long enough to live on the heap", "café, then 🙂 — and more"]
+                .randomElement(using: &random)!
             let sourceID = Bool.random(using: &random) ? nil : "src-1"
             let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, tags: tags, notes: notes,
                                    sourceID: sourceID)
@@ -153,9 +155,24 @@ struct SupportStructureTests {
             for edit in clearing + edits { edit(&edited) }
             #expect(edited == direct)
             #expect(edited.labels == labels && edited.tags == tags && edited.notes == notes && edited.sourceID == sourceID)
+            // The codec writes the notes' bytes and reads them back into the box without a string in between.
+            var writer = ByteWriter()
+            EventCodec.writeEntryBody(edited, to: &writer, withTags: true)
+            let decoded = writer.bytes.withUnsafeBytes { buffer -> MoodEntry? in
+                var reader = ByteReader(buffer)
+                return try? EventCodec.readEntryBody(id: id, from: &reader, withTags: true)
+            }
+            #expect(decoded == direct && decoded?.notes == notes)
             let copy = edited
             edited.notes = "changed"
             #expect(copy.notes == notes, "a copy keeps its own box")
+            if let notes, !notes.isEmpty {
+                var other = direct
+                other.notes = String(notes.dropLast()) + "!"
+                #expect(other != direct, "notes differing in their last character differ")
+                other.notes = nil
+                #expect(other != direct)
+            }
         }
     }
 }

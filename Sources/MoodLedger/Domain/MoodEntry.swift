@@ -22,8 +22,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The associations when they pack, likewise.
     private var packedAssociations: UInt64
     /// Tags, notes, source id and spilled word lists; `nil` when all are empty (canonical: equality compares
-    /// contents).
-    private var extras: EntryExtras?
+    /// contents). Safe to share across threads though `ManagedBuffer` is not `Sendable`: nothing changes the object
+    /// after ``EntryExtras/make(notes:sourceID:tags:labels:associations:)`` returns it.
+    nonisolated(unsafe) private var extras: EntryExtras?
     /// When the ledger recorded the creating event (milliseconds since 1970).
     public var createdAt: Int64
     /// When the ledger recorded the latest event that changed the entry.
@@ -46,10 +47,10 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Labels, packed inline when they can be (see ``WordList``).
     var labelList: WordList<LabelDomain> {
-        get { extras?.fields.labels.map(WordList.init(spilled:)) ?? WordList(packed: packedLabels) }
+        get { extras?.spilledLabels.map(WordList.init(spilled:)) ?? WordList(packed: packedLabels) }
         set {
             packedLabels = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.fields.labels != nil {
+            if newValue.spilledWords != nil || extras?.spilledLabels != nil {
                 update { $0.labels = newValue.spilledWords }
             }
         }
@@ -57,10 +58,10 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Associations, packed inline when they can be.
     var associationList: WordList<AssociationDomain> {
-        get { extras?.fields.associations.map(WordList.init(spilled:)) ?? WordList(packed: packedAssociations) }
+        get { extras?.spilledAssociations.map(WordList.init(spilled:)) ?? WordList(packed: packedAssociations) }
         set {
             packedAssociations = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.fields.associations != nil {
+            if newValue.spilledWords != nil || extras?.spilledAssociations != nil {
                 update { $0.associations = newValue.spilledWords }
             }
         }
@@ -80,20 +81,20 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Free-form context tags (e.g. imported activities), without duplicates.
     public var tags: [String] {
-        get { extras?.fields.tags ?? [] }
-        set { if !newValue.isEmpty || extras?.fields.tags.isEmpty == false { update { $0.tags = newValue } } }
+        get { extras?.tags ?? [] }
+        set { if !newValue.isEmpty || extras?.tags.isEmpty == false { update { $0.tags = newValue } } }
     }
 
     /// Notes, trimmed; never empty.
     public var notes: String? {
-        get { extras?.fields.notes }
-        set { if newValue != nil || extras?.fields.notes != nil { update { $0.notes = newValue } } }
+        get { extras?.notes }
+        set { if newValue != nil || extras?.withNotesBytes({ $0 != nil }) == true { update { $0.notes = newValue } } }
     }
 
     /// The source's own identifier, unique per source.
     public var sourceID: String? {
-        get { extras?.fields.sourceID }
-        set { if newValue != nil || extras?.fields.sourceID != nil { update { $0.sourceID = newValue } } }
+        get { extras?.sourceID }
+        set { if newValue != nil || extras?.sourceID != nil { update { $0.sourceID = newValue } } }
     }
 
     /// Replaces the extras box by a changed copy (the box is shared by every copy of the entry, so it never changes
@@ -109,17 +110,24 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
                 enteredScore: Int? = nil, labels: [MoodLabel] = [], associations: [MoodAssociation] = [],
                 tags: [String] = [], notes: String? = nil, source: MoodSource = .manual, sourceID: String? = nil,
                 createdAt: Int64 = 0, updatedAt: Int64 = 0) {
-        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
-                  typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, labels: WordList(labels),
-                  associations: WordList(associations), tags: tags, notes: notes, source: source, sourceID: sourceID)
+        var text = notes
+        let labels = WordList(labels)
+        let associations = WordList(associations)
+        let makeEntry = { (bytes: UnsafeRawBufferPointer?) in
+            MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
+                      typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, labels: labels,
+                      associations: associations, tags: tags, notesBytes: bytes, source: source, sourceID: sourceID)
+        }
+        self = text == nil ? makeEntry(nil) : text!.withUTF8 { makeEntry(UnsafeRawBufferPointer($0)) }
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
-    /// Creates an entry from values already in their stored form (the codec's path: no intermediate arrays).
+    /// Creates an entry from values already in their stored form (the codec's path: no intermediate arrays, and the
+    /// notes as the validated UTF-8 bytes it read, copied once into the entry's extras).
     init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
-         labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String], notes: String?,
-         source: MoodSource, sourceID: String?) {
+         labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
+         notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceID: String?) {
         self.id = id
         self.loggedAt = loggedAt
         self.kind = kind
@@ -128,11 +136,16 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.grid = grid
         self.packedLabels = labels.packedValue ?? 0
         self.packedAssociations = associations.packedValue ?? 0
-        self.extras = EntryExtras.make(EntryExtras.Fields(tags: tags, notes: notes, sourceID: sourceID,
-                                                          labels: labels.spilledWords,
-                                                          associations: associations.spilledWords))
+        self.extras = EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags, labels: labels.spilledWords,
+                                       associations: associations.spilledWords)
         self.createdAt = 0
         self.updatedAt = 0
+    }
+
+    /// The notes' UTF-8 bytes (`nil`: no notes), for as long as `body` runs (the codec writes them without a `String`).
+    func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        guard let extras else { return try body(nil) }
+        return try extras.withNotesBytes(body)
     }
 
     /// The 1–10 score: the one typed, else derived from valence and labels; `nil` without a valence.
@@ -151,9 +164,14 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var isReadOnly: Bool { source == .healthkit }
 }
 
-/// The fields of an entry that need the heap, in one immutable box shared by the entry's copies.
-final class EntryExtras: Sendable, Equatable {
-    /// The boxed values.
+/// The fields of an entry that need the heap, in one immutable object shared by the entry's copies.
+///
+/// The notes' UTF-8 bytes live in the object's own tail, so an entry with notes costs one allocation (48 bytes and
+/// the text), not a box and a string (80 bytes and a string of 32 bytes and the text): a third of the entries of a
+/// large ledger have notes. The source id stays a `String` (the source index shares it); tags and word lists that do
+/// not pack are rare and share one more object.
+final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
+    /// The editable form of the boxed values.
     struct Fields: Equatable {
         var tags: [String] = []
         var notes: String?
@@ -166,12 +184,82 @@ final class EntryExtras: Sendable, Equatable {
         var isEmpty: Bool { tags.isEmpty && notes == nil && sourceID == nil && labels == nil && associations == nil }
     }
 
-    let fields: Fields
+    /// Tags and spilled word lists, when any.
+    final class Rare: Sendable, Equatable {
+        let tags: [String]
+        let labels: [MoodLabel]?
+        let associations: [MoodAssociation]?
 
-    private init(_ fields: Fields) { self.fields = fields }
+        init(tags: [String], labels: [MoodLabel]?, associations: [MoodAssociation]?) {
+            self.tags = tags
+            self.labels = labels
+            self.associations = associations
+        }
 
-    /// A box for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
-    static func make(_ fields: Fields) -> EntryExtras? { fields.isEmpty ? nil : EntryExtras(fields) }
+        static func == (a: Rare, b: Rare) -> Bool {
+            a === b || (a.tags == b.tags && a.labels == b.labels && a.associations == b.associations)
+        }
+    }
 
-    static func == (a: EntryExtras, b: EntryExtras) -> Bool { a === b || a.fields == b.fields }
+    /// What precedes the notes' bytes. Never changed after creation (the object is shared).
+    struct Header {
+        /// The notes' byte count; −1: no notes.
+        var notesCount: Int
+        var sourceID: String?
+        var rare: Rare?
+    }
+
+    /// An object for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
+    static func make(_ fields: Fields) -> EntryExtras? {
+        guard !fields.isEmpty else { return nil }
+        var notes = fields.notes
+        if notes == nil { return make(notes: nil, sourceID: fields.sourceID, tags: fields.tags, labels: fields.labels,
+                                      associations: fields.associations) }
+        return notes!.withUTF8 { bytes in
+            make(notes: UnsafeRawBufferPointer(bytes), sourceID: fields.sourceID, tags: fields.tags,
+                 labels: fields.labels, associations: fields.associations)
+        }
+    }
+
+    /// An object holding these values, the notes given as their UTF-8 bytes (already validated: the codec hands the
+    /// bytes it read without building a `String`); `nil` when all are empty.
+    static func make(notes: UnsafeRawBufferPointer?, sourceID: String?, tags: [String], labels: [MoodLabel]?,
+                     associations: [MoodAssociation]?) -> EntryExtras? {
+        let rare = tags.isEmpty && labels == nil && associations == nil
+            ? nil : Rare(tags: tags, labels: labels, associations: associations)
+        guard notes != nil || sourceID != nil || rare != nil else { return nil }
+        let count = notes?.count ?? 0
+        let object = create(minimumCapacity: count) { _ in
+            Header(notesCount: notes == nil ? -1 : count, sourceID: sourceID, rare: rare)
+        }
+        if let notes, count > 0 {
+            object.withUnsafeMutablePointerToElements { $0.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: count) }
+        }
+        return unsafeDowncast(object, to: EntryExtras.self)
+    }
+
+    /// The notes' bytes (`nil`: no notes), for as long as `body` runs.
+    func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        let count = header.notesCount
+        guard count >= 0 else { return try body(nil) }
+        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
+    }
+
+    var notes: String? { withNotesBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
+    var sourceID: String? { header.sourceID }
+    var tags: [String] { header.rare?.tags ?? [] }
+    var spilledLabels: [MoodLabel]? { header.rare?.labels }
+    var spilledAssociations: [MoodAssociation]? { header.rare?.associations }
+
+    /// The values in their editable form.
+    var fields: Fields {
+        Fields(tags: tags, notes: notes, sourceID: sourceID, labels: spilledLabels, associations: spilledAssociations)
+    }
+
+    static func == (a: EntryExtras, b: EntryExtras) -> Bool {
+        if a === b { return true }
+        guard a.header.notesCount == b.header.notesCount, a.header.sourceID == b.header.sourceID,
+              a.header.rare == b.header.rare else { return false }
+        return a.withNotesBytes { x in b.withNotesBytes { y in x.map { x in y.map { x.elementsEqual($0) } ?? false } ?? (y == nil) } }
+    }
 }

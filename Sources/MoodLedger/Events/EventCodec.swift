@@ -239,7 +239,7 @@ public enum EventCodec {
         writeWords(entry.labelList, to: &w)
         writeWords(entry.associationList, to: &w)
         if withTags { writeStrings(entry.tags, to: &w) }
-        if let notes = entry.notes { w.string(notes) }
+        entry.withNotesBytes { if let notes = $0 { w.string(utf8: notes) } }
         if let sourceID = entry.sourceID { w.string(sourceID) }
     }
 
@@ -255,10 +255,10 @@ public enum EventCodec {
         let labels: WordList<LabelDomain> = try readWordList(from: &r)
         let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
-        let notes = flags & 4 != 0 ? try r.string("notes") : nil
+        let notes = flags & 4 != 0 ? try r.utf8("notes") : nil
         let sourceID = flags & 8 != 0 ? try r.string("source_id") : nil
         return MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: grid ?? .min, typedScore: score,
-                         labels: labels, associations: associations, tags: tags, notes: notes, source: source,
+                         labels: labels, associations: associations, tags: tags, notesBytes: notes, source: source,
                          sourceID: sourceID)
     }
 

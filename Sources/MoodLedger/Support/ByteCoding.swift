@@ -29,6 +29,12 @@ struct ByteWriter {
         }
     }
 
+    /// A string given as its UTF-8 bytes: the same encoding as ``string(_:)``.
+    mutating func string(utf8: UnsafeRawBufferPointer) {
+        varint(UInt64(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
     mutating func id(_ value: EntryID) {
         withUnsafeBytes(of: value.high.bigEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: value.low.bigEndian) { bytes.append(contentsOf: $0) }
@@ -71,16 +77,22 @@ struct ByteReader {
 
     /// A length-prefixed UTF-8 string; invalid UTF-8 is malformed (never replaced by U+FFFD).
     mutating func string(_ field: String = "string") throws(Malformed) -> String {
+        let bytes = try utf8(field)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A string's bytes, checked to be valid UTF-8, without building a `String` (valid while the buffer is).
+    mutating func utf8(_ field: String = "string") throws(Malformed) -> UnsafeRawBufferPointer {
         let count = try varint()
         guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "\(field): length past the end") }
         let start = position
         position += Int(count)
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[start..<position])
-        // ASCII (most notes, ids and tags) is valid UTF-8 as it stands: checked eight bytes at a time, then decoded
-        // without the generic validator, which cost ~30 instructions a byte (6 % of a replay's).
-        if Self.isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw Malformed(what: "\(field): invalid UTF-8") }
-        return text
+        // ASCII (most notes, ids and tags) is valid UTF-8 as it stands: checked eight bytes at a time, without the
+        // generic validator, which cost ~30 instructions a byte (6 % of a replay's).
+        if Self.isASCII(bytes) { return bytes }
+        guard String(validating: bytes, as: UTF8.self) != nil else { throw Malformed(what: "\(field): invalid UTF-8") }
+        return bytes
     }
 
     /// Whether every byte is below 0x80.
