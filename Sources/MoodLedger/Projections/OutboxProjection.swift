@@ -52,21 +52,45 @@ public struct SyncProgress: Sendable, Equatable {
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
 public struct OutboxState: Sendable, Equatable {
     /// The records of one entry: one slot per destination (by ``SyncDestination`` code).
+    ///
+    /// The backend's record is held inline; HealthKit's, which few entries have, in a box of its own: a pair is
+    /// 136 bytes instead of 240, and a large ledger holds a pair for every entry that ever synced.
     struct Pair: Sendable, Equatable, EntryKeyed {
-        var id: EntryID
-        var records: (OutboxRecord?, OutboxRecord?)
-
-        subscript(destination: SyncDestination) -> OutboxRecord? {
-            get { destination.code == 0 ? records.0 : records.1 }
-            set { if destination.code == 0 { records.0 = newValue } else { records.1 = newValue } }
+        /// A record held out of line (immutable: a change replaces the box).
+        final class Boxed: Sendable {
+            let record: OutboxRecord
+            init(_ record: OutboxRecord) { self.record = record }
         }
 
-        var isEmpty: Bool { records.0 == nil && records.1 == nil }
+        var id: EntryID
+        private var first: OutboxRecord?
+        private var second: Boxed?
+
+        init(id: EntryID, records: (OutboxRecord?, OutboxRecord?)) {
+            self.id = id
+            self.records = records
+        }
+
+        /// Both records, by destination code.
+        var records: (OutboxRecord?, OutboxRecord?) {
+            get { (first, second?.record) }
+            set {
+                first = newValue.0
+                second = newValue.1.map(Boxed.init)
+            }
+        }
+
+        subscript(destination: SyncDestination) -> OutboxRecord? {
+            get { destination.code == 0 ? first : second?.record }
+            set { if destination.code == 0 { first = newValue } else { second = newValue.map(Boxed.init) } }
+        }
+
+        var isEmpty: Bool { first == nil && second == nil }
 
         /// How many destinations have a record.
-        var count: Int { (records.0 == nil ? 0 : 1) + (records.1 == nil ? 0 : 1) }
+        var count: Int { (first == nil ? 0 : 1) + (second == nil ? 0 : 1) }
 
-        static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.records.0 == b.records.0 && a.records.1 == b.records.1 }
+        static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.first == b.first && a.second?.record == b.second?.record }
     }
 
     /// Entries whose sync history changed since the snapshot (all of them without one), by id. One lookup answers
