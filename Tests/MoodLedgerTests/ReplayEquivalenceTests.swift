@@ -123,6 +123,32 @@ struct ReplayEquivalenceTests {
         }
     }
 
+    @Test("The bulk analytics build gives the same answer on two threads as on one, whatever the days and words")
+    func analyticsBulkParallel() {
+        var random = SeededRandom()
+        for round in 0..<20 {
+            var entries = ChunkedArray<MoodEntry>()
+            // From a single day up to decades; some entries without a valence, some with custom words.
+            let span = [1, 2, 3, 40, 20_000].randomElement(using: &random)!
+            for _ in 0..<Int.random(in: 1...3_000, using: &random) {
+                let day = Int64.random(in: 0..<Int64(span), using: &random)
+                var labels: [MoodLabel] = [MoodLabel(appleRawValue: Int.random(in: 1...38, using: &random))!]
+                if Int.random(in: 0..<8, using: &random) == 0 { labels.append(MoodLabel(custom: "own \(Int.random(in: 0..<3, using: &random))")) }
+                let associations = Bool.random(using: &random) ? [] : [MoodAssociation(appleRawValue: Int.random(in: 1...18, using: &random))!]
+                let valence: Double? = Int.random(in: 0..<5, using: &random) == 0 ? nil : Double.random(in: -1...1, using: &random)
+                entries.append(MoodEntry(id: EntryID.random(using: &random),
+                                         loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + day * 86_400_000
+                                                                + Int64.random(in: 0..<86_400_000, using: &random),
+                                                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
+                                         valence: valence, labels: labels, associations: associations))
+            }
+            let serial = AnalyticsState.recomputed(from: entries, parallel: false)
+            let parallel = AnalyticsState.recomputed(from: entries, parallel: true)
+            #expect(parallel == serial, "round \(round), span \(span) days, seed \(random.seed)")
+            #expect(serial == AnalyticsState.recomputed(from: Array(entries.indices.map { entries[$0] })))
+        }
+    }
+
     @Test("Analytics equal a brute-force recomputation over the current entries")
     func analyticsBruteForce() throws {
         let dir = TemporaryDirectory("ledger")
