@@ -59,8 +59,8 @@ enum Replayer {
     /// Applies every record after `start` through `last` to `state`.
     ///
     /// A replay into an empty state without a snapshot (a cold open, a rebuild, time travel before the first sparse
-    /// snapshot) folds entries and the outbox event by event and builds the analytics from the resulting entries
-    /// once at the end (``LedgerState/rebuildAnalytics()``), also when the replay fails part way.
+    /// snapshot) folds entries and the outbox event by event and builds the days' ordered keys and the analytics from
+    /// the resulting entries once at the end (``LedgerState/finishBulkReplay()``), also when the replay fails part way.
     /// - Returns: how many records were applied.
     /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`, as the log is read.
     @discardableResult
@@ -78,7 +78,8 @@ enum Replayer {
             return 0
         }
         let analytics = !state.buildsAnalyticsInBulk
-        defer { if !analytics { state.rebuildAnalytics() } }
+        if !analytics { state.beginBulkReplay() }
+        defer { if !analytics { state.finishBulkReplay() } }
         if end - first + 1 < pipelineThreshold {
             var count = 0
             try read(log, from: start, through: last) { view in

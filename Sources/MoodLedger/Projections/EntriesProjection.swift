@@ -41,6 +41,9 @@ public struct EntriesState: Sendable, Equatable {
     private(set) var bySourceID: [SourceKey: EntryID] = [:]
     /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
     private var sharedSourceKeys: Set<SourceKey> = []
+    /// A replay from the first event is under way: ``byDay`` and ``dailyMoodByDay`` are left empty until
+    /// ``buildDeferredDays()`` builds them from the entries at the end (nothing reads them during a replay).
+    private var daysDeferred = false
 
     public init() {}
 
@@ -308,12 +311,14 @@ public struct EntriesState: Sendable, Equatable {
     mutating func insert(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
-        let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
-        byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
-            keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
+        if !daysDeferred {
+            let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
+            byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
+                keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
+            }
         }
         changed.set(entry)
-        if entry.kind == .dailyMood {
+        if entry.kind == .dailyMood, !daysDeferred {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
             if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
@@ -335,6 +340,8 @@ public struct EntriesState: Sendable, Equatable {
         if changed.remove(entry.id) == nil, let image, image.row(of: entry.id) != nil {
             hidden.set(HiddenRow(id: entry.id))
         }
+        removeFromSourceIndex(entry)
+        guard !daysDeferred else { return }
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
             let at = Self.lowerBound(of: key, in: keys)
@@ -346,6 +353,10 @@ public struct EntriesState: Sendable, Equatable {
             dailyMoodByDay[day] = byDay[day]?.compactMap { self[$0.id] }.filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
         }
+    }
+
+    /// Drops a removed entry from the source-id index (another holder of a shared key takes over).
+    private mutating func removeFromSourceIndex(_ entry: MoodEntry) {
         if let sourceID = entry.sourceID {
             let key = SourceKey(source: entry.source, sourceID: sourceID)
             if bySourceID[key] == entry.id {
@@ -357,6 +368,50 @@ public struct EntriesState: Sendable, Equatable {
                 }
             }
         }
+    }
+
+    /// Leaves the days' keys and daily moods for ``buildDeferredDays()`` (a replay from the first event into an empty
+    /// state without a snapshot): inserting each key into its day's sorted array, and scanning a day when its daily
+    /// mood is removed, cost the fold more than sorting each day once at the end, and the arrays end exactly sized.
+    mutating func deferDays() {
+        guard image == nil, changed.count == 0 else { return }  // only from an empty state
+        daysDeferred = true
+    }
+
+    /// Builds the days' ordered keys and daily moods from the entries, after ``deferDays()``: the same tables the
+    /// fold keeps event by event (oldest first by instant then id; the daily mood the earliest logged, then the
+    /// smallest id), grouped by day in two passes and each day sorted once.
+    mutating func buildDeferredDays() {
+        guard daysDeferred else { return }
+        daysDeferred = false
+        let values = changed.values
+        var low = Int32.max
+        var high = Int32.min
+        values.forEachInPlace { entry in
+            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
+            low = min(low, day)
+            high = max(high, day)
+        }
+        guard low <= high else { return }
+        var counts = [Int](repeating: 0, count: Int(high) - Int(low) + 1)
+        values.forEachInPlace { counts[Int($0.pointee.loggedAt.localDate.daysSinceEpoch) - Int(low)] += 1 }
+        var keys = counts.map { count -> [DayKey] in
+            var keys: [DayKey] = []
+            keys.reserveCapacity(count)
+            return keys
+        }
+        counts = []
+        var daily = [DayKey?](repeating: nil, count: keys.count)
+        values.forEachInPlace { entry in
+            let index = Int(entry.pointee.loggedAt.localDate.daysSinceEpoch) - Int(low)
+            let key = DayKey(ms: entry.pointee.loggedAt.milliseconds, id: entry.pointee.id)
+            keys[index].append(key)
+            if entry.pointee.kind == .dailyMood, daily[index].map({ key < $0 }) ?? true { daily[index] = key }
+        }
+        for index in keys.indices where keys[index].count > 1 { keys[index].sort() }
+        let base = LocalDate(daysSinceEpoch: low)
+        byDay = DayTable(empty: [], base: base, slots: keys.map { $0.isEmpty ? nil : $0 })
+        dailyMoodByDay = DayTable(empty: EntryID(high: 0, low: 0), base: base, slots: daily.map { $0?.id })
     }
 
     /// The first-wins order of entries sharing a source key: created first, then the smaller id.

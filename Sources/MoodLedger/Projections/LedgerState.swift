@@ -28,7 +28,7 @@ public struct LedgerState: Sendable, Equatable {
     /// Applies one recorded event to all three projections — the whole fold.
     public mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
 
-    /// Applies one recorded event; with `analytics` false the analytics are left for ``rebuildAnalytics()``.
+    /// Applies one recorded event; with `analytics` false the analytics are left for ``finishBulkReplay()``.
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
         let time = recorded.recordedAtMilliseconds
@@ -59,15 +59,21 @@ public struct LedgerState: Sendable, Equatable {
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
     var readsDamagedSnapshot: Bool { entries.image?.isDamaged == true }
 
-    /// Whether a replay into this state can leave the analytics to ``rebuildAnalytics()``: nothing applied yet and no
-    /// snapshot, so every entry the replay produces is held here.
+    /// Whether a replay into this state can leave the days' indexes and the analytics to ``finishBulkReplay()``:
+    /// nothing applied yet and no snapshot, so every entry the replay produces is held here.
     var buildsAnalyticsInBulk: Bool { seq == 0 && entries.image == nil }
 
-    /// Builds the analytics from the current entries in one pass (each day's valences sorted once), for a replay
-    /// from the first event that deferred them: the same answer as the incremental fold (analytics are a function of
-    /// the entries; the replay-equivalence tests hold both equal), without inserting into sorted per-day arrays at
-    /// random days. Only for a state without a snapshot, whose entries are all held in memory.
-    mutating func rebuildAnalytics() {
+    /// Starts a replay from the first event that builds the days' indexes and the analytics in bulk at its end
+    /// (``finishBulkReplay()``): only for a state for which ``buildsAnalyticsInBulk`` holds.
+    mutating func beginBulkReplay() { entries.deferDays() }
+
+    /// Ends a bulk replay: builds the days' ordered keys and daily moods (``EntriesState/buildDeferredDays()``), then
+    /// the analytics from the current entries in one pass (each day's valences sorted once) — the same answer as the
+    /// incremental fold (both are functions of the entries; the replay-equivalence tests hold them equal), without
+    /// inserting into sorted per-day arrays at random days. Only for a state without a snapshot, whose entries are all
+    /// held in memory.
+    mutating func finishBulkReplay() {
+        entries.buildDeferredDays()
         guard let own = entries.ownEntries else { return }
         analytics = AnalyticsState.recomputed(from: own)
     }
