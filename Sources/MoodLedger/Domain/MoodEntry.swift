@@ -88,7 +88,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// Notes, trimmed; never empty.
     public var notes: String? {
         get { extras?.notes }
-        set { if newValue != nil || extras?.withNotesBytes({ $0 != nil }) == true { update { $0.notes = newValue } } }
+        set { if newValue != nil || extras?.hasNotes == true { update { $0.notes = newValue } } }
     }
 
     /// The source's own identifier, unique per source.
@@ -110,15 +110,14 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
                 enteredScore: Int? = nil, labels: [MoodLabel] = [], associations: [MoodAssociation] = [],
                 tags: [String] = [], notes: String? = nil, source: MoodSource = .manual, sourceID: String? = nil,
                 createdAt: Int64 = 0, updatedAt: Int64 = 0) {
-        var text = notes
         let labels = WordList(labels)
         let associations = WordList(associations)
-        let makeEntry = { (bytes: UnsafeRawBufferPointer?) in
-            MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
-                      typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, labels: labels,
-                      associations: associations, tags: tags, notesBytes: bytes, source: source, sourceID: sourceID)
-        }
-        self = text == nil ? makeEntry(nil) : text!.withUTF8 { makeEntry(UnsafeRawBufferPointer($0)) }
+        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
+                  typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, labels: labels, associations: associations,
+                  source: source,
+                  extras: EntryExtras.make(EntryExtras.Fields(tags: tags, notes: notes, sourceID: sourceID,
+                                                              labels: labels.spilledWords,
+                                                              associations: associations.spilledWords)))
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
@@ -128,6 +127,16 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
          labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
          notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceID: String?) {
+        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, labels: labels,
+                  associations: associations, source: source,
+                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags,
+                                           labels: labels.spilledWords, associations: associations.spilledWords))
+    }
+
+    /// The one initializer that sets the fields (`extras` already holds the word lists' spilled forms, if any).
+    private init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
+                 labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, source: MoodSource,
+                 extras: EntryExtras?) {
         self.id = id
         self.loggedAt = loggedAt
         self.kind = kind
@@ -136,8 +145,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.grid = grid
         self.packedLabels = labels.packedValue ?? 0
         self.packedAssociations = associations.packedValue ?? 0
-        self.extras = EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags, labels: labels.spilledWords,
-                                       associations: associations.spilledWords)
+        self.extras = extras
         self.createdAt = 0
         self.updatedAt = 0
     }
@@ -212,10 +220,11 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
     /// An object for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
     static func make(_ fields: Fields) -> EntryExtras? {
         guard !fields.isEmpty else { return nil }
-        var notes = fields.notes
-        if notes == nil { return make(notes: nil, sourceID: fields.sourceID, tags: fields.tags, labels: fields.labels,
-                                      associations: fields.associations) }
-        return notes!.withUTF8 { bytes in
+        guard var notes = fields.notes else {
+            return make(notes: nil, sourceID: fields.sourceID, tags: fields.tags, labels: fields.labels,
+                        associations: fields.associations)
+        }
+        return notes.withUTF8 { bytes in
             make(notes: UnsafeRawBufferPointer(bytes), sourceID: fields.sourceID, tags: fields.tags,
                  labels: fields.labels, associations: fields.associations)
         }
@@ -245,6 +254,7 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
     }
 
+    var hasNotes: Bool { header.notesCount >= 0 }
     var notes: String? { withNotesBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
     var sourceID: String? { header.sourceID }
     var tags: [String] { header.rare?.tags ?? [] }
@@ -260,6 +270,7 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         if a === b { return true }
         guard a.header.notesCount == b.header.notesCount, a.header.sourceID == b.header.sourceID,
               a.header.rare == b.header.rare else { return false }
-        return a.withNotesBytes { x in b.withNotesBytes { y in x.map { x in y.map { x.elementsEqual($0) } ?? false } ?? (y == nil) } }
+        // Same count, so both have notes or neither has.
+        return a.withNotesBytes { x in b.withNotesBytes { y in x.map { $0.elementsEqual(y!) } ?? true } }
     }
 }

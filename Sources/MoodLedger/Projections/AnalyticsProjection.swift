@@ -206,14 +206,9 @@ public struct AnalyticsState: Sendable, Equatable {
     /// a pointer: a value handed to a closure is copied first, and this reads four fields.
     private static func recomputed(eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void,
                                    parallel: Bool = false) -> AnalyticsState {
-        var low = Int32.max
-        var high = Int32.min
-        eachEntry { entry in
-            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
-            low = min(low, day)
-            high = max(high, day)
-        }
-        guard low <= high else { return AnalyticsState() }
+        guard let range = MoodEntry.dayRange(of: eachEntry) else { return AnalyticsState() }
+        let low = range.lowerBound
+        let high = range.upperBound
         var parts: [Part]
         if parallel, high > low {
             let middle = low + (high - low) / 2
@@ -228,7 +223,7 @@ public struct AnalyticsState: Sendable, Equatable {
             }
             parts = results.map { $0! }
         } else {
-            parts = [part(low...high, eachEntry: eachEntry)]
+            parts = [part(range, eachEntry: eachEntry)]
         }
         var state = AnalyticsState()
         state.labelTotals = parts[0].labelTotals

@@ -385,14 +385,9 @@ public struct EntriesState: Sendable, Equatable {
         guard daysDeferred else { return }
         daysDeferred = false
         let values = changed.values
-        var low = Int32.max
-        var high = Int32.min
-        values.forEachInPlace { entry in
-            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
-            low = min(low, day)
-            high = max(high, day)
-        }
-        guard low <= high else { return }
+        guard let range = MoodEntry.dayRange(of: values.forEachInPlace) else { return }
+        let low = range.lowerBound
+        let high = range.upperBound
         var counts = [Int](repeating: 0, count: Int(high) - Int(low) + 1)
         values.forEachInPlace { counts[Int($0.pointee.loggedAt.localDate.daysSinceEpoch) - Int(low)] += 1 }
         var keys = counts.map { count -> [DayKey] in
@@ -442,6 +437,18 @@ public struct EntryChange: Sendable, Equatable {
 }
 
 extension MoodEntry {
+    /// The first and last local day (as days since the epoch) of the entries `eachEntry` visits; nil without any.
+    static func dayRange(of eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void) -> ClosedRange<Int32>? {
+        var low = Int32.max
+        var high = Int32.min
+        eachEntry { entry in
+            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
+            low = min(low, day)
+            high = max(high, day)
+        }
+        return low <= high ? low...high : nil
+    }
+
     /// Oldest first: by instant, then by id.
     static func loggedEarlier(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
         (a.loggedAt.milliseconds, a.id) < (b.loggedAt.milliseconds, b.id)

@@ -23,10 +23,7 @@ struct ByteWriter {
 
     mutating func string(_ value: String) {
         var text = value
-        text.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
+        text.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
     }
 
     /// A string given as its UTF-8 bytes: the same encoding as ``string(_:)``.
