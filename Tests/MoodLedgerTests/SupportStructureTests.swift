@@ -81,23 +81,30 @@ struct SupportStructureTests {
         }
     }
 
-    @Test("WordTable keeps canonical and custom words apart and lists every pair")
+    @Test("WordTable keeps canonical and custom words apart and lists every pair; an absent word is no stat, never a zero one")
     func wordTable() {
         var random = SeededRandom()
-        var table = WordTable<AssociationDomain, Int>()
-        var model: [MoodAssociation: Int] = [:]
+        var table = WordTable<AssociationDomain, WordStat>()
+        var model: [MoodAssociation: WordStat] = [:]
         for _ in 0..<2_000 {
             let word = Int.random(in: 0..<4, using: &random) == 0
                 ? MoodAssociation(custom: "hobby \(Int.random(in: 0..<6, using: &random))")
                 : MoodAssociation(appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
             let delta = Int.random(in: -2...2, using: &random)
-            table.modify(word, default: 0, removeIf: { $0 == 0 }) { $0 += delta }
-            let next = (model[word] ?? 0) + delta
-            model[word] = next == 0 ? nil : next
+            let q: Int64? = Bool.random(using: &random) ? Int64.random(in: -(1 << 40)...(1 << 40), using: &random) : nil
+            table.modify(word, default: WordStat(), removeIf: \.isEmpty) { $0.add(q, delta) }
+            var next = model[word] ?? WordStat()
+            next.count += delta
+            if let q {
+                next.valenceCount += delta
+                next.valenceSum += Int64(delta) * q
+            }
+            model[word] = next.count == 0 ? nil : next
             #expect(table[word] == model[word])
         }
         #expect(table.count == model.count && table.isEmpty == model.isEmpty)
         #expect(Dictionary(uniqueKeysWithValues: table.pairs.map { ($0.0, $0.1) }) == model)
+        #expect(WordTable<LabelDomain, WordStat>().isEmpty && WordTable<LabelDomain, WordStat>().pairs.isEmpty)
     }
 
     @Test("ByteReader's strings decode as the strict validator does: ASCII by eight-byte words, any high bit to the validator")

@@ -75,7 +75,8 @@ public struct LedgerState: Sendable, Equatable {
     mutating func finishBulkReplay() {
         entries.buildDeferredDays()
         guard let own = entries.ownEntries else { return }
-        analytics = AnalyticsState.recomputed(from: own)
+        let days = entries
+        analytics = AnalyticsState.recomputed(from: own) { days.count(on: LocalDate(daysSinceEpoch: $0)) }
     }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.

@@ -541,7 +541,7 @@ final class SnapshotImage: @unchecked Sendable {
             let count = try r.varint()
             let valenceCount = try r.varint()
             let sum = try r.signed()
-            guard count >= 1, count <= UInt64(limit), valenceCount <= count,
+            guard count >= 1, count <= UInt64(limit), count <= UInt64(Int32.max), valenceCount <= count,
                   sum.magnitude <= UInt64(Valence.scale) * valenceCount, table[word] == nil else {
                 throw ByteReader.Malformed(what: "word stats out of range or repeated")
             }

@@ -1,22 +1,36 @@
+/// A value a ``WordTable`` holds: one value of the type stands for "no value" in the table's fixed slots.
+public protocol WordTableValue: Sendable, Equatable {
+    /// The slot value of a word without a value (never stored as a value).
+    static var absent: Self { get }
+    /// Whether this is ``absent``.
+    var isAbsent: Bool { get }
+}
+
 /// Values per word of a vocabulary: Apple's words in a fixed array by raw value, custom words in a dictionary.
 /// Counting a canonical word costs an array index, not a hash.
-public struct WordTable<Domain: VocabularyDomain, Value: Sendable & Equatable>: Sendable, Equatable {
-    private var canonical: [Value?]
+///
+/// The fixed slots hold the values themselves, an absent word as ``WordTableValue/absent``, not optionals: a
+/// replay holds two tables for each of thousands of days, and an optional's tag would widen each slot by a word.
+public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendable, Equatable {
+    private var canonical: [Value]
     private var custom: [String: Value] = [:]
 
-    public init() { canonical = Array(repeating: nil, count: Domain.canonicalNames.count + 1) }
+    public init() { canonical = Array(repeating: .absent, count: Domain.canonicalNames.count + 1) }
 
     /// The value of a word, if any.
     public subscript(word: VocabularyWord<Domain>) -> Value? {
         get {
             switch word.storage {
-            case .apple(let raw): return canonical[Int(raw)]
+            case .apple(let raw):
+                let value = canonical[Int(raw)]
+                return value.isAbsent ? nil : value
             case .custom(let text): return custom[text]
             }
         }
         set {
+            precondition(newValue?.isAbsent != true, "a word table's absent value stored as a value")
             switch word.storage {
-            case .apple(let raw): canonical[Int(raw)] = newValue
+            case .apple(let raw): canonical[Int(raw)] = newValue ?? .absent
             case .custom(let text): custom[text] = newValue
             }
         }
@@ -29,9 +43,10 @@ public struct WordTable<Domain: VocabularyDomain, Value: Sendable & Equatable>: 
         switch word.storage {
         case .apple(let raw):
             let index = Int(raw)
-            if canonical[index] == nil { canonical[index] = make() }
-            body(&canonical[index]!)
-            if isEmpty(canonical[index]!) { canonical[index] = nil }
+            if canonical[index].isAbsent { canonical[index] = make() }
+            body(&canonical[index])
+            precondition(!canonical[index].isAbsent, "a word table's absent value stored as a value")
+            if isEmpty(canonical[index]) { canonical[index] = .absent }
         case .custom(let text):
             body(&custom[text, default: make()])
             if isEmpty(custom[text]!) { custom[text] = nil }
@@ -42,15 +57,16 @@ public struct WordTable<Domain: VocabularyDomain, Value: Sendable & Equatable>: 
     public var pairs: [(VocabularyWord<Domain>, Value)] {
         var result: [(VocabularyWord<Domain>, Value)] = []
         for raw in 1..<canonical.count {
-            if let value = canonical[raw] { result.append((VocabularyWord(appleRawValue: raw)!, value)) }
+            let value = canonical[raw]
+            if !value.isAbsent { result.append((VocabularyWord(appleRawValue: raw)!, value)) }
         }
         for text in custom.keys.sorted() { result.append((VocabularyWord(custom: text), custom[text]!)) }
         return result
     }
 
-    /// Whether no word has a value.
     /// How many words hold a value.
-    public var count: Int { custom.count + canonical.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    public var count: Int { custom.count + canonical.reduce(0) { $0 + ($1.isAbsent ? 0 : 1) } }
 
-    public var isEmpty: Bool { custom.isEmpty && !canonical.contains { $0 != nil } }
+    /// Whether no word has a value.
+    public var isEmpty: Bool { custom.isEmpty && canonical.allSatisfy(\.isAbsent) }
 }
