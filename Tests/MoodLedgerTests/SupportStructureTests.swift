@@ -143,25 +143,37 @@ struct SupportStructureTests {
                 return result
             }
             let labels = words()
+            // Associations: at most five of Apple's pack into the entry's word beside the labels; others spill.
+            let associationCount = Int.random(in: 0...8, using: &random)
+            var associations: [MoodAssociation] = []
+            for _ in 0..<associationCount {
+                let word = Int.random(in: 0..<6, using: &random) == 0 ? MoodAssociation(custom: "place")
+                    : MoodAssociation(appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
+                if !associations.contains(word) { associations.append(word) }
+            }
             let tags = Bool.random(using: &random) ? [] : ["t\(Int.random(in: 0..<3, using: &random))"]
             // Notes live as bytes in the box's tail: none, empty, short, long, and not ASCII all round trip.
             let notes = [nil, "", "short", "a note long enough to live on the heap", "café, then 🙂 — and more"]
                 .randomElement(using: &random)!
             let sourceID = Bool.random(using: &random) ? nil : "src-1"
-            let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, tags: tags, notes: notes,
-                                   sourceID: sourceID)
+            let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, associations: associations,
+                                   tags: tags, notes: notes, sourceID: sourceID)
             // The same fields reached by edits from a full entry, in a random order, through the empty values.
-            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(), tags: ["x", "y"],
-                                   notes: "old notes", sourceID: "old")
+            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(),
+                                   associations: (1...6).map { MoodAssociation(appleRawValue: $0)! },
+                                   tags: ["x", "y"], notes: "old notes", sourceID: "old")
             var edits: [(inout MoodEntry) -> Void] = [
-                { $0.labels = labels }, { $0.tags = tags }, { $0.notes = notes }, { $0.sourceID = sourceID },
-                { $0.labels = [] }, { $0.tags = [] }, { $0.notes = nil }, { $0.sourceID = nil },
+                { $0.labels = labels }, { $0.associations = associations }, { $0.tags = tags }, { $0.notes = notes },
+                { $0.sourceID = sourceID },
+                { $0.labels = [] }, { $0.associations = [] }, { $0.tags = [] }, { $0.notes = nil }, { $0.sourceID = nil },
             ]
-            let clearing = Array(edits[4...]).shuffled(using: &random)
-            edits = Array(edits[..<4]).shuffled(using: &random)
+            let clearing = Array(edits[5...]).shuffled(using: &random)
+            edits = Array(edits[..<5]).shuffled(using: &random)
             for edit in clearing + edits { edit(&edited) }
             #expect(edited == direct)
-            #expect(edited.labels == labels && edited.tags == tags && edited.notes == notes && edited.sourceID == sourceID)
+            #expect(edited.labels == labels && edited.associations == associations && edited.tags == tags
+                    && edited.notes == notes && edited.sourceID == sourceID)
+            #expect(edited.labelList == WordList(labels) && edited.associationList == WordList(associations))
             // The codec writes the notes' bytes and reads them back into the box without a string in between.
             var writer = ByteWriter()
             EventCodec.writeEntryBody(edited, to: &writer, withTags: true)

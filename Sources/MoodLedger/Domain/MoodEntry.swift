@@ -1,9 +1,9 @@
 /// A mood entry as the ledger holds it: the current state of one record, rebuilt from its events.
 ///
-/// Held by the million and copied on every event a replay folds, so the value is 80 bytes of plain fields plus one
-/// optional reference: the fields that need the heap (tags, notes, source id, word lists that do not pack into 64
-/// bits) live together in one immutable ``EntryExtras`` box, absent when all are empty. Copying an entry then
-/// retains at most one object instead of five, and most entries hold none.
+/// Held by the million and copied on every event a replay folds, so the value is 72 bytes of plain fields plus one
+/// optional reference: the fields that need the heap (tags, notes, source id, word lists that do not pack into the
+/// entry's one word of them) live together in one immutable ``EntryExtras`` box, absent when all are empty. Copying
+/// an entry then retains at most one object instead of five, and most entries hold none.
 public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The entry's identity.
     public var id: EntryID
@@ -17,10 +17,10 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     private var typedScore: UInt8
     /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none. Eight bytes instead of sixteen.
     private var grid: Int64
-    /// The labels when they pack (``WordList``'s packed form; ignored while ``extras`` holds spilled labels).
-    private var packedLabels: UInt64
-    /// The associations when they pack, likewise.
-    private var packedAssociations: UInt64
+    /// Both word lists when each is at most five of Apple's words: the labels' ``WordList/compact(width:)`` form in
+    /// bits 0–32 (6 bits a word), the associations' in bits 33–60 (5 bits a word). A list that does not fit is in
+    /// ``extras`` and its part here is 0. One word instead of two: 8 bytes of every entry held.
+    private var packedWords: UInt64
     /// Tags, notes, source id and spilled word lists; `nil` when all are empty (canonical: equality compares
     /// contents). Safe to share across threads though `ManagedBuffer` is not `Sendable`: nothing changes the object
     /// after ``EntryExtras/make(notes:sourceID:tags:labels:associations:)`` returns it.
@@ -47,24 +47,45 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Labels, packed inline when they can be (see ``WordList``).
     var labelList: WordList<LabelDomain> {
-        get { extras?.spilledLabels.map(WordList.init(spilled:)) ?? WordList(packed: packedLabels) }
+        get {
+            if let spilled = extras?.spilledLabels { return WordList(spilled) }
+            return WordList(compact: packedWords & Self.labelMask, width: Self.labelWidth)
+        }
         set {
-            packedLabels = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.spilledLabels != nil {
-                update { $0.labels = newValue.spilledWords }
-            }
+            let compact = newValue.compact(width: Self.labelWidth)
+            packedWords = packedWords & ~Self.labelMask | (compact ?? 0)
+            if compact == nil || extras?.spilledLabels != nil { update { $0.labels = compact == nil ? newValue.array : nil } }
         }
     }
 
     /// Associations, packed inline when they can be.
     var associationList: WordList<AssociationDomain> {
-        get { extras?.spilledAssociations.map(WordList.init(spilled:)) ?? WordList(packed: packedAssociations) }
+        get {
+            if let spilled = extras?.spilledAssociations { return WordList(spilled) }
+            return WordList(compact: packedWords >> Self.associationShift, width: Self.associationWidth)
+        }
         set {
-            packedAssociations = newValue.packedValue ?? 0
-            if newValue.spilledWords != nil || extras?.spilledAssociations != nil {
-                update { $0.associations = newValue.spilledWords }
+            let compact = newValue.compact(width: Self.associationWidth)
+            packedWords = packedWords & Self.labelMask | (compact ?? 0) << Self.associationShift
+            if compact == nil || extras?.spilledAssociations != nil {
+                update { $0.associations = compact == nil ? newValue.array : nil }
             }
         }
+    }
+
+    /// The layout of ``packedWords``: 38 labels fit 6 bits, 18 associations 5.
+    private static let labelWidth: UInt64 = 6
+    private static let associationWidth: UInt64 = 5
+    private static let associationShift: UInt64 = 33
+    private static let labelMask: UInt64 = 1 << associationShift - 1
+
+    /// Both lists in the entry's word, and those that do not fit as arrays for the extras.
+    private static func pack(_ labels: WordList<LabelDomain>, _ associations: WordList<AssociationDomain>)
+        -> (word: UInt64, labels: [MoodLabel]?, associations: [MoodAssociation]?) {
+        let compactLabels = labels.compact(width: labelWidth)
+        let compactAssociations = associations.compact(width: associationWidth)
+        return ((compactLabels ?? 0) | (compactAssociations ?? 0) << associationShift,
+                compactLabels == nil ? labels.array : nil, compactAssociations == nil ? associations.array : nil)
     }
 
     /// Labels, in the order given, without duplicates.
@@ -110,14 +131,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
                 enteredScore: Int? = nil, labels: [MoodLabel] = [], associations: [MoodAssociation] = [],
                 tags: [String] = [], notes: String? = nil, source: MoodSource = .manual, sourceID: String? = nil,
                 createdAt: Int64 = 0, updatedAt: Int64 = 0) {
-        let labels = WordList(labels)
-        let associations = WordList(associations)
+        let words = Self.pack(WordList(labels), WordList(associations))
         self.init(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
-                  typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, labels: labels, associations: associations,
-                  source: source,
+                  typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, packedWords: words.word, source: source,
                   extras: EntryExtras.make(EntryExtras.Fields(tags: tags, notes: notes, sourceID: sourceID,
-                                                              labels: labels.spilledWords,
-                                                              associations: associations.spilledWords)))
+                                                              labels: words.labels, associations: words.associations)))
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
@@ -127,24 +145,23 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
          labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
          notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceID: String?) {
-        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, labels: labels,
-                  associations: associations, source: source,
-                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags,
-                                           labels: labels.spilledWords, associations: associations.spilledWords))
+        let words = Self.pack(labels, associations)
+        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, packedWords: words.word,
+                  source: source,
+                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags, labels: words.labels,
+                                           associations: words.associations))
     }
 
-    /// The one initializer that sets the fields (`extras` already holds the word lists' spilled forms, if any).
-    private init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
-                 labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, source: MoodSource,
-                 extras: EntryExtras?) {
+    /// The one initializer that sets the fields (`extras` already holds the word lists that do not pack, if any).
+    private init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8, packedWords: UInt64,
+                 source: MoodSource, extras: EntryExtras?) {
         self.id = id
         self.loggedAt = loggedAt
         self.kind = kind
         self.source = source
         self.typedScore = typedScore
         self.grid = grid
-        self.packedLabels = labels.packedValue ?? 0
-        self.packedAssociations = associations.packedValue ?? 0
+        self.packedWords = packedWords
         self.extras = extras
         self.createdAt = 0
         self.updatedAt = 0
@@ -184,7 +201,7 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         var tags: [String] = []
         var notes: String?
         var sourceID: String?
-        /// Labels that do not pack into 64 bits (custom words, or more than eight), else `nil`.
+        /// Labels that do not pack into the entry (custom words, or more than five), else `nil`.
         var labels: [MoodLabel]?
         /// Associations likewise.
         var associations: [MoodAssociation]?

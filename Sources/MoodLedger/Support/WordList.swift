@@ -68,6 +68,37 @@ struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable {
         }
     }
 
+    /// This list in a narrower packing (count in the low 3 bits, then `width` bits a word: at most five of Apple's
+    /// words whose raw values fit), or `nil` when it does not fit.
+    @inline(__always)
+    func compact(width: UInt64) -> UInt64? {
+        guard spilled == nil else { return nil }
+        let count = packed & 0xF
+        guard count <= 5 else { return nil }
+        var result = count
+        var value = packed >> 4
+        for index in 0..<count {
+            let raw = value & 0x7F
+            guard raw < 1 << width else { return nil }
+            result |= raw << (3 + width * index)
+            value >>= 7
+        }
+        return result
+    }
+
+    /// A list from its narrower packing (what ``compact(width:)`` returned).
+    @inline(__always)
+    init(compact: UInt64, width: UInt64) {
+        let count = compact & 0x7
+        var value = compact >> 3
+        var packed = count
+        for index in 0..<count {
+            packed |= (value & (1 << width - 1)) << (4 + 7 * index)
+            value >>= width
+        }
+        self.init(packed: packed)
+    }
+
     func contains(_ word: VocabularyWord<Domain>) -> Bool {
         if let spilled { return spilled.contains(word) }
         guard let raw = word.appleRawValue else { return false }
