@@ -75,7 +75,8 @@ enum BenchmarkCommand {
                 for _ in 0..<5 {
                     let start = Benchmark.now()
                     guard let ledger = try? Ledger.open(at: arguments[index], options: options) else { return 74 }
-                    print("open: \(Benchmark.seconds(since: start) * 1000) ms, \(ledger.notices)")
+                    let peak = Double(SystemIO.peakResidentBytes()) / 1_048_576
+                    print("open: \(Benchmark.seconds(since: start) * 1000) ms, peak \(peak) MiB, \(ledger.notices)")
                     ledger.close()
                     withExtendedLifetime(ledger) {}
                 }
