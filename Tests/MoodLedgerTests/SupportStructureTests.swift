@@ -215,3 +215,46 @@ struct EntryIDTests {
         }
     }
 }
+
+@Suite("The source index")
+struct SourceIndexTests {
+    @Test("SourceIndex answers as a dictionary of keys, also when the keys share a few hashes (collisions kept apart)")
+    func againstModel() {
+        for mask: UInt64 in [.max, 3] {
+            var random = SeededRandom()
+            var index = SourceIndex()
+            index.hashMask = mask
+            // 30 entries, three to each of 10 keys of two sources: the index maps a key to one of its entries.
+            var values = IdentifiedTable<MoodEntry>()
+            let keys = (0..<10).map { SourceKey(source: $0 % 2 == 0 ? .healthkit : .import, sourceID: "HK-MOOD-\($0 * 7919)") }
+            let ids = (0..<30).map { EntryID(high: 7, low: UInt64($0)) }
+            for (j, id) in ids.enumerated() {
+                values.set(MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), source: keys[j % 10].source,
+                                     sourceID: keys[j % 10].sourceID))
+            }
+            var model: [SourceKey: EntryID] = [:]
+            for _ in 0..<3_000 {
+                let j = Int.random(in: 0..<30, using: &random)
+                let key = keys[j % 10]
+                var text = key.sourceID
+                text.withUTF8 { bytes in
+                    let bytes = UnsafeRawBufferPointer(bytes)
+                    if Bool.random(using: &random) {
+                        index.set(key.source, bytes, to: ids[j], in: values)
+                        model[key] = ids[j]
+                    } else {
+                        let held = model[key] == ids[j]
+                        #expect(index.remove(key.source, bytes, heldBy: ids[j]) == held)
+                        if held { model[key] = nil }
+                    }
+                }
+                for key in keys {
+                    var text = key.sourceID
+                    let found = text.withUTF8 { index.entry(key.source, UnsafeRawBufferPointer($0), in: values) }
+                    #expect(found == model[key], "mask \(mask)")
+                }
+                #expect(index.count == model.count)
+            }
+        }
+    }
+}

@@ -115,7 +115,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The source's own identifier, unique per source.
     public var sourceID: String? {
         get { extras?.sourceID }
-        set { if newValue != nil || extras?.sourceID != nil { update { $0.sourceID = newValue } } }
+        set { if newValue != nil || extras?.hasSourceID == true { update { $0.sourceID = newValue } } }
     }
 
     /// Replaces the extras box by a changed copy (the box is shared by every copy of the entry, so it never changes
@@ -141,14 +141,14 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     }
 
     /// Creates an entry from values already in their stored form (the codec's path: no intermediate arrays, and the
-    /// notes as the validated UTF-8 bytes it read, copied once into the entry's extras).
+    /// notes and source id as the validated UTF-8 bytes it read, copied once into the entry's extras).
     init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
          labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
-         notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceID: String?) {
+         notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceIDBytes: UnsafeRawBufferPointer?) {
         let words = Self.pack(labels, associations)
         self.init(id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, packedWords: words.word,
                   source: source,
-                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceID, tags: tags, labels: words.labels,
+                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceIDBytes, tags: tags, labels: words.labels,
                                            associations: words.associations))
     }
 
@@ -173,6 +173,18 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         return try extras.withNotesBytes(body)
     }
 
+    /// The source id's UTF-8 bytes (`nil`: none), for as long as `body` runs (no `String` built).
+    func withSourceIDBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        guard let extras else { return try body(nil) }
+        return try extras.withSourceIDBytes(body)
+    }
+
+    /// Whether the entry's source id is `sourceID` (compared as bytes, without building a `String`).
+    func hasSourceID(_ sourceID: String) -> Bool {
+        var text = sourceID
+        return text.withUTF8 { wanted in withSourceIDBytes { $0?.elementsEqual(wanted) ?? false } }
+    }
+
     /// The 1–10 score: the one typed, else derived from valence and labels; `nil` without a valence.
     public var score: Int? {
         if let enteredScore { return enteredScore }
@@ -187,107 +199,4 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Whether edits and deletes are refused: entries from HealthKit are read-only here.
     public var isReadOnly: Bool { source == .healthkit }
-}
-
-/// The fields of an entry that need the heap, in one immutable object shared by the entry's copies.
-///
-/// The notes' UTF-8 bytes live in the object's own tail, so an entry with notes costs one allocation (48 bytes and
-/// the text), not a box and a string (80 bytes and a string of 32 bytes and the text): a third of the entries of a
-/// large ledger have notes. The source id stays a `String` (the source index shares it); tags and word lists that do
-/// not pack are rare and share one more object.
-final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
-    /// The editable form of the boxed values.
-    struct Fields: Equatable {
-        var tags: [String] = []
-        var notes: String?
-        var sourceID: String?
-        /// Labels that do not pack into the entry (custom words, or more than five), else `nil`.
-        var labels: [MoodLabel]?
-        /// Associations likewise.
-        var associations: [MoodAssociation]?
-
-        var isEmpty: Bool { tags.isEmpty && notes == nil && sourceID == nil && labels == nil && associations == nil }
-    }
-
-    /// Tags and spilled word lists, when any.
-    final class Rare: Sendable, Equatable {
-        let tags: [String]
-        let labels: [MoodLabel]?
-        let associations: [MoodAssociation]?
-
-        init(tags: [String], labels: [MoodLabel]?, associations: [MoodAssociation]?) {
-            self.tags = tags
-            self.labels = labels
-            self.associations = associations
-        }
-
-        static func == (a: Rare, b: Rare) -> Bool {
-            a === b || (a.tags == b.tags && a.labels == b.labels && a.associations == b.associations)
-        }
-    }
-
-    /// What precedes the notes' bytes. Never changed after creation (the object is shared).
-    struct Header {
-        /// The notes' byte count; −1: no notes.
-        var notesCount: Int
-        var sourceID: String?
-        var rare: Rare?
-    }
-
-    /// An object for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
-    static func make(_ fields: Fields) -> EntryExtras? {
-        guard !fields.isEmpty else { return nil }
-        guard var notes = fields.notes else {
-            return make(notes: nil, sourceID: fields.sourceID, tags: fields.tags, labels: fields.labels,
-                        associations: fields.associations)
-        }
-        return notes.withUTF8 { bytes in
-            make(notes: UnsafeRawBufferPointer(bytes), sourceID: fields.sourceID, tags: fields.tags,
-                 labels: fields.labels, associations: fields.associations)
-        }
-    }
-
-    /// An object holding these values, the notes given as their UTF-8 bytes (already validated: the codec hands the
-    /// bytes it read without building a `String`); `nil` when all are empty.
-    static func make(notes: UnsafeRawBufferPointer?, sourceID: String?, tags: [String], labels: [MoodLabel]?,
-                     associations: [MoodAssociation]?) -> EntryExtras? {
-        let rare = tags.isEmpty && labels == nil && associations == nil
-            ? nil : Rare(tags: tags, labels: labels, associations: associations)
-        guard notes != nil || sourceID != nil || rare != nil else { return nil }
-        let count = notes?.count ?? 0
-        let object = create(minimumCapacity: count) { _ in
-            Header(notesCount: notes == nil ? -1 : count, sourceID: sourceID, rare: rare)
-        }
-        if let notes, count > 0 {
-            object.withUnsafeMutablePointerToElements { $0.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: count) }
-        }
-        return unsafeDowncast(object, to: EntryExtras.self)
-    }
-
-    /// The notes' bytes (`nil`: no notes), for as long as `body` runs.
-    func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
-        let count = header.notesCount
-        guard count >= 0 else { return try body(nil) }
-        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
-    }
-
-    var hasNotes: Bool { header.notesCount >= 0 }
-    var notes: String? { withNotesBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
-    var sourceID: String? { header.sourceID }
-    var tags: [String] { header.rare?.tags ?? [] }
-    var spilledLabels: [MoodLabel]? { header.rare?.labels }
-    var spilledAssociations: [MoodAssociation]? { header.rare?.associations }
-
-    /// The values in their editable form.
-    var fields: Fields {
-        Fields(tags: tags, notes: notes, sourceID: sourceID, labels: spilledLabels, associations: spilledAssociations)
-    }
-
-    static func == (a: EntryExtras, b: EntryExtras) -> Bool {
-        if a === b { return true }
-        guard a.header.notesCount == b.header.notesCount, a.header.sourceID == b.header.sourceID,
-              a.header.rare == b.header.rare else { return false }
-        // Same count, so both have notes or neither has.
-        return a.withNotesBytes { x in b.withNotesBytes { y in x.map { $0.elementsEqual(y!) } ?? true } }
-    }
 }

@@ -240,7 +240,7 @@ public enum EventCodec {
         writeWords(entry.associationList, to: &w)
         if withTags { writeStrings(entry.tags, to: &w) }
         entry.withNotesBytes { if let notes = $0 { w.string(utf8: notes) } }
-        if let sourceID = entry.sourceID { w.string(sourceID) }
+        entry.withSourceIDBytes { if let sourceID = $0 { w.string(utf8: sourceID) } }
     }
 
     static func readEntryBody(id: EntryID, from r: inout ByteReader, withTags: Bool) throws(ByteReader.Malformed)
@@ -256,10 +256,10 @@ public enum EventCodec {
         let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
         let notes = flags & 4 != 0 ? try r.utf8("notes") : nil
-        let sourceID = flags & 8 != 0 ? try r.string("source_id") : nil
+        let sourceID = flags & 8 != 0 ? try r.utf8("source_id") : nil
         return MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: grid ?? .min, typedScore: score,
                          labels: labels, associations: associations, tags: tags, notesBytes: notes, source: source,
-                         sourceID: sourceID)
+                         sourceIDBytes: sourceID)
     }
 
     static func writeLoggedAt(_ loggedAt: LoggedAt, to w: inout ByteWriter) {

@@ -38,7 +38,7 @@ public struct EntriesState: Sendable, Equatable {
     /// (source, source id) → entry, among ``changed``. Should two entries share a key (only a crafted log can hold
     /// that: imports refuse it), the first wins: the one created first, then the smaller id — a rule of the entries
     /// themselves, so replay and snapshot + tail agree whatever order they insert in.
-    private(set) var bySourceID: [SourceKey: EntryID] = [:]
+    private var bySourceID = SourceIndex()
     /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
     private var sharedSourceKeys: Set<SourceKey> = []
     /// A replay from the first event is under way: ``byDay`` and ``dailyMoodByDay`` are left empty until
@@ -100,7 +100,8 @@ public struct EntriesState: Sendable, Equatable {
     /// The entry holding a source key: the one created first (then the smaller id) among the image's current rows
     /// and the changed entries.
     private func holder(of key: SourceKey) -> EntryID? {
-        var best = bySourceID[key].flatMap { self[$0] }
+        var text = key.sourceID
+        var best = text.withUTF8 { bySourceID.entry(key.source, UnsafeRawBufferPointer($0), in: changed) }.flatMap { self[$0] }
         if let image {
             for row in image.rows(source: key.source, sourceID: key.sourceID) where hidden.position(of: image.id(ofRow: row)) == nil {
                 guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID else { continue }
@@ -323,13 +324,13 @@ public struct EntriesState: Sendable, Equatable {
             let current = dailyMoodByDay[day].flatMap { self[$0] }
             if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
         }
-        if let sourceID = entry.sourceID {
-            let key = SourceKey(source: entry.source, sourceID: sourceID)
-            if let holder = bySourceID[key].flatMap({ self[$0] }), holder.id != entry.id {
-                sharedSourceKeys.insert(key)
-                if Self.createdFirst(entry, holder) { bySourceID[key] = entry.id }
+        entry.withSourceIDBytes { bytes in
+            guard let bytes else { return }
+            if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }), holder.id != entry.id {
+                sharedSourceKeys.insert(SourceKey(source: entry.source, sourceID: String(decoding: bytes, as: UTF8.self)))
+                if Self.createdFirst(entry, holder) { bySourceID.set(entry.source, bytes, to: entry.id, in: changed) }
             } else {
-                bySourceID[key] = entry.id
+                bySourceID.set(entry.source, bytes, to: entry.id, in: changed)
             }
         }
     }
@@ -357,16 +358,14 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Drops a removed entry from the source-id index (another holder of a shared key takes over).
     private mutating func removeFromSourceIndex(_ entry: MoodEntry) {
-        if let sourceID = entry.sourceID {
+        entry.withSourceIDBytes { bytes in
+            guard let bytes, bySourceID.remove(entry.source, bytes, heldBy: entry.id), !sharedSourceKeys.isEmpty else { return }
+            let sourceID = String(decoding: bytes, as: UTF8.self)
             let key = SourceKey(source: entry.source, sourceID: sourceID)
-            if bySourceID[key] == entry.id {
-                bySourceID[key] = nil
-                if sharedSourceKeys.contains(key) {
-                    let holders = changed.values.filter { $0.sourceID == sourceID && $0.source == entry.source }
-                    bySourceID[key] = holders.min(by: Self.createdFirst)?.id
-                    if holders.count <= 1 { sharedSourceKeys.remove(key) }
-                }
-            }
+            guard sharedSourceKeys.contains(key) else { return }
+            let holders = changed.values.filter { $0.source == entry.source && $0.hasSourceID(sourceID) }
+            if let first = holders.min(by: Self.createdFirst) { bySourceID.set(entry.source, bytes, to: first.id, in: changed) }
+            if holders.count <= 1 { sharedSourceKeys.remove(key) }
         }
     }
 

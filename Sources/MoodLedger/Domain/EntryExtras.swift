@@ -1,0 +1,129 @@
+/// The fields of an entry that need the heap, in one immutable object shared by the entry's copies.
+///
+/// The notes' and the source id's UTF-8 bytes live in the object's own tail, so an entry with notes or a source id
+/// costs one allocation (32 bytes and the text), not a box and strings (80 bytes, then a string of 32 bytes and the
+/// text for each): a third of the entries of a large ledger have notes, and each entry from HealthKit a source id of
+/// 44 bytes. Tags and word lists that do not pack are rare and share one more object.
+final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
+    /// The editable form of the boxed values.
+    struct Fields: Equatable {
+        var tags: [String] = []
+        var notes: String?
+        var sourceID: String?
+        /// Labels that do not pack into the entry (custom words, or more than five), else `nil`.
+        var labels: [MoodLabel]?
+        /// Associations likewise.
+        var associations: [MoodAssociation]?
+
+        var isEmpty: Bool { tags.isEmpty && notes == nil && sourceID == nil && labels == nil && associations == nil }
+    }
+
+    /// Tags and spilled word lists, when any.
+    final class Rare: Sendable, Equatable {
+        let tags: [String]
+        let labels: [MoodLabel]?
+        let associations: [MoodAssociation]?
+
+        init(tags: [String], labels: [MoodLabel]?, associations: [MoodAssociation]?) {
+            self.tags = tags
+            self.labels = labels
+            self.associations = associations
+        }
+
+        static func == (a: Rare, b: Rare) -> Bool {
+            a === b || (a.tags == b.tags && a.labels == b.labels && a.associations == b.associations)
+        }
+    }
+
+    /// What precedes the tail (the notes' bytes, then the source id's). Never changed after creation (the object is
+    /// shared). Sixteen bytes: the lengths are 32-bit (the codec's strings are bounded by the record's size, far
+    /// below 2³¹).
+    struct Header {
+        var rare: Rare?
+        /// The notes' byte count; −1: no notes.
+        var notesCount: Int32
+        /// The source id's byte count; −1: no source id.
+        var sourceIDCount: Int32
+    }
+
+    /// An object for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
+    static func make(_ fields: Fields) -> EntryExtras? {
+        guard !fields.isEmpty else { return nil }
+        return withBytes(of: fields.notes) { notes in
+            withBytes(of: fields.sourceID) { sourceID in
+                make(notes: notes, sourceID: sourceID, tags: fields.tags, labels: fields.labels,
+                     associations: fields.associations)
+            }
+        }
+    }
+
+    /// Calls `body` with a string's UTF-8 bytes, or with `nil`.
+    private static func withBytes<R>(of text: String?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard var text else { return body(nil) }
+        return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// An object holding these values, the notes and the source id given as their UTF-8 bytes (already validated:
+    /// the codec hands the bytes it read without building a `String`); `nil` when all are empty.
+    static func make(notes: UnsafeRawBufferPointer?, sourceID: UnsafeRawBufferPointer?, tags: [String],
+                     labels: [MoodLabel]?, associations: [MoodAssociation]?) -> EntryExtras? {
+        let rare = tags.isEmpty && labels == nil && associations == nil
+            ? nil : Rare(tags: tags, labels: labels, associations: associations)
+        guard notes != nil || sourceID != nil || rare != nil else { return nil }
+        let notesCount = notes?.count ?? 0
+        let sourceIDCount = sourceID?.count ?? 0
+        precondition(notesCount < Int(Int32.max) && sourceIDCount < Int(Int32.max), "a text of 2 GB in an entry")
+        let object = create(minimumCapacity: notesCount + sourceIDCount) { _ in
+            Header(rare: rare, notesCount: notes == nil ? -1 : Int32(notesCount),
+                   sourceIDCount: sourceID == nil ? -1 : Int32(sourceIDCount))
+        }
+        object.withUnsafeMutablePointerToElements { tail in
+            if let notes, notesCount > 0 { tail.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: notesCount) }
+            if let sourceID, sourceIDCount > 0 {
+                (tail + notesCount).update(from: sourceID.bindMemory(to: UInt8.self).baseAddress!, count: sourceIDCount)
+            }
+        }
+        return unsafeDowncast(object, to: EntryExtras.self)
+    }
+
+    /// The notes' bytes (`nil`: no notes), for as long as `body` runs.
+    func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        let count = Int(header.notesCount)
+        guard count >= 0 else { return try body(nil) }
+        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
+    }
+
+    /// The source id's bytes (`nil`: none), for as long as `body` runs.
+    func withSourceIDBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        let count = Int(header.sourceIDCount)
+        guard count >= 0 else { return try body(nil) }
+        let start = max(0, Int(header.notesCount))
+        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0 + start, count: count)) }
+    }
+
+    var hasNotes: Bool { header.notesCount >= 0 }
+    var notes: String? { withNotesBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
+    var hasSourceID: Bool { header.sourceIDCount >= 0 }
+    var sourceID: String? { withSourceIDBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
+    var tags: [String] { header.rare?.tags ?? [] }
+    var spilledLabels: [MoodLabel]? { header.rare?.labels }
+    var spilledAssociations: [MoodAssociation]? { header.rare?.associations }
+
+    /// The values in their editable form.
+    var fields: Fields {
+        Fields(tags: tags, notes: notes, sourceID: sourceID, labels: spilledLabels, associations: spilledAssociations)
+    }
+
+    static func == (a: EntryExtras, b: EntryExtras) -> Bool {
+        if a === b { return true }
+        guard a.header.notesCount == b.header.notesCount, a.header.sourceIDCount == b.header.sourceIDCount,
+              a.header.rare == b.header.rare else { return false }
+        // Same counts: the tails are the same length, notes then source id.
+        let length = max(0, Int(a.header.notesCount)) + max(0, Int(a.header.sourceIDCount))
+        return a.withUnsafeMutablePointerToElements { x in
+            b.withUnsafeMutablePointerToElements { y in
+                UnsafeRawBufferPointer(start: x, count: length).elementsEqual(UnsafeRawBufferPointer(start: y, count: length))
+            }
+        }
+    }
+}
