@@ -113,17 +113,17 @@ enum Replayer {
                 channel.state.withLock { $0.batches.append(batch) }
                 channel.ready.signal()
                 batch = Channel.Batch()
-                batch.items.reserveCapacity(2_048)
-                batch.ids.reserveCapacity(2_048)
+                batch.items.reserveCapacity(1_024)
+                batch.ids.reserveCapacity(1_024)
             }
-            batch.items.reserveCapacity(2_048)
-            batch.ids.reserveCapacity(2_048)
+            batch.items.reserveCapacity(1_024)
+            batch.ids.reserveCapacity(1_024)
             do {
                 try read(log, from: start, through: last) { view in
                     let item = try Item(view)
                     batch.ids.append(item.entryID)
                     batch.items.append(item)
-                    if batch.items.count == 2_048 { hand() }
+                    if batch.items.count == 1_024 { hand() }
                 }
                 if !batch.items.isEmpty { hand() }
             } catch {
