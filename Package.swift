@@ -23,7 +23,8 @@ let package = Package(
     targets: [
         // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
         .target(name: "EventLog", dependencies: ["CPlatform"]),
-        // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint: what Swift cannot say itself.
+        // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint, malloc_trim: what Swift
+        // cannot say itself.
         .target(name: "CPlatform"),
         // records → events → projections → queries.
         .target(name: "MoodLedger", dependencies: ["EventLog", "CPlatform"]),

@@ -1,5 +1,5 @@
 // The few things Swift cannot say itself: the CPU's CRC-32C instruction, a SIGBUS guard for mapped files, a
-// cache prefetch hint and atomic bits in a shared bitmap.
+// cache prefetch hint, atomic bits in a shared bitmap and handing free memory back to the system.
 #ifndef CPLATFORM_H
 #define CPLATFORM_H
 
@@ -38,5 +38,9 @@ static inline int cplatform_bit_test(const uint64_t *words, size_t index) {
 static inline void cplatform_bit_set(uint64_t *words, size_t index) {
     __atomic_fetch_or(&words[index >> 6], (uint64_t)1 << (index & 63), __ATOMIC_RELEASE);
 }
+
+/// Returns the allocator's free memory to the system where whole pages are free (glibc's `malloc_trim`; 0
+/// elsewhere). Returns 1 if memory was released.
+int cplatform_release_free_memory(void);
 
 #endif
