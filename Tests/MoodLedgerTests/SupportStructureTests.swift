@@ -132,25 +132,18 @@ struct SupportStructureTests {
         var random = SeededRandom()
         let id = EntryID(high: 1, low: 2)
         for _ in 0..<500 {
-            func words() -> [MoodLabel] {
-                let count = Int.random(in: 0...10, using: &random)
-                var result: [MoodLabel] = []
-                for _ in 0..<count {
-                    let word = Int.random(in: 0..<5, using: &random) == 0 ? MoodLabel(custom: "own \(Int.random(in: 0..<3, using: &random))")
-                        : MoodLabel(appleRawValue: Int.random(in: 1...LabelDomain.canonicalNames.count, using: &random))!
+            // Up to `limit` words, some custom: at most five of Apple's pack into the entry's word; others spill.
+            func words<D: VocabularyDomain>(upTo limit: Int) -> [VocabularyWord<D>] {
+                var result: [VocabularyWord<D>] = []
+                for _ in 0..<Int.random(in: 0...limit, using: &random) {
+                    let word = Int.random(in: 0..<5, using: &random) == 0 ? VocabularyWord<D>(custom: "own \(Int.random(in: 0..<3, using: &random))")
+                        : VocabularyWord<D>(appleRawValue: Int.random(in: 1...D.canonicalNames.count, using: &random))!
                     if !result.contains(word) { result.append(word) }
                 }
                 return result
             }
-            let labels = words()
-            // Associations: at most five of Apple's pack into the entry's word beside the labels; others spill.
-            let associationCount = Int.random(in: 0...8, using: &random)
-            var associations: [MoodAssociation] = []
-            for _ in 0..<associationCount {
-                let word = Int.random(in: 0..<6, using: &random) == 0 ? MoodAssociation(custom: "place")
-                    : MoodAssociation(appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
-                if !associations.contains(word) { associations.append(word) }
-            }
+            let labels: [MoodLabel] = words(upTo: 10)
+            let associations: [MoodAssociation] = words(upTo: 8)
             let tags = Bool.random(using: &random) ? [] : ["t\(Int.random(in: 0..<3, using: &random))"]
             // Notes live as bytes in the box's tail: none, empty, short, long, and not ASCII all round trip.
             let notes = [nil, "", "short", "a note long enough to live on the heap", "café, then 🙂 — and more"]
@@ -159,7 +152,7 @@ struct SupportStructureTests {
             let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, associations: associations,
                                    tags: tags, notes: notes, sourceID: sourceID)
             // The same fields reached by edits from a full entry, in a random order, through the empty values.
-            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(),
+            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(upTo: 10),
                                    associations: (1...6).map { MoodAssociation(appleRawValue: $0)! },
                                    tags: ["x", "y"], notes: "old notes", sourceID: "old")
             var edits: [(inout MoodEntry) -> Void] = [
