@@ -5,6 +5,7 @@ import Glibc
 #else
 #error("EventLog needs Darwin or Glibc")
 #endif
+import CPlatform
 
 /// The real ``PlatformIO``: thin wrappers over POSIX calls with EINTR and short-transfer loops.
 public struct SystemIO: PlatformIO {
@@ -165,6 +166,11 @@ public struct SystemIO: PlatformIO {
         return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
         #endif
     }
+
+    /// Hands the memory allocator's wholly free pages back to the system (glibc's `malloc_trim`; nothing elsewhere):
+    /// after a large structure was freed, or before one is built, so that freed memory does not stay resident beside
+    /// it.
+    public static func releaseFreeMemory() { _ = cplatform_release_free_memory() }
 
     /// The current resident set size of this process in bytes (`/proc/self/statm` on Linux; the peak elsewhere).
     public static func currentResidentBytes() -> Int64 {

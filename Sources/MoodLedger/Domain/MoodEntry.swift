@@ -179,10 +179,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         return try extras.withSourceIDBytes(body)
     }
 
-    /// Whether the entry's source id is `sourceID` (compared as bytes, without building a `String`).
-    func hasSourceID(_ sourceID: String) -> Bool {
-        var text = sourceID
-        return text.withUTF8 { wanted in withSourceIDBytes { $0?.elementsEqual(wanted) ?? false } }
+    /// Whether the entry comes from `source` with a source id of these UTF-8 bytes (no `String` built).
+    func hasSourceKey(_ source: MoodSource, _ sourceID: UnsafeRawBufferPointer) -> Bool {
+        self.source == source && withSourceIDBytes { $0?.elementsEqual(sourceID) ?? false }
     }
 
     /// The 1–10 score: the one typed, else derived from valence and labels; `nil` without a valence.

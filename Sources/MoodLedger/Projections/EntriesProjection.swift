@@ -13,6 +13,13 @@ struct SourceKey: Hashable, Sendable {
     var sourceID: String
 }
 
+extension SourceKey {
+    /// A key from a source id's UTF-8 bytes (as an entry's extras hold them).
+    init(source: MoodSource, bytes: UnsafeRawBufferPointer) {
+        self.init(source: source, sourceID: String(decoding: bytes, as: UTF8.self))
+    }
+}
+
 /// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
 ///
 /// A state opened from a snapshot reads through its ``SnapshotImage`` (rows decoded only when read) and keeps here
@@ -327,7 +334,7 @@ public struct EntriesState: Sendable, Equatable {
         entry.withSourceIDBytes { bytes in
             guard let bytes else { return }
             if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }), holder.id != entry.id {
-                sharedSourceKeys.insert(SourceKey(source: entry.source, sourceID: String(decoding: bytes, as: UTF8.self)))
+                sharedSourceKeys.insert(SourceKey(source: entry.source, bytes: bytes))
                 if Self.createdFirst(entry, holder) { bySourceID.set(entry.source, bytes, to: entry.id, in: changed) }
             } else {
                 bySourceID.set(entry.source, bytes, to: entry.id, in: changed)
@@ -360,10 +367,9 @@ public struct EntriesState: Sendable, Equatable {
     private mutating func removeFromSourceIndex(_ entry: MoodEntry) {
         entry.withSourceIDBytes { bytes in
             guard let bytes, bySourceID.remove(entry.source, bytes, heldBy: entry.id), !sharedSourceKeys.isEmpty else { return }
-            let sourceID = String(decoding: bytes, as: UTF8.self)
-            let key = SourceKey(source: entry.source, sourceID: sourceID)
+            let key = SourceKey(source: entry.source, bytes: bytes)
             guard sharedSourceKeys.contains(key) else { return }
-            let holders = changed.values.filter { $0.source == entry.source && $0.hasSourceID(sourceID) }
+            let holders = changed.values.filter { $0.hasSourceKey(entry.source, bytes) }
             if let first = holders.min(by: Self.createdFirst) { bySourceID.set(entry.source, bytes, to: first.id, in: changed) }
             if holders.count <= 1 { sharedSourceKeys.remove(key) }
         }

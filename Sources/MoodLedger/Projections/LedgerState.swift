@@ -1,4 +1,3 @@
-import CPlatform
 /// The three projections together, as of one sequence number: what queries read, live or time-travelled.
 public struct LedgerState: Sendable, Equatable {
     /// Current entries and their indexes.
@@ -66,16 +65,7 @@ public struct LedgerState: Sendable, Equatable {
 
     /// Starts a replay from the first event that builds the days' indexes and the analytics in bulk at its end
     /// (``finishBulkReplay()``): only for a state for which ``buildsAnalyticsInBulk`` holds.
-    ///
-    /// Both ends hand the allocator's wholly free pages back to the system first: a replay holds the whole ledger,
-    /// and what an earlier one freed (a closed ledger, whose memory sits in another thread's heap) or what the fold
-    /// freed (its batches, decoded values) otherwise stays resident beside it. At 1,000,000 events the peak of
-    /// three cold opens in one process falls from 146.2 to 143.8 MiB; the call takes ~0.4 ms, ~8 ms when a whole
-    /// closed ledger was freed since.
-    mutating func beginBulkReplay() {
-        _ = cplatform_release_free_memory()
-        entries.deferDays()
-    }
+    mutating func beginBulkReplay() { entries.deferDays() }
 
     /// Ends a bulk replay: builds the days' ordered keys and daily moods (``EntriesState/buildDeferredDays()``), then
     /// the analytics from the current entries in one pass (each day's valences sorted once) — the same answer as the
@@ -83,7 +73,6 @@ public struct LedgerState: Sendable, Equatable {
     /// inserting into sorted per-day arrays at random days. Only for a state without a snapshot, whose entries are all
     /// held in memory.
     mutating func finishBulkReplay() {
-        _ = cplatform_release_free_memory()
         entries.buildDeferredDays()
         guard let own = entries.ownEntries else { return }
         let days = entries

@@ -41,15 +41,14 @@ struct SourceIndex: Sendable {
     private static func holds(_ id: EntryID, _ source: MoodSource, _ bytes: UnsafeRawBufferPointer,
                               in values: IdentifiedTable<MoodEntry>) -> Bool {
         guard let position = values.position(of: id) else { return false }
-        let entry = values[position: position]
-        return entry.source == source && entry.withSourceIDBytes { $0?.elementsEqual(bytes) ?? false }
+        return values[position: position].hasSourceKey(source, bytes)
     }
 
     /// The entry indexed under a key, if any.
     func entry(_ source: MoodSource, _ bytes: UnsafeRawBufferPointer, in values: IdentifiedTable<MoodEntry>) -> EntryID? {
         if let id = byHash[Self.hash(source, bytes) & hashMask], Self.holds(id, source, bytes, in: values) { return id }
         guard !overflow.isEmpty else { return nil }
-        return overflow[SourceKey(source: source, sourceID: String(decoding: bytes, as: UTF8.self))]
+        return overflow[SourceKey(source: source, bytes: bytes)]
     }
 
     /// Indexes `id` under a key (replacing the key's entry, if any).
@@ -57,12 +56,12 @@ struct SourceIndex: Sendable {
                       in values: IdentifiedTable<MoodEntry>) {
         let h = Self.hash(source, bytes) & hashMask
         if let current = byHash[h], current != id, !Self.holds(current, source, bytes, in: values) {
-            overflow[SourceKey(source: source, sourceID: String(decoding: bytes, as: UTF8.self))] = id
+            overflow[SourceKey(source: source, bytes: bytes)] = id
             return
         }
         byHash[h] = id
         if !overflow.isEmpty {
-            overflow[SourceKey(source: source, sourceID: String(decoding: bytes, as: UTF8.self))] = nil
+            overflow[SourceKey(source: source, bytes: bytes)] = nil
         }
     }
 
@@ -75,7 +74,7 @@ struct SourceIndex: Sendable {
             return true
         }
         guard !overflow.isEmpty else { return false }
-        let key = SourceKey(source: source, sourceID: String(decoding: bytes, as: UTF8.self))
+        let key = SourceKey(source: source, bytes: bytes)
         guard overflow[key] == id else { return false }
         overflow[key] = nil
         return true

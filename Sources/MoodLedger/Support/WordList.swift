@@ -30,18 +30,9 @@ struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable {
         packed = value
     }
 
-    /// A list in its packed form (what ``packedValue`` returned).
+    /// A list in its packed form.
     @inline(__always)
     init(packed: UInt64) { self.packed = packed }
-
-    /// A list that does not pack (what ``spilledWords`` returned).
-    init(spilled: [VocabularyWord<Domain>]) { self.spilled = spilled }
-
-    /// The packed form, or `nil` when the list is spilled to an array.
-    var packedValue: UInt64? { spilled == nil ? packed : nil }
-
-    /// The words when they do not pack, else `nil`.
-    var spilledWords: [VocabularyWord<Domain>]? { spilled }
 
     var count: Int { spilled?.count ?? Int(packed & 0xF) }
     var isEmpty: Bool { count == 0 }
