@@ -163,9 +163,11 @@ enum Replayer {
             channel.space.signal()
             // Each event's index slots are asked for `ahead` events before it is applied: the indexes of a large
             // ledger are far bigger than the caches, and the fold otherwise waits on memory for each lookup.
-            let ahead = 8
+            let ahead = 16
+            let valuesAhead = 8
             for index in batch.items.indices {
                 if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
+                if index + valuesAhead < batch.ids.count { state.prefetchValues(batch.ids[index + valuesAhead]) }
                 // Moved out (a trivial placeholder left behind), not copied: a copy of a decoded event retained each
                 // of its strings once more.
                 exchange(&batch.items[index], with: .skip(seq: 0, recordedAt: 0)).apply(to: &state, analytics: analytics)

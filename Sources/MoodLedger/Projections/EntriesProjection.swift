@@ -94,6 +94,10 @@ public struct EntriesState: Sendable, Equatable {
         image?.prefetch(id)
     }
 
+    /// Starts loading the entry of `id` that the slot ``prefetch(_:)`` loaded names (the lookup's second read).
+    @inline(__always)
+    func prefetchValue(_ id: EntryID) { changed.prefetchValue(id) }
+
     /// Whether an entry with this id is current (without decoding it).
     func contains(_ id: EntryID) -> Bool {
         changed.position(of: id) != nil || (image.map { $0.row(of: id) != nil && hidden.position(of: id) == nil } ?? false)

@@ -56,6 +56,13 @@ public struct LedgerState: Sendable, Equatable {
         outbox.prefetch(id)
     }
 
+    /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name.
+    @inline(__always)
+    func prefetchValues(_ id: EntryID) {
+        entries.prefetchValue(id)
+        outbox.prefetchValue(id)
+    }
+
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
     var readsDamagedSnapshot: Bool { entries.image?.isDamaged == true }
 

@@ -227,6 +227,10 @@ public struct OutboxState: Sendable, Equatable {
         if imageMayHold(id) { image?.prefetchOutbox(id) }
     }
 
+    /// Starts loading the pair of `id` that the slot ``prefetch(_:)`` loaded names (the lookup's second read).
+    @inline(__always)
+    func prefetchValue(_ id: EntryID) { pairs.prefetchValue(id) }
+
     /// Whether an entry has any sync history.
     private func hasHistory(_ id: EntryID) -> Bool {
         if let position = pairs.position(of: id) { return !pairs[position: position].isEmpty }

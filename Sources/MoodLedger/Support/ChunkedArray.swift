@@ -1,3 +1,5 @@
+import CPlatform
+
 /// A growable array kept in chunks of 4,096 elements: appending never moves what is there (no doubling copy with
 /// the old and the new buffer alive at once, no unused half), and a mutation of a shared copy copies one chunk, not
 /// the whole array.
@@ -24,6 +26,15 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
         _modify {
             precondition(position >= 0 && position < count, "index out of range")
             yield &chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
+        }
+    }
+
+    /// Starts loading the element at `position` into the CPU's caches (a hint; out of range: nothing).
+    @inline(__always)
+    func prefetch(_ position: Int) {
+        guard position >= 0, position < count else { return }
+        chunks[position >> Self.shift].withUnsafeBufferPointer {
+            cplatform_prefetch(UnsafeRawPointer($0.baseAddress! + (position & (Self.chunkSize - 1))))
         }
     }
 

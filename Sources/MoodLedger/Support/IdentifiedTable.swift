@@ -74,6 +74,17 @@ struct IdentifiedTable<Element: EntryKeyed> {
         slots.withUnsafeBufferPointer { cplatform_prefetch($0.baseAddress! + home(Self.fingerprint(id))) }
     }
 
+    /// Starts loading the value of `id` when its home slot (already asked for by ``prefetch(_:)``) names one with the
+    /// id's fingerprint: the second of a lookup's two dependent reads.
+    @inline(__always)
+    func prefetchValue(_ id: EntryID) {
+        guard bits > 0 else { return }
+        let fingerprint = Self.fingerprint(id)
+        let value = slots[home(fingerprint)]
+        guard value >> 32 == fingerprint else { return }
+        values.prefetch(Int(truncatingIfNeeded: value & 0xFFFF_FFFF) - 1)
+    }
+
     /// Adds a value, or replaces the value with the same id.
     mutating func set(_ element: Element) {
         if let position = position(of: element.id) {
