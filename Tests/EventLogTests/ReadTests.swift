@@ -87,4 +87,36 @@ struct ReadTests {
         #expect { _ = try EventLog.open(directory: dir.sub("missing"), configuration: configuration) }
             throws: { ($0 as! EventLogError).code == .notFound }
     }
+
+    @Test("open(visiting:) hands over each record its scan reads, in order; a torn batch's records come after lastSeq", arguments: [EventLog.Access.readWrite, .readOnly])
+    func openVisiting(access: EventLog.Access) throws {
+        let dir = TemporaryDirectory()
+        let payloads = try makeLog(at: dir.path, count: 40)
+        let path = dir.sub("events.log")
+        let intact = Bytes.read(path)
+        let writer = try EventLog.open(directory: dir.path)
+        try writer.append((0..<3).map { PendingRecord(type: 7, payload: [UInt8](repeating: UInt8($0), count: 20)) })
+        writer.close()
+        // The batch's last record cut short: the scan has passed the first two before it learns the batch is torn.
+        Bytes.write(Array(Bytes.read(path).dropLast(5)), to: path)
+        var configuration = EventLog.Configuration()
+        configuration.access = access
+        var visited: [(seq: UInt64, payload: [UInt8])] = []
+        let log = try EventLog.open(directory: dir.path, configuration: configuration) { visited.append(($0.seq, Array($0.payload))) }
+        #expect(log.lastSeq == 40)
+        #expect(log.recoveryNotice != nil)
+        #expect(visited.map(\.seq) == Array(1...42), "every record scanned, in order, the torn batch's two included")
+        #expect(visited.prefix(40).map(\.payload) == payloads)
+        #expect(try log.records().map(\.payload) == payloads, "the log as opened ends before the torn batch")
+        if access == .readWrite { #expect(Bytes.read(path) == intact, "the torn batch was trimmed") }
+        log.close()
+        // What the visitor throws ends the open and releases the log (a writer can open it at once).
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            _ = try EventLog.open(directory: dir.path, configuration: configuration) { if $0.seq == 3 { throw Stop() } }
+        }
+        var now = EventLog.Configuration()
+        now.lockWaitMilliseconds = 0
+        try EventLog.open(directory: dir.path, configuration: now).close()
+    }
 }

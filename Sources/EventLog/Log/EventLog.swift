@@ -67,6 +67,30 @@ public final class EventLog: Sendable {
     /// - Throws: ``EventLogError`` — `locked` when another writer holds the lock, `corrupted` (with the offset
     ///   and sequence number) for damage that is not a torn tail, `notFound`, or `io`.
     public static func open(directory: String, configuration: Configuration = Configuration()) throws -> EventLog {
+        try open(directory: directory, configuration: configuration, visit: { _ in })
+    }
+
+    /// Opens the log like ``open(directory:configuration:)``, handing each record its recovery scan reads to
+    /// `visit`: one read of the file serves the recovery and a reader that wants every record from the start (a
+    /// replay without a checkpoint), instead of the scan first and the reader's own pass after it.
+    ///
+    /// `visit` sees the records in order (after the checkpoint, if one was resumed from) before the scan knows
+    /// whether their batch is complete: should the file end inside a batch, the records of that batch it saw are
+    /// then the torn tail that open trims — those after ``lastSeq`` of the log returned.
+    /// - Parameters:
+    ///   - directory: the log directory, as for ``open(directory:configuration:)``.
+    ///   - configuration: access, durability, checkpoint and the I/O layer.
+    ///   - visit: called per record scanned; the payload view is valid only inside it. What it throws ends the
+    ///     open (the log is closed and the error rethrown).
+    /// - Returns: the open log.
+    /// - Throws: as ``open(directory:configuration:)``, or what `visit` throws.
+    public static func open(directory: String, configuration: Configuration = Configuration(),
+                            visiting visit: (RecordView) throws -> Void) throws -> EventLog {
+        try open(directory: directory, configuration: configuration, visit: visit)
+    }
+
+    private static func open(directory: String, configuration: Configuration,
+                             visit: (RecordView) throws -> Void) throws -> EventLog {
         let io = configuration.io
         let path = directory + "/" + LogFormat.logFileName
         let writing = configuration.access == .readWrite
@@ -91,7 +115,7 @@ public final class EventLog: Sendable {
             let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
             do {
                 return try recover(directory: directory, path: path, fd: fd, lockFD: lockFD,
-                                   configuration: configuration)
+                                   configuration: configuration, visit: visit)
             } catch {
                 io.close(fd)
                 throw error
@@ -104,7 +128,7 @@ public final class EventLog: Sendable {
 
     /// Reads the header, scans (all, or from the checkpoint), trims a torn tail, and builds the log.
     private static func recover(directory: String, path: String, fd: Int32, lockFD: Int32?,
-                                configuration: Configuration) throws -> EventLog {
+                                configuration: Configuration, visit: (RecordView) throws -> Void) throws -> EventLog {
         let io = configuration.io
         let size = try wrapIO("cannot stat \(path)") { try io.size(fd) }
         let reader = ChunkReader(io: io, fd: fd, limit: size)
@@ -127,6 +151,7 @@ public final class EventLog: Sendable {
             case .record(let view):
                 index.note(view)
                 if !view.continuesBatch { lastRecord = view.location }
+                try visit(view)
             case .end:
                 break scan
             case .torn(let reason):

@@ -65,12 +65,21 @@ public final class Ledger: Sendable {
             }
         }
         configuration.checkpoint = loaded?.header.location
-        let log = try EventLog.open(directory: path, configuration: configuration)
+        var current = LedgerState()
+        // Without a snapshot the replay starts at the first record: it folds the records as the open's recovery scan
+        // reads them, instead of reading the log a second time after it.
+        var coldReplay: Int?
+        let log: EventLog
+        if loaded == nil {
+            (log, coldReplay) = try Replayer.openAndReplay(directory: path, configuration: configuration, into: &current,
+                                                           pipelineThreshold: options.parallelReplayThreshold)
+        } else {
+            log = try EventLog.open(directory: path, configuration: configuration)
+        }
         if let notice = log.recoveryNotice { notices.append(notice.description) }
 
         // Check the snapshot belongs to this log and its record is still there; else try older ones. The state reads
         // through the mapped snapshot: nothing is decoded until a query reads it.
-        var current = LedgerState()
         var after: RecordLocation?
         var candidate = loaded.take()
         while true {
@@ -89,8 +98,8 @@ public final class Ledger: Sendable {
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        var replayed = try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
-                                           pipelineThreshold: options.parallelReplayThreshold)
+        var replayed = try coldReplay ?? Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
+                                                         pipelineThreshold: options.parallelReplayThreshold)
         if let image = current.entries.image, image.isDamaged {
             // The tail read a piece that fails its checksum: the snapshot is not used, the whole log is replayed.
             notices.append("snapshot \(image.seq) skipped: \(image.damageDescription ?? "damaged")")
