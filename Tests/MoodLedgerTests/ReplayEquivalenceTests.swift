@@ -149,6 +149,34 @@ struct ReplayEquivalenceTests {
         }
     }
 
+    @Test("The days' keys and daily moods built at the end of a replay equal the event-by-event fold's, on two threads as on one")
+    func daysBulkParallel() {
+        var random = SeededRandom()
+        for round in 0..<20 {
+            // From a single day up to decades; instants shared by several entries (ordered by id), daily moods.
+            let span = [1, 2, 3, 40, 20_000].randomElement(using: &random)!
+            var entries: [MoodEntry] = []
+            for _ in 0..<Int.random(in: 1...3_000, using: &random) {
+                let day = Int64.random(in: 0..<Int64(span), using: &random)
+                let minute = Int64.random(in: 0..<4, using: &random) * 60_000
+                entries.append(MoodEntry(id: EntryID.random(using: &random),
+                                         loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + day * 86_400_000 + minute,
+                                                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
+                                         kind: Int.random(in: 0..<4, using: &random) == 0 ? .dailyMood : .momentaryEmotion,
+                                         valence: 0.1))
+            }
+            var folded = EntriesState()
+            for entry in entries { folded.insert(entry) }
+            for parallel in [false, true] {
+                var built = EntriesState()
+                built.deferDays()
+                for entry in entries { built.insert(entry) }
+                built.buildDeferredDays(parallel: parallel)
+                #expect(built == folded, "round \(round), span \(span) days, parallel \(parallel), seed \(random.seed)")
+            }
+        }
+    }
+
     @Test("Analytics equal a brute-force recomputation over the current entries")
     func analyticsBruteForce() throws {
         let dir = TemporaryDirectory("ledger")

@@ -241,24 +241,7 @@ public struct AnalyticsState: Sendable, Equatable {
                                    parallel: Bool = false, dayCount: ((Int32) -> Int)? = nil) -> AnalyticsState {
         guard let range = MoodEntry.dayRange(of: eachEntry) else { return AnalyticsState() }
         let low = range.lowerBound
-        let high = range.upperBound
-        var parts: [Part]
-        if parallel, high > low {
-            let middle = low + (high - low) / 2
-            let ranges = [low...middle, (middle + 1)...high]
-            var results = [Part?](repeating: nil, count: 2)
-            results.withUnsafeMutableBufferPointer { results in
-                nonisolated(unsafe) let results = results
-                nonisolated(unsafe) let eachEntry = eachEntry
-                nonisolated(unsafe) let dayCount = dayCount
-                DispatchQueue.concurrentPerform(iterations: 2) { index in
-                    results[index] = part(ranges[index], eachEntry: eachEntry, dayCount: dayCount)
-                }
-            }
-            parts = results.map { $0! }
-        } else {
-            parts = [part(range, eachEntry: eachEntry, dayCount: dayCount)]
-        }
+        let parts = range.mapHalves(parallel: parallel) { part($0, eachEntry: eachEntry, dayCount: dayCount) }
         var state = AnalyticsState()
         state.labelTotals = parts[0].labelTotals
         state.associationTotals = parts[0].associationTotals
