@@ -280,22 +280,20 @@ public struct AnalyticsState: Sendable, Equatable {
                 aggregates[index].valenceSum += q
                 aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
             }
-            entry.pointee.labelList.forEach { label in
-                add(q, 1, to: &aggregates[index].labels, label)
-                add(q, 1, to: &state.labelTotals, label)
-            }
-            entry.pointee.associationList.forEach { association in
-                add(q, 1, to: &aggregates[index].associations, association)
-                add(q, 1, to: &state.associationTotals, association)
-            }
+            entry.pointee.labelList.forEach { add(q, 1, to: &aggregates[index].labels, $0) }
+            entry.pointee.associationList.forEach { add(q, 1, to: &aggregates[index].associations, $0) }
         }
         state.slots.reserveCapacity(aggregates.count)
         // Sorted where they are: a copy taken out of `aggregates` would share its array, and sorting it would copy it.
+        // The totals are the days' sums (exact integers), added a day's table at a time instead of once more per
+        // word of every entry.
         for index in aggregates.indices {
             if aggregates[index].count == 0 {
                 state.slots.append(nil)
             } else {
                 aggregates[index].valences.sort()
+                aggregates[index].labels.forEach { merge($1, into: &state.labelTotals, $0) }
+                aggregates[index].associations.forEach { merge($1, into: &state.associationTotals, $0) }
                 state.slots.append(aggregates[index])
             }
         }

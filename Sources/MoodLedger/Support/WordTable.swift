@@ -53,6 +53,17 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
         }
     }
 
+    /// Calls `body` with every (word, value) where the table holds it, building no list: canonical words in Apple's
+    /// order, then custom words in no set order.
+    /// - Parameter body: called once per word that has a value.
+    @inline(__always)
+    public func forEach(_ body: (VocabularyWord<Domain>, Value) -> Void) {
+        canonical.withUnsafeBufferPointer { slots in
+            for raw in 1..<slots.count where !slots[raw].isAbsent { body(VocabularyWord(appleRawValue: raw)!, slots[raw]) }
+        }
+        for (text, value) in custom { body(VocabularyWord(custom: text), value) }
+    }
+
     /// Every (word, value): canonical words in Apple's order, then custom words alphabetically.
     public var pairs: [(VocabularyWord<Domain>, Value)] {
         var result: [(VocabularyWord<Domain>, Value)] = []
