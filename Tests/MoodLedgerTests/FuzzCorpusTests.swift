@@ -61,13 +61,23 @@ struct FuzzCorpusTests {
         }
     }
 
-    @Test("Log files: verify, open and salvage never trap; a salvaged log verifies")
+    @Test("Log files: verify, open and salvage never trap; an open's visitor sees the log's records; a salvaged log verifies")
     func logs() throws {
         for (name, bytes) in Self.inputs("log") {
             let dir = TemporaryDirectory("fuzz-log")
             try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
             Bytes.write(bytes, to: dir.sub("events.log"))
             _ = try? EventLog.verify(directory: dir.path)
+            // An open's visitor gets exactly the log's records, and past its last seq only a torn batch's.
+            var readOnly = EventLog.Configuration()
+            readOnly.access = .readOnly
+            var visited: [(seq: UInt64, payload: [UInt8])] = []
+            if let log = try? EventLog.open(directory: dir.path, configuration: readOnly, visiting: { visited.append(($0.seq, Array($0.payload))) }) {
+                let records = try log.records()
+                #expect(visited.prefix { $0.seq <= log.lastSeq }.map(\.payload) == records.map(\.payload), "\(name)")
+                #expect(visited.allSatisfy { $0.seq <= log.lastSeq } || log.recoveryNotice != nil, "\(name)")
+                log.close()
+            }
             if (try? EventLog.repair(directory: dir.path, mode: .salvage)) != nil {
                 #expect(try EventLog.verify(directory: dir.path).ok, "\(name)")
             }
