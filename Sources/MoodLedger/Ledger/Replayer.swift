@@ -25,10 +25,9 @@ enum Replayer {
     private final class Channel: Sendable {
         /// Decoded records and, beside them, the entry each is about (what the fold prefetches ahead).
         final class Batch: @unchecked Sendable {
-            /// The records, initialized in `applied..<count`, each folded where it lies (passed by reference: a
-            /// decoded event is 100 to 180 bytes, and moving it out of the batch and taking it apart copied it
-            /// twice) and destroyed there. A record the ledger skips holds its last seq and time beside a
-            /// placeholder event, and is marked in `skips`.
+            /// The records, initialized in `applied..<count`, each moved out in turn to be folded (a decoded event
+            /// is 100 to 180 bytes: an enum around it was taken apart with a copy). A record the ledger skips holds
+            /// its last seq and time beside a placeholder event, and is marked in `skips`.
             private let records = UnsafeMutablePointer<RecordedEvent>.allocate(capacity: Channel.batchSize)
             private var skips: [Bool] = []
             private(set) var count = 0
@@ -68,13 +67,16 @@ enum Replayer {
             func applyNext(to state: inout LedgerState, analytics: Bool) {
                 precondition(applied < count, "every record applied")
                 let next = records + applied
-                if skips[applied] {
-                    state.skip(seq: next.pointee.seq, recordedAt: next.pointee.recordedAt)
-                } else {
-                    state.apply(next.pointee, analytics: analytics)
-                }
-                next.deinitialize(count: 1)
                 applied += 1
+                if skips[applied - 1] {
+                    state.skip(seq: next.pointee.seq, recordedAt: next.pointee.recordedAt)
+                    next.deinitialize(count: 1)
+                } else {
+                    // Moved out (its bytes, no reference counted): the pointee itself would be copied, references
+                    // retained, for the call, which could otherwise see it changed under it.
+                    let recorded = next.move()
+                    state.apply(recorded, analytics: analytics)
+                }
             }
         }
         struct State {
