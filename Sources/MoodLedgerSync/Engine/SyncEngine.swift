@@ -32,6 +32,8 @@ public final class SyncEngine: @unchecked Sendable {
     let dialect: SyncDialect
     private let random: Mutex<SplitMix64>
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
+    /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
+    let keyTag: String
 
     /// Creates an engine for the ledger's configured backend.
     /// - Parameters:
@@ -58,6 +60,9 @@ public final class SyncEngine: @unchecked Sendable {
         }
         self.credentialSource = credentials
         self.configuration = configuration
+        let digits = Array("0123456789abcdef".utf8)
+        keyTag = String(decoding: ledger.eventLog.fileID.prefix(8).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] },
+                        as: UTF8.self)
         var system = SystemRandomNumberGenerator()
         self.random = Mutex(SplitMix64(seed: configuration.seed ?? system.next()))
     }
@@ -129,13 +134,15 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// The `Idempotency-Key`: the previous attempt's key while the entry is unchanged and no attempt succeeded (after
     /// a crash, a timeout or a dropped connection the server may have applied it: resending the same key gets the
-    /// first answer back), else `<entry id>.<ledger seq>` — new for every version of the entry.
+    /// first answer back), else `<entry id>.<ledger tag>.<ledger seq>` — new for every version of the entry. The tag
+    /// (``keyTag``) keeps two devices of one account apart: each numbers its own events, and the same entry edited
+    /// on both at the same seq would otherwise be two different requests under one key, the second refused for good.
     func key(for item: Due, in state: LedgerState) -> String {
         if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
            let key = record.idempotencyKey, !record.changedSinceAttempt {
             return key
         }
-        return "\(item.entryID).\(state.seq)"
+        return "\(item.entryID).\(keyTag).\(state.seq)"
     }
 
     private func push(into report: inout SyncReport, once: Bool) throws {
