@@ -177,6 +177,48 @@ struct ReplayEquivalenceTests {
         }
     }
 
+    @Test("What an event did, as the fold tells the outbox, is what the whole change says; not keeping the change folds the same")
+    func changeKinds() {
+        var random = SeededRandom()
+        let ids = (0..<8).map { EntryID(high: 7, low: UInt64($0)) }
+        func entry(_ id: EntryID) -> MoodEntry {
+            MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + Int64.random(in: 0..<4, using: &random) * 86_400_000,
+                                                 utcOffsetMinutes: 60),
+                      kind: Bool.random(using: &random) ? .dailyMood : .momentaryEmotion, valence: Double.random(in: -1...1, using: &random))
+        }
+        var kept = EntriesState()
+        var plain = EntriesState()
+        var seen: Set<String> = []
+        for step in 0..<4_000 {
+            let id = ids.randomElement(using: &random)!
+            let origin = SyncDestination.allCases.randomElement(using: &random)!
+            let event: MoodEvent
+            switch Int.random(in: 0..<8, using: &random) {
+            case 0: event = .created(entry(id))
+            case 1: event = .updated(id, MoodUpdate(valence: .set(Valence.quantized(Double.random(in: -1...1, using: &random)))))
+            case 2: event = .updated(id, MoodUpdate(loggedAt: entry(id).loggedAt))
+            case 3: event = .labelsEdited(id, [MoodLabel(appleRawValue: Int.random(in: 1...38, using: &random))!])
+            case 4: event = .deleted(id)
+            case 5: event = .entryErased(id, Erasure(reason: "", requestedBy: "test", complete: true))
+            case 6: event = .remoteApplied(RemoteChange(origin: origin, remoteID: "r", entry: nil, entryID: id))
+            default:
+                event = .remoteApplied(RemoteChange(origin: origin, remoteID: "r", entry: entry(id), entryID: id,
+                                                    revision: 1, conflict: Int.random(in: 0..<4, using: &random) == 0))
+            }
+            var change: EntryChange?
+            let kind = kept.apply(event, at: Int64(step), keepingChange: true, into: &change)
+            var none: EntryChange?
+            let plainKind = plain.apply(event, at: Int64(step), keepingChange: false, into: &none)
+            let derived: EntryChange.Kind? = change.map { $0.after == nil ? .deleted : $0.before == nil ? .created : .changed }
+            #expect(kind == derived, "step \(step): \(event.type), seed \(random.seed)")
+            #expect(plainKind == kind && none == nil, "step \(step), seed \(random.seed)")
+            if let kind { seen.insert("\(event.type) \(kind)") }
+        }
+        #expect(kept == plain, "seed \(random.seed)")
+        #expect(seen.isSuperset(of: ["remoteApplied created", "remoteApplied changed", "remoteApplied deleted",
+                                     "created created", "updated changed", "deleted deleted"]), "\(seen.sorted())")
+    }
+
     @Test("Analytics equal a brute-force recomputation over the current entries")
     func analyticsBruteForce() throws {
         let dir = TemporaryDirectory("ledger")

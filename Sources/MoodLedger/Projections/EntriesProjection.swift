@@ -243,35 +243,54 @@ public struct EntriesState: Sendable, Equatable {
     ///   - at: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
     @discardableResult
     mutating func apply(_ event: MoodEvent, at time: Int64) -> EntryChange? {
+        var change: EntryChange?
+        apply(event, at: time, keepingChange: true, into: &change)
+        return change
+    }
+
+    /// Applies one event; returns what it did to an entry (nil: nothing), and sets `change` to the entry before and
+    /// after only when `keep` asks for it: building that change copied both entries, and a replay's fold, which
+    /// leaves the analytics to the end, needs only what kind of change it was.
+    /// - Parameters:
+    ///   - event: the event.
+    ///   - time: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
+    ///   - keep: whether to set `change`.
+    ///   - change: set to what the event did, when `keep` is true and it did something; untouched otherwise.
+    @discardableResult
+    mutating func apply(_ event: MoodEvent, at time: Int64, keepingChange keep: Bool,
+                        into change: inout EntryChange?) -> EntryChange.Kind? {
         switch event {
         case .created(var entry):
             guard !contains(entry.id) else { return nil }
             entry.createdAt = time
             entry.updatedAt = time
             insert(entry)
-            return EntryChange(before: nil, after: entry)
+            if keep { change = EntryChange(before: nil, after: entry) }
+            return .created
         case .updated(let id, let update):
-            return modify(id, at: time) { update.apply(to: &$0) }
+            return modify(id, at: time, keep, &change) { update.apply(to: &$0) }
         case .labelsEdited(let id, let labels):
-            return modify(id, at: time) { $0.labels = labels }
+            return modify(id, at: time, keep, &change) { $0.labels = labels }
         case .associationsEdited(let id, let associations):
-            return modify(id, at: time) { $0.associations = associations }
+            return modify(id, at: time, keep, &change) { $0.associations = associations }
         case .tagsEdited(let id, let tags):
-            return modify(id, at: time) { $0.tags = tags }
+            return modify(id, at: time, keep, &change) { $0.tags = tags }
         case .deleted(let id), .entryErased(let id, _):
             guard let entry = self[id] else { return nil }
             remove(entry)
-            return EntryChange(before: entry, after: nil)
-        case .remoteApplied(let change):
+            if keep { change = EntryChange(before: entry, after: nil) }
+            return .deleted
+        case .remoteApplied(let remote):
             // A conflicting upsert is recorded, not applied: the local change stays and is sent (Specs/sync.md).
-            if change.conflict && change.entry != nil { return nil }
-            let before = self[change.entryID]
-            guard var incoming = change.entry else {
+            if remote.conflict && remote.entry != nil { return nil }
+            let before = self[remote.entryID]
+            guard var incoming = remote.entry else {
                 guard let before else { return nil }
                 remove(before)
-                return EntryChange(before: before, after: nil)
+                if keep { change = EntryChange(before: before, after: nil) }
+                return .deleted
             }
-            incoming.id = change.entryID
+            incoming.id = remote.entryID
             if let before {
                 incoming.source = before.source
                 incoming.sourceID = before.sourceID
@@ -280,8 +299,8 @@ public struct EntriesState: Sendable, Equatable {
                 if incoming == before { return nil }  // the remote has what is here: nothing changes
                 remove(before)
             } else {
-                incoming.source = change.origin.originSource
-                incoming.sourceID = incoming.sourceID ?? change.remoteID
+                incoming.source = remote.origin.originSource
+                incoming.sourceID = incoming.sourceID ?? remote.remoteID
                 incoming.createdAt = time
             }
             incoming.updatedAt = time
@@ -290,13 +309,15 @@ public struct EntriesState: Sendable, Equatable {
                 incoming.sourceID = nil  // another entry owns that source id; keep the index unique
             }
             insert(incoming)
-            return EntryChange(before: before, after: incoming)
+            if keep { change = EntryChange(before: before, after: incoming) }
+            return before == nil ? .created : .changed
         case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted:
             return nil
         }
     }
 
-    private mutating func modify(_ id: EntryID, at time: Int64, _ change: (inout MoodEntry) -> Void) -> EntryChange? {
+    private mutating func modify(_ id: EntryID, at time: Int64, _ keep: Bool, _ result: inout EntryChange?,
+                                 _ change: (inout MoodEntry) -> Void) -> EntryChange.Kind? {
         guard let before = self[id] else { return nil }
         var after = before
         change(&after)
@@ -316,7 +337,8 @@ public struct EntriesState: Sendable, Equatable {
             remove(before)
             insert(after)
         }
-        return EntryChange(before: before, after: after)
+        if keep { result = EntryChange(before: before, after: after) }
+        return .changed
     }
 
     /// Adds an entry.
@@ -457,6 +479,11 @@ public struct EntryChange: Sendable, Equatable {
     public var before: MoodEntry?
     /// The entry after the event (`nil` if it was deleted).
     public var after: MoodEntry?
+
+    /// What a change did, without the entries: all the outbox asks.
+    enum Kind: Sendable {
+        case created, changed, deleted
+    }
 }
 
 extension MoodEntry {

@@ -32,15 +32,16 @@ public struct LedgerState: Sendable, Equatable {
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
         let time = recorded.recordedAtMilliseconds
-        let change = entries.apply(recorded.event, at: time)
-        if withAnalytics, let change { analytics.apply(change) }
+        var change: EntryChange?
+        let kind = entries.apply(recorded.event, at: time, keepingChange: withAnalytics, into: &change)
+        if let change { analytics.apply(change) }
         // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
         let exists: Bool
         switch recorded.event {
         case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(recorded.event.entryID)
         default: exists = true
         }
-        outbox.apply(recorded.event, change: change, at: time, entryExists: exists)
+        outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         }

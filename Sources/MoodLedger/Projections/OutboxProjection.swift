@@ -263,7 +263,7 @@ public struct OutboxState: Sendable, Equatable {
     /// Applies one event with what it did to the entry (from the entries projection) and whether the entry exists
     /// after it. An attempt or failure for an entry that is gone and has no record changes nothing; a success for
     /// one leaves a delete pending (the destination has what is gone here).
-    mutating func apply(_ event: MoodEvent, change: EntryChange?, at time: Int64, entryExists: Bool = true) {
+    mutating func apply(_ event: MoodEvent, change: EntryChange.Kind?, at time: Int64, entryExists: Bool = true) {
         switch event {
         case .created, .updated, .labelsEdited, .associationsEdited, .tagsEdited, .deleted:
             if let change { entryChanged(event.entryID, change, except: nil) }
@@ -384,19 +384,19 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// An entry was created, changed or deleted locally (or from `except`): update the other destinations.
-    private mutating func entryChanged(_ id: EntryID, _ change: EntryChange, except: SyncDestination?) {
+    private mutating func entryChanged(_ id: EntryID, _ change: EntryChange.Kind, except: SyncDestination?) {
         askedImage()
         guard hasHistory(id) else { return }  // no history: the implicit pending create covers any change
         for destination in SyncDestination.allCases where destination != except {
             let key = OutboxKey(entryID: id, destination: destination)
             guard var record = self[key] else { continue }  // implicit: a pending create covers any change
-            if change.after == nil {
+            if change == .deleted {
                 if record.remoteID == nil {
                     self[key] = nil  // never reached the destination: nothing to send
                     continue
                 }
                 record.operation = .delete
-            } else if change.before == nil {
+            } else if change == .created {
                 record.operation = record.remoteID == nil ? .create : .update
             } else if record.operation == nil {
                 record.operation = .update
