@@ -86,28 +86,34 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         return unsafeDowncast(object, to: EntryExtras.self)
     }
 
+    // The header never changes after `make`: its fields are read through its pointer, as reading `header` (a class
+    // property) paid a dynamic exclusivity check each time, once an event for a third of a replay's events.
+    private var notesCount: Int32 { withUnsafeMutablePointerToHeader { $0.pointee.notesCount } }
+    private var sourceIDCount: Int32 { withUnsafeMutablePointerToHeader { $0.pointee.sourceIDCount } }
+    private var rare: Rare? { withUnsafeMutablePointerToHeader { $0.pointee.rare } }
+
     /// The notes' bytes (`nil`: no notes), for as long as `body` runs.
     func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
-        let count = Int(header.notesCount)
+        let count = Int(notesCount)
         guard count >= 0 else { return try body(nil) }
         return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
     }
 
     /// The source id's bytes (`nil`: none), for as long as `body` runs.
     func withSourceIDBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
-        let count = Int(header.sourceIDCount)
+        let count = Int(sourceIDCount)
         guard count >= 0 else { return try body(nil) }
-        let start = max(0, Int(header.notesCount))
+        let start = max(0, Int(notesCount))
         return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0 + start, count: count)) }
     }
 
-    var hasNotes: Bool { header.notesCount >= 0 }
+    var hasNotes: Bool { notesCount >= 0 }
     var notes: String? { withNotesBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
-    var hasSourceID: Bool { header.sourceIDCount >= 0 }
+    var hasSourceID: Bool { sourceIDCount >= 0 }
     var sourceID: String? { withSourceIDBytes { $0.map { String(decoding: $0, as: UTF8.self) } } }
-    var tags: [String] { header.rare?.tags ?? [] }
-    var spilledLabels: [MoodLabel]? { header.rare?.labels }
-    var spilledAssociations: [MoodAssociation]? { header.rare?.associations }
+    var tags: [String] { rare?.tags ?? [] }
+    var spilledLabels: [MoodLabel]? { rare?.labels }
+    var spilledAssociations: [MoodAssociation]? { rare?.associations }
 
     /// The values in their editable form.
     var fields: Fields {
@@ -116,10 +122,10 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
 
     static func == (a: EntryExtras, b: EntryExtras) -> Bool {
         if a === b { return true }
-        guard a.header.notesCount == b.header.notesCount, a.header.sourceIDCount == b.header.sourceIDCount,
-              a.header.rare == b.header.rare else { return false }
+        guard a.notesCount == b.notesCount, a.sourceIDCount == b.sourceIDCount,
+              a.rare == b.rare else { return false }
         // Same counts: the tails are the same length, notes then source id.
-        let length = max(0, Int(a.header.notesCount)) + max(0, Int(a.header.sourceIDCount))
+        let length = max(0, Int(a.notesCount)) + max(0, Int(a.sourceIDCount))
         return a.withUnsafeMutablePointerToElements { x in
             b.withUnsafeMutablePointerToElements { y in
                 UnsafeRawBufferPointer(start: x, count: length).elementsEqual(UnsafeRawBufferPointer(start: y, count: length))
