@@ -243,42 +243,40 @@ public struct EntriesState: Sendable, Equatable {
     ///   - at: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
     @discardableResult
     mutating func apply(_ event: MoodEvent, at time: Int64) -> EntryChange? {
-        var change: EntryChange?
-        apply(event, at: time, keepingChange: true, into: &change)
-        return change
+        var kept = EntryChange.Kept()
+        apply(event, at: time, into: &kept)
+        return kept.change
     }
 
-    /// Applies one event; returns what it did to an entry (nil: nothing), and sets `change` to the entry before and
-    /// after only when `keep` asks for it: building that change copied both entries, and a replay's fold, which
-    /// leaves the analytics to the end, needs only what kind of change it was.
+    /// Applies one event; returns what it did to an entry (nil: nothing), and hands the entry before and after to
+    /// `change` (which may not want it: building it copied both entries, and a replay's fold, which leaves the
+    /// analytics to the end, needs only what kind of change it was).
     /// - Parameters:
     ///   - event: the event.
     ///   - time: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
-    ///   - keep: whether to set `change`.
-    ///   - change: set to what the event did, when `keep` is true and it did something; untouched otherwise.
+    ///   - change: given what the event did, if it did something.
     @discardableResult
-    mutating func apply(_ event: MoodEvent, at time: Int64, keepingChange keep: Bool,
-                        into change: inout EntryChange?) -> EntryChange.Kind? {
+    mutating func apply<Sink: EntryChange.Sink>(_ event: MoodEvent, at time: Int64, into change: inout Sink) -> EntryChange.Kind? {
         switch event {
         case .created(var entry):
             guard !contains(entry.id) else { return nil }
             entry.createdAt = time
             entry.updatedAt = time
             insert(entry)
-            if keep { change = EntryChange(before: nil, after: entry) }
+            change.keep(EntryChange(before: nil, after: entry))
             return .created
         case .updated(let id, let update):
-            return modify(id, at: time, keep, &change) { update.apply(to: &$0) }
+            return modify(id, at: time, &change) { update.apply(to: &$0) }
         case .labelsEdited(let id, let labels):
-            return modify(id, at: time, keep, &change) { $0.labels = labels }
+            return modify(id, at: time, &change) { $0.labels = labels }
         case .associationsEdited(let id, let associations):
-            return modify(id, at: time, keep, &change) { $0.associations = associations }
+            return modify(id, at: time, &change) { $0.associations = associations }
         case .tagsEdited(let id, let tags):
-            return modify(id, at: time, keep, &change) { $0.tags = tags }
+            return modify(id, at: time, &change) { $0.tags = tags }
         case .deleted(let id), .entryErased(let id, _):
             guard let entry = self[id] else { return nil }
             remove(entry)
-            if keep { change = EntryChange(before: entry, after: nil) }
+            change.keep(EntryChange(before: entry, after: nil))
             return .deleted
         case .remoteApplied(let remote):
             // A conflicting upsert is recorded, not applied: the local change stays and is sent (Specs/sync.md).
@@ -287,7 +285,7 @@ public struct EntriesState: Sendable, Equatable {
             guard var incoming = remote.entry else {
                 guard let before else { return nil }
                 remove(before)
-                if keep { change = EntryChange(before: before, after: nil) }
+                change.keep(EntryChange(before: before, after: nil))
                 return .deleted
             }
             incoming.id = remote.entryID
@@ -309,15 +307,15 @@ public struct EntriesState: Sendable, Equatable {
                 incoming.sourceID = nil  // another entry owns that source id; keep the index unique
             }
             insert(incoming)
-            if keep { change = EntryChange(before: before, after: incoming) }
+            change.keep(EntryChange(before: before, after: incoming))
             return before == nil ? .created : .changed
         case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted:
             return nil
         }
     }
 
-    private mutating func modify(_ id: EntryID, at time: Int64, _ keep: Bool, _ result: inout EntryChange?,
-                                 _ change: (inout MoodEntry) -> Void) -> EntryChange.Kind? {
+    private mutating func modify<Sink: EntryChange.Sink>(_ id: EntryID, at time: Int64, _ result: inout Sink,
+                                                         _ change: (inout MoodEntry) -> Void) -> EntryChange.Kind? {
         guard let before = self[id] else { return nil }
         var after = before
         change(&after)
@@ -337,7 +335,7 @@ public struct EntriesState: Sendable, Equatable {
             remove(before)
             insert(after)
         }
-        if keep { result = EntryChange(before: before, after: after) }
+        result.keep(EntryChange(before: before, after: after))
         return .changed
     }
 
@@ -483,6 +481,25 @@ public struct EntryChange: Sendable, Equatable {
     /// What a change did, without the entries: all the outbox asks.
     enum Kind: Sendable {
         case created, changed, deleted
+    }
+
+    /// Where the entries' fold hands a change: one that keeps it, or one that never builds it.
+    protocol Sink {
+        /// Takes a change (`change` is evaluated only by a sink that keeps it).
+        mutating func keep(_ change: @autoclosure () -> EntryChange)
+    }
+
+    /// Keeps the change.
+    struct Kept: Sink {
+        var change: EntryChange?
+        @inline(__always)
+        mutating func keep(_ change: @autoclosure () -> EntryChange) { self.change = change() }
+    }
+
+    /// Builds nothing: a replay that leaves the analytics to its end.
+    struct Discarded: Sink {
+        @inline(__always)
+        func keep(_ change: @autoclosure () -> EntryChange) {}
     }
 }
 

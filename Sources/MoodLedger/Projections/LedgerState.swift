@@ -32,9 +32,15 @@ public struct LedgerState: Sendable, Equatable {
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
         let time = recorded.recordedAtMilliseconds
-        var change: EntryChange?
-        let kind = entries.apply(recorded.event, at: time, keepingChange: withAnalytics, into: &change)
-        if let change { analytics.apply(change) }
+        let kind: EntryChange.Kind?
+        if withAnalytics {
+            var kept = EntryChange.Kept()
+            kind = entries.apply(recorded.event, at: time, into: &kept)
+            if let change = kept.change { analytics.apply(change) }
+        } else {
+            var discarded = EntryChange.Discarded()
+            kind = entries.apply(recorded.event, at: time, into: &discarded)
+        }
         // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
         let exists: Bool
         switch recorded.event {
