@@ -69,14 +69,9 @@ struct SyncEndToEndTests {
 
     @Test("A remote change to an entry with an unsent local change is a recorded conflict; the local change is kept and wins")
     func conflict() throws {
-        let dir = TemporaryDirectory("sync-conflict")
-        let server = try SyncServer(dir: dir.sub("server"))
-        defer { server.stop() }
-        let a = try Device(dir.sub("a"), remote: server.url)
-        let b = try Device(dir.sub("b"), remote: server.url)
-        let id = try a.log(0.1)
-        try a.sync(server.credentials)
-        try b.sync(server.credentials)
+        let shared = try SharedEntry(TemporaryDirectory("sync-conflict"))
+        let (server, a, b, id) = (shared.server, shared.a, shared.b, shared.id)
+        defer { withExtendedLifetime(shared) { server.stop() } }
         _ = try b.ledger.update(id, MoodChanges(valence: 0.5))
         try b.sync(server.credentials)
         _ = try a.ledger.update(id, MoodChanges(valence: -0.5))

@@ -205,3 +205,23 @@ extension Ledger {
     /// The events of one type, decoded.
     func events(ofType type: EventType) throws -> [RecordedEvent] { try events(filter: EventFilter(type: type)) }
 }
+
+/// A server and two devices of its account that both hold one entry: logged on `a`, synced, pulled by `b`.
+struct SharedEntry {
+    /// Held for as long as the devices and the server use it.
+    let dir: TemporaryDirectory
+    let server: SyncServer
+    let a: Device
+    let b: Device
+    let id: EntryID
+
+    init(_ dir: TemporaryDirectory) throws {
+        self.dir = dir
+        server = try SyncServer(dir: dir.sub("server"))
+        a = try Device(dir.sub("a"), remote: server.url)
+        b = try Device(dir.sub("b"), remote: server.url)
+        id = try a.log(0.1)
+        try a.sync(server.credentials)
+        try b.sync(server.credentials)
+    }
+}

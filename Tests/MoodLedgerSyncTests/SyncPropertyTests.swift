@@ -81,14 +81,9 @@ struct SyncPropertyTests {
 
     @Test("Two devices of one account never send one Idempotency-Key for different requests, even at the same ledger seq")
     func keysDifferAcrossDevices() throws {
-        let dir = TemporaryDirectory("sync-keys")
-        let server = try SyncServer(dir: dir.sub("server"))
-        defer { server.stop() }
-        let a = try Device(dir.sub("a"), remote: server.url)
-        let b = try Device(dir.sub("b"), remote: server.url)
-        let id = try a.log(0.1)
-        try a.sync(server.credentials)
-        try b.sync(server.credentials)
+        let shared = try SharedEntry(TemporaryDirectory("sync-keys"))
+        let (server, a, b, id) = (shared.server, shared.a, shared.b, shared.id)
+        defer { withExtendedLifetime(shared) { server.stop() } }
         // Both ledgers at the same seq, then each edits the entry its own way: each update is numbered by that seq.
         while a.ledger.lastSeq < b.ledger.lastSeq { _ = try a.log(0.2) }
         while b.ledger.lastSeq < a.ledger.lastSeq { _ = try b.log(0.3) }
