@@ -33,7 +33,19 @@ public enum CRC32C {
 
     @usableFromInline
     static func _extend(_ state: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        guard usesHardware, let base = bytes.baseAddress else { return software(state, bytes) }
+        extend(state, bytes, hardware: usesHardware)
+    }
+
+    /// ``extend(_:_:)`` for a caller that read ``usesHardware`` once: reading it (a lazily set global) costs a
+    /// `swift_once` call each time, twice a record for a log's scanner.
+    /// - Parameters:
+    ///   - state: the state from a previous call, or `0xFFFF_FFFF` to start.
+    ///   - bytes: the bytes to add.
+    ///   - hardware: ``usesHardware``.
+    /// - Returns: the new state.
+    @inline(__always)
+    static func extend(_ state: UInt32, _ bytes: UnsafeRawBufferPointer, hardware: Bool) -> UInt32 {
+        guard hardware, let base = bytes.baseAddress else { return software(state, bytes) }
         return cplatform_crc32c_extend(state, base, bytes.count)
     }
 

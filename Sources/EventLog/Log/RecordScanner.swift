@@ -29,6 +29,8 @@ struct RecordScanner {
     private(set) var committed: (offset: Int64, nextSeq: UInt64, lastRecordedAt: Int64)
     /// How many records of an unfinished batch have been passed (0 at a batch boundary).
     private(set) var recordsInOpenBatch = 0
+    /// ``CRC32C/usesHardware``, read once.
+    private let hardwareCRC = CRC32C.usesHardware
 
     init(reader: ChunkReader, maxPayload: Int, offset: Int64, nextSeq: UInt64, lastRecordedAt: Int64 = .min) {
         self.reader = reader
@@ -57,7 +59,7 @@ struct RecordScanner {
         let seq = header.u64(16)
         let recordedAt = header.i64(24)
         let fields = UnsafeRawBufferPointer(rebasing: header[8..<LogFormat.recordHeaderSize])
-        let headerState = CRC32C.extend(0xFFFF_FFFF, fields)
+        let headerState = CRC32C.extend(0xFFFF_FFFF, fields, hardware: hardwareCRC)
         guard CRC32C.mask(CRC32C.finish(headerState)) == storedHeaderCRC else {
             if try reader.isZero(from: offset) { return tornBatch("zero-filled tail") }
             return .damage("record header checksum mismatch")
@@ -73,7 +75,7 @@ struct RecordScanner {
         let total = LogFormat.recordHeaderSize + Int(length)
         guard let record = try reader.bytes(at: offset, count: total) else { return tornBatch("incomplete payload") }
         let payload = UnsafeRawBufferPointer(rebasing: record[LogFormat.recordHeaderSize...])
-        guard CRC32C.mask(CRC32C.finish(CRC32C.extend(headerState, payload))) == storedCRC else {
+        guard CRC32C.mask(CRC32C.finish(CRC32C.extend(headerState, payload, hardware: hardwareCRC))) == storedCRC else {
             return .damage("record checksum mismatch")
         }
         if recordedAt < lastRecordedAt { return .damage("recorded_at goes back in time") }

@@ -58,10 +58,14 @@ enum Replayer {
                     let none = EntryID(high: 0, low: 0)
                     (records + count).initialize(to: RecordedEvent(seq: view.lastSeq, recordedAt: view.recordedAt,
                                                                    commandID: none, event: .deleted(none)))
+                    ids.append(none)
                 } else {
-                    (records + count).initialize(to: try Ledger.decode(view))
+                    // The id read from the decoded value before it is moved in: read through the pointer, the whole
+                    // event was copied (its references retained) and released again.
+                    let recorded = try Ledger.decode(view)
+                    ids.append(recorded.event.entryID)
+                    (records + count).initialize(to: recorded)
                 }
-                ids.append(skip ? EntryID(high: 0, low: 0) : records[count].event.entryID)
                 skips.append(skip)
                 count += 1
             }
