@@ -246,8 +246,8 @@ public struct AnalyticsState: Sendable, Equatable {
         state.labelTotals = parts[0].labelTotals
         state.associationTotals = parts[0].associationTotals
         for other in parts.dropFirst() {
-            for (word, stat) in other.labelTotals.pairs { merge(stat, into: &state.labelTotals, word) }
-            for (word, stat) in other.associationTotals.pairs { merge(stat, into: &state.associationTotals, word) }
+            other.labelTotals.forEach { merge($1, into: &state.labelTotals, $0) }
+            other.associationTotals.forEach { merge($1, into: &state.associationTotals, $0) }
         }
         let slots = parts.count == 1 ? parts[0].slots : parts.flatMap(\.slots)
         state.changedDays = DayTable(empty: DayAggregate(), base: LocalDate(daysSinceEpoch: low), slots: slots)
