@@ -173,6 +173,9 @@ struct ImportExportTests {
         target.run(["init"])
         try json.write(toFile: target.dir.sub("e.json"), atomically: true, encoding: .utf8)
         #expect(target.run(["import", target.dir.sub("e.json"), "--format", "mood-api"]).code == 0)
+        // Every export format's name imports back: `json` is mood-api (nothing new: the same entries are there).
+        let again = target.run(["import", target.dir.sub("e.json"), "--format", "json", "--json"])
+        #expect(again.code == 0 && again.out.contains("\"created\": 0"), "\(again.err)")
         let strip: (JSONValue) -> JSONValue = { entry in
             guard case .object(let pairs) = entry else { return entry }
             return .object(pairs.filter { !["created_at", "updated_at"].contains($0.0) })

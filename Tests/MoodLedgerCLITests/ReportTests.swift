@@ -51,9 +51,9 @@ struct ReportTests {
         #expect(try Self.html(cli, ["--include-notes"]).contains("private words"))
     }
 
-    @Test("Headless Chromium renders it: the high day's cell shows the high colour, an empty day the background, the legend is there, no console error")
+    @Test("Headless Chromium renders it: the high day's cell shows the high colour, an empty day the background, the legend is there, no console error",
+          .enabled(if: Browser.shouldRun, Browser.skipReason))
     func chromium() throws {
-        guard ProcessInfo.processInfo.environment["MOODLEDGER_SKIP_BROWSER"] != "1" else { return }
         let cli = Self.ledger()
         _ = try Self.html(cli)
         let png = cli.dir.sub("report.png")
@@ -71,9 +71,9 @@ struct ReportTests {
         for bin in 0..<9 { #expect(pixels[3 + bin] == Self.rgb(MoodColors.hex[bin]), "legend swatch \(bin)") }
     }
 
-    @Test("The demo ledger's report: year in pixels, trend, factor effects, weekday bars (the README's screenshot)")
+    @Test("The demo ledger's report: year in pixels, trend, factor effects, weekday bars (the README's screenshot)",
+          .enabled(if: Browser.shouldRun, Browser.skipReason))
     func demo() throws {
-        guard ProcessInfo.processInfo.environment["MOODLEDGER_SKIP_BROWSER"] != "1" else { return }
         let cli = CLIHarness()
         #expect(cli.run(["demo"]).code == 0)
         let out = cli.dir.sub("demo.html")
@@ -112,7 +112,7 @@ struct ReportTests {
     /// Screenshots a file with headless Chromium; returns its stderr (console messages are logged there).
     static func screenshot(_ html: String, to png: String, height: Int = 900) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try chromium())
+        process.executableURL = URL(fileURLWithPath: try Browser.path())
         process.arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
                              "--enable-logging=stderr", "--v=0", "--window-size=1000,\(height)", "--screenshot=\(png)", "file://" + html]
         let errors = Pipe()
@@ -123,14 +123,6 @@ struct ReportTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(text)")
         return text.split(separator: "\n").filter { !$0.contains("dbus") && !$0.contains("bus.cc") }.joined(separator: "\n")
-    }
-
-    static func chromium() throws -> String {
-        for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-        where FileManager.default.isExecutableFile(atPath: candidate) {
-            return candidate
-        }
-        throw CLIError(1, "chromium is not installed (apt-get install chromium; .ci/run does), or set MOODLEDGER_SKIP_BROWSER=1 locally")
     }
 
     static func pixels(_ png: String, _ points: [(Int, Int)]) throws -> [[Int]] {
@@ -148,5 +140,28 @@ struct ReportTests {
     static func rgb(_ hex: String) -> [Int] {
         let digits = Array(hex.dropFirst())
         return stride(from: 0, to: 6, by: 2).map { Int(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+}
+
+/// Headless Chromium for the report's pixel tests. Without a browser those tests are skipped with this reason,
+/// unless `MOODLEDGER_REQUIRE_BROWSER=1` (set by `.ci/run`, which installs Chromium) makes a missing browser a
+/// failure.
+enum Browser {
+    static let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+
+    static var installed: String? { candidates.first { FileManager.default.isExecutableFile(atPath: $0) } }
+
+    static var required: Bool { ProcessInfo.processInfo.environment["MOODLEDGER_REQUIRE_BROWSER"] == "1" }
+
+    static var shouldRun: Bool { required || installed != nil }
+
+    static let skipReason: Comment = Comment(rawValue: "Chromium is not installed (apt-get install chromium python3 to run "
+        + "this; MOODLEDGER_REQUIRE_BROWSER=1 makes its absence a failure, as in CI)")
+
+    static func path() throws -> String {
+        guard let path = installed else {
+            throw CLIError(1, "chromium is not installed but MOODLEDGER_REQUIRE_BROWSER=1 asks for the browser tests")
+        }
+        return path
     }
 }

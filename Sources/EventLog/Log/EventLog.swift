@@ -198,6 +198,28 @@ public final class EventLog: Sendable {
         return probe
     }
 
+    /// Whether the log's path still names the file this log has open: `false` once another process replaced it
+    /// (an erasure's or a repair's rename), and a reader must open the log again to see the file as it is now.
+    public var isCurrentFile: Bool {
+        guard let open = try? state.withLock({ state -> FileIdentity in
+            if state.closed { throw EventLogError(.notWritable, "the log is closed") }
+            return try io.identity(state.fd)
+        }) else { return false }
+        return io.identity(ofPath: path) == open
+    }
+
+    /// Whether the file holds bytes past the last record this log knows of: another process appended to it (or is
+    /// appending) since it was opened.
+    public var hasBytesPastEnd: Bool {
+        (try? state.withLock { state -> Bool in
+            if state.closed { return false }
+            return try io.size(state.fd) > state.end
+        }) ?? false
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Closes the log, releasing the writer lock. Later calls fail with `notWritable`.
     public func close() {
         state.withLock { state in

@@ -82,6 +82,25 @@ public protocol PlatformIO: Sendable {
     ///   ``MappedFile/isDamaged`` instead of ending the process.
     /// - Throws: ``Errno``.
     func map(_ fd: Int32, length: Int) throws -> MappedFile
+    /// Which file a descriptor is open on (device and inode), to tell whether a path still names that file.
+    /// - Throws: ``Errno``.
+    func identity(_ fd: Int32) throws -> FileIdentity
+    /// Which file `path` names now (device and inode), following links; `nil` when nothing is there.
+    func identity(ofPath path: String) -> FileIdentity?
+}
+
+/// A file's device and inode: two descriptors or paths name the same file exactly when these are equal.
+public struct FileIdentity: Sendable, Hashable {
+    /// The device the file is on.
+    public var device: UInt64
+    /// The file's inode on that device.
+    public var inode: UInt64
+
+    /// An identity from `stat` fields.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
 }
 
 extension PlatformIO {
@@ -89,4 +108,8 @@ extension PlatformIO {
     public func isDirectoryNotLink(_ path: String) -> Bool { SystemIO().isDirectoryNotLink(path) }
     /// Test doubles map files as the system does.
     public func map(_ fd: Int32, length: Int) throws -> MappedFile { try SystemIO().map(fd, length: length) }
+    /// Test doubles identify files as the system does.
+    public func identity(_ fd: Int32) throws -> FileIdentity { try SystemIO().identity(fd) }
+    /// Test doubles identify files as the system does.
+    public func identity(ofPath path: String) -> FileIdentity? { SystemIO().identity(ofPath: path) }
 }

@@ -89,6 +89,18 @@ public struct SystemIO: PlatformIO {
         return Int64(info.st_size)
     }
 
+    public func identity(_ fd: Int32) throws -> FileIdentity {
+        var info = stat()
+        _ = try retrying { fstat(fd, &info) }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    public func identity(ofPath path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     public func tryLock(_ fd: Int32) throws -> Bool {
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }

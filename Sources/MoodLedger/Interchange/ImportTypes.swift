@@ -7,6 +7,13 @@ public enum ImportFormat: String, Sendable, CaseIterable {
     case healthkit
     /// The tool's own CSV export (`export --format csv`).
     case csv
+
+    /// The format a command-line name means: a raw value, or `json` for ``moodAPI`` (what `export --format json`
+    /// writes), so that every export format name imports back.
+    /// - Parameter name: the name as typed.
+    public init?(named name: String) {
+        self.init(rawValue: name == "json" ? ImportFormat.moodAPI.rawValue : name)
+    }
 }
 
 /// How an import reads its file.

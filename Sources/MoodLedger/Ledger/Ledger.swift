@@ -25,6 +25,8 @@ public final class Ledger: Sendable {
         var state: LedgerState
         var sinceSnapshot = 0
         var laterNotices: [String] = []
+        /// How many times a read-only ledger found its log file replaced by another process and opened it anew.
+        var rewrites = 0
     }
 
     private init(path: String, options: Options, notices: [String], log: EventLog, state: LedgerState,

@@ -8,15 +8,16 @@ enum InterchangeCommands {
 
     static let importFile = CommandSpec(
         name: "import", summary: "import a file atomically and idempotently (--dry-run: report only)",
-        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|healthkit|csv [--tz ZONE | --utc-offset ±HH:MM] "
+        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|json|healthkit|csv [--tz ZONE | --utc-offset ±HH:MM] "
             + "[--mood-map \"Name=level,…\"] [--suggest] [--update-existing] [--truncate-notes] [--dry-run]",
         values: ["format", "mood-map"], flags: ["truncate-notes", "dry-run", "suggest", "update-existing"]
     ) { context in
         let a = context.arguments
         let path = try context.positional(0, "FILE")
         guard let formatName = a.value("format") else { throw UsageError("import needs --format") }
-        guard let format = ImportFormat(rawValue: formatName) else {
-            throw UsageError("unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        guard let format = ImportFormat(named: formatName) else {
+            throw UsageError("unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")), "
+                             + "or json for mood-api)")
         }
         var options = ImportOptions()
         options.zone = try context.zone()

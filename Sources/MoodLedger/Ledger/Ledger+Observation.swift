@@ -1,0 +1,132 @@
+import EventLog
+
+/// What one or more commits appended to a ledger: the sequence numbers and the entries they touched.
+public struct LedgerChange: Sendable, Equatable {
+    /// The first sequence number appended since the previous change (or since observing began).
+    public var firstSeq: UInt64
+    /// The last sequence number appended: the state now includes every event through it.
+    public var lastSeq: UInt64
+    /// The entries the appended events concern, in ascending order, without duplicates (events about no entry,
+    /// such as `remote.configured`, add none).
+    public var entryIDs: [EntryID]
+    /// Whether another process replaced the log file (an erasure's or a repair's rewrite): earlier records may
+    /// have changed too, so a view of the whole ledger should be read again, not only the entries listed.
+    public var logRewritten: Bool
+
+    /// A change from its parts.
+    public init(firstSeq: UInt64, lastSeq: UInt64, entryIDs: [EntryID], logRewritten: Bool = false) {
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.entryIDs = entryIDs
+        self.logRewritten = logRewritten
+    }
+}
+
+extension Ledger {
+    /// Brings a read-only ledger up to date with what other processes appended since it was opened (or last
+    /// refreshed): the events after its last record are folded into its state, and a log file that was replaced
+    /// is opened again. A writable ledger holds the writer lock, so nothing else appends to it: it is already
+    /// current, and this returns at once.
+    ///
+    /// An unfinished write of another process (a batch without its last record) is not read: it is not
+    /// acknowledged yet.
+    /// - Returns: the last sequence number now applied.
+    /// - Throws: ``EventLogError`` for damage met in the new records, or ``MoodError`` `corrupt_event`.
+    @discardableResult
+    public func refresh() throws -> UInt64 {
+        try core.withLock { core in
+            guard options.readOnly else { return core.state.seq }
+            try catchUp(&core)
+            return core.state.seq
+        }
+    }
+
+    /// The refresh of a read-only ledger: the tail after its last record when the file is the same one, else the
+    /// ledger opened anew (through its newest snapshot).
+    private func catchUp(_ core: inout Core) throws {
+        let old = core.log
+        if old.isCurrentFile {
+            guard old.hasBytesPastEnd else { return }
+            var configuration = old.configuration
+            configuration.checkpoint = old.lastRecord
+            let log = try EventLog.open(directory: path, configuration: configuration)
+            if log.fileID == old.fileID, log.resumedFromCheckpoint || old.lastRecord == nil {
+                var state = core.state
+                try Replayer.replay(log, from: old.lastRecord.map { .after($0) } ?? .beginning, into: &state,
+                                    pipelineThreshold: options.parallelReplayThreshold)
+                core.log = log
+                core.state = state
+                old.close()
+                return
+            }
+            log.close()
+        }
+        let fresh = try Ledger.open(at: path, options: options)
+        let replaced = fresh.core.withLock { ($0.log, $0.state) }
+        core.log = replaced.0
+        core.state = replaced.1
+        core.rewrites += 1
+        old.close()
+    }
+
+    /// What was appended after `seq`, refreshing a read-only ledger first; `nil` when nothing was.
+    /// - Parameters:
+    ///   - seq: the last sequence number already seen.
+    ///   - rewrites: how many log rewrites were already seen (``Core/rewrites``).
+    func change(after seq: UInt64, rewrites: inout Int) throws -> LedgerChange? {
+        let (log, last, count) = try core.withLock { core in
+            if options.readOnly { try catchUp(&core) }
+            return (core.log, core.state.seq, core.rewrites)
+        }
+        let rewritten = count != rewrites
+        rewrites = count
+        guard last != seq || rewritten else { return nil }
+        var ids = Set<EntryID>()
+        if last > seq {
+            try log.forEach(from: seq + 1, through: last) { view in
+                let id = try Ledger.decode(view).event.entryID
+                if id != EntryID.none { ids.insert(id) }
+                return true
+            }
+        }
+        // A repair that cut records leaves the log shorter than what was seen: an empty range, marked rewritten.
+        return LedgerChange(firstSeq: min(seq + 1, last + 1), lastSeq: last, entryIDs: ids.sorted(), logRewritten: rewritten)
+    }
+
+    /// The ledger's committed changes as they happen, in order, from now on: whatever this process or another
+    /// one appends (a command, an import, a sync), each reported once its events are durable.
+    ///
+    /// The log is looked at every `interval` (a read-only ledger is brought up to date with ``refresh()`` first),
+    /// and the events appended since the last look are reported as one ``LedgerChange``. After a change is
+    /// delivered, ``read(_:)`` and ``state`` answer with it included. The sequence ends when the task iterating it
+    /// is cancelled or the ledger is closed, and throws when the log cannot be read (damage, I/O).
+    /// - Parameter interval: how often to look (default 100 ms).
+    /// - Returns: an asynchronous sequence of changes.
+    public func changes(every interval: Duration = .milliseconds(100)) -> AsyncThrowingStream<LedgerChange, any Error> {
+        let start = lastSeq
+        let initialRewrites = core.withLock { $0.rewrites }
+        return AsyncThrowingStream { continuation in
+            let task = Task.detached { [self] in
+                var seen = start
+                var rewrites = initialRewrites
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: interval)
+                        guard !eventLog.isClosed else { break }
+                        if let change = try change(after: seen, rewrites: &rewrites) {
+                            seen = change.lastSeq
+                            continuation.yield(change)
+                        }
+                    } catch is CancellationError {
+                        break
+                    } catch {
+                        continuation.finish(throwing: error)
+                        return
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

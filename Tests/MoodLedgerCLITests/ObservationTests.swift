@@ -1,0 +1,93 @@
+import Foundation
+import MoodLedger
+import Synchronization
+import Testing
+import TestSupport
+
+/// `Ledger.changes()`: what another process appends is seen by an app that has the ledger open.
+@Suite("Observing changes across processes")
+struct ObservationTests {
+    /// Collects a ledger's changes on a task of its own, so a test can wait for them with a deadline.
+    final class Observer: Sendable {
+        final class Received: Sendable { let changes = Mutex<[LedgerChange]>([]) }
+        let box = Received()
+        let task: Task<Void, any Error>
+
+        init(_ ledger: Ledger) {
+            let box = self.box
+            let changes = ledger.changes(every: .milliseconds(20))
+            task = Task {
+                for try await change in changes { box.changes.withLock { $0.append(change) } }
+            }
+        }
+
+        /// The changes received, once there are `count` of them or `seconds` have passed.
+        /// Waits without holding a thread: the tasks that observe share the cooperative pool (two threads here).
+        func wait(for count: Int, seconds: Double = 20) async throws -> [LedgerChange] {
+            let deadline = Date().addingTimeInterval(seconds)
+            while box.changes.withLock({ $0.count }) < count, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            return box.changes.withLock { $0 }
+        }
+
+        deinit { task.cancel() }
+    }
+
+    @Test("A read-only ledger sees a log, an edit and an erasure made by the moodledger binary, each once, with the entries it touched")
+    func anotherProcess() async throws {
+        let dir = TemporaryDirectory("observe")
+        let path = dir.sub("app.ledger")
+        #expect(try Tool.run(["init", "--ledger", path]).code == 0)
+        let first = try #require(EntryID(try Tool.run(["log", "--score", "6", "--ledger", path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        var options = Ledger.Options()
+        options.readOnly = true
+        let ledger = try Ledger.open(at: path, options: options)
+        defer { ledger.close() }
+        let before = ledger.lastSeq
+        let observer = Observer(ledger)
+
+        let logged = try Tool.run(["log", "--score", "8", "--label", "calm", "--note", "seen elsewhere", "--ledger", path])
+        #expect(logged.code == 0, "\(logged.err)")
+        let id = try #require(EntryID(logged.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let change = try #require(try await observer.wait(for: 1).first)
+        #expect(change.firstSeq == before + 1 && change.lastSeq == ledger.lastSeq && change.entryIDs == [id])
+        #expect(!change.logRewritten)
+        // Once delivered, reads answer with it.
+        #expect(ledger.read { $0.entries[id]?.notes } == "seen elsewhere")
+
+        #expect(try Tool.run(["update", id.description, "--score", "3", "--ledger", path]).code == 0)
+        let edit = try #require(try await observer.wait(for: 2).dropFirst().first)
+        #expect(edit.firstSeq == change.lastSeq + 1 && edit.entryIDs == [id])
+        #expect(ledger.read { $0.entries[id]?.score } == 3)
+
+        // An erasure replaces the log file: the ledger opens it anew and says so; the erased entry is gone from it.
+        let erase = try Tool.run(["erase", id.description, "--yes", "--local-only", "--ledger", path])
+        #expect(erase.code == 0, "\(erase.err)")
+        let erased = try #require(try await observer.wait(for: 3).dropFirst(2).first)
+        #expect(erased.logRewritten && erased.entryIDs == [id])
+        #expect(ledger.read { $0.entries[id] } == nil)
+        #expect(ledger.read { $0.entries[first] } != nil)
+        // Nothing more was appended, so nothing more is reported.
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(try await observer.wait(for: 3, seconds: 0).count == 3)
+    }
+
+    @Test("A writable ledger reports its own commits, each once")
+    func ownCommits() async throws {
+        let dir = TemporaryDirectory("observe-own")
+        let ledger = try Ledger.open(at: dir.sub("own.ledger"))
+        defer { ledger.close() }
+        let observer = Observer(ledger)
+        let one = try await ledger.log(MoodDraft(valence: 0.2)).entry.id
+        let two = try await ledger.log(MoodDraft(valence: -0.2)).entry.id
+        var seen: [EntryID] = []
+        let deadline = Date().addingTimeInterval(20)
+        while Set(seen) != [one, two], Date() < deadline {
+            seen = try await observer.wait(for: 1).flatMap(\.entryIDs)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(Set(seen) == [one, two] && seen.count == 2)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await observer.wait(for: 0, seconds: 0).flatMap(\.entryIDs).count == 2)
+    }
+}
