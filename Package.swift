@@ -35,8 +35,8 @@ let package = Package(
         // The command-line tool as a library, so tests run every command in-process.
         .target(name: "MoodLedgerCLI", dependencies: ["MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
         // A release build links the Swift runtime and Foundation into the binary (toolchain libraries, no package
-        // dependency): every command is a fresh process, and resolving the shared libraries' symbols took ~7 ms of
-        // each (`--help` 13 -> 6.5 ms). The toolchain's own list of static libraries leaves some of Foundation's
+        // dependency): every command is a fresh process, and resolving shared libraries' symbols would cost each
+        // one several milliseconds. The toolchain's own list of static libraries leaves some of Foundation's
         // unresolved, hence the group. Debug builds stay dynamic: test bundles link this target's module, and the
         // Testing library has no static build.
         .executableTarget(name: "moodledger", dependencies: ["MoodLedgerCLI"],

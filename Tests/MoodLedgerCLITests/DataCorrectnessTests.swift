@@ -4,7 +4,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Issue 10: zones not offsets, daily moods that merge, nothing stored that nobody chose (fixed zone names).
+/// Zones not offsets, daily moods that merge, nothing stored that nobody chose (fixed zone names).
 @Suite("Data correctness: zones, daily merges, suggestions")
 struct DataCorrectnessTests {
     func entry(_ cli: CLIHarness, _ id: String, _ extra: [String] = []) throws -> JSONValue {

@@ -3,7 +3,7 @@
 /// Held by the million and copied on every event a replay folds, so the value is 72 bytes of plain fields plus one
 /// optional reference: the fields that need the heap (tags, notes, source id, word lists that do not pack into the
 /// entry's one word of them) live together in one immutable ``EntryExtras`` box, absent when all are empty. Copying
-/// an entry then retains at most one object instead of five, and most entries hold none.
+/// an entry retains at most one object, and most entries hold none.
 public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The entry's identity.
     public var id: EntryID
@@ -15,11 +15,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var source: MoodSource
     /// The typed score in one byte (0: none); see ``enteredScore``.
     private var typedScore: UInt8
-    /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none. Eight bytes instead of sixteen.
+    /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none: eight bytes where an optional `Double` takes sixteen.
     private var grid: Int64
     /// Both word lists when each is at most five of Apple's words: the labels' ``WordList/compact(width:)`` form in
     /// bits 0–32 (6 bits a word), the associations' in bits 33–60 (5 bits a word). A list that does not fit is in
-    /// ``extras`` and its part here is 0. One word instead of two: 8 bytes of every entry held.
+    /// ``extras`` and its part here is 0. One word holds both lists.
     private var packedWords: UInt64
     /// Tags, notes, source id and spilled word lists; `nil` when all are empty (canonical: equality compares
     /// contents). Safe to share across threads though `ManagedBuffer` is not `Sendable`: nothing changes the object

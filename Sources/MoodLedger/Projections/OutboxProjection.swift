@@ -3,8 +3,8 @@
 /// Entries with no such record are *implicitly* pending a create at every destination they may go to; that keeps
 /// the state small when nothing has been synced yet. See `Specs/ledger.md`.
 public struct OutboxRecord: Sendable, Equatable {
-    // The stored fields are ordered widest first, and the counts are 32-bit: 84 bytes instead of 105, and a large
-    // ledger holds a record for every entry that ever synced (at 1,000,000 events, 100,000 of them).
+    // The stored fields are ordered widest first and the counts are 32-bit, so the record has no padding: a large
+    // ledger holds one for every entry that ever synced.
 
     /// The destination's id once a send succeeded.
     public var remoteID: String?
@@ -73,8 +73,8 @@ public struct SyncProgress: Sendable, Equatable {
 public struct OutboxState: Sendable, Equatable {
     /// The records of one entry: one slot per destination (by ``SyncDestination`` code).
     ///
-    /// The backend's record is held inline; HealthKit's, which few entries have, in a box of its own: a pair is
-    /// 112 bytes instead of 240, and a large ledger holds a pair for every entry that ever synced.
+    /// The backend's record is held inline; HealthKit's, which few entries have, in a box of its own, so a pair
+    /// costs one record and a reference: a large ledger holds a pair for every entry that ever synced.
     struct Pair: Sendable, Equatable, EntryKeyed {
         /// A record held out of line (immutable: a change replaces the box).
         final class Boxed: Sendable {
@@ -309,8 +309,8 @@ public struct OutboxState: Sendable, Equatable {
             self[key] = record
         case .syncFailed(let id, let destination, let failure):
             let key = OutboxKey(entryID: id, destination: destination)
-            // Failures repeat the same few texts: a record shares the destination's last one when equal, instead of
-            // holding a decoded copy of its own (at 1,000,000 events, 40,000 copies of one 19-byte text).
+            // Failures repeat the same few texts: a record shares the destination's last one when equal rather than
+            // holding a decoded copy of its own.
             let text = progress[Int(destination.code)].lastError.flatMap { $0 == failure.error ? $0 : nil } ?? failure.error
             progress[Int(destination.code)].lastErrorAt = time
             progress[Int(destination.code)].lastError = text

@@ -4,8 +4,8 @@ import CPlatform
 /// the old and the new buffer alive at once, no unused half), and a mutation of a shared copy copies one chunk, not
 /// the whole array.
 ///
-/// The projections keep their live values densely in these (entries changed since a snapshot, outbox pairs): on a
-/// cold replay of 1,000,000 events the entries alone are 85 MB, and a plain array's last doubling held 200 MB.
+/// The projections keep their live values densely in these (entries changed since a snapshot, outbox pairs), where a
+/// plain array's last doubling would briefly hold more than twice the values.
 struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
     private static var shift: Int { 12 }
     private static var chunkSize: Int { 1 << shift }
