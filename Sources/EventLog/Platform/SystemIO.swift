@@ -167,13 +167,27 @@ public struct SystemIO: PlatformIO {
 
     public func processID() -> Int32 { getpid() }
 
-    /// The peak resident set size of this process in bytes (`getrusage`).
+    /// The peak resident set size of this process in bytes.
+    ///
+    /// On Linux this is the address space's own high-water mark (`VmHWM` in `/proc/self/status`): `getrusage`'s
+    /// `ru_maxrss` survives `execve`, so a program started by a larger one (`swift run`) would report that one's peak.
     public static func peakResidentBytes() -> Int64 {
         var usage = rusage()
         #if canImport(Darwin)
         getrusage(RUSAGE_SELF, &usage)
         return Int64(usage.ru_maxrss)  // bytes on Darwin
         #else
+        let fd = Glibc.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            defer { Glibc.close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kilobytes = Int64(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") {
+                return kilobytes * 1024
+            }
+        }
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
         #endif
