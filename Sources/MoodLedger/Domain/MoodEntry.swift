@@ -2,7 +2,7 @@
 ///
 /// Held by the million and copied on every event a replay folds, so the value is 72 bytes of plain fields plus one
 /// optional reference: the fields that need the heap (tags, notes, source id, word lists that do not pack into the
-/// entry's one word of them) live together in one immutable ``EntryExtras`` box, absent when all are empty. Copying
+/// entry's one word of them) live together in one immutable `EntryExtras` box, absent when all are empty. Copying
 /// an entry retains at most one object, and most entries hold none.
 public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The entry's identity.

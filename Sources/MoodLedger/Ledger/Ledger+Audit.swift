@@ -34,7 +34,7 @@ extension Ledger {
     /// Every event that touched an entry, oldest first, with what each one changed.
     /// - Parameter id: the entry (it may since have been deleted).
     /// - Returns: the history; empty if no event ever named the id.
-    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func history(of id: EntryID) throws -> [HistoryItem] {
         var single = EntriesState()
         var items: [HistoryItem] = []
@@ -50,7 +50,7 @@ extension Ledger {
     ///   - after: only events with a larger sequence number (default 0: from the start).
     ///   - through: only events up to this sequence number (default: the end).
     ///   - filter: only events of one entry and/or one type.
-    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func events(after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()) throws
         -> [RecordedEvent] {
         var result: [RecordedEvent] = []

@@ -38,7 +38,7 @@ public struct CommandResult: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// The events ``log(_:)`` would append for `draft` against `state`: none for a known (source, source id) or id,
+    /// The events ``log(_:)-79nyy`` would append for `draft` against `state`: none for a known (source, source id) or id,
     /// a merge into the day's daily mood, or a creation.
     /// - Returns: the events, the entry concerned, and whether it is created.
     /// - Throws: ``MoodError`` naming the field and rule.
@@ -85,7 +85,7 @@ extension Ledger {
     ///   - attach: given the events and the entry concerned, the extra records to store with them (may be empty).
     ///   - decide: the command: the events to append against the state at the current time (ms), and the entry.
     /// - Returns: what the command did, with the ledger's last seq after it.
-    /// - Throws: what `decide` throws (nothing appended), ``EventLogError`` (`invalidArgument` for an attachment
+    /// - Throws: what `decide` throws (nothing appended), `EventLogError` (`invalidArgument` for an attachment
     ///   without the safe-to-ignore bit).
     public func execute(attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
                         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool))
@@ -105,7 +105,7 @@ extension Ledger {
     }
 
     /// Calls `body` for each record of type `type` (a safe-to-ignore type the folds skip) from `first` on.
-    /// - Throws: ``EventLogError`` for damage met while reading, or what `body` throws.
+    /// - Throws: `EventLogError` for damage met while reading, or what `body` throws.
     public func forEachAttachment(type: UInt16, from first: UInt64,
                                   _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void) throws {
         let log = core.withLock { $0.log }

@@ -33,7 +33,7 @@ extension Ledger {
     ///   - ignoringDestinations: erase even when a destination still holds a copy (which then stays there).
     /// - Returns: what was erased and rewritten.
     /// - Throws: ``MoodError`` `not_found` (never in the log, or already erased), `held_elsewhere` (a destination
-    ///   has a copy: deliver a delete first); ``EventLogError``.
+    ///   has a copy: deliver a delete first); `EventLogError`.
     @discardableResult
     public func erase(_ ids: [EntryID], reason: String = "", requestedBy: String = "cli",
                       ignoringDestinations: Bool = false) throws -> EraseReport {
@@ -120,7 +120,7 @@ extension Ledger {
 extension Ledger {
     /// Every entry `erase --all` reaches: with no date, each entry the log names with its data (deleted ones
     /// included); with a date, the current entries logged (local date) before it.
-    /// - Throws: ``EventLogError`` met while reading.
+    /// - Throws: `EventLogError` met while reading.
     public func erasableEntryIDs(loggedBefore date: LocalDate? = nil) throws -> [EntryID] {
         if let date {
             return state.entries.all.filter { $0.loggedAt.localDate < date }.map(\.id).sorted()

@@ -44,7 +44,7 @@ extension Ledger {
     ///   - updateExisting: rows already imported (same source id) whose values differ update their entry (one
     ///     update and word edits per changed entry); otherwise they are only counted in ``ImportReport/differing``.
     /// - Returns: the report.
-    /// - Throws: ``ImportError`` naming the line and field of the first invalid row; ``EventLogError``.
+    /// - Throws: ``ImportError`` naming the line and field of the first invalid row; `EventLogError`.
     public func importPlan(_ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false) throws -> ImportReport {
         var index = 0
         var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) {
@@ -64,7 +64,7 @@ extension Ledger {
     ///   - updateExisting: as for ``importPlan(_:dryRun:updateExisting:)``.
     /// - Returns: the report.
     /// - Throws: ``ImportError`` naming the line and field of the first invalid row (nothing imported);
-    ///   ``EventLogError``; what reading the file throws.
+    ///   `EventLogError`; what reading the file throws.
     public func importStream(_ stream: inout ImportStream, dryRun: Bool = false, updateExisting: Bool = false) throws
         -> ImportReport {
         var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) { try stream.next() }

@@ -36,7 +36,7 @@ extension Ledger {
     /// - Parameters:
     ///   - path: the ledger directory.
     ///   - io: the system-call layer.
-    /// - Throws: ``EventLogError`` `notFound` or `io`.
+    /// - Throws: `EventLogError` `notFound` or `io`.
     public static func verify(at path: String, io: any PlatformIO = SystemIO()) throws -> LedgerVerifyReport {
         let report = try EventLog.verify(directory: path, io: io)
         var problems = report.problems
@@ -58,9 +58,9 @@ extension Ledger {
         return LedgerVerifyReport(records: report.records, problems: problems)
     }
 
-    /// Repairs a damaged ledger log (see ``EventLog/repair(directory:mode:io:)``) and discards the snapshots,
+    /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:)`) and discards the snapshots,
     /// which may describe records that are gone. The ledger must not be open.
-    /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
+    /// - Throws: `EventLogError` `locked`, `notFound` or `io`.
     public static func repair(at path: String, mode: EventLog.RepairMode, io: any PlatformIO = SystemIO()) throws
         -> EventLog.RepairReport {
         let report = try EventLog.repair(directory: path, mode: mode, io: io)

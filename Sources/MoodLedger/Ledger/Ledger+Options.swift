@@ -3,7 +3,7 @@ import EventLog
 extension Ledger {
     /// How a ledger is opened. Every property documents its default.
     public struct Options: Sendable {
-        /// When appends are durable. Default: ``EventLog/Durability/always`` (each command is synced before it
+        /// When appends are durable. Default: `EventLog/Durability/always` (each command is synced before it
         /// returns).
         public var durability: EventLog.Durability = .always
         /// Write a snapshot after this many events (and on close). Default: 10,000. 0 turns automatic snapshots off.
@@ -48,7 +48,7 @@ extension Ledger {
         /// Replays of at least this many events read and decode on a second thread while the fold runs on the
         /// caller's. Default: 20,000 (below that the thread hand-over costs more than it saves).
         public var parallelReplayThreshold: UInt64 = 20_000
-        /// The system-call layer. Default: ``SystemIO``.
+        /// The system-call layer. Default: `SystemIO`.
         public var io: any PlatformIO = SystemIO()
         /// How long to wait for another writer's lock before failing. Default: 0.
         public var lockWaitMilliseconds = 0

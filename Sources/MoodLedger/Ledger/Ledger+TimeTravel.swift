@@ -38,7 +38,7 @@ public struct LedgerDiff: Sendable, Equatable {
 
 extension Ledger {
     /// The sequence number a point stands for (clamped to the end of the log).
-    /// - Throws: ``EventLogError`` for damage met while searching by time.
+    /// - Throws: `EventLogError` for damage met while searching by time.
     public func seq(at point: Point) throws -> UInt64 {
         let last = lastSeq
         switch point {
@@ -52,7 +52,7 @@ extension Ledger {
     /// Starts from the newest snapshot at or before the point (sparse older snapshots are kept for this) and
     /// replays the events after it.
     /// - Parameter point: a sequence number or an instant.
-    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func state(at point: Point) throws -> LedgerState {
         let target = try seq(at: point)
         let (live, log) = core.withLock { ($0.state, $0.log) }
@@ -73,7 +73,7 @@ extension Ledger {
     }
 
     /// What changed between two points.
-    /// - Throws: as ``state(at:)``.
+    /// - Throws: as ``state(at:)-3r9yg``.
     public func diff(from: Point, to: Point) throws -> LedgerDiff {
         let a = try state(at: from)
         let b = try state(at: to)

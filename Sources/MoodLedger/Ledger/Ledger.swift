@@ -44,7 +44,7 @@ public final class Ledger: Sendable {
     ///   - path: the ledger directory (created 0700 when missing, unless read-only).
     ///   - options: durability, snapshots, clock and I/O.
     /// - Returns: the open ledger; ``notices`` says what recovery did.
-    /// - Throws: ``EventLogError`` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
+    /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
     ///   `corrupt_event` for an undecodable event.
     public static func open(at path: String, options: Options = Options()) throws -> Ledger {
         var notices: [String] = []
@@ -226,7 +226,7 @@ public final class Ledger: Sendable {
     public func entry(_ id: EntryID) -> MoodEntry? { core.withLock { $0.state.entries[id] } }
 
     /// The underlying event log (for tools: stats, verify, the server's own records). Named apart from
-    /// ``log(_:)``, which logs a mood.
+    /// ``log(_:)-79nyy``, which logs a mood.
     public var eventLog: EventLog { core.withLock { $0.log } }
 
     /// Whether a ledger (its log file) exists at `path`.
@@ -237,9 +237,9 @@ public final class Ledger: Sendable {
         io.exists(path + "/" + LogFormat.logFileName)
     }
 
-    /// Makes every appended event durable (needed only with ``EventLog/Durability/batched``).
+    /// Makes every appended event durable (needed only with `EventLog/Durability/batched`).
     /// - Returns: the highest durable sequence number.
-    /// - Throws: ``EventLogError``; a failed sync is never retried and the ledger refuses writes until reopened.
+    /// - Throws: `EventLogError`; a failed sync is never retried and the ledger refuses writes until reopened.
     @discardableResult
     ///
     /// Commands and reads are not held up by the `fdatasync` (the ledger's lock is not held during it), so callers
@@ -248,7 +248,7 @@ public final class Ledger: Sendable {
 
     /// Writes a snapshot of the current state now.
     /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).
-    /// - Throws: ``EventLogError`` `io` or `notWritable` (read-only).
+    /// - Throws: `EventLogError` `io` or `notWritable` (read-only).
     @discardableResult
     public func snapshot() throws -> UInt64 {
         try core.withLock { core in try writeSnapshot(&core) }
@@ -290,7 +290,7 @@ public final class Ledger: Sendable {
 
     /// Discards every snapshot, replays the whole log into fresh projections and writes a new snapshot.
     /// - Returns: how many events were replayed.
-    /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     @discardableResult
     public func rebuild() throws -> UInt64 {
         try core.withLock { core in

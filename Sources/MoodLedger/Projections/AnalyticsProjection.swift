@@ -76,9 +76,9 @@ public struct DayAggregate: Sendable, Equatable {
 
 /// Analytics per local day: a pure fold over entry changes. Updates and deletes subtract exactly what was added.
 ///
-/// A state opened from a snapshot reads each day's stored aggregate from its ``SnapshotImage``. A change to such a
-/// day is first held beside it (``PendingDay``) and folded in when the day is read; the day is copied here, with
-/// its changes folded, once it holds ``foldAfter`` of them. A replay then decodes only the days it changes often or
+/// A state opened from a snapshot reads each day's stored aggregate from its `SnapshotImage`. A change to such a
+/// day is first held beside it (`PendingDay`) and folded in when the day is read; the day is copied here, with
+/// its changes folded, once it holds `foldAfter` of them. A replay then decodes only the days it changes often or
 /// a query reads: the tail that a command replays before answering touches a few hundred random days of history.
 public struct AnalyticsState: Sendable, Equatable {
     /// The snapshot this state starts from (nil: built by replay alone).

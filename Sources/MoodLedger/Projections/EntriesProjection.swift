@@ -22,7 +22,7 @@ extension SourceKey {
 
 /// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
 ///
-/// A state opened from a snapshot reads through its ``SnapshotImage`` (rows decoded only when read) and keeps here
+/// A state opened from a snapshot reads through its `SnapshotImage` (rows decoded only when read) and keeps here
 /// only what changed since: entries added or changed, image rows hidden, and the days those touched, each copied
 /// from the image once before its first change (copy-on-write per day).
 public struct EntriesState: Sendable, Equatable {

@@ -48,7 +48,7 @@ public struct EntryPage: Sendable, Equatable {
     /// ``json`` written straight into `out`, byte for byte the same text.
     /// - Parameters:
     ///   - out: the text to append to.
-    ///   - entries: writes the `entries` array (a server may reuse cached entry texts); by default each entry's
+    ///   - writeEntries: writes the `entries` array (a server may reuse cached entry texts); by default each entry's
     ///     ``MoodEntry/writeJSON(to:userID:typedScore:)``.
     public func writeJSON(to out: inout JSONBytes, entries writeEntries: (([MoodEntry], inout JSONBytes) -> Void)? = nil) {
         out.beginObject()

@@ -28,7 +28,7 @@ extension LedgerState {
     /// by entry (logged-at, then id) and destination.
     /// - Parameters:
     ///   - includeSynced: also list pairs that are up to date.
-    ///   - destination: only this destination.
+    ///   - only: only this destination (`destination:` at the call).
     public func outboxItems(includeSynced: Bool = false, destination only: SyncDestination? = nil) -> [OutboxItem] {
         var items: [OutboxItem] = []
         let destinations = only.map { [$0] } ?? SyncDestination.allCases

@@ -1,4 +1,4 @@
-/// What a caller asks to log: raw input, validated by ``MoodRules/validate(_:now:)`` into an entry.
+/// What a caller asks to log: raw input, validated by `MoodRules/validate(_:now:)` into an entry.
 public struct MoodDraft: Sendable, Equatable {
     /// Valence −1…+1 (give this or ``score``, not both).
     public var valence: Double?

@@ -16,6 +16,8 @@ public enum MoodRules {
     ///   - draft: the input.
     ///   - now: the current time in milliseconds, for the future limit.
     ///   - defaultOffsetMinutes: the UTC offset used when the draft has no time.
+    ///   - bounds: which logged-at instants are accepted (user input is held closer to now than imports).
+    ///   - newID: makes the id of an entry the draft does not name.
     /// - Returns: the entry to create.
     /// - Throws: ``MoodError`` naming the field and rule.
     public static func validate(_ draft: MoodDraft, now: Int64, defaultOffsetMinutes: Int = 0,

@@ -31,7 +31,7 @@ extension Ledger {
     /// - Parameters:
     ///   - store: the health store.
     ///   - now: milliseconds since 1970; items whose retry time is later are left for later.
-    /// - Throws: ``EventLogError`` if the log cannot be written.
+    /// - Throws: `EventLogError` if the log cannot be written.
     public func pushToHealthKit(_ store: any HealthStore, now: Int64) throws -> HealthKitSyncReport {
         var report = HealthKitSyncReport()
         // Read (and so validate) the store before recording any attempt: a store that cannot be read, or holds a
