@@ -125,32 +125,28 @@ struct Context {
     }
 
     /// An entry id argument: a whole UUID, a unique prefix of at least 4 hex digits (like git), or `last` (the
-    /// entry logged last, by time). An ambiguous prefix is a usage error listing the candidates.
-    func entryID(_ index: Int = 0) throws -> EntryID {
+    /// current entry logged last, by time). An ambiguous prefix is a usage error listing the candidates.
+    /// - Parameters:
+    ///   - index: which positional argument.
+    ///   - ledger: the ledger the command opened (resolved there: no second open).
+    ///   - includingPast: a prefix also reaches entries deleted or erased since (history, erase, sync explain).
+    func entryID(_ index: Int = 0, in ledger: Ledger, includingPast: Bool = false) throws -> EntryID {
         let text = try positional(index, "entry ID")
         if let id = EntryID(text) { return id }
+        if text == "last" {
+            guard let newest = ledger.lastLoggedEntryID else { throw CLIError(ExitCode.noInput, "the ledger has no entries") }
+            return newest
+        }
         let prefix = text.lowercased().replacing("-", with: "")
-        guard text == "last" || (prefix.count >= 4 && prefix.allSatisfy(\.isHexDigit)) else {
+        guard prefix.count >= 4, prefix.allSatisfy(\.isHexDigit) else {
             throw UsageError("\(text) is not an entry ID (a UUID, a prefix of 4+ hex digits, or last)")
         }
-        var options = baseOptions
-        options.readOnly = true
-        options.createIfMissing = false
-        let ledger = try Ledger.open(at: ledgerPath, options: options)
-        defer { ledger.close() }
-        let entries = ledger.read { $0.entries.all }
-        if text == "last" {
-            guard let newest = entries.max(by: { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }) else {
-                throw CLIError(ExitCode.noInput, "the ledger has no entries")
-            }
-            return newest.id
-        }
-        let matches = entries.filter { $0.id.description.replacing("-", with: "").hasPrefix(prefix) }
+        let matches = try ledger.entryIDs(withPrefix: prefix, includingPast: includingPast)
         switch matches.count {
-        case 1: return matches[0].id
+        case 1: return matches[0]
         case 0: throw CLIError(ExitCode.noInput, "no entry starts with \(text)", hint: "list entries with `moodledger list`")
         default:
-            let candidates = matches.prefix(10).map(\.id.description).joined(separator: ", ")
+            let candidates = matches.prefix(10).map(\.description).joined(separator: ", ")
             throw UsageError("\(text) is ambiguous: \(matches.count) entries start with it (\(candidates)); give more digits")
         }
     }

@@ -59,53 +59,15 @@ struct GoldenOutputTests {
             #expect(pasted.code == 0, "\(line): \(pasted.err)")
         }
     }
-
-    @Test("Every example in the README's Using-it block runs when pasted, in order")
-    func readmeExamples() throws {
-        let readme = try String(contentsOfFile: Repository.root + "/README.md", encoding: .utf8)
-        let section = readme.components(separatedBy: "## Using it")[1].components(separatedBy: "```")[1]
-        let cli = CLIHarness()
-        var ran = 0
-        for line in section.split(separator: "\n") where line.hasPrefix("$M ") {
-            let command = line.dropFirst(3).components(separatedBy: "  #")[0]
-            // Words as a shell splits them here: double-quoted runs stay whole.
-            var words: [String] = []
-            var current = ""
-            var quoted = false
-            for character in command {
-                if character == "\"" { quoted.toggle(); continue }
-                if character == " ", !quoted {
-                    if !current.isEmpty { words.append(current); current = "" }
-                } else {
-                    current.append(character)
-                }
-            }
-            if !current.isEmpty { words.append(current) }
-            let result = cli.run(words.map { $0 == "my.ledger" ? cli.dir.sub("my.ledger") : $0 }, ledger: false)
-            #expect(result.code == 0, "README: \(line): \(result.err)")
-            ran += 1
-        }
-        #expect(ran >= 8)
-    }
 }
+
 
 @Suite("The built binary", .serialized)
 struct BinaryTests {
     func run(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        let outcome = try Tool.run(arguments, environment: environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a },
+                                   directory: directory)
+        return (outcome.code, outcome.out, outcome.err)
     }
 
     @Test("demo runs in a temporary directory and leaves a verifiable ledger")

@@ -222,6 +222,24 @@ public enum EventCodec {
     /// The version byte of a redacted payload (`Specs/erasure.md`).
     public static let redactedMarker: UInt8 = 0xFF
 
+    /// Where every payload, redacted ones included, holds its entry id: after the version byte and the 16-byte
+    /// command id (`Specs/events.md`, *Envelope*).
+    static let entryIDOffset = 17
+
+    /// The entry id a payload names, read without decoding the rest: `nil` for a payload too short to hold one
+    /// (a safe-to-ignore record's may be anything).
+    /// - Parameter payload: an event record's payload.
+    public static func entryID(inPayload payload: UnsafeRawBufferPointer) -> EntryID? {
+        guard payload.count >= entryIDOffset + 16 else { return nil }
+        return payload.entryID(entryIDOffset)
+    }
+
+    /// Whether a payload is a redacted record's (`Specs/erasure.md`).
+    /// - Parameter payload: an event record's payload.
+    public static func isRedacted(_ payload: UnsafeRawBufferPointer) -> Bool {
+        payload.first == redactedMarker
+    }
+
     // MARK: - Parts
 
     static func writeEntryBody(_ entry: MoodEntry, to w: inout ByteWriter, withTags: Bool) {

@@ -73,12 +73,9 @@ extension Ledger {
         try events(after: first == 0 ? 0 : first - 1, through: last, filter: filter)
     }
 
-    /// A cheap pre-check: the entry id sits at bytes 17..<33 of every payload.
+    /// A cheap pre-check: whether the payload names the entry (a payload too short to name one is decoded).
     private static func payloadNames(_ id: EntryID, _ payload: UnsafeRawBufferPointer) -> Bool {
-        guard payload.count >= 33 else { return true }
-        let high = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
-        let low = UInt64(bigEndian: payload.loadUnaligned(fromByteOffset: 25, as: UInt64.self))
-        return high == id.high && low == id.low
+        EventCodec.entryID(inPayload: payload).map { $0 == id } ?? true
     }
 
     /// The fields whose JSON differs between two versions of an entry.
@@ -99,6 +96,41 @@ extension Ledger {
             let old = before?[key] ?? .null
             let new = after?[key] ?? .null
             return old == new ? nil : (key, old, new)
+        }
+    }
+}
+
+extension Ledger {
+    /// The entries whose id starts with `prefix` (hex digits; hyphens and case ignored), in ascending order: the
+    /// current entries', and with `includingPast` also those of every entry the log names, deleted and erased ones
+    /// included (their history is still there to show).
+    /// - Parameters:
+    ///   - prefix: the start of an id.
+    ///   - includingPast: also match entries that are no longer current (reads the whole log).
+    /// - Throws: `EventLogError` for damage met while reading the log.
+    public func entryIDs(withPrefix prefix: String, includingPast: Bool = false) throws -> [EntryID] {
+        let wanted = prefix.lowercased().replacing("-", with: "")
+        func matches(_ id: EntryID) -> Bool { id.description.replacing("-", with: "").hasPrefix(wanted) }
+        var found = Set(read { $0.entries.ids }.filter(matches))
+        if includingPast {
+            try eventLog.forEach { view in
+                if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
+                   id != EntryID.none, matches(id) {
+                    found.insert(id)
+                }
+                return true
+            }
+        }
+        return found.sorted()
+    }
+
+    /// The current entry logged last (latest `logged_at`, then the greatest id), if any.
+    public var lastLoggedEntryID: EntryID? {
+        read { state in
+            // UTC offsets span 26 hours, so the latest instant's local date is at most two days before the latest
+            // local date with entries: it is among the last three days that have any.
+            state.entries.activeDays.suffix(3).flatMap { state.entries.entries(on: $0) }
+                .max { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }?.id
         }
     }
 }

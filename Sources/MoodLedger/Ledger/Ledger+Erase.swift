@@ -79,7 +79,7 @@ extension Ledger {
         }
         let report = try core.log.rewritePayloads { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                  let id = Self.payloadEntryID(view.payload), let erasedAt = pending[id], view.seq <= erasedAt else { return nil }
+                  let id = EventCodec.entryID(inPayload: view.payload), let erasedAt = pending[id], view.seq <= erasedAt else { return nil }
             let decoded = try Self.decode(view)
             if case .entryErased(let id, var erasure) = decoded.event {
                 guard view.seq == erasedAt, !erasure.complete else { return nil }
@@ -104,11 +104,6 @@ extension Ledger {
                            bytesWritten: report.bytesWritten, backups: backups())
     }
 
-    /// The entry id at bytes 17..<33 of an event payload.
-    static func payloadEntryID(_ payload: UnsafeRawBufferPointer) -> EntryID? {
-        guard payload.count >= 33 else { return nil }
-        return payload.entryID(17)
-    }
 
     /// Repair backups in the ledger directory (`events.log.broken-*`).
     public func backups() -> [String] {
@@ -133,8 +128,8 @@ extension Ledger {
     static func namedEntryIDs(in log: EventLog) throws -> Set<EntryID> {
         var named = Set<EntryID>()
         try log.forEach(from: 1) { view in
-            guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                  view.payload[0] != EventCodec.redactedMarker, let id = payloadEntryID(view.payload),
+            guard view.type & LogFormat.safeToIgnoreBit == 0, !EventCodec.isRedacted(view.payload),
+                  let id = EventCodec.entryID(inPayload: view.payload),
                   id != .none else { return true }
             if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
             return true

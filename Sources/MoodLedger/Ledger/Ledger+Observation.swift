@@ -1,3 +1,4 @@
+import Dispatch
 import EventLog
 
 /// What one or more commits appended to a ledger: the sequence numbers and the entries they touched.
@@ -106,27 +107,34 @@ extension Ledger {
         let start = lastSeq
         let initialRewrites = core.withLock { $0.rewrites }
         return AsyncThrowingStream { continuation in
-            let task = Task.detached { [self] in
-                var seen = start
-                var rewrites = initialRewrites
-                while !Task.isCancelled {
-                    do {
-                        try await Task.sleep(for: interval)
-                        guard !eventLog.isClosed else { break }
-                        if let change = try change(after: seen, rewrites: &rewrites) {
-                            seen = change.lastSeq
-                            continuation.yield(change)
-                        }
-                    } catch is CancellationError {
-                        break
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return
-                    }
+            // The looks run on a queue of their own, not on the cooperative pool: an app whose tasks keep the pool's
+            // few threads busy still hears of changes.
+            let queue = DispatchQueue(label: "MoodLedger.changes")
+            // Safe to share: a dispatch source's methods may be called from any thread (`cancel` from termination).
+            nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: queue)
+            var seen = start
+            var rewrites = initialRewrites
+            let nanoseconds = max(1_000_000, interval.components.seconds * 1_000_000_000
+                                  + interval.components.attoseconds / 1_000_000_000)
+            timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .nanoseconds(Int(nanoseconds)))
+            timer.setEventHandler { [self] in
+                guard !eventLog.isClosed else {
+                    timer.cancel()
+                    continuation.finish()
+                    return
                 }
-                continuation.finish()
+                do {
+                    if let change = try change(after: seen, rewrites: &rewrites) {
+                        seen = change.lastSeq
+                        continuation.yield(change)
+                    }
+                } catch {
+                    timer.cancel()
+                    continuation.finish(throwing: error)
+                }
             }
-            continuation.onTermination = { _ in task.cancel() }
+            continuation.onTermination = { _ in timer.cancel() }
+            timer.resume()
         }
     }
 }

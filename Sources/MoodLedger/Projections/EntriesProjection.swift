@@ -70,6 +70,20 @@ public struct EntriesState: Sendable, Equatable {
         return result
     }
 
+    /// Every current entry's id, in no particular order (reads only the ids of the snapshot's rows).
+    public var ids: [EntryID] {
+        var result: [EntryID] = []
+        result.reserveCapacity(count)
+        if let image {
+            for row in 0..<image.rowCount {
+                let id = image.id(ofRow: row)
+                if hidden.position(of: id) == nil { result.append(id) }
+            }
+        }
+        result.append(contentsOf: changed.values.lazy.map(\.id))
+        return result
+    }
+
     /// The entries of a state built without a snapshot, where they are held (no copy); nil when reading through one.
     var ownEntries: ChunkedArray<MoodEntry>? { image == nil ? changed.values : nil }
 

@@ -7,9 +7,9 @@ enum AuditCommands {
 
     static let history = CommandSpec(name: "history", summary: "every event that touched an entry, with what changed",
                                      usage: "history ID") { context in
-        let id = try context.entryID()
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
+        let id = try context.entryID(in: ledger, includingPast: true)
         let items = try ledger.history(of: id)
         if items.isEmpty {
             throw CLIError(ExitCode.noInput, "no event ever named \(id)", hint: "check the id with `moodledger list`")

@@ -70,7 +70,6 @@ enum EntryCommands {
         values: ["valence", "score", "note", "time", "at", "kind"], flags: ["clear-note"]
     ) { context in
         let a = context.arguments
-        let id = try context.entryID()
         var changes = MoodChanges()
         changes.valence = try a.value("valence").map { try number($0, "valence") }
         changes.score = try a.value("score").map { try integer($0, "score") }
@@ -81,7 +80,7 @@ enum EntryCommands {
         changes.kind = try a.value("kind").map(kind)
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
-        let entry = try ledger.update(id, changes)
+        let entry = try ledger.update(try context.entryID(in: ledger), changes)
         context.json ? context.printJSON(entry.json) : context.console.line(HumanFormat.entryLine(entry, color: context.console.color))
         return ExitCode.ok
     }
@@ -92,7 +91,6 @@ enum EntryCommands {
             usage: "\(field) ID (--set W,W… | --add W | --remove W)", values: ["set", "add", "remove"]
         ) { context in
             let a = context.arguments
-            let id = try context.entryID()
             let given = ["set", "add", "remove"].filter { a.values[$0] != nil }
             guard given.count == 1 else { throw UsageError("give exactly one of --set, --add, --remove") }
             let edit: WordEdit
@@ -103,6 +101,7 @@ enum EntryCommands {
             }
             let ledger = try context.openLedger(write: true)
             defer { ledger.close() }
+            let id = try context.entryID(in: ledger)
             let entry: MoodEntry
             switch field {
             case "labels": entry = try ledger.editLabels(id, edit)
@@ -116,9 +115,9 @@ enum EntryCommands {
 
     static let delete = CommandSpec(name: "delete", summary: "delete an entry (its history stays in the log)",
                                     usage: "delete ID", printsData: false) { context in
-        let id = try context.entryID()
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
+        let id = try context.entryID(in: ledger)
         try ledger.delete(id)
         context.console.line("deleted \(id)")
         return ExitCode.ok
@@ -126,9 +125,9 @@ enum EntryCommands {
 
     static let show = CommandSpec(name: "show", summary: "one entry, now or at a point", usage: "show ID [--at POINT]",
                                   values: ["at"]) { context in
-        let id = try context.entryID()
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
+        let id = try context.entryID(in: ledger)
         guard let entry = try context.state(of: ledger).entries[id] else {
             throw CLIError(ExitCode.noInput, "no entry \(id)" + (context.arguments.value("at").map { " at \($0)" } ?? ""),
                            hint: "`moodledger history \(id)` shows what happened to it")

@@ -7,33 +7,46 @@ enum EraseCommand {
     static let spec = CommandSpec(
         name: "erase", summary: "erase an entry's personal data (or every entry's) from the log and snapshots",
         usage: "erase ID [--reason TEXT] [--yes] [--local-only] [--include-backups] [--credentials FILE]\n"
-            + "       erase --all [--before DATE] [--reason TEXT] [--yes] [--local-only] [--include-backups]",
-        values: ["reason", "before", "credentials"], flags: ["all", "yes", "local-only", "include-backups"]) { context in
+            + "       erase --all [--before DATE] [--include-healthkit] [--reason TEXT] [--yes] [--local-only] [--include-backups]",
+        values: ["reason", "before", "credentials"],
+        flags: ["all", "yes", "local-only", "include-backups", "include-healthkit"]) { context in
         let all = context.arguments.has("all")
         guard all != (context.arguments.positionals.count == 1) else {
             throw UsageError(all ? "erase --all takes no ID" : "erase needs an entry ID, or --all")
         }
         if context.arguments.value("before") != nil && !all { throw UsageError("--before goes with --all") }
+        if context.arguments.has("include-healthkit") && !all { throw UsageError("--include-healthkit goes with --all") }
         let reason = context.arguments.value("reason") ?? ""
         let localOnly = context.arguments.has("local-only")
-        // Resolve before opening for writing (a prefix resolves among current entries; a whole UUID may be deleted).
-        let single: EntryID? = all ? nil : try (EntryID(context.arguments.positionals[0]) ?? context.entryID(0))
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         var ids: [EntryID]
+        var skipped = 0
         if all {
-            let before = try context.dateOption("before")
-            ids = try ledger.erasableEntryIDs(loggedBefore: before)
+            ids = try ledger.erasableEntryIDs(loggedBefore: try context.dateOption("before"))
+            if !context.arguments.has("include-healthkit") {
+                // HealthKit's samples live in the Health app: erasing the copy here alone would not forget them
+                // (a `healthkit pull` brings them back), so `--all` leaves them unless asked.
+                let state = ledger.state
+                let fromHealthKit = Set(ids.filter { state.entries[$0]?.source == .healthkit })
+                skipped = fromHealthKit.count
+                ids.removeAll { fromHealthKit.contains($0) }
+            }
             if ids.isEmpty {
-                context.console.line("nothing to erase")
+                context.console.line("nothing to erase" + skippedNote(skipped))
                 return ExitCode.ok
             }
         } else {
-            ids = [single!]
+            ids = [try context.entryID(0, in: ledger, includingPast: true)]
+            guard try ledger.erasableEntryIDs().contains(ids[0]) else {
+                throw CLIError(ExitCode.noInput, "no entry \(ids[0]) to erase (never logged, or already erased)")
+            }
         }
         try confirm(context, count: ids.count)
-        if !localOnly { try deleteAtDestinations(ids, ledger: ledger, context: context) }
-        let report = try ledger.erase(ids, reason: reason, requestedBy: "cli", ignoringDestinations: localOnly)
+        // Everything that can refuse is decided before anything is appended: a copy held elsewhere is removed first
+        // (or the command refuses, having changed nothing), then the erasure is one batch.
+        if !localOnly { try removeCopies(ids, ledger: ledger, context: context) }
+        let report = try ledger.erase(ids, reason: reason, requestedBy: "cli", ignoringDestinations: true)
         var removed: [String] = []
         if context.arguments.has("include-backups") {
             for backup in report.backups {
@@ -45,10 +58,12 @@ enum EraseCommand {
         if context.json {
             guard case .object(var pairs) = report.json else { return ExitCode.ok }
             pairs.append(("backups_removed", .array(removed.map { .string($0) })))
+            pairs.append(("skipped_healthkit", .int(Int64(skipped))))
             context.printJSON(.object(pairs))
         } else {
             context.console.line("erased \(report.erased.count) entr\(report.erased.count == 1 ? "y" : "ies"): "
-                + "\(report.recordsRedacted) records redacted, log rewritten (\(report.bytesWritten) bytes), snapshots replaced")
+                + "\(report.recordsRedacted) records redacted, log rewritten (\(report.bytesWritten) bytes), snapshots replaced"
+                + skippedNote(skipped))
             for backup in removed { context.console.line("removed repair backup \(backup)") }
             if !left.isEmpty {
                 context.console.line("not reached: \(left.count) repair backup\(left.count == 1 ? "" : "s") still hold old records "
@@ -58,6 +73,11 @@ enum EraseCommand {
                 + "reuses them, exports and copies outside the ledger" + (localOnly ? ", and the copies at destinations (--local-only)" : ""))
         }
         return ExitCode.ok
+    }
+
+    private static func skippedNote(_ skipped: Int) -> String {
+        skipped == 0 ? "" : "; skipped \(skipped) entr\(skipped == 1 ? "y" : "ies") from HealthKit (they live in the Health "
+            + "app: delete them there; --include-healthkit erases the copies here too)"
     }
 
     /// On a terminal: ask. Elsewhere: `--yes` is required.
@@ -73,38 +93,45 @@ enum EraseCommand {
         }
     }
 
-    /// A copy held by a destination gets a delete first: deleted here, then the delete sent to the backend.
-    private static func deleteAtDestinations(_ ids: [EntryID], ledger: Ledger, context: Context) throws {
-        func held() -> [(EntryID, SyncDestination)] {
-            let state = ledger.state
-            return ids.flatMap { id in
-                SyncDestination.allCases.compactMap { destination in
-                    state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID == nil ? nil : (id, destination)
-                }
+    /// Removes the copies destinations hold before anything is appended: the backend is asked to delete and erase
+    /// its copy (`DELETE …/{id}?erase=true`, idempotent: 404 means it is already gone). A copy that cannot be removed
+    /// from here — in HealthKit, at a backend no longer configured, or one the backend did not erase — refuses the
+    /// command (69) with nothing changed.
+    private static func removeCopies(_ ids: [EntryID], ledger: Ledger, context: Context) throws {
+        let state = ledger.state
+        var held: [SyncDestination: [EntryID]] = [:]
+        for id in ids {
+            for destination in SyncDestination.allCases
+            where state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
+                held[destination, default: []].append(id)
             }
         }
-        guard !held().isEmpty else { return }
-        for id in Set(held().map(\.0)) where ledger.entry(id) != nil { try ledger.delete(id) }
-        let atBackend = held().filter { $0.1 == .backend }.map(\.0)
-        if !atBackend.isEmpty, ledger.state.outbox.progress(.backend).remote != nil {
-            let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
-            do {
-                let engine = try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() })
-                _ = try engine.run(once: true)
-                // The delete leaves the entry in the server's history: ask it to erase that too.
-                for (id, why) in engine.eraseAtRemote(atBackend) {
-                    context.console.error("moodledger erase: notice: the backend did not erase \(id): \(why)")
-                }
-            } catch let error as SyncError {
-                context.console.error("moodledger erase: notice: the delete could not be sent: \(error.message)")
-            }
+        let hint = "or erase only here with --local-only (the copy then stays where it is)"
+        if let atHealthKit = held[.healthkit] {
+            throw CLIError(ExitCode.unavailable, "\(copies(atHealthKit.count)) in HealthKit, which erase cannot reach; nothing was erased",
+                           hint: "delete (`moodledger delete ID`) and run `moodledger healthkit push --store FILE` first, " + hint)
         }
-        let still = held()
-        guard still.isEmpty else {
-            let names = Set(still.map(\.1.rawValue)).sorted().joined(separator: ", ")
-            throw CLIError(ExitCode.unavailable, "\(still.count) cop\(still.count == 1 ? "y is" : "ies are") still at \(names): "
-                + "the delete must reach them before the erasure (nothing was erased; the entries are deleted here)",
-                hint: "run `moodledger sync` (or `healthkit push --store FILE`) and erase again, or erase only here with --local-only")
+        guard let atBackend = held[.backend] else { return }
+        guard state.outbox.progress(.backend).remote != nil else {
+            throw CLIError(ExitCode.unavailable, "\(copies(atBackend.count)) at a backend that is not configured here; nothing was erased",
+                           hint: "configure it with `moodledger remote set URL --dialect …` and erase again, " + hint)
+        }
+        let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
+        let engine: SyncEngine
+        switch Result(catching: { () throws(SyncError) in
+            try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() })
+        }) {
+        case .success(let made): engine = made
+        case .failure(let error):
+            throw CLIError(ExitCode.unavailable, "\(copies(atBackend.count)) at the backend, which cannot be asked to erase it "
+                           + "(\(error.message)); nothing was erased", hint: hint)
+        }
+        let failures = engine.eraseAtRemote(atBackend)
+        if let (id, why) = failures.min(by: { $0.key < $1.key }) {
+            throw CLIError(ExitCode.unavailable, "the backend did not erase \(copies(failures.count)) (\(id): \(why)); nothing was erased",
+                           hint: "try again when the backend answers, " + hint)
         }
     }
+
+    private static func copies(_ count: Int) -> String { count == 1 ? "1 entry has a copy" : "\(count) entries have copies" }
 }

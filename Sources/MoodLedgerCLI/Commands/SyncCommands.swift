@@ -133,9 +133,9 @@ enum SyncCommands {
 
     private static func explain(_ context: Context) throws -> Int32 {
         guard context.arguments.positionals.count == 2 else { throw UsageError("sync explain takes one entry ID") }
-        let id = try explainID(context)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
+        let id = try context.entryID(1, in: ledger, includingPast: true)
         var point: Ledger.Point?
         if let text = context.arguments.value("at") {
             point = try Context.point(text)
@@ -149,11 +149,5 @@ enum SyncCommands {
         }
         if context.json { context.printJSON(story.json) } else { context.console.line(story.text) }
         return ExitCode.ok
-    }
-
-    /// A whole UUID works for entries deleted since; prefixes and `last` resolve among current entries.
-    private static func explainID(_ context: Context) throws -> EntryID {
-        if let id = EntryID(context.arguments.positionals[1]) { return id }
-        return try context.entryID(1)
     }
 }

@@ -177,14 +177,12 @@ final class UserLedger: Sendable {
 
     private func revisions() throws -> [EntryID: UInt64] {
         if let known = state.withLock({ $0.revisions }) { return known }
-        // Every event payload names its entry at bytes 17..<33: one walk, no decoding.
+        // Every event payload names its entry where the codec says: one walk, no decoding.
         var built: [EntryID: UInt64] = [:]
         let through = ledger.lastSeq
         try ledger.eventLog.forEach(through: through) { view in
-            if view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33 {
-                let high = UInt64(bigEndian: view.payload.loadUnaligned(fromByteOffset: 17, as: UInt64.self))
-                let low = UInt64(bigEndian: view.payload.loadUnaligned(fromByteOffset: 25, as: UInt64.self))
-                built[EntryID(high: high, low: low)] = view.seq
+            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload) {
+                built[id] = view.seq
             }
             return true
         }
