@@ -1,12 +1,23 @@
 extension EventLog {
     /// The result of ``EventLog/verify(directory:io:)``.
     public struct VerifyReport: Sendable, Equatable {
-        /// Whether the log has no damage and no torn tail.
+        /// Whether the log has no damage (an unfinished write at the end is not damage).
         public var ok: Bool { problems.isEmpty }
         /// How many valid records were read.
         public var records: UInt64
         /// Every problem found, in file order (after damage the check resynchronises and goes on).
         public var problems: [LogDamage]
+        /// A torn tail: bytes at the end that no acknowledged write owns — a batch a writer is appending now, or
+        /// one whose writer stopped before its sync returned. Never acknowledged, so nothing is lost; the next
+        /// writer trims it.
+        public var unfinishedWrite: LogDamage?
+
+        /// A report from its parts.
+        public init(records: UInt64, problems: [LogDamage], unfinishedWrite: LogDamage? = nil) {
+            self.records = records
+            self.problems = problems
+            self.unfinishedWrite = unfinishedWrite
+        }
     }
 
     /// How ``EventLog/repair(directory:mode:io:)`` mends damage.
@@ -43,8 +54,12 @@ extension EventLog {
         let path = directory + "/" + LogFormat.logFileName
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
         let survey = try LogSurvey.survey(path: path, io: io)
-        return VerifyReport(records: survey.recordCount, problems: survey.problems.map {
+        let torn = survey.problems.last.flatMap { $0.isTornTail ? $0 : nil }
+        return VerifyReport(records: survey.recordCount, problems: survey.problems.filter { !$0.isTornTail }.map {
             LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
+        }, unfinishedWrite: torn.map {
+            LogDamage(offset: $0.offset, seq: $0.seq, problem: "an unfinished write of \($0.length) bytes, never acknowledged; "
+                      + "the next writer trims it (\($0.problem))")
         })
     }
 
@@ -55,15 +70,20 @@ extension EventLog {
     ///   - directory: the log directory; its writer lock is taken for the repair.
     ///   - mode: truncate or salvage.
     ///   - io: the system-call layer.
+    ///   - reject: says why a record whose framing is valid cannot be kept (its content does not decode for the
+    ///     layer above), or `nil` to keep it. A rejected record is damage like a framing error: its batch is
+    ///     dropped and its seqs are lost (salvage), or the log is cut before its batch (truncate).
     /// - Returns: what was kept, what was lost and where the copy is.
     /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
-    public static func repair(directory: String, mode: RepairMode, io: any PlatformIO = SystemIO()) throws
-        -> RepairReport {
+    public static func repair(directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(),
+                              rejecting reject: (RecordView) -> String? = { _ in nil }) throws -> RepairReport {
         let path = directory + "/" + LogFormat.logFileName
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
         let lockFD = try EventLogFiles.acquireLock(directory: directory, io: io)
         defer { io.close(lockFD) }
-        let survey = try LogSurvey.survey(path: path, io: io)
+        var survey = try LogSurvey.survey(path: path, io: io)
+        let rejected = try rejectedRecords(in: survey, path: path, io: io, reject: reject)
+        survey.problems = (survey.problems + rejected).sorted { $0.offset < $1.offset }
         var report = RepairReport(backupPath: nil, mode: mode, keptRecords: survey.recordCount, lostSeqs: [],
                                   droppedBytes: [], problems: survey.problems.map {
                                       LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
@@ -80,12 +100,13 @@ extension EventLog {
         let lastFound = max(survey.runs.last?.lastSeq ?? header.baseSeq,
                             survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq)
         var runs = survey.runs
+        var limit = Int64.max
         if mode == .truncate {
             // Keep only the run that starts the file (if the header is sound and the first record is valid).
             let firstDamage = survey.problems[0].offset
-            runs = runs.filter { $0.end <= firstDamage }
+            runs = runs.filter { $0.start < firstDamage }
             if survey.header == nil { runs = [] }
-            report.droppedBytes = [(runs.last?.end ?? Int64(LogFormat.fileHeaderSize))..<survey.size]
+            limit = firstDamage
         }
 
         let fd = try wrapIO("cannot read \(path)") { try io.open(path, .readOnly) }
@@ -94,8 +115,9 @@ extension EventLog {
         var salvage = Salvage(output: header.encoded(), expected: header.baseSeq + 1,
                               lastTime: runs.first?.firstRecordedAt ?? 0)
         for run in runs {
-            try salvage.copy(run, from: reader, maxPayload: Int(header.maxPayload))
+            try salvage.copy(run, from: reader, maxPayload: Int(header.maxPayload), before: limit, reject: reject)
         }
+        if mode == .truncate { report.droppedBytes = [salvage.copiedThrough..<survey.size] }
         if mode == .salvage {
             salvage.markLost(through: lastFound)
         } else if lastFound >= salvage.expected {
@@ -117,6 +139,27 @@ extension EventLog {
         return report
     }
 
+    /// The records of the survey's runs that `reject` refuses, as problems (with the reason it gave).
+    private static func rejectedRecords(in survey: LogSurvey, path: String, io: any PlatformIO,
+                                        reject: (RecordView) -> String?) throws -> [LogSurvey.Problem] {
+        guard let header = survey.header else { return [] }
+        let fd = try wrapIO("cannot read \(path)") { try io.open(path, .readOnly) }
+        defer { io.close(fd) }
+        let reader = ChunkReader(io: io, fd: fd, limit: survey.size)
+        var problems: [LogSurvey.Problem] = []
+        for run in survey.runs {
+            var scanner = RecordScanner(reader: reader, maxPayload: Int(header.maxPayload), offset: run.start,
+                                        nextSeq: run.firstSeq)
+            while scanner.offset < run.end {
+                guard case .record(let view) = try scanner.next() else { break }
+                if let why = reject(view) {
+                    problems.append(LogSurvey.Problem(offset: view.offset, length: Int64(view.size), seq: view.seq, problem: why))
+                }
+            }
+        }
+        return problems
+    }
+
     /// The repaired file being built: whole batches copied from runs of valid records, *lost* records for gaps.
     private struct Salvage {
         var output: [UInt8]
@@ -126,6 +169,8 @@ extension EventLog {
         var lastTime: Int64
         var lost: [ClosedRange<UInt64>] = []
         var kept: UInt64 = 0
+        /// Where, in the damaged file, the last batch copied ends.
+        var copiedThrough = Int64(LogFormat.fileHeaderSize)
 
         /// Writes one *lost* record standing for `expected…last` (an empty payload for a single seq, else the
         /// range's last seq as 8 bytes), if that range is not empty.
@@ -141,31 +186,38 @@ extension EventLog {
             expected = last + 1
         }
 
-        /// Copies a run batch by batch; a batch that would go back in time is dropped (its seqs become lost).
-        mutating func copy(_ run: LogSurvey.Run, from reader: ChunkReader, maxPayload: Int) throws {
+        /// Copies a run batch by batch, up to the batch that reaches `limit`; a batch that would go back in time or
+        /// holds a rejected record is dropped (its seqs become lost).
+        mutating func copy(_ run: LogSurvey.Run, from reader: ChunkReader, maxPayload: Int, before limit: Int64,
+                           reject: (RecordView) -> String?) throws {
             var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: run.start, nextSeq: run.firstSeq)
             var batch: [UInt8] = []
             var batchFirstSeq = run.firstSeq
             var batchTime: Int64 = .min
             var batchRecords: UInt64 = 0
+            var batchRejected = false
             while scanner.offset < run.end {
                 guard case .record(let view) = try scanner.next() else {
                     throw EventLogError(.io, "the log changed while it was being repaired", offset: scanner.offset)
                 }
+                if view.offset + Int64(view.size) > limit { return }
                 if batch.isEmpty {
                     batchFirstSeq = view.seq
                     batchTime = view.recordedAt
                     batchRecords = 0
+                    batchRejected = false
                 }
                 batch.append(contentsOf: try reader.bytes(at: view.offset, count: view.size)!)
-                batchRecords += view.lastSeq - view.seq + 1
+                batchRecords += 1
+                batchRejected = batchRejected || reject(view) != nil
                 if view.continuesBatch { continue }
-                if batchTime >= lastTime {
+                if batchTime >= lastTime, !batchRejected {
                     markLost(through: batchFirstSeq - 1)
                     output.append(contentsOf: batch)
                     kept += batchRecords
                     expected = view.lastSeq + 1
                     lastTime = view.recordedAt
+                    copiedThrough = view.offset + Int64(view.size)
                 }
                 batch.removeAll(keepingCapacity: true)
             }

@@ -9,6 +9,8 @@ struct LogSurvey {
         var lastSeq: UInt64
         var firstRecordedAt: Int64
         var lastRecordedAt: Int64
+        /// How many records the run holds (a *lost* record standing for many seqs counts once).
+        var records: UInt64 = 0
     }
 
     /// Something wrong in the file.
@@ -21,6 +23,9 @@ struct LogSurvey {
         /// For damage that runs to the end of the file: the last seq it appears to have held (see
         /// ``RecordScanner/lastSeqInDamagedTail()``), so that repair reports every seq it drops.
         var lostThrough: UInt64? = nil
+        /// Whether this is a torn tail: an unfinished write at the end (a writer appending now, or one that stopped
+        /// before its sync returned), which was never acknowledged and which the next writer trims.
+        var isTornTail = false
     }
 
     /// The file header, or `nil` when it is damaged.
@@ -29,7 +34,8 @@ struct LogSurvey {
     var problems: [Problem] = []
     var size: Int64 = 0
 
-    var recordCount: UInt64 { runs.reduce(0) { $0 + ($1.lastSeq - $1.firstSeq + 1) } }
+    /// How many valid records the file holds: records, not sequence numbers.
+    var recordCount: UInt64 { runs.reduce(0) { $0 + $1.records } }
 
     /// Surveys the log file at `path`.
     static func survey(path: String, io: any PlatformIO) throws -> LogSurvey {
@@ -66,15 +72,18 @@ struct LogSurvey {
         var run: Run?
         // The first record of the batch being read: a run only ever grows by whole batches.
         var batchFirst: RecordView?
+        var batchRecords: UInt64 = 0
         func closeRun() {
             if let finished = run { survey.runs.append(finished) }
             run = nil
             batchFirst = nil
+            batchRecords = 0
         }
         while true {
             switch try scanner.next() {
             case .record(let view):
                 if batchFirst == nil { batchFirst = view }
+                batchRecords += 1
                 if view.continuesBatch { continue }
                 let first = batchFirst!
                 batchFirst = nil
@@ -85,13 +94,15 @@ struct LogSurvey {
                 run!.end = view.offset + Int64(view.size)
                 run!.lastSeq = view.lastSeq
                 run!.lastRecordedAt = view.recordedAt
+                run!.records += batchRecords
+                batchRecords = 0
             case .end:
                 closeRun()
                 return survey
             case .torn(let reason):
                 closeRun()
                 survey.problems.append(Problem(offset: scanner.offset, length: survey.size - scanner.offset,
-                                               seq: scanner.nextSeq, problem: "torn tail (\(reason))"))
+                                               seq: scanner.nextSeq, problem: "torn tail (\(reason))", isTornTail: true))
                 return survey
             case .damage(let problem):
                 closeRun()

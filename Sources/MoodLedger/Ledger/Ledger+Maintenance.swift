@@ -2,16 +2,24 @@ import EventLog
 
 /// The result of ``Ledger/verify(at:io:)``: the log's records and every event's payload checked.
 public struct LedgerVerifyReport: Sendable, Equatable {
+    /// Whether nothing is damaged (an unfinished write at the end is not damage).
     public var ok: Bool { problems.isEmpty }
+    /// How many valid records were read.
     public var records: UInt64
+    /// Damage to the log and events that do not decode, in file order.
     public var problems: [LogDamage]
+    /// Bytes at the end that no acknowledged write owns (a writer appending now, or one that stopped before its
+    /// sync returned): nothing acknowledged is in them, and the next writer trims them.
+    public var unfinishedWrite: LogDamage?
 
-    /// `{"ok", "records", "problems": [{"offset", "seq", "problem"}]}`.
+    /// `{"ok", "records", "problems": [{"offset", "seq", "problem"}], "unfinished_write": {"offset", "seq",
+    /// "problem"} or null}`.
     public var json: JSONValue {
-        .object([("ok", .bool(ok)), ("records", .int(Int64(records))),
-                 ("problems", .array(problems.map {
-                     .object([("offset", .int($0.offset)), ("seq", .int(Int64($0.seq))), ("problem", .string($0.problem))])
-                 }))])
+        func damage(_ item: LogDamage) -> JSONValue {
+            .object([("offset", .int(item.offset)), ("seq", .int(Int64(item.seq))), ("problem", .string(item.problem))])
+        }
+        return .object([("ok", .bool(ok)), ("records", .int(Int64(records))), ("problems", .array(problems.map(damage))),
+                        ("unfinished_write", unfinishedWrite.map(damage) ?? .null)])
     }
 }
 
@@ -55,7 +63,7 @@ extension Ledger {
                 return true
             }
         }
-        return LedgerVerifyReport(records: report.records, problems: problems)
+        return LedgerVerifyReport(records: report.records, problems: problems, unfinishedWrite: report.unfinishedWrite)
     }
 
     /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:)`) and discards the snapshots,
@@ -63,7 +71,13 @@ extension Ledger {
     /// - Throws: `EventLogError` `locked`, `notFound` or `io`.
     public static func repair(at path: String, mode: EventLog.RepairMode, io: any PlatformIO = SystemIO()) throws
         -> EventLog.RepairReport {
-        let report = try EventLog.repair(directory: path, mode: mode, io: io)
+        // A record whose framing is sound but whose event does not decode is damage like any other: repair drops its
+        // batch (salvage) or cuts before it (truncate), so that the repaired log verifies.
+        let report = try EventLog.repair(directory: path, mode: mode, io: io) { view in
+            guard view.type & LogFormat.safeToIgnoreBit == 0 else { return nil }
+            do throws(MoodError) { _ = try decode(view) } catch { return error.rule }
+            return nil
+        }
         if report.backupPath != nil { try SnapshotStore(ledgerDirectory: path, io: io).removeAll() }
         return report
     }

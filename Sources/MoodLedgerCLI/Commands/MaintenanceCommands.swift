@@ -53,6 +53,9 @@ enum MaintenanceCommands {
             context.printJSON(report.json)
         } else {
             context.console.line(report.ok ? "ok: \(report.records) records, no problems" : "\(report.problems.count) problem(s) in \(report.records) readable records:")
+            if let unfinished = report.unfinishedWrite {
+                context.console.line("note: at offset \(unfinished.offset), seq \(unfinished.seq): \(unfinished.problem)")
+            }
             defer {
                 if !report.ok {
                     context.console.line("repair with `moodledger repair --salvage --ledger \(context.ledgerPath)` "
