@@ -37,7 +37,7 @@ struct Context {
         options.zone = try zone()
         if let text = arguments.value("wait") {
             guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 3600 else {
-                throw UsageError("--wait takes seconds from 0 to 3600, not \(text)")
+                throw MoodError.invalid("wait", "must be seconds from 0 to 3600")
             }
             options.lockWaitMilliseconds = Int((seconds * 1000).rounded())
         }
@@ -50,6 +50,15 @@ struct Context {
         opened.add(ledger, write: write)
         if !write, options.checkSnapshotsWhereReadFrom != .max { console.hold(upTo: 64 << 20) }
         return ledger
+    }
+
+    /// A whole number typed for `field` (an option's name or an argument's), within `range`: anything else — not a
+    /// number, out of range, too large for any integer — is invalid input (65) naming the field and the range.
+    static func integer<T: FixedWidthInteger>(_ text: String, _ field: String, in range: ClosedRange<T>) throws -> T {
+        guard let value = T(text), range.contains(value) else {
+            throw MoodError.invalid(field, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
     }
 
     /// The zone of local times: `--utc-offset` (fixed), else `--tz`, else `$TZ`, else the base options' zone, else
@@ -181,7 +190,11 @@ public enum CLI {
     /// - Returns: the exit code (`Specs/cli.md`).
     public static func run(_ original: [String], environment: [String: String], console: Console,
                            options: Ledger.Options = CLI.defaultOptions) -> Int32 {
-        let arguments = CommandLineManners.normalise(original)
+        var arguments = CommandLineManners.normalise(original)
+        // `help COMMAND` is `COMMAND --help`.
+        if arguments.count >= 2, arguments[0] == "help", commands.contains(where: { $0.name == arguments[1] }) {
+            arguments = [arguments[1], "--help"]
+        }
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             console.line(help())
             return arguments.isEmpty ? ExitCode.usage : ExitCode.ok

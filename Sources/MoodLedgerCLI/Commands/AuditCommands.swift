@@ -82,7 +82,6 @@ enum AuditCommands {
     }
 
     static func seq(_ text: String, _ name: String) throws -> UInt64 {
-        guard let value = UInt64(text) else { throw UsageError("--\(name) needs a sequence number") }
-        return value
+        try Context.integer(text, name, in: 0...UInt64.max)
     }
 }

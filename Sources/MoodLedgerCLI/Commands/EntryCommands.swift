@@ -189,8 +189,7 @@ enum EntryCommands {
     }
 
     static func integer(_ text: String, _ field: String) throws -> Int {
-        guard let value = Int(text) else { throw MoodError.invalid(field, "must be an integer") }
-        return value
+        try Context.integer(text, field, in: Int.min...Int.max)
     }
 
     static func kind(_ text: String) throws -> MoodKind {

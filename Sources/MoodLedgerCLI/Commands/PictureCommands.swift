@@ -84,8 +84,7 @@ enum PictureCommands {
         let state = try context.state(of: ledger)
         var year = try context.today().components.year
         if let text = context.arguments.positionals.first {
-            guard let value = Int(text), (1...9999).contains(value) else { throw UsageError("YEAR must be a year such as 2026, not \(text)") }
-            year = value
+            year = try Context.integer(text, "year", in: 1...9999)
         }
         context.console.line(YearView.render(state, year: year, color: context.console.color))
         return ExitCode.ok

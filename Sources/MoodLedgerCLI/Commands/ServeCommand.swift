@@ -92,8 +92,9 @@ enum ServeCommand {
             unit = factor
             digits = digits.dropLast()
         }
-        guard let value = Int64(digits), value > 0, value * unit <= 365 * 86_400 else {
-            throw UsageError("--ttl takes a duration like 90s, 15m, 1h or 7d (at most 365d), not \(text)")
+        let limit: Int64 = 365 * 86_400
+        guard let value = Int64(digits), value > 0, value <= limit / unit else {
+            throw MoodError.invalid("ttl", "must be a duration like 90s, 15m, 1h or 7d, at most 365d")
         }
         return value * unit
     }
@@ -102,15 +103,10 @@ enum ServeCommand {
         var configuration = MoodServer.Configuration(dataDirectory: data)
         if let host = context.arguments.value("host") { configuration.http.host = host }
         if let text = context.arguments.value("port") {
-            guard let port = UInt16(text) else { throw UsageError("--port takes 0…65535, not \(text)") }
-            configuration.http.port = port
+            configuration.http.port = try Context.integer(text, "port", in: UInt16.min...UInt16.max)
         }
         func count(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
-            guard let text = context.arguments.value(name) else { return nil }
-            guard let value = Int(text), range.contains(value) else {
-                throw UsageError("--\(name) takes \(range.lowerBound)…\(range.upperBound), not \(text)")
-            }
-            return value
+            try context.arguments.value(name).map { try Context.integer($0, name, in: range) }
         }
         if let value = try count("writes-per-hour", 0...100_000_000) { configuration.writesPerHour = value }
         if let value = try count("reads-per-hour", 0...100_000_000) { configuration.readsPerHour = value }

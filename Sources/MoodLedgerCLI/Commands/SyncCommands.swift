@@ -65,8 +65,7 @@ enum SyncCommands {
         let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
         var configuration = SyncEngine.Configuration()
         if let text = context.arguments.value("concurrency") {
-            guard let value = Int(text), (1...64).contains(value) else { throw UsageError("--concurrency takes 1...64, not \(text)") }
-            configuration.concurrency = value
+            configuration.concurrency = try Context.integer(text, "concurrency", in: 1...64)
         }
         do {
             // Read the credentials once up front: a bad file stops the run before anything is appended.
