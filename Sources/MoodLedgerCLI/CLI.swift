@@ -16,6 +16,8 @@ struct CommandSpec: Sendable {
 
 /// What a running command needs: its arguments, the ledger path, the console and the base ledger options.
 struct Context {
+    /// The command's name.
+    var command: String
     var arguments: ArgumentList
     var ledgerPath: String
     var json: Bool
@@ -45,6 +47,9 @@ struct Context {
             throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
                            hint: "create one with `moodledger init --ledger \(ledgerPath)`")
         }
+        // A writing command stops at a safe point when interrupted (SIGINT, SIGTERM) instead of dying mid-batch; sync
+        // keeps the default (its steps are durable one by one, and a kill between attempt and outcome is recovered).
+        if write, !["sync", "serve"].contains(command) { TerminationSignals.intercept() }
         let ledger = try Ledger.open(at: ledgerPath, options: options)
         for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
         opened.add(ledger, write: write)
@@ -222,7 +227,7 @@ public enum CLI {
             }
             try CommandLineManners.check(parsed, command: name)
             if let given = parsed.value("ledger") { ledgerPath = given }
-            var context = Context(arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
+            var context = Context(command: name, arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
                                   console: console, environment: environment, baseOptions: options,
                                   ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
             let code: Int32

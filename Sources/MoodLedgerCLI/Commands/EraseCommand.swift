@@ -46,6 +46,8 @@ enum EraseCommand {
         // Everything that can refuse is decided before anything is appended: a copy held elsewhere is removed first
         // (or the command refuses, having changed nothing), then the erasure is one batch.
         if !localOnly { try removeCopies(ids, ledger: ledger, context: context) }
+        // Once `entry.erased` is appended the erasure finishes even when interrupted (it must not stop half-way).
+        try Interrupted.check("nothing was erased")
         let report = try ledger.erase(ids, reason: reason, requestedBy: "cli", ignoringDestinations: true)
         var removed: [String] = []
         if context.arguments.has("include-backups") {

@@ -36,6 +36,8 @@ enum InterchangeCommands {
         defer { io.close(fd) }
         var position: Int64 = 0
         let read: (UnsafeMutableRawBufferPointer) throws -> Int = { buffer in
+            // Interrupted: the batch being streamed is cut off, and nothing of the import is kept.
+            try Interrupted.check("nothing of this import was kept")
             let count = try io.read(fd, into: buffer, at: position)
             position += Int64(count)
             return count
@@ -56,6 +58,7 @@ enum InterchangeCommands {
                 let plan = try Importer.plan(text, format: format, options: options)
                 let ledger = try context.openLedger(write: !a.has("dry-run"))
                 defer { ledger.close() }
+                try Interrupted.check("nothing of this import was kept")
                 context.console.progress("importing \(plan.rows.count) rows…")
                 report = try ledger.importPlan(plan, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
             }

@@ -19,6 +19,19 @@ public enum ExitCode {
     public static let config: Int32 = 78
 }
 
+/// SIGINT or SIGTERM arrived while a writing command ran, and it stopped before keeping anything (its unfinished
+/// batch was cut off): exit 128 + the signal's number, as a shell reports a process the signal ended.
+struct Interrupted: Error {
+    var signal: Int32
+    /// What was not kept, for the message: "nothing of this import was kept".
+    var what: String
+
+    /// Throws when a termination signal was received.
+    static func check(_ what: String) throws {
+        if let signal = TerminationSignals.requested { throw Interrupted(signal: signal, what: what) }
+    }
+}
+
 /// A failure with its exit code, a one-line cause and a hint.
 struct CLIError: Error {
     var code: Int32
@@ -39,6 +52,8 @@ struct CLIError: Error {
             return error
         case let error as UsageError:
             return CLIError(ExitCode.usage, error.message, hint: "see `moodledger --help`")
+        case let error as Interrupted:
+            return CLIError(128 + error.signal, "interrupted: \(error.what)")
         case let error as ImportError:
             return CLIError(ExitCode.invalidInput, "\(error); nothing was imported")
         case let error as MoodError:
