@@ -85,9 +85,8 @@ struct Benchmark {
     /// programs alternating, so that the machine's drift within the minute weighs on both alike. A missing program
     /// is noted.
     mutating func cliMeasures(state: LedgerState) throws {
-        let here = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent().path
-        let cli = here + "/moodledger"
-        let hasCLI = FileManager.default.isExecutableFile(atPath: cli)
+        let cli = Self.builtCLI ?? ""
+        let hasCLI = Self.builtCLI != nil
         let sqlite = ChildProcess.which("sqlite3")
         let database = directory + "/entries.sqlite"
         if let sqlite { try loadEntries(state, into: database, with: sqlite) }
@@ -328,21 +327,79 @@ extension Benchmark {
     }
 
     /// Erasure (`Specs/erasure.md`): one entry of the generated ledger (one rewrite of the whole log), then every
-    /// entry (`erase --all`). Runs last: it changes the ledger.
+    /// entry with the built `moodledger erase --all` in a child process of its own, so that its peak is the
+    /// command's. Runs last: it changes the ledger.
     mutating func erasure() throws {
         let ledger = try Ledger.open(at: directory + "/ledger")
-        defer { ledger.close() }
-        guard let victim = ledger.state.entries.all.first?.id else { return }
-        var start = Self.now()
+        guard let victim = ledger.state.entries.ids.first else {
+            ledger.close()
+            return
+        }
+        let start = Self.now()
         let one = try ledger.erase([victim], reason: "benchmark", ignoringDestinations: true)
         record("erase_one_s", Self.seconds(since: start), places: 3)
         results.append(("erase_one_bytes_written", .int(one.bytesWritten)))
-        start = Self.now()
-        let ids = try ledger.erasableEntryIDs()
-        let all = try ledger.erase(ids, reason: "benchmark", ignoringDestinations: true)
-        record("erase_all_s", Self.seconds(since: start), places: 3)
-        results.append(("erase_all_entries", .int(Int64(all.erased.count))))
-        results.append(("erase_all_bytes_written", .int(all.bytesWritten)))
+        ledger.close()
+        guard let cli = Self.builtCLI else {
+            results.append(("erase_all_s", .string("skipped: no moodledger beside moodledger-bench")))
+            return
+        }
+        let outcome = try ChildProcess.measured(cli, ["erase", "--all", "--include-healthkit", "--local-only", "--yes",
+                                                      "--ledger", directory + "/ledger"])
+        guard outcome.status == 0 else { throw BenchError(text: "moodledger erase --all exited \(outcome.status)") }
+        record("erase_all_s", outcome.seconds, places: 3)
+        record("erase_peak_rss_mb", Double(outcome.peakResidentBytes) / 1_048_576, places: 1)
+        let after = try Ledger.open(at: directory + "/ledger", options: { var o = Ledger.Options(); o.readOnly = true; return o }())
+        results.append(("erase_all_bytes_written", .int(after.eventLog.endOffset)))
+        after.close()
+    }
+
+    /// The built `moodledger` beside this executable, if there is one.
+    static var builtCLI: String? {
+        let here = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).deletingLastPathComponent().path
+        return FileManager.default.isExecutableFile(atPath: here + "/moodledger") ? here + "/moodledger" : nil
+    }
+
+    /// import_rows_per_s and import_peak_rss_mb: a Daylio export of `rows` rows (one every seven minutes from
+    /// 2001, five moods, an activity and a short note each) imported into an empty ledger by the built
+    /// `moodledger import` in a child process of its own: the whole command, file to durable batch and snapshot.
+    mutating func importMeasures(rows: Int) throws {
+        guard let cli = Self.builtCLI else {
+            results.append(("import_rows_per_s", .string("skipped: no moodledger beside moodledger-bench")))
+            return
+        }
+        let csv = directory + "/daylio.csv"
+        try Self.writeDaylio(rows: rows, to: csv)
+        let target = directory + "/imported"
+        guard try ChildProcess.run(cli, ["init", "--ledger", target]).status == 0 else { throw BenchError(text: "init failed") }
+        let outcome = try ChildProcess.measured(cli, ["import", csv, "--format", "daylio", "--utc-offset", "+00:00",
+                                                      "--ledger", target])
+        guard outcome.status == 0 else { throw BenchError(text: "moodledger import exited \(outcome.status)") }
+        record("import_rows_per_s", Double(rows) / outcome.seconds, places: 0)
+        record("import_peak_rss_mb", Double(outcome.peakResidentBytes) / 1_048_576, places: 1)
+        results.append(("import_rows", .int(Int64(rows))))
+        try? FileManager.default.removeItem(atPath: csv)
+        try? FileManager.default.removeItem(atPath: target)
+    }
+
+    /// Writes a deterministic Daylio export (the header of Daylio's current version).
+    static func writeDaylio(rows: Int, to path: String) throws {
+        let moods = ["rad", "good", "meh", "bad", "awful"]
+        let activities = ["walk", "work | friends", "family", "", "sleep early | reading"]
+        let weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+        var out = Array("full_date,date,weekday,time,mood,activities,note\n".utf8)
+        out.reserveCapacity(min(rows, 4_000_000) * 72)
+        let start = 11_323  // 2001-01-01 as days since 1970
+        for row in 0..<rows {
+            let minutes = row * 7
+            let day = LocalDate(daysSinceEpoch: Int32(start + minutes / 1440))
+            let time = minutes % 1440
+            let line = "\(day),\(day.components.day) \(day.components.month),\(weekdays[(start + minutes / 1440 + 3) % 7]),"
+                + "\(time / 60):\(time % 60 < 10 ? "0" : "")\(time % 60),\(moods[row % 5]),\(activities[row % 5]),"
+                + (row % 3 == 0 ? "a note for row \(row)" : "") + "\n"
+            out.append(contentsOf: line.utf8)
+        }
+        try Data(out).write(to: URL(fileURLWithPath: path))
     }
 
     /// A cheap summary to check two opens agree (the tests prove full equality).

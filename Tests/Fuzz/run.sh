@@ -11,12 +11,12 @@ build=$root/.build/fuzz
 mkdir -p "$build" "$root/Tests/Fuzz/Crashes/$target"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger)
 eventlog=$(find "$root/Sources/EventLog" -name '*.swift')
-# EventLog imports CPlatform (hardware CRC-32C, the SIGBUS guard, malloc_trim): compiled with clang, found through
+# EventLog imports CPlatform (hardware CRC-32C, the SIGBUS guard, malloc_trim, getrandom): compiled with clang, found through
 # its module map.
-for c in crc32c guard memory; do
+for c in crc32c guard memory random; do
     clang -c -O1 -g -fsanitize=fuzzer-no-link,address "$root/Sources/CPlatform/$c.c" -I "$root/Sources/CPlatform/include" -o "$build/$c.o"
 done
-cplatform=(-I "$root/Sources/CPlatform/include" "$build/crc32c.o" "$build/guard.o" "$build/memory.o")
+cplatform=(-I "$root/Sources/CPlatform/include" "$build/crc32c.o" "$build/guard.o" "$build/memory.o" "$build/random.o")
 if [ "$target" = log ]; then
     swiftc "${flags[@]}" "${cplatform[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
 else

@@ -43,4 +43,8 @@ static inline void cplatform_bit_set(uint64_t *words, size_t index) {
 /// elsewhere). Returns 1 if memory was released.
 int cplatform_release_free_memory(void);
 
+/// Fills `count` bytes with the kernel's cryptographically secure random bytes (`getrandom`, or `arc4random_buf`
+/// on Darwin), retrying short and interrupted reads. Returns 0, or -1 when the source failed.
+int cplatform_random_bytes(void *bytes, size_t count);
+
 #endif

@@ -155,8 +155,10 @@ public struct SystemIO: PlatformIO {
     }
 
     public func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let status = bytes.withUnsafeMutableBytes { cplatform_random_bytes($0.baseAddress, $0.count) }
+        precondition(status == 0, "the system's random source failed")
+        return bytes
     }
 
     public func now() -> Int64 {

@@ -65,6 +65,14 @@ enum DaylioImporter {
         }
 
         /// The draft of one record (`nil` for an unmapped mood, which ``finish()`` reports).
+        /// What one activity of a row became.
+        enum Activity {
+            case none, association(String), tag(String), tooLong
+        }
+
+        /// Activities already parsed, by their text in the file.
+        private var activityCache: [Substring: Activity] = [:]
+
         mutating func draft(_ record: CSVReader.Record, plan: inout ImportPlan) throws(ImportError) -> MoodDraft? {
             let line = record.line
             guard record.fields.count == names.count else {
@@ -98,15 +106,27 @@ enum DaylioImporter {
             var associations: [String] = []
             var tags: [String] = []
             for activity in f[activities].split(separator: "|") {
-                let name = String(activity).trimmingWhitespace()
-                guard !name.isEmpty else { continue }
-                if let word = try? MoodAssociation.parse(name), !word.isCustom {
-                    if !associations.contains(word.name) { associations.append(word.name) }
-                } else if !tags.contains(name) {
-                    guard name.count <= MoodRules.maximumTagLength else {
-                        throw ImportError(line: line, field: "activities", problem: "an activity is longer than 100 characters")
+                // An export repeats a few activities on every row: each is parsed once.
+                let parsed: Activity
+                if let known = activityCache[activity] {
+                    parsed = known
+                } else {
+                    let name = String(activity).trimmingWhitespace()
+                    if name.isEmpty {
+                        parsed = .none
+                    } else if let word = try? MoodAssociation.parse(name), !word.isCustom {
+                        parsed = .association(word.name)
+                    } else {
+                        parsed = name.count <= MoodRules.maximumTagLength ? .tag(name) : .tooLong
                     }
-                    tags.append(name)
+                    if activityCache.count < 4_096 { activityCache[activity] = parsed }
+                }
+                switch parsed {
+                case .none: continue
+                case .association(let name): if !associations.contains(name) { associations.append(name) }
+                case .tag(let name): if !tags.contains(name) { tags.append(name) }
+                case .tooLong:
+                    throw ImportError(line: line, field: "activities", problem: "an activity is longer than 100 characters")
                 }
             }
             let noteText = [title.map { f[$0] } ?? "", f[note]].map(HTMLText.plain).filter { !$0.isEmpty }
@@ -169,6 +189,10 @@ enum HTMLText {
                            "&nbsp;": " "]
 
     static func plain(_ html: String) -> String {
+        // Text without markup, entities or line breaks is itself, trimmed.
+        if !html.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) {
+            return html.trimmingWhitespace()
+        }
         var out = ""
         var index = html.startIndex
         while index < html.endIndex {

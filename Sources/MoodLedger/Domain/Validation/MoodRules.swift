@@ -208,6 +208,12 @@ public enum LoggedAtBounds: Sendable, Equatable {
 extension String {
     /// The string without leading and trailing whitespace and newlines.
     func trimmingWhitespace() -> String {
+        // Most text has no space at either end: one look at the first and last bytes (a byte below 0x80 that is
+        // not white space is a whole character that is not white space).
+        if let first = utf8.first, let last = utf8.last, first < 0x80, last < 0x80,
+           !Character(Unicode.Scalar(first)).isWhitespace, !Character(Unicode.Scalar(last)).isWhitespace {
+            return self
+        }
         var view = Substring(self)
         while let first = view.first, first.isWhitespace { view.removeFirst() }
         while let last = view.last, last.isWhitespace { view.removeLast() }
