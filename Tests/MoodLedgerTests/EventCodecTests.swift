@@ -69,7 +69,9 @@ struct EventFactory {
         default:
             let type = EventType.allCases.randomElement(using: &random)!
             let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued]
-            return .redacted(id, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
+            // Events about no entry keep the all-zero id when redacted.
+            let named = type == .syncPulled || type == .remoteConfigured ? EntryID.none : id
+            return .redacted(named, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
         }
     }
 }

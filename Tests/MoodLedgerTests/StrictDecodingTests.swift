@@ -173,3 +173,50 @@ struct SharedSourceIDTests {
         #expect(replayedState.entries.count == 3)
     }
 }
+
+/// `Specs/vectors/strict-decoding.json`: one payload per rule of *Strict decoding* in `Specs/events.md`, read by
+/// this test, so the decoder and the page are one thing.
+@Suite("Strict decoding vectors")
+struct StrictDecodingVectorTests {
+    @Test("Every vector decodes, or is refused naming its field, as the spec says")
+    func vectors() throws {
+        let text = try String(contentsOfFile: Repository.root + "/Specs/vectors/strict-decoding.json", encoding: .utf8)
+        let vectors = try #require(JSONParser.parse(text)["vectors"]?.arrayValue)
+        #expect(vectors.count >= 40)
+        for vector in vectors {
+            let name = vector["name"]?.stringValue ?? "?"
+            let code = UInt16(try #require(vector["code"]?.intValue))
+            let hex = Array(try #require(vector["hex"]?.stringValue))
+            let bytes = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(hex[$0...$0 + 1]), radix: 16)! }
+            let expect = try #require(vector["expect"]?.stringValue)
+            do {
+                let decoded = try bytes.withUnsafeBytes { try EventCodec.decode(type: code, payload: $0) }
+                #expect(expect == "ok", "\(name): decoded although the spec refuses it (\(expect))")
+                // What decodes encodes back to the same bytes (redacted records too).
+                #expect(EventCodec.encode(decoded.event, commandID: decoded.commandID) == bytes || code == 1 && bytes[0] == 1,
+                        "\(name): re-encodes differently")
+            } catch {
+                #expect(expect != "ok", "\(name): refused (\(error)) although the spec accepts it")
+                #expect("\(error)".lowercased().contains(expect), "\(name): \(error) does not name \(expect)")
+            }
+        }
+    }
+}
+
+@Suite("Words in Unicode NFC")
+struct NormalFormTests {
+    @Test("A custom word and a tag typed precomposed or decomposed are stored alike, in NFC, and counted as one word")
+    func canonicallyEquivalent() throws {
+        let dir = TemporaryDirectory("nfc")
+        let ledger = try Ledger.open(at: dir.sub("l"))
+        defer { ledger.close() }
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        let a = try ledger.log(MoodDraft(valence: 0.2, labels: [composed], tags: [decomposed])).entry
+        let b = try ledger.log(MoodDraft(valence: 0.4, labels: [decomposed], tags: [composed])).entry
+        #expect(a.labels.map(\.name) == b.labels.map(\.name))
+        #expect(Array(a.labels[0].name.utf8) == Array(composed.utf8))
+        #expect(Array(b.tags[0].utf8) == Array(composed.utf8) && Array(a.tags[0].utf8) == Array(composed.utf8))
+        let analytics = ledger.read { $0.labelAnalytics() }
+        #expect(analytics.unique == 1 && analytics.words.first?.count == 2)
+    }
+}

@@ -105,6 +105,9 @@ public enum EventCodec {
                 // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else.
                 let commandID = try r.id()
                 let id = try r.id()
+                if eventType == .syncPulled || eventType == .remoteConfigured, id != .none {
+                    throw ByteReader.Malformed(what: "entry_id: must be all zero")
+                }
                 var redaction = Redaction(type: eventType)
                 if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(eventType) {
                     redaction.destination = try readDestination(from: &r)
@@ -387,7 +390,11 @@ public enum EventCodec {
     /// One word: Apple's raw value, or 0 and the custom word.
     static func readWord<D>(from r: inout ByteReader) throws(ByteReader.Malformed) -> VocabularyWord<D> {
         let raw = try r.u8()
-        if raw == 0 { return VocabularyWord(custom: try r.string(D.fieldName)) }
+        if raw == 0 {
+            let word = try r.string(D.fieldName)
+            guard !word.isEmpty else { throw ByteReader.Malformed(what: "\(D.fieldName): an empty custom word") }
+            return VocabularyWord(custom: word)
+        }
         guard let word = VocabularyWord<D>(appleRawValue: Int(raw)) else {
             throw ByteReader.Malformed(what: "\(D.fieldName): unknown raw value \(raw)")
         }

@@ -60,9 +60,14 @@ struct ByteReader {
         var shift: UInt64 = 0
         while true {
             let byte = try u8()
-            guard shift < 64 else { throw Malformed(what: "varint too long") }
+            if byte < 0x80 {
+                // The last byte: the tenth carries only bit 63, and a zero after the first is not the shortest form.
+                guard shift < 63 || byte <= 1 else { throw Malformed(what: "varint overflows 64 bits") }
+                guard byte != 0 || shift == 0 else { throw Malformed(what: "varint not in its shortest form") }
+                return result | UInt64(byte) << shift
+            }
+            guard shift < 63 else { throw Malformed(what: "varint overflows 64 bits") }
             result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
             shift += 7
         }
     }

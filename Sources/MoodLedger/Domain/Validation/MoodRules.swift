@@ -171,7 +171,7 @@ public enum MoodRules {
         guard tags.count <= maximumTags else { throw .invalid("tags", "at most \(maximumTags) tags allowed") }
         var result: [String] = []
         for tag in tags {
-            let trimmed = tag.trimmingWhitespace()
+            let trimmed = WordNormalizer.nfc(tag.trimmingWhitespace())
             guard !trimmed.isEmpty else { throw .invalid("tags", "a tag must not be empty") }
             guard tag.unicodeScalars.count <= maximumTagLength else {
                 throw .invalid("tags", "a tag must be at most \(maximumTagLength) characters")

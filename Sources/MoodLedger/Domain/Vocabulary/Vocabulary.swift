@@ -1,3 +1,4 @@
+import Foundation  // NFC (precomposedStringWithCanonicalMapping): the standard library has no public normaliser
 /// The words of one vocabulary (labels or associations): Apple's canonical names in Apple's order, the aliases
 /// older backends used, and how the words are spelt on the wire.
 public protocol VocabularyDomain: Sendable {
@@ -139,7 +140,13 @@ enum WordNormalizer {
 
     /// Lowercased, trimmed, inner whitespace runs collapsed to one space.
     static func custom(_ text: String) -> String {
-        text.lowercased().split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+        nfc(text.lowercased().split(whereSeparator: { $0.isWhitespace }).joined(separator: " "))
+    }
+
+    /// Unicode Normalization Form C: canonically equivalent spellings (`é` and `e` + U+0301) become one, so a word
+    /// typed on two keyboards is one word everywhere (entries, analytics, filters). ASCII is already NFC.
+    static func nfc(_ text: String) -> String {
+        text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping
     }
 
     /// `currentEvents` → `current_events`.
