@@ -57,6 +57,28 @@ struct SnapshotFormatTests {
         #expect(spec.contains("`" + SnapshotCodec.schema + "`"), "Specs/ledger.md names today's schema string")
     }
 
+    @Test("A snapshot taken between an erasure's append and its rewrite carries the pending erasure: golden bytes, and it maps back equal")
+    func pendingErasureGolden() throws {
+        var state = Self.fixedState()
+        let erased = EntryID(high: 0x0123_4567_89AB_4DEF, low: 0x8000_0000_0000_0003)
+        state.apply(RecordedEvent(seq: 9, recordedAt: 1_780_000_020_000_000, commandID: EntryID(high: 1, low: 2),
+                                  event: .entryErased(erased, Erasure(reason: "asked", requestedBy: "cli")), offset: 0, size: 0))
+        #expect(state.pendingErasures[erased] == 9)
+        let location = RecordLocation(seq: 9, offset: 4160, size: 64, crc: 0x8765_4321)
+        let bytes = try SnapshotWriter.file(of: state, location: location, fileID: Self.fileID)
+        let path = Repository.root + "/Specs/vectors/snapshot-v4-pending-erasure.hex"
+        let hex = stride(from: 0, to: bytes.count, by: 32).map { start in
+            bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
+        }.joined(separator: "\n") + "\n"
+        if Repository.recordGolden { try hex.write(toFile: path, atomically: true, encoding: .utf8) }
+        #expect(hex == (try String(contentsOfFile: path, encoding: .utf8)), "re-record with MOODLEDGER_RECORD_GOLDEN=1")
+        let dir = TemporaryDirectory("snapshot-pending")
+        let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
+        try store.write(state, location: location, fileID: Self.fileID)
+        let loaded = try #require(store.loadAndReadAll(seq: 9))
+        #expect(loaded == state && loaded.pendingErasures == [erased: 9])
+    }
+
     @Test("A written snapshot maps back to an equal state, and reads answer like the state it was written from")
     func roundTrip() throws {
         let dir = TemporaryDirectory("snapshot")
