@@ -178,6 +178,26 @@ extension Ledger {
         }
     }
 
+    /// Appends a long run of events as one batch without holding them, or their encodings, all at once: they are
+    /// encoded and written as they come (``EventLog/appendStream(chunkBytes:_:)``), then folded in order. `events`
+    /// is iterated twice and must give the same events both times.
+    func appendStreaming<S: Sequence<MoodEvent>>(_ events: S, now: Int64, to core: inout Core) throws {
+        let command = options.newID()
+        let time = now * 1000
+        guard let seqs = try core.log.appendStream({ emit in
+            for event in events {
+                try emit(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+                                       recordedAt: time))
+            }
+        }) else { return }
+        let recordedAt = core.log.lastRecordedAt
+        for (seq, event) in zip(seqs, events) {
+            core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+        }
+        replaceIfDamaged(&core)
+        core.sinceSnapshot += seqs.count
+    }
+
     static func existing(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {
         guard let entry = state.entries[id] else {
             throw MoodError(code: .notFound, field: "entry_id", rule: "no entry \(id)")

@@ -59,7 +59,9 @@ extension Ledger {
                 }
             }
             let now = options.clock()
-            try append(ids.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) }, now: now, to: &core)
+            // Streamed: `erase --all` of a large ledger appends one event per entry.
+            try appendStreaming(ids.lazy.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) },
+                                now: now, to: &core)
             try core.log.sync()
             return try finishErasures(&core)
         }
