@@ -321,6 +321,7 @@ public enum CLI {
 }
 
 /// The ledgers a command opened, and whether any for writing.
+// @unchecked Sendable: its two variables are read and written only under `lock`.
 final class OpenedLedgers: @unchecked Sendable {
     private let lock = NSLock()
     private var ledgers: [Ledger] = []

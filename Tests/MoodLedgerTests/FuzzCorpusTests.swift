@@ -38,6 +38,7 @@ struct FuzzCorpusTests {
     @Test("Snapshot files: nothing traps when every row, day and aggregate is read")
     func snapshot() throws {
         let dir = TemporaryDirectory("fuzz-snapshot")
+        #expect(!Self.inputs("snapshot").isEmpty, "the snapshot corpus is there")
         for (_, bytes) in Self.inputs("snapshot") {
             let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
             try? FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
@@ -50,6 +51,7 @@ struct FuzzCorpusTests {
 
     @Test("CSV and JSON importers: nothing traps on the corpora")
     func importers() {
+        #expect(!Self.inputs("csv").isEmpty && !Self.inputs("json").isEmpty, "the importer corpora are there")
         for (_, bytes) in Self.inputs("csv") {
             let text = String(decoding: bytes, as: UTF8.self)
             _ = try? Importer.plan(text, format: .daylio)
@@ -63,6 +65,7 @@ struct FuzzCorpusTests {
 
     @Test("Log files: verify, open and salvage never trap; an open's visitor sees the log's records; a salvaged log verifies")
     func logs() throws {
+        #expect(!Self.inputs("log").isEmpty, "the log corpus is there")
         for (name, bytes) in Self.inputs("log") {
             let dir = TemporaryDirectory("fuzz-log")
             try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)

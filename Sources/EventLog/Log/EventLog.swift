@@ -24,6 +24,7 @@ public final class EventLog: Sendable {
     let state: Mutex<State>
 
     /// The mutable state, guarded by ``state``.
+    /// @unchecked Sendable: only ever read or written inside ``state``'s Mutex.
     struct State: @unchecked Sendable {
         var fd: Int32
         var lockFD: Int32?

@@ -10,6 +10,8 @@ import CPlatform
 /// Files the ledger maps are only ever replaced by rename, so the mapping keeps the old file alive and valid. Should
 /// another program truncate a mapped file anyway, the pages past its new end read as zeros (a SIGBUS guard maps a
 /// zero page there) and ``isDamaged`` turns true: the process never dies of it, and callers drop the mapping.
+// @unchecked Sendable: the mapping is read-only and never changes after init; its damage flag lives in the C guard,
+// which is read and set atomically.
 public final class MappedFile: @unchecked Sendable {
     /// The mapped bytes (empty for an empty file).
     public let bytes: UnsafeRawBufferPointer

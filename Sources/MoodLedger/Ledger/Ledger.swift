@@ -20,6 +20,7 @@ public final class Ledger: Sendable {
     let store: SnapshotStore
     let core: Mutex<Core>
 
+    /// @unchecked Sendable: only ever used inside ``core``'s Mutex.
     struct Core: @unchecked Sendable {
         var log: EventLog
         var state: LedgerState

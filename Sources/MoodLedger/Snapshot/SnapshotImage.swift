@@ -40,6 +40,8 @@ enum SnapshotLayout {
 
 /// A mapped, checked snapshot: the immutable base that the projections read through, row by row, without
 /// decoding it on open. Shared by every state built from it (a class: copying a state never copies the snapshot).
+// @unchecked Sendable: the mapped bytes and the decoded header never change; what is filled in lazily (decoded days,
+// checked pieces, damage) is behind a Mutex, an Atomic or the atomic piece bitmap.
 final class SnapshotImage: @unchecked Sendable {
     let file: MappedFile
     let header: SnapshotHeader

@@ -58,8 +58,10 @@ enum ServeCommand {
         if Ledger.exists(at: directory) {
             var options = Ledger.Options()
             options.snapshotOnCloseMinimum = .max
-            let ledger = try Ledger.open(at: directory, options: options)  // takes the writer lock: 75 while serving
-            ledger.close()
+            // The writer lock (75 while a server has the ledger open) is held until the directory is gone: no writer
+            // can open the ledger between the check and the removal.
+            let ledger = try Ledger.open(at: directory, options: options)
+            defer { ledger.close() }
             try OutputFile.removeTree(directory)
             try SystemIO().syncDirectory(data + "/users")  // the removal is durable
         }

@@ -2,6 +2,8 @@ import EventLog
 import Foundation
 
 /// Where a command's output goes: data to `out`, diagnostics to `err`. Tests capture both in memory.
+// @unchecked Sendable: the writers and flags are set once in init; the held output is read and written only under
+// `heldLock`.
 public final class Console: @unchecked Sendable {
     private let writeOut: (String) -> Void
     private let writeErr: (String) -> Void
@@ -81,6 +83,7 @@ public final class Console: @unchecked Sendable {
 }
 
 /// Captures output in memory (tests, and the in-process CLI).
+// @unchecked Sendable: `out` and `err` change only under `lock`.
 public final class CapturedOutput: @unchecked Sendable {
     public private(set) var out = ""
     public private(set) var err = ""

@@ -8,6 +8,8 @@ import Synchronization
 /// the handler. A handler answers at once, or later through its ``HTTPResponder`` (a write answered once its group
 /// commit's sync is done; blocking work moved to the pool of workers). Requests on one connection are answered in
 /// order (pipelining), one at a time.
+// @unchecked Sendable: every stored property is immutable after init or atomic; each event loop it owns is run by
+// one thread of its own.
 public final class HTTPServer: @unchecked Sendable {
     /// How the server behaves; every property documents its default.
     public struct Configuration: Sendable {

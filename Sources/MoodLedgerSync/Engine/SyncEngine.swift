@@ -7,6 +7,8 @@ import Synchronization
 /// event (`Specs/sync.md`). One run: push every due item (attempts of a batch appended together, requests sent
 /// several at a time, outcomes appended together), re-check the outbox until nothing is due, pull, and push again
 /// what the pull re-queued.
+// @unchecked Sendable: its stored properties are immutable, Sendable, or guarded by a Mutex (the jitter generator,
+// the credentials); the transport is a Sendable protocol.
 public final class SyncEngine: @unchecked Sendable {
     /// Tuning; every property documents its default.
     public struct Configuration: Sendable {

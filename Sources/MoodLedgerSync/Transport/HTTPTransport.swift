@@ -15,6 +15,8 @@ public protocol SyncTransport: Sendable {
 }
 
 /// HTTP/1.1 over keep-alive connections to one remote, pooled so several requests are in flight at once.
+// @unchecked Sendable: the URL and timeout never change; idle connections live in a Mutex-guarded pool and a
+// connection is used by one request at a time, taken out of the pool whole.
 public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     private let url: RemoteURL
     private let timeout: Double

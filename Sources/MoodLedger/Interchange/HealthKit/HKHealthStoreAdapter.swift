@@ -4,6 +4,7 @@ import HealthKit
 
 /// ``HealthStore`` over Apple's `HKHealthStore` (iOS 18 / macOS 15 and later). Not compiled on Linux, where
 /// HealthKit does not exist; the Linux build and tests use ``FileHealthStore``.
+// @unchecked Sendable: it holds only an `HKHealthStore`, which Apple documents as safe to use from any thread.
 @available(iOS 18.0, macOS 15.0, watchOS 11.0, *)
 public final class HKHealthStoreAdapter: HealthStore, @unchecked Sendable {
     let store = HKHealthStore()
