@@ -90,15 +90,23 @@ public final class MoodServer: Sendable {
         return answer.withLock { $0! }
     }
 
+    /// Every method some route answers.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"]
+
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
         let route = Route.match(request.path)
         guard let route else { return APIReply.error(404, "not_found", "no such route") }
-        if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))]) }
+        // The same Allow list for OPTIONS and 405: the route's methods, HEAD beside GET, and OPTIONS.
+        let allow = (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
+        if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", allow)]) }
+        // A method the server implements nowhere is 501 (RFC 9110 §15.6.2); one it has but not here is 405.
+        guard Self.knownMethods.contains(request.method) else {
+            return APIReply.error(501, "not_implemented", "\(request.method) is not a method this server implements")
+        }
         let method = request.method == "HEAD" ? "GET" : request.method
         guard route.allowed.contains(method) else {
-            return APIReply.error(405, "method_not_allowed", "\(request.method) is not allowed here",
-                                  headers: [("Allow", (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : [])).joined(separator: ", "))])
+            return APIReply.error(405, "method_not_allowed", "\(request.method) is not allowed here", headers: [("Allow", allow)])
         }
         if case .health = route.name { return APIReply.data(200, .object([("status", .string("ok"))])) }
         do {
@@ -184,6 +192,10 @@ public final class MoodServer: Sendable {
     /// is remembered until its token expires, so keep-alive clients do not pay a MAC and two hashes per request.
     /// - Returns: the user.
     func authenticate(_ request: HTTPRequest, now: Int64) throws -> String {
+        // One of each: with two, a proxy and this server could each act on a different one.
+        for name in ["authorization", "x-api-key"] where request.headers.lazy.filter({ $0.name == name }).count > 1 {
+            throw APIFailure(400, "bad_request", "the request has more than one \(name == "authorization" ? "Authorization" : "X-API-Key") header")
+        }
         let pair = (request.header("authorization") ?? "") + "\n" + (request.header("x-api-key") ?? "")
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
         let user = try checkCredentials(request, now: now)
@@ -211,15 +223,16 @@ public final class MoodServer: Sendable {
             throw APIFailure(401, "unauthorized", "the Authorization scheme must be Bearer", headers: [("WWW-Authenticate", challenge)])
         }
         let subject: String
+        // The key is asked for before the token is checked, so an answer never tells whether a token alone is valid.
+        guard let key = request.header("x-api-key") else {
+            throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
+        }
         do {
             subject = try JWT.verify(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces),
                                      now: now / 1000, secret: credentials.secret)
         } catch {
             throw APIFailure(401, "unauthorized", "invalid token: \(error.reason)",
                              headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
-        }
-        guard let key = request.header("x-api-key") else {
-            throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
         }
         guard Credentials.isValidUserName(subject), credentials.user(named: subject, apiKey: key) != nil else {
             throw APIFailure(401, "unauthorized", "the API key does not belong to the token's user",

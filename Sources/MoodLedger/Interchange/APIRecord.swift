@@ -109,6 +109,9 @@ public enum APIRecord {
     private static func scalars(_ r: RecordReader) throws(ImportError) -> (Double?, Int?) {
         let valence = try r.number("valence")
         var score: Int?
+        if try r.number("score") != nil, try r.number("mood_score") != nil {
+            throw r.error("score", "give either score or mood_score, not both")
+        }
         for key in ["score", "mood_score"] {
             if let value = try r.number(key) {
                 guard value.rounded() == value, (1...10).contains(value) else { throw r.error(key, "must be a whole score 1...10") }

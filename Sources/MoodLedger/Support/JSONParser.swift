@@ -71,12 +71,22 @@ public struct JSONParser {
         defer { depth -= 1 }
         index += 1
         var pairs: [(String, JSONValue)] = []
+        var seen: Set<String>?
         skipSpace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(pairs) }
         while true {
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key string") }
             let key = try string()
+            // A key given twice is refused: parsers disagree on which value wins (the first, the last), so a proxy
+            // and this reader could act on different requests.
+            // Small objects compare keys in place; a large one keeps a set, so a hostile body of many keys stays linear.
+            if seen != nil {
+                guard seen!.insert(key).inserted else { throw fail("duplicate key \"\(key.prefix(64))\"") }
+            } else {
+                if pairs.contains(where: { $0.0 == key }) { throw fail("duplicate key \"\(key.prefix(64))\"") }
+                if pairs.count == 16 { seen = Set(pairs.map(\.0) + [key]) }
+            }
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -171,23 +181,36 @@ public struct JSONParser {
         return value
     }
 
+    /// A number in RFC 8259's grammar only: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` — no leading
+    /// zeros, no `+` sign, no bare `.5` or `1.`, as every other parser reads them.
     private mutating func number() throws(Failure) -> JSONValue {
         let start = index
+        func digit() -> Bool { index < bytes.count && bytes[index] >= 48 && bytes[index] <= 57 }
+        func digits() throws(Failure) {
+            guard digit() else { throw fail("bad number: a digit must follow") }
+            while digit() { index += 1 }
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard digit() else { throw fail(index == start ? "unexpected character" : "bad number: a digit must follow '-'") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if digit() { throw fail("bad number: no leading zeros") }
+        } else {
+            try digits()
+        }
         var isInteger = true
-        while index < bytes.count {
-            let b = bytes[index]
-            if b >= 48 && b <= 57 { index += 1; continue }
-            if b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") || b == UInt8(ascii: "+")
-                || (b == UInt8(ascii: "-") && index > start) {
-                isInteger = false
-                index += 1
-                continue
-            }
-            break
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            try digits()
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            try digits()
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        guard !text.isEmpty, text != "-" else { throw fail("unexpected character") }
         if isInteger, let i = Int64(text) { return .int(i) }
         guard let d = Double(text), d.isFinite else { throw fail("bad number") }
         return .double(d)

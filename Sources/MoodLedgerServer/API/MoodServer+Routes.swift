@@ -246,9 +246,11 @@ extension MoodServer {
     }
 
     static func flag(_ request: HTTPRequest, _ name: String) throws -> Bool {
-        switch value(request, name)?.lowercased() {
-        case nil, "false", "0": return false
-        case "true", "1", "": return true
+        // Exactly `true` or `false` (OpenAPI's boolean): `1`, `TRUE` or an empty value would mean different things to
+        // different clients.
+        switch value(request, name) {
+        case nil, "false": return false
+        case "true": return true
         default: throw APIFailure(422, "validation_error", "must be true or false", field: name)
         }
     }
@@ -273,7 +275,8 @@ extension MoodServer {
             throw APIFailure(415, "unsupported_media_type", "the body must be UTF-8")
         }
         do { return try JSONParser.parse(text) } catch {
-            throw APIFailure(400, "bad_request", "the body is not valid JSON (line \(error.line), column \(error.column))")
+            // The parser's reasons are fixed texts, or name a duplicated key (a field name, cut to 64 characters).
+            throw APIFailure(400, "bad_request", "the body is not valid JSON (line \(error.line), column \(error.column)): \(error.reason)")
         }
     }
 }

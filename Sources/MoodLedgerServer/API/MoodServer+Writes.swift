@@ -106,7 +106,8 @@ extension MoodServer {
         guard let condition = request.header("if-match"), !condition.isEmpty else { return }
         if condition == "*" { return }
         let current = Self.etag(try user.revision(of: id))
-        let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).replacing("W/", with: "") }
+        // RFC 9110 §13.1.1: If-Match uses the strong comparison, so a weak tag (`W/"27"`) never matches.
+        let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard tags.contains(current) else {
             throw APIFailure(412, "precondition_failed", "the entry changed since that ETag (now \(current))",
                              headers: [("ETag", current)])

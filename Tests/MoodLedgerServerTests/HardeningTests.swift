@@ -1,0 +1,67 @@
+import Foundation
+import MoodLedger
+@testable import MoodLedgerServer
+import TestSupport
+import Testing
+
+/// What a security review found loose in the reference server, each through real sockets.
+@Suite("Server hardening", .serialized)
+struct HardeningTests {
+    static let body = #"{"valence":0.5,"labels":["calm"],"logged_at":"2026-11-20T14:30:00Z"}"#
+
+    @Test("JSON is RFC 8259's: loose numbers and duplicate keys are 400 (naming the key); the valid forms pass")
+    func strictJSON() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        for number in ["01", "+1", ".5", "1.", "00.5", "-", "1e", "0x1"] {
+            let response = try h.request("POST", "/api/v1/mood", json: #"{"valence":\#(number)}"#)
+            #expect(response.status == 400, "valence \(number): \(response.status)")
+        }
+        for number in ["0.5", "-0.5", "5e-1", "0", "-0"] {
+            let response = try h.request("POST", "/api/v1/mood", json: #"{"valence":\#(number),"labels":["calm"]}"#)
+            #expect(response.status == 201, "valence \(number): \(response.status)")
+        }
+        let duplicate = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.1,"labels":["calm"],"valence":0.9}"#)
+        #expect(duplicate.status == 400 && duplicate.json["error"]?["message"]?.stringValue?.contains("\"valence\"") == true)
+        let both = try h.request("POST", "/api/v1/mood", json: #"{"score":7,"mood_score":7}"#)
+        #expect(both.status == 422)
+    }
+
+    @Test("Booleans in queries are true or false only; If-Match compares strongly; two credentials headers are 400")
+    func queriesAndHeaders() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        for value in ["", "1", "TRUE", "yes"] {
+            #expect(try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=\(value)").status == 422, "\(value)")
+        }
+        #expect(try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=true").status == 200)
+        let created = try h.request("POST", "/api/v1/mood", json: Self.body)
+        let id = try #require(created.data["id"]?.stringValue)
+        let etag = try #require(created.header("ETag"))
+        let weak = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("If-Match", "W/" + etag)], json: #"{"valence":0.2}"#)
+        #expect(weak.status == 412, "a weak tag never matches")
+        let strong = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("If-Match", etag)], json: #"{"valence":0.2}"#)
+        #expect(strong.status == 200)
+        let twoTokens = try h.request("GET", "/api/v1/mood", headers: [("Authorization", "Bearer \(h.token("alice"))")])
+        #expect(twoTokens.status == 400)
+        let twoKeys = try h.request("GET", "/api/v1/mood", headers: [("X-API-Key", h.keys["alice"]!)])
+        #expect(twoKeys.status == 400)
+        let tokenOnly = try h.request("GET", "/api/v1/mood", user: nil, headers: [("Authorization", "Bearer \(h.token("alice"))")])
+        #expect(tokenOnly.status == 401 && tokenOnly.json["error"]?["message"]?.stringValue == "X-API-Key is required")
+    }
+
+    @Test("Unknown methods are 501; a known one off its route is 405 with the Allow list OPTIONS gives; /health is in the envelope")
+    func methods() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        for method in ["PATCH", "BREW", "TRACE"] {
+            #expect(try h.request(method, "/api/v1/mood").status == 501, "\(method)")
+        }
+        let options = try h.request("OPTIONS", "/api/v1/mood")
+        let notAllowed = try h.request("DELETE", "/api/v1/mood")
+        #expect(notAllowed.status == 405 && notAllowed.header("Allow") == options.header("Allow"))
+        #expect(options.header("Allow")?.contains("HEAD") == true)
+        let health = try h.request("GET", "/health", user: nil)
+        #expect(health.status == 200 && health.json["success"] == .bool(true) && health.data["status"] == .string("ok"))
+    }
+}
