@@ -65,3 +65,28 @@ struct HardeningTests {
         #expect(health.status == 200 && health.json["success"] == .bool(true) && health.data["status"] == .string("ok"))
     }
 }
+
+@Suite("Idempotent replays", .serialized)
+struct ReplayTests {
+    @Test("A replayed POST and PUT answer with the first answer's ETag and Location; progress has no Location it cannot serve; after an erasure a replay is 410")
+    func replays() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let first = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        let again = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        #expect(first.status == 201 && again.status == 201 && again.header("Idempotent-Replayed") == "true")
+        #expect(first.header("ETag") != nil && again.header("ETag") == first.header("ETag"))
+        #expect(first.header("Location") != nil && again.header("Location") == first.header("Location"))
+        #expect(again.body == first.body)
+        let id = try #require(first.data["id"]?.stringValue)
+        let put = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
+        let putAgain = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
+        #expect(put.status == 200 && putAgain.status == 200 && putAgain.header("ETag") == put.header("ETag"))
+        let progress = try h.request("POST", "/api/v1/progress", json: #"{"type":"mood_score","quantity":7}"#)
+        #expect(progress.status == 201 && progress.header("Location") == nil)
+        // Erased since: the first answer (the entry's data) is gone, and the request is not applied again.
+        #expect(try h.request("DELETE", "/api/v1/mood/\(id)?erase=true").status == 204)
+        let afterErasure = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        #expect(afterErasure.status == 410 && afterErasure.json["error"]?["code"] == .string("erased"))
+    }
+}

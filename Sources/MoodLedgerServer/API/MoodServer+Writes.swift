@@ -120,16 +120,26 @@ extension MoodServer {
     private func render(_ write: Write, status: Int, entry: MoodEntry?, user: UserLedger) throws -> HTTPResponse {
         if status == 204 { return HTTPResponse(status: 204) }
         guard let entry else { throw APIFailure(404, "not_found", "no such entry") }
-        var headers = [("ETag", Self.etag(try user.revision(of: entry.id)))]
-        let progress: Bool
-        switch write {
-        case .create(_, let isProgress):
-            progress = isProgress
-            headers.append(("Location", (progress ? "/api/v1/progress/" : "/api/v1/mood/") + entry.id.description))
-        case .replace(_, _, let isProgress): progress = isProgress
-        case .delete: progress = false
+        let progress = Self.isProgress(write)
+        return APIReply.data(status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id))) {
+            Self.writeEntry(entry, progress: progress, user: user, to: &$0)
         }
-        return APIReply.data(status, headers: headers) { Self.writeEntry(entry, progress: progress, user: user, to: &$0) }
+    }
+
+    /// Whether a write answers in the `/api/v1/progress` record's shape.
+    static func isProgress(_ write: Write) -> Bool {
+        switch write {
+        case .create(_, let progress), .replace(_, _, let progress): return progress
+        case .delete: return false
+        }
+    }
+
+    /// The headers of a write's answer, the first time and on every replay: the entry's `ETag` at the write, and for
+    /// a created mood entry its `Location` (progress records have no item route, so they get none).
+    static func headers(_ write: Write, entryID: EntryID, revision: UInt64) -> [(String, String)] {
+        var headers = [("ETag", etag(revision))]
+        if case .create(_, false) = write { headers.append(("Location", "/api/v1/mood/" + entryID.description)) }
+        return headers
     }
 
     /// The first response of an idempotency key, again: kept in memory, or rebuilt from the ledger as it was at
@@ -137,8 +147,8 @@ extension MoodServer {
     private func replay(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) -> Reply {
         if known.status == 204 { return .afterSync(HTTPResponse(status: 204), known.seq) }
         if let body = known.body {
-            return .afterSync(HTTPResponse(status: known.status, headers: [APIReply.contentType, ("Idempotent-Replayed", "true")],
-                                           body: body), known.seq)
+            return .afterSync(HTTPResponse(status: known.status, headers: Self.replayHeaders(known, write: write), body: body),
+                              known.seq)
         }
         // Rebuilding takes time travel: on a worker.
         return .offload { [self] in try rebuild(known, write: write, key: key, user: user) }
@@ -150,18 +160,23 @@ extension MoodServer {
         if body == nil {
             let then = try user.ledger.state(at: .seq(known.seq))
             guard let id = known.entryID, let entry = then.entries[id] else {
-                throw APIFailure(500, "internal_error", "the first response of this Idempotency-Key cannot be rebuilt")
+                // The request was applied and acknowledged; the entry it wrote has been erased since, so its first
+                // answer (the entry's data) no longer exists anywhere (Specs/server.md, Idempotency).
+                throw APIFailure(410, "erased", "this request was applied; the entry it wrote has since been erased")
             }
-            var isProgress = false
-            if case .create(_, let progress) = write { isProgress = progress }
-            if case .replace(_, _, let progress) = write { isProgress = progress }
+            let isProgress = Self.isProgress(write)
             body = APIReply.data(200) { Self.writeEntry(entry, progress: isProgress, user: user, to: &$0) }.body
             var rebuilt = known
             rebuilt.body = body
             user.finish(key, rebuilt)
         }
-        return HTTPResponse(status: known.status, headers: [APIReply.contentType, ("Idempotent-Replayed", "true")],
-                            body: body ?? [])
+        return HTTPResponse(status: known.status, headers: Self.replayHeaders(known, write: write), body: body ?? [])
+    }
+
+    /// A replay answers like the first answer, headers included, and says it is a replay.
+    static func replayHeaders(_ known: UserLedger.Idempotent, write: Write) -> [(String, String)] {
+        [APIReply.contentType] + (known.entryID.map { headers(write, entryID: $0, revision: known.seq) } ?? [])
+            + [("Idempotent-Replayed", "true")]
     }
 
     /// The older `/api/v1/progress` record of an entry: `type: mood_score`, `quantity` its 1–10 score.
