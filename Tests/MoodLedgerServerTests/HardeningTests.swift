@@ -90,3 +90,28 @@ struct ReplayTests {
         #expect(afterErasure.status == 410 && afterErasure.json["error"]?["code"] == .string("erased"))
     }
 }
+
+@Suite("Request targets and line endings", .serialized)
+struct TargetTests {
+    func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse {
+        let client = try RawClient(port: harness.server.port)
+        defer { client.close() }
+        try client.send(raw)
+        return try client.readResponse()
+    }
+
+    @Test("absolute-form targets are served as their path; a fragment never reaches the query; a bare LF is 400 at once")
+    func targets() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        #expect(try exchange(h, "GET http://localhost/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").status == 200)
+        #expect(try exchange(h, "GET HTTP://localhost:8080/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status == 200)
+        #expect(try exchange(h, "GET http:///health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status == 400)
+        let auth = h.auth("alice").map { "\($0.0): \($0.1)\r\n" }.joined()
+        let fragment = try exchange(h, "GET /api/v1/mood/daily/2026-11-20?include_entries=true#x=1 HTTP/1.1\r\nHost: a\r\n\(auth)Connection: close\r\n\r\n")
+        #expect(fragment.status == 200, "the fragment is not part of include_entries")
+        let started = Date()
+        let bare = try exchange(h, "GET /health HTTP/1.1\nHost: a\n\n")
+        #expect(bare.status == 400 && Date().timeIntervalSince(started) < 5, "answered at once, not after the read timeout")
+    }
+}

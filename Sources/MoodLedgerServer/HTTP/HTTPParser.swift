@@ -33,6 +33,12 @@ struct HTTPParser {
         // A server SHOULD ignore at least one empty line before a request line (RFC 9112 §2.2).
         while buffer.count - start >= 2, buffer[start] == 13, buffer[start + 1] == 10, start < 4 { start += 2 }
         guard let headEnd = find(crlfcrlf: buffer, from: start, limit: limits.headerBlock) else {
+            // A line ended by a bare LF never completes a CRLF header block: say so now instead of waiting for a
+            // timeout (RFC 9112 §2.2 lets a server refuse what it does not parse).
+            let scanned = min(buffer.count, start + limits.headerBlock)
+            for i in start..<scanned where buffer[i] == 10 && (i == start || buffer[i - 1] != 13) {
+                return .failure(.plain(400, "a line ends with a bare LF: HTTP lines end with CRLF"))
+            }
             if let lineEnd = findCRLF(buffer, from: start, limit: limits.requestLine + 2) {
                 if lineEnd - start > limits.requestLine { return .failure(.plain(414, "request line too long")) }
             } else if buffer.count - start > limits.requestLine {
@@ -59,10 +65,33 @@ struct HTTPParser {
             if parts[2].hasPrefix("HTTP/"), parts[2].count == 8 { return .failure(.plain(505, "only HTTP/1.0 and 1.1")) }
             return .failure(.plain(400, "malformed HTTP version"))
         }
-        let target = String(parts[1])
-        guard target.hasPrefix("/"), target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return .failure(.plain(400, "request target must be a path (origin-form)"))
+        var target = String(parts[1])
+        guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return .failure(.plain(400, "request target holds a character that must be percent-encoded"))
         }
+        // absolute-form (`http://host/path`), which a server MUST accept (RFC 9112 §3.2.2): the path and query are
+        // what is asked for; the authority stands in for Host.
+        if let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) {
+            let rest = target.dropFirst(scheme.count)
+            guard let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else {
+                target = "/"
+                guard !rest.isEmpty else { return .failure(.plain(400, "absolute-form target without a host")) }
+                return parsed(method: method, minor: minor, target: target, lines: lines, headEnd: headEnd, buffer: buffer)
+            }
+            guard authorityEnd > rest.startIndex else { return .failure(.plain(400, "absolute-form target without a host")) }
+            target = rest[authorityEnd] == "/" ? String(rest[authorityEnd...]) : "/" + rest[authorityEnd...]
+        }
+        guard target.hasPrefix("/") else {
+            return .failure(.plain(400, "request target must be a path (origin-form) or an absolute URI"))
+        }
+        // A fragment is the client's own business (never part of a request target): it does not reach the query.
+        if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+        return parsed(method: method, minor: minor, target: target, lines: lines, headEnd: headEnd, buffer: buffer)
+    }
+
+    /// The rest of ``parse(_:)`` once the request line is read: header fields, framing and body.
+    private func parsed(method: String, minor: Int, target: String, lines: [UnsafeRawBufferPointer.SubSequence],
+                        headEnd: Int, buffer: UnsafeRawBufferPointer) -> Result {
         guard lines.count - 1 <= limits.headerCount else { return .failure(.plain(431, "too many header fields")) }
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(lines.count - 1)
