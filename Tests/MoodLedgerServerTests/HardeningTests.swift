@@ -27,6 +27,26 @@ struct HardeningTests {
         #expect(both.status == 422)
     }
 
+    @Test("A known source_id or id does not skip validation: an invalid repeat is 422, a valid one is the stored entry")
+    func validateBeforeDeduplicating() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let first = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
+        #expect(first.status == 201)
+        let id = try #require(first.data["id"]?.stringValue)
+        let labels = (0..<11).map { "\"w\($0)\"" }.joined(separator: ",")
+        let tags = (0..<65).map { "\"t\($0)\"" }.joined(separator: ",")
+        for bad in [#""valence":5"#, #""valence":0.3,"notes":"\#(String(repeating: "n", count: 501))""#,
+                    #""valence":0.3,"labels":[\#(labels)]"#, #""valence":0.3,"tags":[\#(tags)]"#] {
+            let bySource = try h.request("POST", "/api/v1/mood", json: #"{\#(bad),"source":"backend","source_id":"dup-1"}"#)
+            #expect(bySource.status == 422, "\(bad.prefix(30)): \(bySource.status)")
+            let byID = try h.request("POST", "/api/v1/mood", json: #"{\#(bad),"id":"\#(id)"}"#)
+            #expect(byID.status == 422, "\(bad.prefix(30)) by id: \(byID.status)")
+        }
+        let repeatValid = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
+        #expect(repeatValid.status == 200 && repeatValid.data["id"]?.stringValue == id)
+    }
+
     @Test("Booleans in queries are true or false only; If-Match compares strongly; two credentials headers are 400")
     func queriesAndHeaders() throws {
         let h = try ServerHarness()

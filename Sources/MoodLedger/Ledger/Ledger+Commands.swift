@@ -135,13 +135,24 @@ extension Ledger {
     }
 
     /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily
-    /// mood, or a creation.
+    /// mood, or a creation. A draft with a known id or source id is validated like a creation before it is found
+    /// "already there": an invalid repeat is refused, never answered with the stored entry.
     static func decide(_ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options) throws
         -> ([MoodEvent], EntryID, Bool) {
+        func validated(newID: () -> EntryID) throws(MoodError) -> MoodEntry {
+            try MoodRules.validate(draft, now: now,
+                                   defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
+                                   bounds: options.loggedAtBounds, newID: newID)
+        }
+        // A repeat is checked as a creation would be (no id is drawn for the check: ids stay as they were).
         if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
+            _ = try validated { .none }
             return ([], existing.id, false)
         }
-        if let id = draft.id, state.entries[id] != nil { return ([], id, false) }
+        if let id = draft.id, state.entries[id] != nil {
+            _ = try validated { .none }
+            return ([], id, false)
+        }
         let defaultOffset = options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes
         if draft.kind == .dailyMood {
             // A second daily mood for a local day merges into the first: what is given replaces, the rest is kept.
@@ -150,10 +161,7 @@ extension Ledger {
                 return (try merge(draft, into: existing, now: now, bounds: options.loggedAtBounds), existing.id, false)
             }
         }
-        let entry = try MoodRules.validate(draft, now: now,
-                                           defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
-                                           bounds: options.loggedAtBounds,
-                                           newID: options.newID)
+        let entry = try validated(newID: options.newID)
         return ([.created(entry)], entry.id, true)
     }
 
