@@ -135,3 +135,21 @@ struct TargetTests {
         #expect(bare.status == 400 && Date().timeIntervalSince(started) < 5, "answered at once, not after the read timeout")
     }
 }
+
+@Suite("A connection that cannot make progress", .serialized)
+struct StuckConnectionTests {
+    @Test("Chunk extensions that fill the input buffer without completing a request: 413 and the connection closed")
+    func fullBuffer() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let client = try RawClient(port: h.server.port)
+        defer { client.close() }
+        let head = "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let chunk = "1;" + String(repeating: "e", count: 1000) + "\r\n{\r\n"
+        try client.send(head + String(repeating: chunk, count: 1_200))
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        usleep(200_000)
+        #expect(client.closedByPeer())
+    }
+}

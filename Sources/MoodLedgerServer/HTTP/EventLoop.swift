@@ -16,6 +16,8 @@ final class EventLoop: @unchecked Sendable {
     /// The `Date` header of the current second (formatted once a second, not once a response).
     private var date: (second: Int, text: String) = (0, "")
     private var configuration: HTTPServer.Configuration { server.configuration }
+    /// The most a connection's input buffer holds: one request's worth (header block, body, and room for framing).
+    private var inputCap: Int { configuration.limits.headerBlock + configuration.limits.body + 64 * 1024 }
 
     init() throws { wakePipe = try Socket.wakePipe() }
 
@@ -48,7 +50,11 @@ final class EventLoop: @unchecked Sendable {
             if stopDeadline == nil { fds.append(pollfd(fd: server.listener, events: Int16(POLLIN), revents: 0)) }
             for (fd, connection) in connections {
                 var events: Int16 = 0
-                if !connection.busy, !connection.closing, !connection.peerClosed { events |= Int16(POLLIN) }
+                // A full input buffer is not read further until it drains (its requests answered): asking for more would
+                // wake the loop at once, again and again, with nothing it may read.
+                if !connection.busy, !connection.closing, !connection.peerClosed, connection.input.count < inputCap {
+                    events |= Int16(POLLIN)
+                }
                 if !connection.output.isEmpty { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: fd, events: events, revents: 0))
             }
@@ -121,9 +127,8 @@ final class EventLoop: @unchecked Sendable {
             return true
         }
         // Read what is there, but never hold more than one request's worth (the parser's caps answer the rest).
-        let cap = configuration.limits.headerBlock + configuration.limits.body + 64 * 1024
         var sawEnd = false
-        while connection.input.count < cap {
+        while connection.input.count < inputCap {
             let count: Int?
             do { count = try chunk.withUnsafeMutableBytes { try Socket.receive(fd, into: $0) } } catch { return false }
             guard let count else { break }
@@ -207,6 +212,12 @@ final class EventLoop: @unchecked Sendable {
         switch result {
         case .needMore(let expectsContinue):
             if connection.peerClosed { return (false, false) }
+            // A full buffer that still holds no complete request never will (chunk extensions, say): it is refused.
+            if connection.input.count >= inputCap {
+                connection.input.removeAll()
+                enqueue(HTTPResponse.plain(413, "request too large"), head: false, on: &connection, now: now)
+                return (flush(fd, &connection, now: now, andFrame: false), false)
+            }
             if expectsContinue, !connection.sentContinue {
                 connection.sentContinue = true
                 connection.headerDone = connection.headerDone ?? now
