@@ -90,8 +90,9 @@ public final class MoodServer: Sendable {
         return answer.withLock { $0! }
     }
 
-    /// Every method some route answers.
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"]
+    /// The methods HTTP defines (RFC 9110 §9, RFC 5789): one a route does not take is 405 with `Allow`; any other
+    /// method is not recognised at all: 501.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
 
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
@@ -100,7 +101,7 @@ public final class MoodServer: Sendable {
         // The same Allow list for OPTIONS and 405: the route's methods, HEAD beside GET, and OPTIONS.
         let allow = (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
         if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", allow)]) }
-        // A method the server implements nowhere is 501 (RFC 9110 §15.6.2); one it has but not here is 405.
+        // A method the server does not recognise is 501 (RFC 9110 §15.6.2); a standard one a route does not take, 405.
         guard Self.knownMethods.contains(request.method) else {
             return APIReply.error(501, "not_implemented", "\(request.method) is not a method this server implements")
         }

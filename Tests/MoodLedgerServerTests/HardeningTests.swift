@@ -70,12 +70,16 @@ struct HardeningTests {
         #expect(tokenOnly.status == 401 && tokenOnly.json["error"]?["message"]?.stringValue == "X-API-Key is required")
     }
 
-    @Test("Unknown methods are 501; a known one off its route is 405 with the Allow list OPTIONS gives; /health is in the envelope")
+    @Test("Methods HTTP does not define are 501; a standard one a route does not take is 405 with the Allow list OPTIONS gives; /health is in the envelope")
     func methods() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        for method in ["PATCH", "BREW", "TRACE"] {
+        for method in ["BREW", "PROPFIND", "M-SEARCH"] {
             #expect(try h.request(method, "/api/v1/mood").status == 501, "\(method)")
+        }
+        for method in ["PATCH", "TRACE"] {
+            let response = try h.request(method, "/api/v1/mood")
+            #expect(response.status == 405 && response.header("Allow") != nil, "\(method): \(response.status)")
         }
         let options = try h.request("OPTIONS", "/api/v1/mood")
         let notAllowed = try h.request("DELETE", "/api/v1/mood")

@@ -107,6 +107,8 @@ final class RawClient {
     func send(_ bytes: [UInt8]) throws { try client.send(bytes) }
     func send(_ text: String) throws { try client.send(text) }
     func closedByPeer() -> Bool { client.closedByPeer() }
+    /// Whether the server has closed this connection, looking without waiting.
+    func closedNow() -> Bool { client.closedByPeerWithoutWaiting() }
     func readResponse(head: Bool = false) throws -> RawResponse {
         let response = try client.readResponse(head: head)
         return RawResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)

@@ -100,16 +100,26 @@ final class EventLoop: @unchecked Sendable {
         var headerDone: Double?
         var lastActivity: Double
         var writeStarted: Double?
+
+        /// Between requests on a keep-alive connection: nothing read, nothing to write, nothing with a worker.
+        var isIdle: Bool { !busy && input.isEmpty && output.isEmpty && requestStarted == nil && !closing }
     }
 
     private func acceptAll(_ connections: inout [Int32: Connection], now: Double) {
         while let fd = try? Socket.accept(server.listener) {
             if server.openConnections.load(ordering: .relaxed) >= configuration.maxConnections {
-                let bytes = HTTPResponse.plain(503, "too many connections", headers: [("Retry-After", "1")])
-                    .serialized(date: HTTPServer.httpDate())
-                _ = try? bytes.withUnsafeBytes { try Socket.send(fd, $0) }
-                Socket.close(fd)
-                continue
+                // Full: the keep-alive connection idle longest makes room (as nginx does), so idle clients cannot lock
+                // new ones out; with none idle here, a 503 and a close the client can read it before.
+                let idle = connections.filter { $0.value.isIdle }.min { $0.value.lastActivity < $1.value.lastActivity }
+                if let (victim, _) = idle {
+                    drop(victim, &connections)
+                } else {
+                    let bytes = HTTPResponse.plain(503, "too many connections", headers: [("Retry-After", "1")])
+                        .serialized(date: HTTPServer.httpDate())
+                    _ = try? bytes.withUnsafeBytes { try Socket.send(fd, $0) }
+                    Socket.closeGracefully(fd)
+                    continue
+                }
             }
             connections[fd] = Connection(lastActivity: now)
             server.openConnections.add(1, ordering: .relaxed)

@@ -158,6 +158,19 @@ package enum Socket {
     /// Closes a descriptor (never retried: Linux always releases it).
     package static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
+    /// Closes without a reset: ends this side's sending (the peer reads every byte sent, then end of stream), reads
+    /// and drops what the peer already sent (a close with unread input would send a TCP reset that can destroy the
+    /// last answer before the peer reads it), then closes.
+    package static func closeGracefully(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<16 {
+            let count = scratch.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 { break }
+        }
+        _ = Glibc.close(fd)
+    }
+
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
     package static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
 }

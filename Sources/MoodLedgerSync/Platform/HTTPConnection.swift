@@ -195,6 +195,13 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     }
 
     /// Whether the server closed the connection (end of stream) before the read timeout.
+    /// Whether the peer has closed the connection, without waiting: a peek at what is there now.
+    package func closedByPeerWithoutWaiting() -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno == ECONNRESET)
+    }
+
     public func closedByPeer() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1024)
         while true {
