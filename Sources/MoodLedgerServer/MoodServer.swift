@@ -90,9 +90,9 @@ public final class MoodServer: Sendable {
         return answer.withLock { $0! }
     }
 
-    /// The methods HTTP defines (RFC 9110 §9, RFC 5789): one a route does not take is 405 with `Allow`; any other
+    /// The methods HTTP defines (RFC 9110 §9, RFC 5789, and QUERY): one a route does not take is 405 with `Allow`; any other
     /// method is not recognised at all: 501.
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"]
 
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {

@@ -5,12 +5,7 @@ import Testing
 /// RFC 9112 framing over raw sockets (`Specs/server.md`, *HTTP*).
 @Suite("HTTP/1.1 framing on raw sockets", .serialized)
 struct FramingTests {
-    func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse {
-        let client = try RawClient(port: harness.server.port)
-        defer { client.close() }
-        try client.send(raw)
-        return try client.readResponse()
-    }
+    func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse { try harness.exchange(raw) }
 
     @Test("Each malformed framing gets its status; a good request still works on the same server")
     func malformed() throws {

@@ -117,12 +117,7 @@ struct ReplayTests {
 
 @Suite("Request targets and line endings", .serialized)
 struct TargetTests {
-    func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse {
-        let client = try RawClient(port: harness.server.port)
-        defer { client.close() }
-        try client.send(raw)
-        return try client.readResponse()
-    }
+    func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse { try harness.exchange(raw) }
 
     @Test("absolute-form targets are served as their path; a fragment never reaches the query; a bare LF is 400 at once")
     func targets() throws {

@@ -62,6 +62,14 @@ final class ServerHarness: @unchecked Sendable {
         [("Authorization", "Bearer \(token(user))"), ("X-API-Key", key ?? keys[user] ?? "")]
     }
 
+    /// Raw bytes sent on a fresh connection; the parsed response.
+    func exchange(_ raw: String) throws -> RawResponse {
+        let client = try RawClient(port: server.port)
+        defer { client.close() }
+        try client.send(raw)
+        return try client.readResponse()
+    }
+
     /// One request on a fresh connection; the parsed response.
     func request(_ method: String, _ target: String, user: String? = "alice", headers: [(String, String)] = [],
                  json: String? = nil) throws -> RawResponse {
