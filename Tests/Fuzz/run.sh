@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds one libFuzzer harness with ASan and runs it: Tests/Fuzz/run.sh TARGET SECONDS [libFuzzer options…]
-# TARGET: log | codec | snapshot | csv | json. Crashes land in Tests/Fuzz/Crashes/TARGET/; copy each one (once
+# TARGET: log | codec | snapshot | csv | json | http. Crashes land in Tests/Fuzz/Crashes/TARGET/; copy each one (once
 # fixed) into Tests/Fuzz/Regressions/TARGET/ so that `swift test` replays it forever.
 set -euo pipefail
-target=${1:?usage: run.sh log|codec|snapshot|csv|json SECONDS}
+target=${1:?usage: run.sh log|codec|snapshot|csv|json|http SECONDS}
 seconds=${2:-60}
 shift $(( $# >= 2 ? 2 : $# ))
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +19,10 @@ done
 cplatform=(-I "$root/Sources/CPlatform/include" "$build/crc32c.o" "$build/guard.o" "$build/memory.o" "$build/random.o")
 if [ "$target" = log ]; then
     swiftc "${flags[@]}" "${cplatform[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
+elif [ "$target" = http ]; then
+    # The parser and the message types alone: no sockets, no ledger.
+    swiftc "${flags[@]}" -module-name MoodLedgerServer "$root/Sources/MoodLedgerServer/HTTP/HTTPParser.swift" \
+        "$root/Sources/MoodLedgerServer/HTTP/HTTPMessage.swift" "$root/Tests/Fuzz/Harnesses/http.swift" -o "$build/fuzz-http"
 else
     # EventLog as an instrumented module of its own; the harness is compiled into MoodLedger (internal access).
     swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger \

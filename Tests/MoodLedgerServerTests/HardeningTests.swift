@@ -152,3 +152,35 @@ struct StuckConnectionTests {
         #expect(client.closedByPeer())
     }
 }
+
+@Suite("HTTP parser corpus")
+struct HTTPCorpusTests {
+    @Test("The fuzz corpus of the HTTP parser, replayed: a framed request frames alike alone, and each prefix asks for more")
+    func corpus() throws {
+        var inputs: [(String, [UInt8])] = []
+        for folder in ["Seeds", "Regressions"] {
+            let dir = Repository.root + "/Tests/Fuzz/\(folder)/http"
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() where name != ".keep" {
+                inputs.append((name, Bytes.read(dir + "/" + name)))
+            }
+        }
+        #expect(inputs.count >= 4, "the HTTP corpus is there")
+        let parser = HTTPParser(limits: HTTPParser.Limits())
+        for (name, bytes) in inputs {
+            try bytes.withUnsafeBytes { buffer in
+                guard case .request(let request, let consumed) = parser.parse(buffer) else { return }
+                for cut in 0..<consumed {
+                    guard case .needMore = parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<cut])) else {
+                        Issue.record("\(name): a prefix of \(cut) bytes did not ask for more")
+                        return
+                    }
+                }
+                let alone = parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<consumed]))
+                guard case .request(let again, consumed) = alone else { throw CorpusError(name: name) }
+                #expect(again.method == request.method && again.path == request.path && again.body == request.body, "\(name)")
+            }
+        }
+    }
+
+    struct CorpusError: Error { var name: String }
+}

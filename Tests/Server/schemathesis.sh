@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs schemathesis against a fresh `moodledger serve` with a test user (not in CI: it installs schemathesis from
-# PyPI into a temporary virtualenv). Usage: Tests/Server/schemathesis.sh [extra `st run` options…]
+# Runs schemathesis against a fresh `moodledger serve` with a test user, every phase (examples, coverage, fuzzing,
+# stateful); installs schemathesis from PyPI into a temporary virtualenv. `.ci/run` runs it with a fixed seed.
+# Usage: Tests/Server/schemathesis.sh [extra `st run` options…]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
