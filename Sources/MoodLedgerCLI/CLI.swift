@@ -37,12 +37,7 @@ struct Context {
         options.readOnly = !write
         options.createIfMissing = create
         options.zone = try zone()
-        if let text = arguments.value("wait") {
-            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 3600 else {
-                throw MoodError.invalid("wait", "must be seconds from 0 to 3600")
-            }
-            options.lockWaitMilliseconds = Int((seconds * 1000).rounded())
-        }
+        if let wait = try lockWaitMilliseconds() { options.lockWaitMilliseconds = wait }
         if !create, !ledgerExists {
             throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
                            hint: "create one with `moodledger init --ledger \(ledgerPath)`")
@@ -64,6 +59,15 @@ struct Context {
             throw MoodError.invalid(field, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
+    }
+
+    /// `--wait SECONDS` in milliseconds, if given (0…3600 seconds, fractions allowed).
+    func lockWaitMilliseconds() throws -> Int? {
+        guard let text = arguments.value("wait") else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= 3600 else {
+            throw MoodError.invalid("wait", "must be seconds from 0 to 3600")
+        }
+        return Int((seconds * 1000).rounded())
     }
 
     /// The zone of local times: `--utc-offset` (fixed), else `--tz`, else `$TZ`, else the base options' zone, else

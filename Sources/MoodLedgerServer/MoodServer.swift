@@ -33,7 +33,12 @@ public final class MoodServer: Sendable {
     }
 
     public let configuration: Configuration
-    let credentials: Credentials
+    /// The accounts as last read from `credentials.json`, and which file that was (every save is a rename, so a new
+    /// file means a change).
+    private let accounts: Mutex<(credentials: Credentials, file: FileIdentity?)>
+    /// The accounts in force: re-read when `credentials.json` was replaced since (``refreshAccounts()``).
+    var credentials: Credentials { accounts.withLock { $0.credentials } }
+    private let stopping = Atomic<Bool>(false)
     let limiter: RateLimiter
     private let ledgers = Mutex([String: UserLedger]())
     /// Credential pairs already checked: (user, token expiry in seconds).
@@ -46,7 +51,9 @@ public final class MoodServer: Sendable {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         try AtomicFile.makeDirectory(configuration.dataDirectory)
-        credentials = try Credentials.load(directory: configuration.dataDirectory, create: true)
+        let path = Credentials.path(in: configuration.dataDirectory)
+        accounts = Mutex((try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io),
+                          configuration.io.identity(ofPath: path)))
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
         syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
     }
@@ -54,11 +61,51 @@ public final class MoodServer: Sendable {
     /// Binds the socket; ``HTTPServer/run(grace:)`` then serves until ``HTTPServer/stop()``.
     /// - Throws: ``Errno`` when the address cannot be bound.
     public func start() throws -> HTTPServer {
-        try HTTPServer(configuration: configuration.http) { [self] request, responder in handle(request, responder: responder) }
+        let server = try HTTPServer(configuration: configuration.http) { [self] request, responder in
+            handle(request, responder: responder)
+        }
+        // Accounts added, rotated or erased while the server runs take effect without a restart: the file is looked at
+        // before every authentication, and every 200 ms, so an erased account's ledger is closed (its writer lock
+        // released for `serve user erase`) even when no request comes.
+        let thread = Thread { [self] in
+            while !stopping.load(ordering: .relaxed) {
+                refreshAccounts()
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        thread.name = "moodledger-accounts"
+        thread.start()
+        return server
+    }
+
+    /// Re-reads `credentials.json` if it was replaced since it was last read: new accounts can sign in, revoked keys
+    /// and erased accounts cannot, remembered sign-ins are forgotten, and the ledgers of accounts that are gone are
+    /// closed. A file that cannot be read keeps the accounts as they were (with a log line).
+    func refreshAccounts() {
+        let path = Credentials.path(in: configuration.dataDirectory)
+        let file = configuration.io.identity(ofPath: path)
+        guard file != accounts.withLock({ $0.file }) else { return }
+        let loaded: Credentials
+        do { loaded = try Credentials.load(directory: configuration.dataDirectory, create: false, io: configuration.io) } catch {
+            configuration.log("cannot re-read \(path): \(error); the accounts stay as they were")
+            return
+        }
+        accounts.withLock { $0 = (loaded, file) }
+        verified.withLock { $0.removeAll() }
+        let gone = ledgers.withLock { ledgers -> [UserLedger] in
+            let names = ledgers.keys.filter { name in !loaded.users.contains { $0.name == name } }
+            return names.compactMap { ledgers.removeValue(forKey: $0) }
+        }
+        for user in gone {
+            _ = try? user.ledger.sync()
+            user.ledger.close()
+            configuration.log("account \(user.name) is gone from \(path): its ledger is closed")
+        }
     }
 
     /// Closes every open ledger cleanly (after the HTTP server stopped).
     public func close() {
+        stopping.store(true, ordering: .relaxed)
         let open = ledgers.withLock { ledgers -> [UserLedger] in
             defer { ledgers.removeAll() }
             return Array(ledgers.values)
@@ -193,6 +240,7 @@ public final class MoodServer: Sendable {
     /// is remembered until its token expires, so keep-alive clients do not pay a MAC and two hashes per request.
     /// - Returns: the user.
     func authenticate(_ request: HTTPRequest, now: Int64) throws -> String {
+        refreshAccounts()
         // One of each: with two, a proxy and this server could each act on a different one.
         for name in ["authorization", "x-api-key"] where request.headers.lazy.filter({ $0.name == name }).count > 1 {
             throw APIFailure(400, "bad_request", "the request has more than one \(name == "authorization" ? "Authorization" : "X-API-Key") header")

@@ -14,9 +14,11 @@ struct ArgumentFuzzTests {
                          "today", "2026-03-08T02:30", "+14:00", "-99:99", "Europe/Berlin", "calm", "calm,happy", "💥",
                          String(repeating: "x", count: 600), "--", "-", "=", "ffff", "00000000-0000-0000-0000-000000000000"]
 
-    @Test("Every command with seeded random options and values: no trap, a documented exit code")
-    func randomArguments() throws {
-        var random = SeededRandom(test: "randomArguments")
+    @Test("Every command with seeded random options and values: no trap, a documented exit code",
+          arguments: [UInt64(15_303_353_435_541_190_622), nil])
+    func randomArguments(seed: UInt64?) throws {
+        // The fixed seed found `list --min-valence 1e308` trapping; it runs beside a fresh one every time.
+        var random = SeededRandom(seed: seed, test: "randomArguments")
         let cli = CLIHarness()
         cli.run(["init"])
         for score in ["3", "8"] { cli.run(["log", "--score", score, "--label", "calm"]) }

@@ -124,3 +124,30 @@ struct EndToEndTests {
         #expect(server.terminationStatus == 0)
     }
 }
+
+@Suite("Accounts change while the server runs", .serialized)
+struct LiveAccountTests {
+    static func credentials(_ user: String, data: String) throws -> [String] {
+        let key = try EndToEndTests.run(["serve", "user", "add", user, "--data", data]).split(separator: "\n").last.map(String.init)!
+        let token = try EndToEndTests.run(["serve", "token", "--user", user, "--data", data]).trimmingCharacters(in: .whitespacesAndNewlines)
+        return ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
+    }
+
+    @Test("An account added while serving signs in at once; one erased while its ledger is open is refused at once, its directory gone and not recreated")
+    func addAndEraseWhileServing() throws {
+        let dir = TemporaryDirectory("serve-accounts")
+        let data = dir.sub("data")
+        _ = try Self.credentials("alice", data: data)
+        let (server, port) = try EndToEndTests.start(data)
+        defer { server.terminate(); server.waitUntilExit() }
+        let carol = try Self.credentials("carol", data: data)
+        let created = try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.4,"labels":["calm"]}"#)
+        #expect(created.status == 201, "carol, added while the server runs, is served without a restart")
+        let erase = try Tool.run(["serve", "user", "erase", "carol", "--data", data, "--yes"])
+        #expect(erase.code == 0, "\(erase.err)")
+        #expect(!FileManager.default.fileExists(atPath: data + "/users/carol"))
+        let after = try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.1,"labels":["calm"]}"#)
+        #expect(after.status == 401)
+        #expect(!FileManager.default.fileExists(atPath: data + "/users/carol"), "an erased account's data does not come back")
+    }
+}

@@ -79,6 +79,9 @@ extension LedgerState {
         guard (1...100).contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
         guard query.offset >= 0 else { throw .invalid("offset", "must not be negative") }
         if let from = query.from, let to = query.to, from > to { throw .invalid("from", "must not be after to") }
+        for (field, value) in [("min_valence", query.minValence), ("max_valence", query.maxValence)] {
+            if let value, !(-1...1).contains(value) { throw .invalid(field, "must be a number from -1 to 1") }
+        }
         if query.source == nil, query.label == nil, query.association == nil, query.minValence == nil,
            query.maxValence == nil, query.tag == nil, query.search == nil {
             return unfilteredPage(query)

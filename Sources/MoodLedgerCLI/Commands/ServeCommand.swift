@@ -43,8 +43,8 @@ enum ServeCommand {
         return ExitCode.ok
     }
 
-    /// Account erasure: the user's whole ledger directory is removed (after taking its writer lock, so never under a
-    /// running server) and the user dropped from the credentials.
+    /// Account erasure: the key is revoked, then the user's whole ledger directory is removed under its writer lock (a
+    /// running server closes the ledger once it sees the key gone); 75, with nothing changed, if the lock is not freed.
     private static func eraseUser(_ context: Context, name: String, data: String) throws -> Int32 {
         var credentials: Credentials
         do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
@@ -55,18 +55,25 @@ enum ServeCommand {
             throw UsageError("erasing an account cannot be undone: pass --yes")
         }
         let directory = MoodServer.userDirectory(name, in: data)
+        // The key is revoked first: a running server sees the account gone within moments, refuses its requests and
+        // closes its ledger, releasing the writer lock this command then takes (waiting up to --wait, default 5 s).
+        let before = credentials
+        _ = credentials.removeUser(name)
+        try credentials.save(directory: data)
         if Ledger.exists(at: directory) {
             var options = Ledger.Options()
             options.snapshotOnCloseMinimum = .max
-            // The writer lock (75 while a server has the ledger open) is held until the directory is gone: no writer
-            // can open the ledger between the check and the removal.
-            let ledger = try Ledger.open(at: directory, options: options)
+            options.lockWaitMilliseconds = try context.lockWaitMilliseconds() ?? 5_000
+            let ledger: Ledger
+            do { ledger = try Ledger.open(at: directory, options: options) } catch {
+                try? before.save(directory: data)  // nothing changed: the account stays as it was
+                throw error
+            }
+            // The lock is held until the directory is gone: no writer can open the ledger in between.
             defer { ledger.close() }
             try OutputFile.removeTree(directory)
             try SystemIO().syncDirectory(data + "/users")  // the removal is durable
         }
-        _ = credentials.removeUser(name)
-        try credentials.save(directory: data)
         context.console.line("user \(name) erased: ledger directory removed, API key revoked")
         return ExitCode.ok
     }
