@@ -161,13 +161,17 @@ public final class MoodServer: Sendable {
             let now = configuration.clock()
             let user = try authenticate(request, now: now)
             var rateHeaders: [(name: String, value: String)] = []
-            if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
+            let ledger = try open(user)
+            // The replay of an acknowledged request changes nothing and spends no budget: a client retrying after a
+            // lost answer gets that answer, not a 429.
+            let (key, fingerprint) = Self.idempotency(request)
+            let isReplay = method != "GET" && key.map { ledger.isReplay($0, fingerprint: fingerprint) } == true
+            if !isReplay, let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
                 rateHeaders = decision.headers
                 guard decision.allowed else {
                     return APIReply.error(429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
                 }
             }
-            let ledger = try open(user)
             let reply: Reply
             if ledger.busy || (route.readsRevisions(method) && !ledger.revisionsReady) {
                 // An erasure holds this ledger, or the revisions are built by a walk of the whole log: wait for it

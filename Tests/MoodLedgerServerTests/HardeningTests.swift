@@ -184,3 +184,18 @@ struct HTTPCorpusTests {
 
     struct CorpusError: Error { var name: String }
 }
+
+@Suite("Replays and the write budget", .serialized)
+struct ReplayBudgetTests {
+    @Test("Once the write budget is spent, a new write is 429 but the replay of an acknowledged one is its answer")
+    func replayAfterBudget() throws {
+        let h = try ServerHarness { $0.writesPerHour = 2 }
+        defer { h.stop() }
+        let first = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
+        #expect(first.status == 201)
+        #expect(try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-2")], json: HardeningTests.body).status == 201)
+        #expect(try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-3")], json: HardeningTests.body).status == 429)
+        let replay = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
+        #expect(replay.status == 201 && replay.header("Idempotent-Replayed") == "true" && replay.body == first.body)
+    }
+}

@@ -11,16 +11,21 @@ extension MoodServer {
         case delete(EntryID)
     }
 
+    /// A request's scoped `Idempotency-Key` and its fingerprint (`Specs/server.md`, *Idempotency*), if it has a key:
+    /// keys are scoped to the method and path, so the same key on another route is another request.
+    static func idempotency(_ request: HTTPRequest) -> (key: String?, fingerprint: String) {
+        guard let given = request.header("idempotency-key"), !given.isEmpty else { return (nil, "") }
+        return ("\(request.method) \(request.path) \(given)",
+                ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body)))
+    }
+
     /// A write: validated and appended here (on the event loop); its answer is sent once durable.
     func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> Reply {
         let given = request.header("idempotency-key")
         if let given, given.isEmpty || given.utf8.count > 255 {
             throw APIFailure(422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }
-        // Keys are scoped to the method and path: the same key on another route is another request.
-        let key = given.map { "\(request.method) \(request.path) \($0)" }
-        let fingerprint = key == nil ? ""
-            : ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+        let (key, fingerprint) = Self.idempotency(request)
         if let key {
             switch user.claim(key, fingerprint: fingerprint) {
             case .new: break

@@ -241,6 +241,12 @@ final class UserLedger: Sendable {
         }
     }
 
+    /// Whether `key` with `fingerprint` is a request already acknowledged (its answer would be a replay), without
+    /// claiming it.
+    func isReplay(_ key: String, fingerprint: String) -> Bool {
+        state.withLock { $0.keys[key]?.fingerprint == fingerprint }
+    }
+
     /// Records the outcome of a claimed key (`nil`: the request failed before changing anything; the key is free).
     func finish(_ key: String, _ outcome: Idempotent?) {
         state.withLock { state in
