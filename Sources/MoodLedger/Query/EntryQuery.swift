@@ -1,4 +1,4 @@
-/// The backend API's list filters (`Specs/queries.md`).
+/// The backend API's list filters (`Specs/ledger.md`, *Queries*).
 public struct EntryQuery: Sendable, Equatable {
     /// First local date, inclusive.
     public var from: LocalDate?

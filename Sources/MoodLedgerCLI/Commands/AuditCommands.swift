@@ -1,4 +1,3 @@
-import EventLog
 import MoodLedger
 
 /// history, events, diff: what happened, when, and what it changed.

@@ -1,4 +1,3 @@
-import EventLog
 import MoodLedger
 
 /// day, trends, analytics, summary, outbox: the answers, now or as they were at a point.
