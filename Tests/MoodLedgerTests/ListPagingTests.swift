@@ -53,6 +53,18 @@ struct ListPagingTests {
             #expect(page.total == matching.count)
             #expect(page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id),
                     "from \(String(describing: query.from)) to \(String(describing: query.to)) offset \(query.offset) limit \(query.limit)")
+            // listAll: the whole match from the offset in one pass, as every page to the end would give it.
+            let everything = try state.listAll(query)
+            #expect(everything.total == matching.count)
+            #expect(everything.entries.map(\.id) == Array(matching.dropFirst(query.offset)).map(\.id))
+            if Bool.random(using: &random) {
+                // With a filter too (the selection path): the label every entry has, and a valence floor.
+                var filtered = query
+                filtered.label = try MoodLabel.parse("calm")
+                filtered.minValence = 0
+                let expected = matching.filter { ($0.valence ?? -2) >= 0 }.dropFirst(query.offset)
+                #expect(try state.listAll(filtered).entries.map(\.id) == expected.map(\.id))
+            }
         }
     }
 }

@@ -77,6 +77,22 @@ extension LedgerState {
     /// - Throws: ``MoodError`` for a limit outside 1…100, a negative offset or `from` after `to`.
     public func list(_ query: EntryQuery) throws(MoodError) -> EntryPage {
         guard (1...100).contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
+        return try matches(query)
+    }
+
+    /// Every entry matching `query` from its offset on, newest first, in one pass (`limit` is not used): what
+    /// paging through ``list(_:)`` to the end gives, without asking again from the newest day for every page.
+    /// - Throws: ``MoodError`` for a negative offset, `from` after `to` or a valence filter outside −1…1.
+    public func listAll(_ query: EntryQuery) throws(MoodError) -> EntryPage {
+        var all = query
+        all.limit = .max
+        var page = try matches(all)
+        page.limit = max(page.entries.count, 1)
+        return page
+    }
+
+    /// The page of `query`, its limit already checked.
+    private func matches(_ query: EntryQuery) throws(MoodError) -> EntryPage {
         guard query.offset >= 0 else { throw .invalid("offset", "must not be negative") }
         if let from = query.from, let to = query.to, from > to { throw .invalid("from", "must not be after to") }
         for (field, value) in [("min_valence", query.minValence), ("max_valence", query.maxValence)] {
@@ -127,7 +143,7 @@ extension LedgerState {
                 skip -= count
                 continue
             }
-            let wanted = min(count, skip + query.limit - page.count)
+            let wanted = min(count, skip + min(query.limit - page.count, count))
             page += entries.newest(wanted, on: day).dropFirst(skip)
             skip = 0
         }

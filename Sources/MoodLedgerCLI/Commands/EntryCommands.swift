@@ -158,16 +158,8 @@ enum EntryCommands {
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
-        var page = try state.list(query)
-        if a.has("all") {
-            // Every page, in order: the whole match as one list.
-            while page.hasMore {
-                query.offset = page.offset + page.entries.count
-                let next = try state.list(query)
-                page.entries += next.entries
-            }
-            page.limit = max(page.entries.count, 1)
-        }
+        // --all: the whole match in one pass.
+        let page = a.has("all") ? try state.listAll(query) : try state.list(query)
         if context.json {
             context.printJSON(page.json)
         } else {
