@@ -20,7 +20,7 @@ extension EventLog {
         }
     }
 
-    /// How ``EventLog/repair(directory:mode:io:)`` mends damage.
+    /// How ``EventLog/repair(directory:mode:io:rejecting:)`` mends damage.
     public enum RepairMode: String, Sendable {
         /// Cut the log at the first damage.
         case truncate

@@ -125,8 +125,11 @@ extension Ledger {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }
+            let before = core.state.entries[id]
             try append(events, now: now, to: &core)
-            guard let entry = core.state.entries[id] ?? events.lazy.compactMap({ $0.entryAfter }).first else {
+            // The entry as it now is; one the command removed, as it was just before.
+            guard let entry = core.state.entries[id] ?? before else {
+                // Only a remote delete of an entry this ledger never held gets here; its callers report no entry.
                 return LogOutcome(entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
                                   appended: !events.isEmpty)
             }
@@ -249,14 +252,6 @@ extension Ledger {
             events.append(.tagsEdited(existing.id, edited))
         }
         return events
-    }
-}
-
-extension MoodEvent {
-    /// For a deletion the entry is gone from the state; commands still report what was deleted.
-    var entryAfter: MoodEntry? {
-        if case .created(let entry) = self { return entry }
-        return nil
     }
 }
 
