@@ -1,5 +1,35 @@
 import EventLog
 
+/// How one outbox item differs between two points of history: it appeared, disappeared, or changed.
+public enum OutboxDifference: Sendable, Equatable {
+    case appeared(OutboxItem)
+    case disappeared(OutboxItem)
+    case changed(before: OutboxItem, after: OutboxItem)
+
+    /// The item at the earlier point, if it was there.
+    public var before: OutboxItem? {
+        switch self {
+        case .appeared: return nil
+        case .disappeared(let item), .changed(let item, _): return item
+        }
+    }
+
+    /// The item at the later point, if it is there.
+    public var after: OutboxItem? {
+        switch self {
+        case .disappeared: return nil
+        case .appeared(let item), .changed(_, let item): return item
+        }
+    }
+
+    /// The item as it is now, else as it was: its entry and destination.
+    public var item: OutboxItem {
+        switch self {
+        case .appeared(let item), .disappeared(let item), .changed(_, let item): return item
+        }
+    }
+}
+
 /// What changed between two points of a ledger's history.
 public struct LedgerDiff: Sendable, Equatable {
     public var fromSeq: UInt64
@@ -10,14 +40,14 @@ public struct LedgerDiff: Sendable, Equatable {
     public var removed: [MoodEntry]
     /// Entries present at both, with a difference.
     public var changed: [(before: MoodEntry, after: MoodEntry)]
-    /// Outbox items whose state differs (before, after; `nil` = absent).
-    public var outbox: [(before: OutboxItem?, after: OutboxItem?)]
+    /// Outbox items whose state differs.
+    public var outbox: [OutboxDifference]
 
     public static func == (a: LedgerDiff, b: LedgerDiff) -> Bool {
-        // Everything it holds: both sides of each change and of each outbox difference.
+        // Everything it holds: both sides of each change, and each outbox difference.
         a.fromSeq == b.fromSeq && a.toSeq == b.toSeq && a.added == b.added && a.removed == b.removed
             && a.changed.map(\.before) == b.changed.map(\.before) && a.changed.map(\.after) == b.changed.map(\.after)
-            && a.outbox.map(\.before) == b.outbox.map(\.before) && a.outbox.map(\.after) == b.outbox.map(\.after)
+            && a.outbox == b.outbox
     }
 
     public var json: JSONValue {
@@ -94,7 +124,12 @@ extension Ledger {
         let after = Dictionary(b.outboxItems().map { (OutboxKey(entryID: $0.entryID, destination: $0.destination), $0) },
                                uniquingKeysWith: { x, _ in x })
         for key in Set(before.keys).union(after.keys).sorted() where before[key] != after[key] {
-            diff.outbox.append((before[key], after[key]))
+            switch (before[key], after[key]) {
+            case (let old?, let new?): diff.outbox.append(.changed(before: old, after: new))
+            case (nil, let new?): diff.outbox.append(.appeared(new))
+            case (let old?, nil): diff.outbox.append(.disappeared(old))
+            case (nil, nil): break  // a key comes from one side or the other
+            }
         }
         return diff
     }

@@ -71,8 +71,8 @@ enum AuditCommands {
                 console.line("      \(field.field): \(field.before.serialized()) → \(field.after.serialized())")
             }
         }
-        for (before, after) in diff.outbox {
-            let item = after ?? before!
+        for difference in diff.outbox {
+            let (item, before, after) = (difference.item, difference.before, difference.after)
             console.line("outbox \(item.entryID) \(item.destination.rawValue): "
                          + "\(before.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—") → "
                          + "\(after.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—")")
