@@ -12,6 +12,10 @@ extension Ledger {
         /// after a change). The CLI, which opens and closes the ledger for every command, uses 1,000 so that one
         /// `log` does not rewrite the whole snapshot; a warm open then replays at most that many events.
         public var snapshotOnCloseMinimum = 1
+        /// A read-only open that replayed at least this many events leaves a snapshot for the next open, when no
+        /// writer holds the ledger (it takes the writer lock without waiting, only for the write). Default: 10,000;
+        /// `.max` never. A read that replayed cold is then not replayed cold again.
+        public var snapshotAfterReadMinimum = 10_000
         /// Besides the newest snapshot, keep the oldest of every bucket of this many sequence numbers, doubled until
         /// there are at most eight buckets, and no more than twice the log's bytes in all, so time travel starts from
         /// a snapshot without the snapshots outgrowing the log. Default: 100,000.

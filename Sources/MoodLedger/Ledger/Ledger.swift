@@ -128,7 +128,38 @@ public final class Ledger: Sendable {
                 return ledger
             }
         }
-        return Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
+        let ledger = Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
+        if options.readOnly, options.useSnapshots, options.snapshotInterval > 0, replayed >= options.snapshotAfterReadMinimum,
+           log.recoveryNotice == nil {
+            ledger.leaveSnapshotIfFree()
+        }
+        return ledger
+    }
+
+    /// After a long replay by a read-only open: writes the snapshot a writer would have left, if no writer holds the
+    /// ledger. The writer lock is tried without waiting and held only for the write; the log must still end at the
+    /// record this state covers (nothing appended meanwhile). Anything else, or any failure, leaves things as they
+    /// were: a snapshot is only a cache.
+    private func leaveSnapshotIfFree() {
+        core.withLock { core in
+            guard let location = core.log.lastRecord, core.state.seq == location.seq else { return }
+            var configuration = core.log.configuration
+            configuration.access = .readWrite
+            configuration.createIfMissing = false
+            configuration.lockWaitMilliseconds = 0
+            configuration.checkpoint = location
+            guard let writer = try? EventLog.open(directory: path, configuration: configuration) else { return }
+            defer { writer.close() }
+            guard writer.fileID == core.log.fileID, writer.resumedFromCheckpoint, writer.lastRecord == location,
+                  writer.recoveryNotice == nil else { return }
+            replaceIfDamaged(&core)  // never copy days from a snapshot piece that fails its checksum
+            do {
+                try store.write(core.state, location: location, fileID: core.log.fileID)
+                store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
+            } catch {
+                return
+            }
+        }
     }
 
     /// Whether the record a snapshot covers is still in the log, unchanged.
