@@ -113,15 +113,24 @@ extension Ledger {
         func matches(_ id: EntryID) -> Bool { id.description.replacing("-", with: "").hasPrefix(wanted) }
         var found = Set(read { $0.entries.ids }.filter(matches))
         if includingPast {
-            try eventLog.forEach { view in
-                if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
-                   id != EntryID.none, matches(id) {
-                    found.insert(id)
-                }
-                return true
-            }
+            try Self.forEachNamedID(in: eventLog) { if matches($0) { found.insert($0) } }
         }
         return found.sorted()
+    }
+
+    /// Calls `body` with the entry id of each event record from `first` through `last` (redacted ones included),
+    /// read where the codec keeps it, without decoding the events; safe-to-ignore records and the all-zero id
+    /// (events about no entry) are passed over.
+    /// - Throws: `EventLogError` for damage met while reading.
+    static func forEachNamedID(in log: EventLog, from first: UInt64 = 1, through last: UInt64 = .max,
+                               _ body: (EntryID) -> Void) throws {
+        try log.forEach(from: first, through: last) { view in
+            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
+               id != EntryID.none {
+                body(id)
+            }
+            return true
+        }
     }
 
     /// The current entry logged last (latest `logged_at`, then the greatest id), if any.

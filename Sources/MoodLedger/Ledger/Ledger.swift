@@ -153,12 +153,8 @@ public final class Ledger: Sendable {
             guard writer.fileID == core.log.fileID, writer.resumedFromCheckpoint, writer.lastRecord == location,
                   writer.recoveryNotice == nil else { return }
             replaceIfDamaged(&core)  // never copy days from a snapshot piece that fails its checksum
-            do {
-                try store.write(core.state, location: location, fileID: core.log.fileID)
-                store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
-            } catch {
-                return
-            }
+            guard (try? store.write(core.state, location: location, fileID: core.log.fileID)) != nil else { return }
+            store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
         }
     }
 
