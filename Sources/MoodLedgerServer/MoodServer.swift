@@ -137,10 +137,6 @@ public final class MoodServer: Sendable {
         return answer.withLock { $0! }
     }
 
-    /// The methods HTTP defines (RFC 9110 §9, RFC 5789, and QUERY): one a route does not take is 405 with `Allow`; any other
-    /// method is not recognised at all: 501.
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"]
-
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
         let route = Route.match(request.path)
@@ -149,7 +145,7 @@ public final class MoodServer: Sendable {
         let allow = (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
         if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", allow)]) }
         // A method the server does not recognise is 501 (RFC 9110 §15.6.2); a standard one a route does not take, 405.
-        guard Self.knownMethods.contains(request.method) else {
+        guard HTTPParser.knownMethods.contains(request.method) else {
             return APIReply.error(501, "not_implemented", "\(request.method) is not a method this server implements")
         }
         let method = request.method == "HEAD" ? "GET" : request.method
@@ -162,14 +158,15 @@ public final class MoodServer: Sendable {
             let user = try authenticate(request, now: now)
             var rateHeaders: [(name: String, value: String)] = []
             let ledger = try open(user)
-            // The replay of an acknowledged request changes nothing and spends no budget: a client retrying after a
-            // lost answer gets that answer, not a 429.
-            let (key, fingerprint) = Self.idempotency(request)
-            let isReplay = method != "GET" && key.map { ledger.isReplay($0, fingerprint: fingerprint) } == true
-            if !isReplay, let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
+            if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
                 rateHeaders = decision.headers
-                guard decision.allowed else {
-                    return APIReply.error(429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
+                if !decision.allowed {
+                    // The replay of an acknowledged request changes nothing: a client retrying after a lost answer gets
+                    // that answer, not a 429 (the body is hashed only here, once the budget is spent).
+                    let (key, fingerprint) = Self.idempotency(request)
+                    guard method != "GET", let key, ledger.isReplay(key, fingerprint: fingerprint) else {
+                        return APIReply.error(429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
+                    }
                 }
             }
             let reply: Reply

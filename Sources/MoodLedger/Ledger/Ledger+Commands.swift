@@ -173,17 +173,10 @@ extension Ledger {
     func append(_ events: [MoodEvent], attachments: [PendingRecord] = [], now: Int64, to core: inout Core) throws {
         guard !events.isEmpty || !attachments.isEmpty else { return }
         let command = options.newID()
-        let records = events.map {
-            PendingRecord(type: $0.type.rawValue, payload: EventCodec.encode($0, commandID: command), recordedAt: now * 1000)
-        } + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
+        let records = events.map { Self.record($0, command: command, now: now) }
+            + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
-        let recordedAt = core.log.lastRecordedAt
-        for (seq, event) in zip(seqs, events) {
-            core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
-        }
-        if !attachments.isEmpty { core.state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
-        replaceIfDamaged(&core)  // the fold read a damaged snapshot piece: the log, which holds these events, decides
-        core.sinceSnapshot += records.count
+        fold(events, at: seqs, command: command, attachments: attachments.count, into: &core)
         if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
             _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
         }
@@ -194,19 +187,30 @@ extension Ledger {
     /// is iterated twice and must give the same events both times.
     func appendStreaming<S: Sequence<MoodEvent>>(_ events: S, now: Int64, to core: inout Core) throws {
         let command = options.newID()
-        let time = now * 1000
         guard let seqs = try core.log.appendStream({ emit in
-            for event in events {
-                try emit(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
-                                       recordedAt: time))
-            }
+            for event in events { try emit(Self.record(event, command: command, now: now)) }
         }) else { return }
+        fold(events, at: seqs, command: command, into: &core)
+    }
+
+    /// An event as the record that carries it.
+    private static func record(_ event: MoodEvent, command: EntryID, now: Int64) -> PendingRecord {
+        PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command), recordedAt: now * 1000)
+    }
+
+    /// Folds events just appended at `seqs` into the state; `attachments` safe-to-ignore records after them (the
+    /// folds skip them) end the batch.
+    private func fold<S: Sequence<MoodEvent>>(_ events: S, at seqs: ClosedRange<UInt64>, command: EntryID,
+                                              attachments: Int = 0, into core: inout Core) {
         let recordedAt = core.log.lastRecordedAt
+        var count = attachments
         for (seq, event) in zip(seqs, events) {
             core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+            count += 1
         }
-        replaceIfDamaged(&core)
-        core.sinceSnapshot += seqs.count
+        if attachments > 0 { core.state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+        replaceIfDamaged(&core)  // the fold read a damaged snapshot piece: the log, which holds these events, decides
+        core.sinceSnapshot += count
     }
 
     static func existing(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {

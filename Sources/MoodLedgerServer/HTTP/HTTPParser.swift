@@ -26,7 +26,9 @@ struct HTTPParser {
 
     let limits: Limits
 
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"]
+    /// The methods HTTP defines (RFC 9110 §9, RFC 5789, and QUERY): a route that does not take one answers 405
+    /// with `Allow`; any other method is not recognised at all (501).
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"]
 
     func parse(_ buffer: UnsafeRawBufferPointer) -> Result {
         var start = 0
