@@ -137,6 +137,11 @@ public final class MoodServer: Sendable {
         return answer.withLock { $0! }
     }
 
+    /// What this server does beyond the seed documents, sent as `MoodLedger-Capabilities` on every authenticated
+    /// answer (`Specs/server.md`): a sync client reads it from a documented route, so learning it sends nothing a
+    /// seed backend would not expect.
+    static let capabilitiesHeader = (name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions")
+
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
         let route = Route.match(request.path)
@@ -156,10 +161,10 @@ public final class MoodServer: Sendable {
         do {
             let now = configuration.clock()
             let user = try authenticate(request, now: now)
-            var rateHeaders: [(name: String, value: String)] = []
+            var rateHeaders: [(name: String, value: String)] = [Self.capabilitiesHeader]
             let ledger = try open(user)
             if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
-                rateHeaders = decision.headers
+                rateHeaders += decision.headers
                 if !decision.allowed {
                     // The replay of an acknowledged request changes nothing: a client retrying after a lost answer gets
                     // that answer, not a 429 (the body is hashed only here, once the budget is spent).

@@ -6,6 +6,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case config
         /// The server refused the credentials twice (after one refresh).
         case unauthorized
+        /// The remote did not answer a question the run needed answered before sending anything.
+        case unavailable
     }
 
     /// The kind.

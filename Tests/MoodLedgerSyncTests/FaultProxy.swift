@@ -34,10 +34,20 @@ final class FaultProxy: @unchecked Sendable {
     private let seen = Mutex<[Seen]>([])
     private let running = Atomic<Bool>(true)
 
+    /// A server of its own instead of a proxy: `handler(method, target, body)` answers every request `(status, JSON)`.
+    private let handler: (@Sendable (String, String, [UInt8]?) -> (Int, String))?
+
+    /// Serves HTTP/1.1 on loopback with `handler` answering every request (a test backend such as ``SeedBackend``).
+    convenience init(handler: @escaping @Sendable (String, String, [UInt8]?) -> (Int, String)) throws {
+        try self.init(upstream: 0, handler: handler) { _, _, _ in .relay }
+    }
+
     /// Starts a proxy to `upstream` (a loopback port); `decide(index, method, path)` picks each request's fate.
-    init(upstream: UInt16, decide: @escaping @Sendable (Int, String, String) -> Action) throws {
+    init(upstream: UInt16, handler: (@Sendable (String, String, [UInt8]?) -> (Int, String))? = nil,
+         decide: @escaping @Sendable (Int, String, String) -> Action) throws {
         self.upstream = upstream
         self.decide = decide
+        self.handler = handler
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -87,6 +97,14 @@ final class FaultProxy: @unchecked Sendable {
             let path = parts.count > 1 ? String(parts[1]) : ""
             let key = Self.header(head, "idempotency-key")
             let index = count.wrappingAdd(1, ordering: .relaxed).oldValue
+            if let handler {
+                let (status, body) = handler(method, path, request.body)
+                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false)) }
+                let text = "HTTP/1.1 \(status) Answered\r\n" + (status == 204 ? "" : "Content-Type: application/json\r\n")
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+                guard Self.sendAll(client, Array(text.utf8)) else { return }
+                continue
+            }
             let action = decide(index, method, path)
             if case .raw(let text) = action {
                 seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false)) }

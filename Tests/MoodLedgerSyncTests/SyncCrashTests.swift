@@ -39,7 +39,8 @@ struct SyncCrashTests {
         for valence in ["0.3", "-0.4", "0.7"] {
             #expect(try Self.run(["log", "--valence", valence, "--label", "calm", "--ledger", ledger]).0 == 0)
         }
-        #expect(try Self.run(["remote", "set", proxy.url, "--dialect", "mood-api", "--ledger", ledger]).0 == 0)
+        #expect(try Self.run(["remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
+                                       "changes,revisions,update,delete,extensions", "--ledger", ledger]).0 == 0)
         let credentials = server.credentials
         let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
         let (process, _) = try Self.start(["sync", "--concurrency", "1", "--ledger", ledger], environment: environment)

@@ -122,7 +122,7 @@ struct SyncEndToEndTests {
 
 @Suite("Sync dialects")
 struct SyncDialectTests {
-    @Test("wellness pushes through the CRUD routes; progress creates 1–10 records and parks what it cannot carry")
+    @Test("wellness pushes through the CRUD routes; progress creates 1–10 records and holds what it cannot carry")
     func dialects() throws {
         let dir = TemporaryDirectory("sync-dialects")
         let server = try SyncServer(dir: dir.sub("server"))
@@ -134,18 +134,20 @@ struct SyncDialectTests {
         let other = try wellness.log(0.1)
         try wellness.ledger.delete(other)
         let report = try wellness.sync(server.credentials)
-        #expect(report.isComplete && report.pulled == 0, "no changes feed in the wellness dialect")
+        #expect(report.isComplete && report.pulled == 0)
 
         let progress = try Device(dir.sub("p"), remote: server.url, dialect: .progress)
         let scored = try progress.ledger.log(MoodDraft(score: 8, labels: ["happy"])).entry.id
         let labelsOnly = try progress.ledger.log(MoodDraft(labels: ["calm"])).entry.id
         let first = try progress.sync(server.credentials)
-        #expect(first.delivered == 1 && first.parked == 1)
-        #expect(first.failures.first?.entryID == labelsOnly)
+        #expect(first.delivered == 1 && first.parked == 0 && first.heldAfter == 1 && first.isComplete)
         _ = try progress.ledger.update(scored, MoodChanges(score: 3))
         let second = try progress.sync(server.credentials)
-        #expect(second.parked == 1 && second.failures.first?.error.contains("cannot update") == true)
-        #expect(plannedPaths(progress).isEmpty, "parked items are not planned")
+        #expect(second.sent == 0 && second.heldAfter == 2 && second.isComplete)
+        let held = SyncStatus.of(progress.ledger.state, now: 0).first { $0.destination == .backend }!.held
+        #expect(held.map(\.entryID).sorted() == [scored, labelsOnly].sorted())
+        #expect(held.contains { $0.text.contains("cannot update") })
+        #expect(plannedPaths(progress).isEmpty, "held items are not planned")
         server.stop()
         let onServer = try server.entries()
         #expect(onServer.contains { $0.id == id && $0.valence == Valence.quantized(-0.4) })

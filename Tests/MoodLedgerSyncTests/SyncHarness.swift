@@ -81,7 +81,10 @@ final class Device: @unchecked Sendable {
     let clockOffset = Offset()
     let path: String
 
-    init(_ path: String, remote: String, dialect: RemoteDialect = .moodAPI, skewMilliseconds: Int64 = 0) throws {
+    /// A device whose remote is believed to have `capabilities` (`nil`: not known, the first sync probes). The
+    /// reference server has them all; setting them keeps the probe out of tests that count requests.
+    init(_ path: String, remote: String, dialect: RemoteDialect = .moodAPI, skewMilliseconds: Int64 = 0,
+         capabilities: RemoteCapabilities? = .all) throws {
         self.path = path
         var options = Ledger.Options()
         options.createIfMissing = true
@@ -90,7 +93,8 @@ final class Device: @unchecked Sendable {
         offset.value.store(skewMilliseconds, ordering: .relaxed)
         options.clock = { Int64(Date().timeIntervalSince1970 * 1000) + offset.value.load(ordering: .relaxed) }
         ledger = try Ledger.open(at: path, options: options)
-        let config = RemoteConfig(url: remote, dialect: dialect)
+        let config = RemoteConfig(url: remote, dialect: dialect, capabilities: capabilities ?? [],
+                                  source: capabilities == nil ? .unknown : .set)
         _ = try ledger.execute { state, _ in (state.outbox.progress(.backend).remote == config ? [] : [.remoteConfigured(config)], .none, false) }
     }
 

@@ -62,7 +62,9 @@ struct EventFactory {
                                              serverRevision: UInt64.random(in: 0...99, using: &random),
                                              applied: Int.random(in: 0...9, using: &random), serverWentBack: Bool.random(using: &random)))
         case 12: return .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 1...65535, using: &random))",
-                                                       dialect: RemoteDialect.allCases.randomElement(using: &random)!))
+                                                       dialect: RemoteDialect.allCases.randomElement(using: &random)!,
+                                                       capabilities: RemoteCapabilities(rawValue: UInt8.random(in: 0...31, using: &random)),
+                                                       source: [CapabilitySource.unknown, .probed, .set].randomElement(using: &random)!))
         case 13: return .syncRequeued(id, destination, reason: "the server lost it")
         case 14: return .entryErased(id, Erasure(reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
                                                  complete: Bool.random(using: &random)))
@@ -141,7 +143,8 @@ struct EventCodecTests {
             ("remote_applied", .remoteApplied(RemoteChange(origin: .backend, remoteID: "srv-42", entry: entry, entryID: id,
                                                            revision: 19, conflict: true))),
             ("sync_pulled", .syncPulled(SyncPull(cursor: 19, serverRevision: 21, applied: 1))),
-            ("remote_configured", .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:8080", dialect: .moodAPI))),
+            ("remote_configured", .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:8080", dialect: .moodAPI,
+                                                                 capabilities: [.update, .delete], source: .probed))),
             ("sync_requeued", .syncRequeued(id, .backend, reason: "the server lacks it (revision went back from 21 to 12)")),
             ("entry_erased", .entryErased(id, Erasure(reason: "GDPR art. 17", requestedBy: "cli", complete: true))),
             ("redacted_created", .redacted(id, Redaction(type: .created))),
@@ -175,7 +178,7 @@ struct EventCodecTests {
         }
     }
 
-    @Test("A stored mood.created v1 (no tags) is upcast with tags = []")
+    @Test("Stored version-1 events (mood.created without tags, the sync events, remote.configured) are upcast")
     func upcastV1() throws {
         for item in try vector("events-v1.json").arrayValue! {
             let hex = item["hex"]!.stringValue!

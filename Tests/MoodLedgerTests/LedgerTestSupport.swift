@@ -128,7 +128,9 @@ struct Workload {
                                                  applied: Int.random(in: 0...5, using: &random), serverWentBack: Bool.random(using: &random)))
                 case 1:
                     event = .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 8080...8081, using: &random))",
-                                                           dialect: RemoteDialect.allCases.randomElement(using: &random)!))
+                                                           dialect: RemoteDialect.allCases.randomElement(using: &random)!,
+                                                           capabilities: RemoteCapabilities(rawValue: UInt8.random(in: 0...31, using: &random)),
+                                                           source: Bool.random(using: &random) ? .probed : .unknown))
                 default:
                     guard let target else { return }
                     event = .syncRequeued(target, .backend, reason: "the server lost it")

@@ -74,6 +74,8 @@ public enum EventCodec {
             w.u8(config.destination.code)
             w.u8(config.dialect.code)
             w.string(config.url)
+            w.u8(config.capabilitySource.rawValue)
+            w.u8(config.capabilities.rawValue)
         case .syncRequeued(_, let destination, let reason):
             w.u8(destination.code)
             w.string(reason)
@@ -198,7 +200,21 @@ public enum EventCodec {
                 guard let dialect = RemoteDialect(code: try r.u8()) else {
                     throw ByteReader.Malformed(what: "dialect: unknown code")
                 }
-                event = .remoteConfigured(RemoteConfig(destination: destination, url: try r.string("url"), dialect: dialect))
+                let url = try r.string("url")
+                // Version 1 had no capabilities: upcast as not learned yet (the next sync probes).
+                let source = version >= 2 ? CapabilitySource(rawValue: try r.u8()) : .unknown
+                guard let source else { throw ByteReader.Malformed(what: "capability_source: unknown code") }
+                let bits = version >= 2 ? try r.u8() : 0
+                guard bits & ~RemoteCapabilities.all.rawValue == 0 else {
+                    throw ByteReader.Malformed(what: "capabilities: unknown bits")
+                }
+                let capabilities = RemoteCapabilities(rawValue: bits)
+                guard source != .unknown || capabilities.isEmpty,
+                      capabilities.isSubset(of: .ceiling(dialect)) else {
+                    throw ByteReader.Malformed(what: "capabilities: not possible for this dialect or source")
+                }
+                event = .remoteConfigured(RemoteConfig(destination: destination, url: url, dialect: dialect,
+                                                       capabilities: capabilities, source: source))
             case .syncRequeued:
                 event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
             case .entryErased:

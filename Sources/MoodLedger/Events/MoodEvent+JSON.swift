@@ -53,7 +53,9 @@ extension MoodEvent {
             ])
         case .remoteConfigured(let config):
             return .object([("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
-                            ("dialect", .string(config.dialect.rawValue))])
+                            ("dialect", .string(config.dialect.rawValue)),
+                            ("capabilities", .array(config.capabilities.names.map { .string($0) })),
+                            ("capability_source", .string(config.capabilitySource.name))])
         case .syncRequeued(_, let destination, let reason):
             return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
         case .entryErased(_, let erasure):

@@ -76,8 +76,66 @@ public enum RemoteDialect: String, Sendable, CaseIterable {
     }
 }
 
-/// Which server a destination is: recorded in the log so time travel shows where entries were sent. Never holds
-/// credentials.
+/// What a remote can do beyond its dialect's documented routes (`Specs/sync.md`, *Capabilities*).
+public struct RemoteCapabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// A changes feed (`GET /api/v1/mood/changes`): remote changes can be pulled.
+    public static let changes = RemoteCapabilities(rawValue: 1)
+    /// Revisions: `ETag` on answers and `If-Match` honoured (412 on a stale base).
+    public static let revisions = RemoteCapabilities(rawValue: 2)
+    /// An update route (`PUT …/{id}`).
+    public static let update = RemoteCapabilities(rawValue: 4)
+    /// A delete route (`DELETE …/{id}`).
+    public static let delete = RemoteCapabilities(rawValue: 8)
+    /// The reference server's extension fields (`id`, `kind`, `utc_offset_minutes`, `score`, `tags`, custom words).
+    public static let extensions = RemoteCapabilities(rawValue: 16)
+
+    /// Every capability, with its name on the command line and in JSON.
+    public static let named: [(name: String, capability: RemoteCapabilities)] = [
+        ("changes", .changes), ("revisions", .revisions), ("update", .update), ("delete", .delete),
+        ("extensions", .extensions),
+    ]
+    /// Every bit a capability set may have.
+    public static let all = RemoteCapabilities(rawValue: 0x1F)
+
+    /// The capabilities' names, in ``named`` order.
+    public var names: [String] { Self.named.filter { contains($0.capability) }.map(\.name) }
+
+    /// What a remote that speaks exactly its seed's documents has: seed 001's mood API documents no update, delete
+    /// or changes route; seed 002's wellness API documents update and delete; the progress API only creates.
+    public static func seed(_ dialect: RemoteDialect) -> RemoteCapabilities {
+        dialect == .wellness ? [.update, .delete] : []
+    }
+
+    /// The most a dialect can use: the progress dialect has no item route, so it only ever creates.
+    public static func ceiling(_ dialect: RemoteDialect) -> RemoteCapabilities {
+        dialect == .progress ? [.extensions] : all
+    }
+}
+
+/// How the client came to believe what a remote can do.
+public enum CapabilitySource: UInt8, Sendable {
+    /// Not learned yet: the next sync asks the remote.
+    case unknown = 0
+    /// The remote answered `GET /api/v1/capabilities` (or did not have the route: its seed's documented set).
+    case probed = 1
+    /// Set by the user (`remote set … --capabilities`).
+    case set = 2
+
+    /// The name shown by `remote show` and in JSON.
+    public var name: String {
+        switch self {
+        case .unknown: return "unknown"
+        case .probed: return "probed"
+        case .set: return "set"
+        }
+    }
+}
+
+/// Which server a destination is: recorded in the log so time travel shows where entries were sent and what the
+/// client believed the server could do. Never holds credentials.
 public struct RemoteConfig: Sendable, Equatable {
     /// The destination configured (always `backend` today).
     public var destination: SyncDestination
@@ -85,13 +143,34 @@ public struct RemoteConfig: Sendable, Equatable {
     public var url: String
     /// The API dialect.
     public var dialect: RemoteDialect
+    /// What the remote can do beyond its dialect's documented routes (empty until learned).
+    public var capabilities: RemoteCapabilities
+    /// Whether the capabilities were probed, set by the user, or are not known yet.
+    public var capabilitySource: CapabilitySource
 
     /// Creates a configuration.
-    public init(destination: SyncDestination = .backend, url: String, dialect: RemoteDialect) {
+    /// - Parameters:
+    ///   - destination: the destination (`backend`).
+    ///   - url: the canonical base URL.
+    ///   - dialect: the API dialect.
+    ///   - capabilities: what the remote can do (ignored, and empty, while `source` is `unknown`).
+    ///   - source: how the capabilities were learned. Default `unknown`: the next sync probes.
+    public init(destination: SyncDestination = .backend, url: String, dialect: RemoteDialect,
+                capabilities: RemoteCapabilities = [], source: CapabilitySource = .unknown) {
         self.destination = destination
         self.url = url
         self.dialect = dialect
+        self.capabilities = source == .unknown ? [] : capabilities.intersection(.ceiling(dialect))
+        self.capabilitySource = source
     }
+
+    /// Whether this is the same server (URL and dialect) as `other`, whatever either believes it can do.
+    public func sameServer(as other: RemoteConfig) -> Bool {
+        destination == other.destination && url == other.url && dialect == other.dialect
+    }
+
+    /// Whether the remote is known to have `capability`.
+    public func has(_ capability: RemoteCapabilities) -> Bool { capabilities.contains(capability) }
 }
 
 /// A pull from a destination finished: its changes were applied (they precede this event), and the cursor moved.
@@ -266,7 +345,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
     /// The schema version this code writes.
     public var currentVersion: UInt8 {
         switch self {
-        case .created, .syncAttempted, .syncSucceeded, .syncFailed, .remoteApplied: return 2
+        case .created, .syncAttempted, .syncSucceeded, .syncFailed, .remoteApplied, .remoteConfigured: return 2
         default: return 1
         }
     }

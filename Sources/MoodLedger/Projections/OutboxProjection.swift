@@ -353,7 +353,7 @@ public struct OutboxState: Sendable, Equatable {
             progress[Int(pull.destination.code)] = current
         case .remoteConfigured(let config):
             let slot = Int(config.destination.code)
-            if let old = progress[slot].remote, old.url != config.url || old.dialect != config.dialect {
+            if let old = progress[slot].remote, !old.sameServer(as: config) {
                 // Another server: nothing was sent there yet. Every entry is pending a create again.
                 for pair in pairsByID where pair[config.destination] != nil {
                     self[OutboxKey(entryID: pair.id, destination: config.destination)] = nil

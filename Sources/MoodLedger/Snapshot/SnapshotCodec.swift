@@ -15,7 +15,8 @@ enum SnapshotCodec {
     /// snapshot-payload=5: id slots of 8 bytes with a 32-bit fingerprint of the id's hash.
     /// snapshot-payload=6: version-3 files: a pieces section, a checksum of every 4 KiB of the other sections.
     /// snapshot-payload=7: version-4 files: pieces of 1 KiB.
-    static let schema = "moodledger-projections/entries=3/outbox=2/analytics=1/snapshot-payload=7"
+    /// outbox=3: each destination's remote carries its capabilities and how they were learned.
+    static let schema = "moodledger-projections/entries=3/outbox=3/analytics=1/snapshot-payload=7"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records
@@ -49,6 +50,8 @@ enum SnapshotCodec {
             if let remote = progress.remote {
                 w.u8(remote.dialect.code)
                 w.string(remote.url)
+                w.u8(remote.capabilitySource.rawValue)
+                w.u8(remote.capabilities.rawValue)
             }
             if let time = progress.lastPullAt { w.signed(time) }
             if let time = progress.lastSuccessAt { w.signed(time) }
@@ -145,7 +148,18 @@ enum SnapshotCodec {
                 guard let dialect = RemoteDialect(code: try r.u8()) else {
                     throw ByteReader.Malformed(what: "dialect: unknown code")
                 }
-                current.remote = RemoteConfig(destination: destination, url: try r.string("url"), dialect: dialect)
+                let url = try r.string("url")
+                guard let source = CapabilitySource(rawValue: try r.u8()) else {
+                    throw ByteReader.Malformed(what: "capability_source: unknown code")
+                }
+                let bits = try r.u8()
+                let capabilities = RemoteCapabilities(rawValue: bits)
+                guard bits & ~RemoteCapabilities.all.rawValue == 0, source != .unknown || capabilities.isEmpty,
+                      capabilities.isSubset(of: .ceiling(dialect)) else {
+                    throw ByteReader.Malformed(what: "capabilities: not possible for this dialect or source")
+                }
+                current.remote = RemoteConfig(destination: destination, url: url, dialect: dialect,
+                                              capabilities: capabilities, source: source)
             }
             if flags & 2 != 0 { current.lastPullAt = try checkedTime(try r.signed(), "last_pull_at") }
             if flags & 4 != 0 { current.lastSuccessAt = try checkedTime(try r.signed(), "last_success_at") }

@@ -7,8 +7,8 @@ enum SyncCommands {
 
     static let remote = CommandSpec(
         name: "remote", summary: "set or show the backend the outbox is delivered to",
-        usage: "remote set URL --dialect mood-api|wellness|progress\n       remote show",
-        values: ["dialect", "at"]) { context in
+        usage: "remote set URL --dialect mood-api|wellness|progress [--capabilities probe|none|LIST]\n       remote show [--at POINT]",
+        values: ["dialect", "at", "capabilities"]) { context in
         switch context.arguments.positionals.first {
         case "set"?:
             let url = try context.positional(1, "URL")
@@ -17,15 +17,23 @@ enum SyncCommands {
             guard let dialect = RemoteDialect(rawValue: dialectText) else {
                 throw UsageError("--dialect must be mood-api, wellness or progress, not \(dialectText)")
             }
+            let capabilities = try context.arguments.value("capabilities").map { try Self.capabilities($0, dialect: dialect) }
             let parsed = try RemoteURL(url)
             let ledger = try context.openLedger(write: true)
             defer { ledger.close() }
-            let config = RemoteConfig(url: parsed.description, dialect: dialect)
+            var config = RemoteConfig(url: parsed.description, dialect: dialect)
             _ = try ledger.execute { state, _ in
-                (state.outbox.progress(.backend).remote == config ? [] : [.remoteConfigured(config)], .none, false)
+                let current = state.outbox.progress(.backend).remote
+                if let capabilities {
+                    config = RemoteConfig(url: config.url, dialect: dialect, capabilities: capabilities ?? [],
+                                          source: capabilities == nil ? .unknown : .set)
+                } else if let current, current.sameServer(as: config) {
+                    config = current  // the same server: what was learned about it still holds
+                }
+                return (current == config ? [] : [.remoteConfigured(config)], .none, false)
             }
             if context.json { context.printJSON(Self.json(config)) } else {
-                context.console.line("backend: \(config.url) (\(config.dialect.rawValue))")
+                context.console.line(Self.describe(config))
             }
             return ExitCode.ok
         case "show"?, nil:
@@ -33,7 +41,7 @@ enum SyncCommands {
             defer { ledger.close() }
             let config = try context.state(of: ledger).outbox.progress(.backend).remote
             if context.json { context.printJSON(config.map(Self.json) ?? .null) } else {
-                context.console.line(config.map { "backend: \($0.url) (\($0.dialect.rawValue))" }
+                context.console.line(config.map(Self.describe)
                                      ?? "no backend configured (moodledger remote set URL --dialect mood-api)")
             }
             return ExitCode.ok
@@ -42,9 +50,38 @@ enum SyncCommands {
         }
     }
 
+    /// `--capabilities`: `probe` (ask the remote at the next sync: `nil`), `none`, or a comma-separated list.
+    static func capabilities(_ text: String, dialect: RemoteDialect) throws -> RemoteCapabilities? {
+        if text == "probe" { return nil }
+        if text == "none" { return [] }
+        var result: RemoteCapabilities = []
+        for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let known = RemoteCapabilities.named.first(where: { $0.name == name }) else {
+                throw UsageError("--capabilities takes probe, none or a list of "
+                    + RemoteCapabilities.named.map(\.name).joined(separator: ", ") + "; \"\(name)\" is not one")
+            }
+            guard RemoteCapabilities.ceiling(dialect).contains(known.capability) else {
+                throw UsageError("--capabilities: the \(dialect.rawValue) dialect cannot use \(known.name) "
+                    + "(/api/v1/progress only creates records)")
+            }
+            result.insert(known.capability)
+        }
+        return result
+    }
+
+    static func describe(_ config: RemoteConfig) -> String {
+        let what = config.capabilitySource == .unknown ? "capabilities not known yet: the next sync asks the server"
+            : "capabilities \(config.capabilitySource.name): "
+                + (config.capabilities.isEmpty ? "none beyond the documented routes" : config.capabilities.names.joined(separator: ", "))
+        return "backend: \(config.url) (\(config.dialect.rawValue)); \(what)"
+    }
+
     static func json(_ config: RemoteConfig) -> JSONValue {
         .object([("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
-                 ("dialect", .string(config.dialect.rawValue))])
+                 ("dialect", .string(config.dialect.rawValue)),
+                 ("capabilities", config.capabilitySource == .unknown ? .null
+                    : .array(config.capabilities.names.map { .string($0) })),
+                 ("capability_source", .string(config.capabilitySource.name))])
     }
 
     static let sync = CommandSpec(
@@ -94,7 +131,8 @@ enum SyncCommands {
             if context.json { context.printJSON(report.json) } else { print(report, to: context) }
             return report.isComplete ? ExitCode.ok : ExitCode.unavailable
         } catch let error as SyncError {
-            throw CLIError(error.code == .unauthorized ? ExitCode.noPermission : ExitCode.config, error.message)
+            let code = error.code == .unauthorized ? ExitCode.noPermission : error.code == .unavailable ? ExitCode.unavailable : ExitCode.config
+            throw CLIError(code, error.message)
         }
     }
 
@@ -110,6 +148,10 @@ enum SyncCommands {
             context.console.line("  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(failure.error)")
         }
         if let error = report.pullError { context.console.line("pull failed: \(error)") }
+        if let skipped = report.pullSkipped { context.console.line("not pulled: \(skipped)") }
+        if report.heldAfter > 0 {
+            context.console.line("held: \(report.heldAfter) change\(report.heldAfter == 1 ? "" : "s") this remote cannot carry (see `moodledger sync status`)")
+        }
         if report.pendingAfter > 0 || report.parkedAfter > 0 {
             context.console.line("outbox: \(report.pendingAfter) pending, \(report.parkedAfter) parked"
                 + (report.nextAttemptAt.map { "; next retry at \(ISO8601.format(milliseconds: $0, offsetMinutes: 0))" } ?? "")

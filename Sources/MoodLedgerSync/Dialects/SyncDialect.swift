@@ -19,14 +19,18 @@ public struct SyncRequest: Sendable, Equatable {
     }
 }
 
-/// How a send of one outbox item maps onto a backend dialect's routes, and what cannot be sent at all
-/// (`Specs/sync.md`, *Dialects*). Each dialect is a small codec: entry → request, response → remote id.
+/// How a send of one outbox item maps onto a backend dialect's routes, and what a remote cannot carry
+/// (`Specs/sync.md`, *Dialects* and *Capabilities*). Each dialect is a small codec: entry → request, response →
+/// remote id. Without the `extensions` capability a request body holds exactly the fields its seed documents.
 public struct SyncDialect: Sendable {
-    /// The dialect.
-    public var dialect: RemoteDialect
+    /// The remote: its dialect and what it is believed to do.
+    public var remote: RemoteConfig
 
-    /// Creates the codec of a dialect.
-    public init(_ dialect: RemoteDialect) { self.dialect = dialect }
+    /// Creates the codec of a remote.
+    public init(_ remote: RemoteConfig) { self.remote = remote }
+
+    /// The dialect.
+    public var dialect: RemoteDialect { remote.dialect }
 
     /// The collection route.
     var collection: String {
@@ -37,16 +41,56 @@ public struct SyncDialect: Sendable {
         }
     }
 
-    /// Why an operation can never be sent in this dialect (the item is parked with this reason), or `nil`.
-    public func unsendable(_ operation: SyncOperation, entry: MoodEntry?) -> String? {
-        guard dialect == .progress else { return nil }
-        if operation != .create {
-            return "the progress dialect cannot \(operation.rawValue): /api/v1/progress only creates records"
+    /// Why an operation cannot be carried to this remote at all, or `nil`. Such an item is **held**: not sent, no
+    /// event appended, listed by `sync status` with this reason, and due again by itself once the remote is
+    /// believed to carry it (`remote set … --capabilities`).
+    public func held(_ operation: SyncOperation, entry: MoodEntry?) -> String? {
+        switch operation {
+        case .update where !remote.has(.update):
+            return dialect == .progress ? "the progress dialect cannot update: /api/v1/progress only creates records"
+                : "the remote has no update route (\(dialect.rawValue) as documented): the change stays here"
+        case .delete where !remote.has(.delete):
+            return dialect == .progress ? "the progress dialect cannot delete: /api/v1/progress only creates records"
+                : "the remote has no delete route (\(dialect.rawValue) as documented): the deletion stays here"
+        case .delete: return nil
+        default: break
         }
-        if let entry, entry.valence == nil, entry.enteredScore == nil {
-            return "the progress dialect carries a 1–10 quantity: this entry has labels only"
+        guard let entry, entry.valence == nil else { return nil }
+        switch dialect {
+        case .progress: return "the progress dialect carries a 1–10 quantity: this entry has labels only"
+        case .wellness where !remote.has(.extensions):
+            return "the wellness dialect requires a valence: this entry has labels only"
+        default: return nil
         }
-        return nil
+    }
+
+    /// What of an entry this remote does not keep although the entry is sent (it is sent without it), as short
+    /// field descriptions; empty when everything is carried.
+    public func notCarried(_ entry: MoodEntry) -> [String] {
+        if remote.has(.extensions) && dialect != .progress { return [] }
+        var lost: [String] = []
+        switch dialect {
+        case .progress:
+            if !entry.labels.isEmpty { lost.append("labels") }
+            if !entry.associations.isEmpty { lost.append("associations") }
+            if entry.enteredScore == nil, entry.valence != nil { lost.append("valence (sent as its 1–10 score)") }
+        case .wellness:
+            let labels = entry.labels.filter(\.isCustom).count
+            let associations = entry.associations.filter(\.isCustom).count
+            if labels > 0 { lost.append("\(labels) custom label\(labels == 1 ? "" : "s") (the seed's labels are a fixed list)") }
+            if associations > 0 {
+                lost.append("\(associations) custom association\(associations == 1 ? "" : "s") (the seed's associations are a fixed list)")
+            }
+        case .moodAPI: break
+        }
+        if !entry.tags.isEmpty { lost.append("tags") }
+        return lost
+    }
+
+    /// What this remote keeps of no entry (stated once by `sync status`, not per entry).
+    public var neverCarried: [String] {
+        if remote.has(.extensions) && dialect != .progress { return [] }
+        return dialect == .progress ? ["kind", "UTC offset", "labels", "associations", "tags"] : ["kind", "UTC offset", "tags"]
     }
 
     /// The request that performs `operation` for `entry` (its current state; `nil` for a delete).
@@ -63,21 +107,57 @@ public struct SyncDialect: Sendable {
         }
     }
 
-    /// The changes feed (mood-api only: the seed documents no feed for the other dialects).
+    /// The changes feed, for a remote that has one.
     public func changesPath(since cursor: UInt64, limit: Int) -> String? {
-        dialect == .moodAPI ? "/api/v1/mood/changes?since=\(cursor)&limit=\(limit)" : nil
+        remote.has(.changes) ? "/api/v1/mood/changes?since=\(cursor)&limit=\(limit)" : nil
     }
 
-    /// The request body: every field of the entry, in the API's names. A typed 1–10 score is sent as `score` (its
-    /// valence is its exact translation); otherwise the valence.
+    /// The request body in the dialect's documented shape.
     func body(for entry: MoodEntry, create: Bool) -> [UInt8] {
-        if dialect == .progress {
-            let quantity = entry.enteredScore ?? entry.score ?? 5
-            return JSONValue.object([
-                ("type", .string("mood_score")), ("quantity", .int(Int64(quantity))),
-                ("logged_at", .string(entry.loggedAt.iso8601)), ("notes", .optional(entry.notes) { .string($0) }),
-            ]).serializedBytes()
-        }
+        if dialect == .progress { return progressBody(entry) }
+        if remote.has(.extensions) { return extendedBody(entry, create: create) }
+        return dialect == .wellness ? wellnessBody(entry) : moodAPIBody(entry, create: create)
+    }
+
+    /// Seed 004's `{type, quantity, logged_at, notes}`: the typed score, else the score derived from the valence.
+    private func progressBody(_ entry: MoodEntry) -> [UInt8] {
+        var pairs: [(String, JSONValue)] = [("type", .string("mood_score")),
+                                            ("quantity", .int(Int64(entry.enteredScore ?? entry.score ?? 5))),
+                                            ("logged_at", .string(entry.loggedAt.iso8601))]
+        if let notes = entry.notes { pairs.append(("notes", .string(notes))) }
+        return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// Seed 001's create body: `valence`, `labels` (left out when empty: at least one when given), `associations`,
+    /// `logged_at`, `source`, `source_id`, `notes`. Its handler deduplicates by `source_id`, so an entry without one
+    /// sends its own id there: a create resent after a lost answer is answered with the entry it made the first time.
+    private func moodAPIBody(_ entry: MoodEntry, create: Bool) -> [UInt8] {
+        var pairs: [(String, JSONValue)] = []
+        if let valence = Self.valence(entry) { pairs.append(("valence", .double(valence))) }
+        if !entry.labels.isEmpty { pairs.append(("labels", .array(entry.labels.map { .string($0.wireName) }))) }
+        pairs.append(("associations", .array(entry.associations.map { .string($0.wireName) })))
+        pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
+        pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : entry.source == .aiAnalysis ? "ai_analysis" : "manual")))
+        if create { pairs.append(("source_id", .string(entry.sourceID ?? entry.id.description))) }
+        if let notes = entry.notes { pairs.append(("notes", .string(notes))) } else if !create { pairs.append(("notes", .null)) }
+        return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// Seed 002's `CreateMoodRequest` (also its update body): `valence`, `labels`, `associations` (Apple's words in
+    /// the seed's camelCase; custom words are not in its fixed lists), `notes`, `logged_at`, `source`.
+    private func wellnessBody(_ entry: MoodEntry) -> [UInt8] {
+        var pairs: [(String, JSONValue)] = [("valence", .double(Self.valence(entry) ?? 0))]
+        pairs.append(("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string($0.name) })))
+        pairs.append(("associations", .array(entry.associations.filter { !$0.isCustom }.map { .string($0.name) })))
+        pairs.append(("notes", .optional(entry.notes) { .string($0) }))
+        pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
+        pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : "manual")))
+        return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// The reference server's body: every field of the entry, in the API's names. A typed 1–10 score is sent as
+    /// `score` (its valence is its exact translation); otherwise the valence.
+    private func extendedBody(_ entry: MoodEntry, create: Bool) -> [UInt8] {
         var pairs: [(String, JSONValue)] = []
         if create { pairs.append(("id", .string(entry.id.description))) }
         pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
@@ -88,7 +168,7 @@ public struct SyncDialect: Sendable {
         } else if let valence = entry.valence {
             pairs.append(("valence", .double(Valence.display(valence))))
         }
-        // The seed: `labels` must hold at least one item when given; an update may clear them.
+        // An update may clear the labels; a create leaves an empty list out.
         if !entry.labels.isEmpty || !create { pairs.append(("labels", .array(entry.labels.map { .string($0.wireName) }))) }
         pairs.append(("associations", .array(entry.associations.map { .string($0.wireName) })))
         pairs.append(("tags", .array(entry.tags.map { .string($0) })))
@@ -98,6 +178,13 @@ public struct SyncDialect: Sendable {
             if let sourceID = entry.sourceID { pairs.append(("source_id", .string(sourceID))) }
         }
         return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// The valence a seed stores: for a typed score the seed's own formula `(score − 5.5) / 4.5` (so the backend
+    /// holds exactly what its legacy `mood_score` input would have made), else the shortest decimal of the grid point.
+    static func valence(_ entry: MoodEntry) -> Double? {
+        if let score = entry.enteredScore { return (Double(score) - 5.5) / 4.5 }
+        return entry.valence.map(Valence.display)
     }
 
     /// Percent-encodes a path segment (unreserved characters kept).

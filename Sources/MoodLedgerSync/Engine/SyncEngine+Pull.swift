@@ -10,7 +10,10 @@ extension SyncEngine {
         while pages < 10_000 {
             pages += 1
             let cursor = ledger.state.outbox.progress(.backend).cursor
-            guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else { return }
+            guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else {
+                report.pullSkipped = "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"
+                return
+            }
             let page: ChangesPage
             switch fetch(path) {
             case .failure(let message):

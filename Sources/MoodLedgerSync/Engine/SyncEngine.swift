@@ -30,8 +30,9 @@ public final class SyncEngine: @unchecked Sendable {
     let transport: any SyncTransport
     let credentialSource: @Sendable () throws(SyncError) -> SyncCredentials
     let configuration: Configuration
-    let remote: RemoteConfig
-    let dialect: SyncDialect
+    /// The remote's codec: replaced once when a run learns the remote's capabilities, before any request is sent.
+    let codec: Mutex<SyncDialect>
+    var dialect: SyncDialect { codec.withLock { $0 } }
     private let random: Mutex<SplitMix64>
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
     /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
@@ -51,8 +52,7 @@ public final class SyncEngine: @unchecked Sendable {
             throw SyncError(.config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
         }
         self.ledger = ledger
-        self.remote = remote
-        self.dialect = SyncDialect(remote.dialect)
+        self.codec = Mutex(SyncDialect(remote))
         if let transport {
             self.transport = transport
         } else {
@@ -76,6 +76,7 @@ public final class SyncEngine: @unchecked Sendable {
     ///   recorded first); ``EventLogError`` when the log cannot be written.
     public func run(once: Bool = false) throws -> SyncReport {
         var report = SyncReport()
+        try learnCapabilities()
         try push(into: &report, once: once)
         try pull(into: &report)
         if report.requeued > 0 || !once { try push(into: &report, once: once) }
@@ -83,26 +84,44 @@ public final class SyncEngine: @unchecked Sendable {
         return report
     }
 
-    /// The requests a run would make now, without sending anything or appending anything (`--dry-run`).
+    /// The requests a run would make now, without sending anything or appending anything (`--dry-run`). A remote
+    /// whose capabilities are not known yet is planned for as its seed documents it (the run itself asks first).
     public func plannedRequests() -> [SyncRequest] {
         let now = ledger.options.clock()
-        return ledger.read { state in dueItems(in: state, now: now, limit: .max).compactMap { item in
-            let entry = state.entries[item.entryID]
-            if dialect.unsendable(item.operation, entry: entry) != nil { return nil }
-            return dialect.request(item.operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID,
-                                   key: key(for: item, in: state))
+        let dialect = self.dialect
+        return ledger.read { state in dueItems(in: state, now: now, limit: .max).map { item in
+            dialect.request(item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
+                            remoteID: item.remoteID, key: key(for: item, in: state))
         } }
     }
 
-    /// Asks the remote to erase entries too (`DELETE …/{id}?erase=true`, the reference server's extension for
-    /// `moodledger erase`); mood-api and wellness only.
+    /// Asks the remote to erase entries too: `DELETE …/{remote id}?erase=true` (the reference server's extension
+    /// for `moodledger erase`), or a plain documented `DELETE` to a remote without extensions. A remote without a
+    /// delete route cannot remove its copies.
     /// - Returns: per entry that could not be erased there, why (404 counts as erased: the server never had it, or
     ///   has erased it already).
     public func eraseAtRemote(_ ids: [EntryID]) -> [EntryID: String] {
-        guard dialect.dialect != .progress else { return Dictionary(uniqueKeysWithValues: ids.map { ($0, "the progress dialect cannot erase") }) }
+        var dialect = self.dialect
+        if dialect.remote.capabilitySource == .unknown {
+            // Asked without recording: a refused erasure appends nothing (the next sync records what it learns).
+            guard let learned = try? probe(dialect.dialect) else {
+                return Dictionary(uniqueKeysWithValues: ids.map { ($0, "the remote did not say what it can do") })
+            }
+            dialect = SyncDialect(RemoteConfig(url: dialect.remote.url, dialect: dialect.dialect, capabilities: learned, source: .probed))
+        }
+        guard dialect.remote.has(.delete) else {
+            let reason = dialect.dialect == .progress ? "the progress dialect cannot erase"
+                : "the remote has no delete route (\(dialect.dialect.rawValue) as documented)"
+            return Dictionary(uniqueKeysWithValues: ids.map { ($0, reason) })
+        }
+        let remoteIDs = ledger.read { state in
+            Dictionary(uniqueKeysWithValues: ids.map { ($0, state.outbox.record(OutboxKey(entryID: $0, destination: .backend))?.remoteID) })
+        }
+        let query = dialect.remote.has(.extensions) ? "?erase=true" : ""
         var failures: [EntryID: String] = [:]
         for id in ids {
-            let request = SyncRequest(method: "DELETE", path: "\(dialect.collection)/\(id)?erase=true")
+            let remoteID = (remoteIDs[id] ?? nil) ?? id.description
+            let request = SyncRequest(method: "DELETE", path: "\(dialect.collection)/\(SyncDialect.escape(remoteID))\(query)")
             let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
             switch transport.perform(request, credentials: credentials) {
             case .response(let status, _, _) where (200..<300).contains(status) || status == 404: break
@@ -123,11 +142,13 @@ public final class SyncEngine: @unchecked Sendable {
         var attempts: Int
     }
 
-    /// Pending, unparked `backend` items whose retry time has come, in outbox order.
+    /// Pending, unparked `backend` items whose retry time has come and that the remote can carry, in outbox order.
     func dueItems(in state: LedgerState, now: Int64, limit: Int) -> [Due] {
         var due: [Due] = []
+        let dialect = self.dialect
         for item in state.outboxItems(destination: .backend) where item.status == "pending" {
-            guard let operation = item.operation, (item.nextAttemptAt ?? .min) <= now else { continue }
+            guard let operation = item.operation, (item.nextAttemptAt ?? .min) <= now,
+                  dialect.held(operation, entry: state.entries[item.entryID]) == nil else { continue }
             due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts))
             if due.count >= limit { break }
         }
@@ -158,28 +179,18 @@ public final class SyncEngine: @unchecked Sendable {
             while !candidates.isEmpty {
                 // Attempts: chosen and appended against the current state, as one batch.
                 var batch: [(Due, String)] = []
-                var unsendable: [(EntryID, String)] = []
                 _ = try ledger.execute { state, now in
                     batch = []
-                    unsendable = []
                     var events: [MoodEvent] = []
                     while let candidate = candidates.first, batch.count < self.configuration.batchSize {
                         candidates.removeFirst()
-                        guard let item = self.stillDue(candidate.entryID, in: state, now: now) else { continue }
-                        if let reason = self.dialect.unsendable(item.operation, entry: state.entries[item.entryID]) {
-                            events.append(.syncFailed(item.entryID, .backend, SyncFailure(error: reason, retryable: false)))
-                            unsendable.append((item.entryID, reason))
-                            continue
-                        }
+                        guard let item = self.stillDue(candidate.entryID, in: state, now: now),
+                              self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil else { continue }
                         let key = self.key(for: item, in: state)
                         events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
                         batch.append((item, key))
                     }
                     return (events, .none, false)
-                }
-                for (id, reason) in unsendable {
-                    report.parked += 1
-                    report.failures.append(.init(entryID: id, error: reason, parked: true))
                 }
                 if batch.isEmpty { continue }
                 let outcomes = send(batch)
@@ -290,8 +301,10 @@ public final class SyncEngine: @unchecked Sendable {
         }
         var operation = item.operation
         var verdict = exchange(operation, item: item, entry: entry, key: key)
-        if case .park(404?, _) = verdict, operation == .update {
-            operation = .create  // the server lacks it (lost, or never had it): create it again
+        if case .park(404?, _) = verdict, operation == .update, dialect.remote.has(.update) {
+            // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
+            // never had it). Create it again. (A 405 is about the route: never re-sent as a create.)
+            operation = .create
             verdict = exchange(operation, item: item, entry: entry, key: key)
         }
         return verdict
@@ -301,7 +314,7 @@ public final class SyncEngine: @unchecked Sendable {
         let request = dialect.request(operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key)
         let (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
-           dialect.dialect != .progress {
+           dialect.dialect != .progress, dialect.remote.has(.update) {
             // 200, not 201, and not a replay: the server already had this id (it lost our later changes, or was
             // restored). Bring its copy up to date.
             let update = dialect.request(.update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
@@ -344,8 +357,16 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func summarize(into report: inout SyncReport) {
-        let items = ledger.read { $0.outboxItems(destination: .backend) }
-        for item in items {
+        let dialect = self.dialect
+        let (items, held) = ledger.read { state in
+            let items = state.outboxItems(destination: .backend)
+            let held = Set(items.filter { item in
+                item.status == "pending" && item.operation.map { dialect.held($0, entry: state.entries[item.entryID]) != nil } == true
+            }.map(\.entryID))
+            return (items, held)
+        }
+        report.heldAfter = held.count
+        for item in items where !held.contains(item.entryID) {
             if item.status == "pending" {
                 report.pendingAfter += 1
                 if let next = item.nextAttemptAt { report.nextAttemptAt = min(report.nextAttemptAt ?? next, next) }

@@ -22,6 +22,10 @@ public struct SyncReport: Sendable, Equatable {
     /// Outbox items still pending after the run (waiting for a retry time), and parked ones.
     public var pendingAfter = 0
     public var parkedAfter = 0
+    /// Items the remote cannot carry (held: not sent, listed by `sync status` with the reason).
+    public var heldAfter = 0
+    /// Why this run did not pull (the remote has no changes feed), if it did not.
+    public var pullSkipped: String?
     /// The earliest retry time among pending items (ms).
     public var nextAttemptAt: Int64?
     /// The failures of this run: entry and error text.
@@ -47,6 +51,7 @@ public struct SyncReport: Sendable, Equatable {
             ("requeued", .int(Int64(requeued))), ("server_went_back", .bool(serverWentBack)),
             ("pull_error", .optional(pullError) { .string($0) }),
             ("pending_after", .int(Int64(pendingAfter))), ("parked_after", .int(Int64(parkedAfter))),
+            ("held_after", .int(Int64(heldAfter))), ("pull_skipped", .optional(pullSkipped) { .string($0) }),
             ("next_attempt_at", .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }),
             ("failures", .array(failures.map {
                 .object([("entry_id", .string($0.entryID.description)), ("error", .string($0.error)), ("parked", .bool($0.parked))])

@@ -19,7 +19,7 @@ public struct SyncExplanation: Sendable, Equatable {
     /// The backend configured then, if any.
     public var remote: RemoteConfig?
     public var steps: [Step]
-    /// `pending`, `in_flight`, `failed` (parked), `synced`, `not_eligible` or `unknown`.
+    /// `pending`, `held` (the remote cannot carry it), `in_flight`, `failed` (parked), `synced`, `not_eligible` or `unknown`.
     public var status: String
     /// What happens next, in a sentence.
     public var next: String
@@ -88,10 +88,14 @@ public struct SyncExplanation: Sendable, Equatable {
             guard OutboxState.isEligible(entry.source, for: .backend) else {
                 return ("not_eligible", "It came from the backend, so it is not sent back there.")
             }
+            if let reason = held(.create, entry: entry, remote: remote) { return ("held", "Not sent: \(reason).") }
             return ("pending", "Never sent: the next `moodledger sync` creates it at \(target).")
         }
         guard let operation = record.operation else {
             return ("synced", "Up to date at \(target)" + (record.remoteID.map { " as \($0)" } ?? "") + ".")
+        }
+        if !record.parked, let reason = held(operation, entry: entry, remote: remote) {
+            return ("held", "Not sent: \(reason). It is sent by itself once the remote is known to carry it (`remote set … --capabilities`).")
         }
         if record.parked {
             return ("failed", "Parked after \"\(record.lastError ?? "an error")\": it is not sent again until the entry changes.")
@@ -103,6 +107,12 @@ public struct SyncExplanation: Sendable, Equatable {
             return ("pending", "A \(operation.rawValue) is due at \(time(next)); the first `moodledger sync` at or after then sends it, with no new change needed.")
         }
         return ("pending", "A \(operation.rawValue) is due now: the next `moodledger sync` sends it to \(target).")
+    }
+
+    /// Why the remote cannot carry the operation, once its capabilities are known.
+    private static func held(_ operation: SyncOperation, entry: MoodEntry?, remote: RemoteConfig?) -> String? {
+        guard let remote, remote.capabilitySource != .unknown else { return nil }
+        return SyncDialect(remote).held(operation, entry: entry)
     }
 
     static func time(_ ms: Int64) -> String { ISO8601.format(milliseconds: ms, offsetMinutes: 0) }

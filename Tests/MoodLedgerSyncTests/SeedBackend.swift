@@ -1,0 +1,136 @@
+import Foundation
+import MoodLedger
+import MoodLedgerSync
+import Synchronization
+
+/// A backend that is exactly one seed's documents (`../shared/seed-api`, `Tests/Seed/schemas`): only the documented
+/// routes, every request body validated against the seed's schema (unknown fields refused with 400), no changes
+/// feed, no revisions, no `If-Match`, no capabilities route, and for seed 001 no update or delete route. It records
+/// every request and every violation, so a test can say "zero requests outside the documented shapes".
+final class SeedBackend: SyncTransport, @unchecked Sendable {
+    // @unchecked Sendable: the schemas never change after init; all mutable state is in one Mutex.
+    struct Request: Sendable {
+        var method: String
+        var path: String
+        var body: JSONValue?
+        var status: Int
+    }
+
+    struct Store: Sendable {
+        var entries: [(id: String, body: JSONValue)] = []
+        var requests: [Request] = []
+        var violations: [String] = []
+    }
+
+    let dialect: RemoteDialect
+    private let schema: JSONSchema
+    private let store = Mutex(Store())
+
+    init(_ dialect: RemoteDialect) throws {
+        self.dialect = dialect
+        switch dialect {
+        case .moodAPI: schema = try JSONSchema.seed("mood-api-create")
+        case .wellness: schema = try JSONSchema.seed("wellness-mood-request")
+        case .progress: schema = try JSONSchema.seed("progress-create")
+        }
+    }
+
+    var requests: [Request] { store.withLock { $0.requests } }
+    var violations: [String] { store.withLock { $0.violations } }
+    /// What the backend stored: its id and the stored record.
+    var entries: [(id: String, body: JSONValue)] { store.withLock { $0.entries } }
+
+    func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+        guard credentials.apiKey != nil, credentials.token != nil else {
+            return .response(status: 401, headers: [], body: Array(#"{"error":"missing credentials"}"#.utf8))
+        }
+        let (status, body) = handle(request.method, request.path, request.body)
+        return .response(status: status, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
+    }
+
+    /// One request: `(status, JSON body)`.
+    func handle(_ method: String, _ target: String, _ bytes: [UInt8]?) -> (Int, String) {
+        let path = String(target.split(separator: "?", maxSplits: 1).first ?? "")
+        let json = bytes.flatMap { $0.isEmpty ? nil : try? JSONParser.parse(String(decoding: $0, as: UTF8.self)) }
+        return store.withLock { store in
+            let (status, answer) = route(method, path, bytes, json, &store)
+            store.requests.append(Request(method: method, path: target, body: json, status: status))
+            return (status, answer)
+        }
+    }
+
+    private var collection: String {
+        switch dialect {
+        case .moodAPI: return "/api/v1/mood"
+        case .wellness: return "/api/v1/wellness/mood-entries"
+        case .progress: return "/api/v1/progress"
+        }
+    }
+
+    private func route(_ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?, _ store: inout Store) -> (Int, String) {
+        let itemID = path.hasPrefix(collection + "/") ? String(path.dropFirst(collection.count + 1)) : nil
+        switch (method, path == collection, itemID) {
+        case ("GET", true, _):
+            let entries = store.entries.map(\.body)
+            return (200, JSONValue.object([("success", .bool(true)), ("data", .object([
+                ("entries", .array(entries)), ("total", .int(Int64(entries.count))), ("has_more", .bool(false))]))]).serialized)
+        case ("POST", true, _):
+            guard let body = validated(method, path, bytes, json, &store) else { return bad("invalid request body") }
+            if dialect == .moodAPI, let sourceID = body["source_id"]?.stringValue,
+               let existing = store.entries.first(where: { $0.body["source_id"]?.stringValue == sourceID }) {
+                return (200, envelope(existing.body))  // the seed's idempotency by source_id
+            }
+            let id = UUID().uuidString.lowercased()
+            let stored = record(id: id, from: body)
+            store.entries.append((id, stored))
+            return (201, envelope(stored))
+        case ("PUT", false, let id?) where dialect == .wellness:
+            guard let body = validated(method, path, bytes, json, &store) else { return bad("invalid request body") }
+            guard let index = store.entries.firstIndex(where: { $0.id == id }) else { return (404, #"{"error":"not found"}"#) }
+            store.entries[index].body = record(id: id, from: body)
+            return (200, envelope(store.entries[index].body))
+        case ("DELETE", false, let id?) where dialect == .wellness:
+            guard let index = store.entries.firstIndex(where: { $0.id == id }) else { return (404, #"{"error":"not found"}"#) }
+            store.entries.remove(at: index)
+            return (204, "")
+        default:
+            store.violations.append("\(method) \(path): not a documented route")
+            return (404, #"{"error":"404 page not found"}"#)
+        }
+    }
+
+    private func bad(_ message: String) -> (Int, String) { (400, JSONValue.object([("error", .string(message))]).serialized) }
+
+    private func validated(_ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?,
+                           _ store: inout Store) -> JSONValue? {
+        guard let json else {
+            store.violations.append("\(method) \(path): body is not JSON")
+            return nil
+        }
+        var problems = schema.violations(of: json)
+        if dialect == .wellness, json["valence"] == nil { problems.append("valence is required") }
+        if !problems.isEmpty {
+            store.violations.append("\(method) \(path): " + problems.joined(separator: "; "))
+            return nil
+        }
+        return json
+    }
+
+    /// The stored record: the body's fields (seed 001 converts a legacy `mood_score` to a valence) and the id.
+    private func record(id: String, from body: JSONValue) -> JSONValue {
+        guard case .object(var pairs) = body else { return body }
+        if dialect == .moodAPI, let score = body["mood_score"]?.doubleValue {
+            pairs.removeAll { $0.0 == "mood_score" }
+            pairs.append(("valence", .double((score - 5.5) / 4.5)))
+        }
+        return .object([("id", .string(id))] + pairs)
+    }
+
+    private func envelope(_ data: JSONValue) -> String {
+        JSONValue.object([("success", .bool(true)), ("data", data)]).serialized
+    }
+}
+
+extension JSONValue {
+    var serialized: String { String(decoding: serializedBytes(), as: UTF8.self) }
+}
