@@ -297,7 +297,7 @@ public enum CLI {
     }
 
     static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
-        + InterchangeCommands.all + MaintenanceCommands.all + SyncCommands.all + PictureCommands.all + [EraseCommand.spec, DemoCommand.spec, ServeCommand.spec]
+        + InterchangeCommands.all + MaintenanceCommands.all + SyncCommands.all + PictureCommands.all + [ConflictCommands.spec, EraseCommand.spec, DemoCommand.spec, ServeCommand.spec]
 
     static func help() -> String {
         var text = """

@@ -121,6 +121,7 @@ struct SeedDialectTests {
         let second = try device.sync(credentials, transport: backend)
         #expect(second.isComplete && second.delivered == 2, "\(second)")
         try Self.checkStored(device, backend, skipping: [ids["labelsOnly"]!])
+        #expect(try SyncExplanation.explain(ids["valence"]!, in: device.ledger).text.contains("Unconditional: the remote has no revisions"))
 
         // Deleted on another client of the seed: the PUT's 404 means the entry is gone there (the route exists), so
         // the edit creates it again — one record, not two.

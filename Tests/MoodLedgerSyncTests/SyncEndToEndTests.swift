@@ -67,7 +67,7 @@ struct SyncEndToEndTests {
         #expect(behind.ledger.entry(id)?.valence == Valence.quantized(-0.9))
     }
 
-    @Test("A remote change to an entry with an unsent local change is a recorded conflict; the local change is kept and wins")
+    @Test("A remote change to an entry with an unsent local change is merged; the same field changed on both is a recorded conflict and the local change wins")
     func conflict() throws {
         let shared = try SharedEntry(TemporaryDirectory("sync-conflict"))
         let (server, a, b, id) = (shared.server, shared.a, shared.b, shared.id)
@@ -83,9 +83,9 @@ struct SyncEndToEndTests {
         #expect(report.conflicts == 1)
         #expect(a.ledger.entry(id)?.valence == Valence.quantized(-0.5), "the local change is kept")
         let history = try a.ledger.history(of: id).map(\.event.event)
-        #expect(history.contains { if case .remoteApplied(let change) = $0 { return change.conflict } else { return false } })
+        #expect(history.contains { if case .syncMerged(let merge) = $0 { return merge.conflicts == .mood } else { return false } })
         let story = try SyncExplanation.explain(id, in: a.ledger)
-        #expect(story.steps.contains { $0.text.hasPrefix("Conflict:") })
+        #expect(story.steps.contains { $0.text.contains("mood: conflict — base valence 0.1, here valence -0.5, server valence 0.5") }, "\(story.text)")
         #expect(story.steps.contains { $0.text.contains("HTTP 503: maintenance") })
         // The retry (no new local write needed) lands last and wins everywhere.
         a.advance(20 * 60_000)

@@ -32,7 +32,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<16, using: &random) {
+        switch Int.random(in: 0..<18, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -68,6 +68,18 @@ struct EventFactory {
         case 13: return .syncRequeued(id, destination, reason: "the server lost it")
         case 14: return .entryErased(id, Erasure(reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
                                                  complete: Bool.random(using: &random)))
+        case 15:
+            // Any combination of versions but "deleted on both sides" (no merge).
+            let here: MoodEntry? = Bool.random(using: &random) ? entry(id: id) : nil
+            let theirs: MoodEntry? = here == nil || Bool.random(using: &random) ? entry(id: id) : nil
+            return .syncMerged(SyncMerge(destination: destination, entryID: id,
+                                         remoteID: Bool.random(using: &random) ? "r-\(Int.random(in: 0..<99, using: &random))" : nil,
+                                         serverRevision: UInt64.random(in: 0...UInt64(Int64.max), using: &random),
+                                         baseRevision: UInt64.random(in: 0...99, using: &random),
+                                         base: Bool.random(using: &random) ? entry(id: id) : nil, here: here, theirs: theirs,
+                                         merged: Bool.random(using: &random) ? entry(id: id) : nil))
+        case 16: return .conflictResolved(id, MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)),
+                                          Bool.random(using: &random) ? .here : .server)
         default:
             let type = EventType.allCases.randomElement(using: &random)!
             let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued]
@@ -147,9 +159,23 @@ struct EventCodecTests {
                                                                  capabilities: [.update, .delete], source: .probed))),
             ("sync_requeued", .syncRequeued(id, .backend, reason: "the server lacks it (revision went back from 21 to 12)")),
             ("entry_erased", .entryErased(id, Erasure(reason: "GDPR art. 17", requestedBy: "cli", complete: true))),
+            ("sync_merged", .syncMerged(SyncMerge(entryID: id, remoteID: "srv-42", serverRevision: 23, baseRevision: 18,
+                                                  base: mergeVersion(entry, notes: "base", labels: ["calm"]),
+                                                  here: mergeVersion(entry, notes: "here", labels: ["calm", "grateful"]),
+                                                  theirs: mergeVersion(entry, notes: "theirs", labels: ["calm", "hopeful"]),
+                                                  merged: mergeVersion(entry, notes: "here", labels: ["calm", "grateful", "hopeful"])))),
+            ("conflict_resolved", .conflictResolved(id, [.notes], .server)),
             ("redacted_created", .redacted(id, Redaction(type: .created))),
             ("redacted_sync_failed", .redacted(id, Redaction(type: .syncFailed, destination: .healthkit))),
         ]
+    }
+
+    /// A version of `entry` with other notes and labels (the sides of a merge).
+    static func mergeVersion(_ entry: MoodEntry, notes: String, labels: [String]) -> MoodEntry {
+        var version = entry
+        version.notes = notes
+        version.labels = labels.map { try! MoodLabel.parse($0) }
+        return version
     }
 
     @Test("Golden encodings: Specs/vectors/events.json")

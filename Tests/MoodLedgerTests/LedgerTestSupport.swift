@@ -121,7 +121,23 @@ struct Workload {
             case 95..<98:
                 // The sync engine's bookkeeping events.
                 let event: MoodEvent
-                switch Int.random(in: 0..<3, using: &random) {
+                switch Int.random(in: 0..<5, using: &random) {
+                case 3:
+                    // A merge: the entry (or its deletion) against a server version with another valence and labels.
+                    guard let target else { return }
+                    let here = ledger.entry(target)
+                    var theirs = here ?? MoodEntry(id: target, loggedAt: LoggedAt(milliseconds: clock.now), valence: 0)
+                    theirs.valence = valence()
+                    theirs.labels = [try MoodLabel.parse(Self.labelPool.randomElement(using: &random)!)]
+                    let merged = here.map { ThreeWayMerge.merge(base: nil, here: $0, theirs: theirs) }
+                    event = .syncMerged(SyncMerge(entryID: target, remoteID: "srv-\(target.low % 1000)",
+                                                  serverRevision: UInt64.random(in: 0...500, using: &random),
+                                                  baseRevision: 0, base: nil, here: here,
+                                                  theirs: Int.random(in: 0..<5, using: &random) == 0 && here != nil ? nil : theirs,
+                                                  merged: Int.random(in: 0..<5, using: &random) == 0 ? nil : merged))
+                case 4:
+                    guard let target else { return }
+                    event = .conflictResolved(target, [.mood, .labels], .here)
                 case 0:
                     event = .syncPulled(SyncPull(cursor: UInt64.random(in: 0...500, using: &random),
                                                  serverRevision: UInt64.random(in: 0...500, using: &random),

@@ -83,6 +83,24 @@ public enum EventCodec {
             w.u8(erasure.complete ? 1 : 0)
             w.string(erasure.reason)
             w.string(erasure.requestedBy)
+        case .syncMerged(let merge):
+            w.u8(merge.destination.code)
+            var flags: UInt8 = 0
+            if merge.remoteID != nil { flags |= 1 }
+            if merge.base != nil { flags |= 2 }
+            if merge.here != nil { flags |= 4 }
+            if merge.theirs != nil { flags |= 8 }
+            if merge.merged != nil { flags |= 16 }
+            w.u8(flags)
+            if let remoteID = merge.remoteID { w.string(remoteID) }
+            w.varint(merge.serverRevision)
+            w.varint(merge.baseRevision)
+            for version in [merge.base, merge.here, merge.theirs, merge.merged] {
+                if let version { writeEntryBody(version, to: &w, withTags: true) }
+            }
+        case .conflictResolved(_, let fields, let choice):
+            w.u8(fields.rawValue)
+            w.u8(choice.rawValue)
         case .redacted: break
         }
         return w.bytes
@@ -217,6 +235,26 @@ public enum EventCodec {
                                                        capabilities: capabilities, source: source))
             case .syncRequeued:
                 event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
+            case .syncMerged:
+                let destination = try readDestination(from: &r)
+                let flags = try r.u8()
+                guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                guard flags & 0x0C != 0 else { throw ByteReader.Malformed(what: "flags: deleted on both sides is no merge") }
+                let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
+                let serverRevision = try readRevision(from: &r)
+                let baseRevision = try readRevision(from: &r)
+                var versions: [MoodEntry?] = []
+                for bit: UInt8 in [2, 4, 8, 16] {
+                    versions.append(flags & bit != 0 ? try readEntryBody(id: id, from: &r, withTags: true) : nil)
+                }
+                event = .syncMerged(SyncMerge(destination: destination, entryID: id, remoteID: remoteID,
+                                              serverRevision: serverRevision, baseRevision: baseRevision,
+                                              base: versions[0], here: versions[1], theirs: versions[2], merged: versions[3]))
+            case .conflictResolved:
+                let fields = MergeFields(rawValue: try r.u8())
+                guard !fields.isEmpty else { throw ByteReader.Malformed(what: "fields: none named") }
+                guard let choice = ConflictChoice(rawValue: try r.u8()) else { throw ByteReader.Malformed(what: "choice: unknown code") }
+                event = .conflictResolved(id, fields, choice)
             case .entryErased:
                 let flags = try r.u8()
                 guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }

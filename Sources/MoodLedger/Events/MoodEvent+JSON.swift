@@ -61,6 +61,19 @@ extension MoodEvent {
         case .entryErased(_, let erasure):
             return .object([("reason", .string(erasure.reason)), ("requested_by", .string(erasure.requestedBy)),
                             ("complete", .bool(erasure.complete))])
+        case .syncMerged(let merge):
+            return .object([
+                ("destination", .string(merge.destination.rawValue)),
+                ("remote_id", .optional(merge.remoteID) { .string($0) }),
+                ("server_revision", .int(Int64(merge.serverRevision))),
+                ("base_revision", merge.baseRevision == 0 ? .null : .int(Int64(merge.baseRevision))),
+                ("base", .optional(merge.base) { $0.creationJSON }), ("here", .optional(merge.here) { $0.creationJSON }),
+                ("theirs", .optional(merge.theirs) { $0.creationJSON }), ("merged", .optional(merge.merged) { $0.creationJSON }),
+                ("conflicts", .array(merge.conflicts.names.map { .string($0) })),
+            ])
+        case .conflictResolved(_, let fields, let choice):
+            return .object([("fields", .array(fields.names.map { .string($0) })),
+                            ("take", .string(choice == .here ? "here" : "server"))])
         case .redacted: return .object([("redacted", .bool(true))])
         }
     }

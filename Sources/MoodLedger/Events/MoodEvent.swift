@@ -251,6 +251,10 @@ public enum MoodEvent: Sendable, Equatable {
     case entryErased(EntryID, Erasure)
     /// A record whose payload was redacted by an erasure: only its type, entry id and (sync events) destination remain.
     case redacted(EntryID, Redaction)
+    /// The entry was merged three ways with a destination's version (`Specs/sync.md`, *Merging*).
+    case syncMerged(SyncMerge)
+    /// The user chose a side for the entry's open conflicts on these fields (any value change is its own edit event).
+    case conflictResolved(EntryID, MergeFields, ConflictChoice)
 
     /// The entry the event concerns.
     public var entryID: EntryID {
@@ -258,9 +262,10 @@ public enum MoodEvent: Sendable, Equatable {
         case .created(let entry): return entry.id
         case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
              .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _), .syncFailed(let id, _, _),
-             .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _):
+             .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _):
             return id
         case .remoteApplied(let change): return change.entryID
+        case .syncMerged(let merge): return merge.entryID
         case .syncPulled, .remoteConfigured: return EntryID.none
         }
     }
@@ -282,6 +287,8 @@ public enum MoodEvent: Sendable, Equatable {
         case .remoteConfigured: return .remoteConfigured
         case .syncRequeued: return .syncRequeued
         case .entryErased: return .entryErased
+        case .syncMerged: return .syncMerged
+        case .conflictResolved: return .conflictResolved
         case .redacted(_, let redaction): return redaction.type
         }
     }
@@ -320,7 +327,7 @@ public struct Erasure: Sendable, Equatable {
 /// The event types: their wire names, record type codes and current schema versions.
 public enum EventType: UInt16, Sendable, CaseIterable {
     case created = 1, updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased
+         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged, conflictResolved
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
@@ -339,6 +346,8 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .remoteConfigured: return "remote.configured"
         case .syncRequeued: return "sync.requeued"
         case .entryErased: return "entry.erased"
+        case .syncMerged: return "sync.merged"
+        case .conflictResolved: return "conflict.resolved"
         }
     }
 

@@ -295,37 +295,50 @@ public struct EntriesState: Sendable, Equatable {
         case .remoteApplied(let remote):
             // A conflicting upsert is recorded, not applied: the local change stays and is sent (Specs/sync.md).
             if remote.conflict && remote.entry != nil { return nil }
-            let before = self[remote.entryID]
-            guard var incoming = remote.entry else {
-                guard let before else { return nil }
-                remove(before)
-                change.keep(EntryChange(before: before, after: nil))
-                return .deleted
-            }
-            incoming.id = remote.entryID
-            if let before {
-                incoming.source = before.source
-                incoming.sourceID = before.sourceID
-                incoming.createdAt = before.createdAt
-                incoming.updatedAt = before.updatedAt
-                if incoming == before { return nil }  // the remote has what is here: nothing changes
-                remove(before)
-            } else {
-                incoming.source = remote.origin.originSource
-                incoming.sourceID = incoming.sourceID ?? remote.remoteID
-                incoming.createdAt = time
-            }
-            incoming.updatedAt = time
-            if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
-               let other = holder(of: key), other != incoming.id {
-                incoming.sourceID = nil  // another entry owns that source id; keep the index unique
-            }
-            insert(incoming)
-            change.keep(EntryChange(before: before, after: incoming))
-            return before == nil ? .created : .changed
-        case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted:
+            return upsert(remote.entry, id: remote.entryID, origin: remote.origin, remoteID: remote.remoteID, at: time, &change)
+        case .syncMerged(let merge):
+            // The merged version is the entry's (absent: it stays deleted here).
+            guard merge.merged != nil || self[merge.entryID] != nil else { return nil }
+            return upsert(merge.merged, id: merge.entryID, origin: merge.destination, remoteID: merge.remoteID, at: time, &change)
+        case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted,
+             .conflictResolved:
             return nil
         }
+    }
+
+    /// A destination's version of an entry becomes the entry (`nil`: the entry is deleted); the entry's source,
+    /// source id and creation time stay. Nothing changes when the versions are equal.
+    private mutating func upsert<Sink: EntryChange.Sink>(_ version: MoodEntry?, id: EntryID, origin: SyncDestination,
+                                                         remoteID: String?, at time: Int64, _ change: inout Sink)
+        -> EntryChange.Kind? {
+        let before = self[id]
+        guard var incoming = version else {
+            guard let before else { return nil }
+            remove(before)
+            change.keep(EntryChange(before: before, after: nil))
+            return .deleted
+        }
+        incoming.id = id
+        if let before {
+            incoming.source = before.source
+            incoming.sourceID = before.sourceID
+            incoming.createdAt = before.createdAt
+            incoming.updatedAt = before.updatedAt
+            if incoming == before { return nil }  // the remote has what is here: nothing changes
+            remove(before)
+        } else {
+            incoming.source = origin.originSource
+            incoming.sourceID = incoming.sourceID ?? remoteID
+            incoming.createdAt = time
+        }
+        incoming.updatedAt = time
+        if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
+           let other = holder(of: key), other != incoming.id {
+            incoming.sourceID = nil  // another entry owns that source id; keep the index unique
+        }
+        insert(incoming)
+        change.keep(EntryChange(before: before, after: incoming))
+        return before == nil ? .created : .changed
     }
 
     private mutating func modify<Sink: EntryChange.Sink>(_ id: EntryID, at time: Int64, _ result: inout Sink,

@@ -345,6 +345,32 @@ public struct OutboxState: Sendable, Equatable {
                                          revision: max(old?.revision ?? 0, remote.revision))
             }
             if let change { entryChanged(remote.entryID, change, except: remote.origin) }
+        case .syncMerged(let merge):
+            if let change { entryChanged(merge.entryID, change, except: merge.destination) }
+            // In step with the destination's version at its revision: what is pending is the difference, sent with
+            // that revision as its base. Not a failure: attempts and errors start again.
+            let key = OutboxKey(entryID: merge.entryID, destination: merge.destination)
+            var record = self[key] ?? OutboxRecord()
+            record.remoteID = merge.remoteID ?? record.remoteID
+            record.revision = max(record.revision, merge.serverRevision)
+            record.idempotencyKey = nil
+            record.inFlight = false
+            record.attempts = 0
+            record.lastError = nil
+            record.lastStatus = nil
+            record.nextAttemptAt = nil
+            record.parked = false
+            if merge.merged == nil {
+                record.operation = merge.theirs == nil ? nil : .delete
+            } else if let theirs = merge.theirs, let merged = merge.merged, ThreeWayMerge.sameContent(merged, theirs) {
+                record.operation = record.changedSinceAttempt && record.operation != nil ? .update : nil
+            } else {
+                record.operation = merge.theirs == nil ? .create : .update
+            }
+            if record.operation == nil { record.changedSinceAttempt = false }
+            self[key] = record.operation == nil && merge.merged == nil ? nil : record
+        case .conflictResolved:
+            break
         case .syncPulled(let pull):
             var current = progress[Int(pull.destination.code)]
             current.cursor = pull.cursor

@@ -86,8 +86,8 @@ enum SyncCommands {
 
     static let sync = CommandSpec(
         name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
-        usage: "sync [--once] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
-        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run"]) { context in
+        usage: "sync [--once] [--now] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
+        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"]) { context in
         switch context.arguments.positionals.first {
         case "status"?: return try status(context)
         case "explain"?: return try explain(context)
@@ -104,6 +104,7 @@ enum SyncCommands {
         if let text = context.arguments.value("concurrency") {
             configuration.concurrency = try Context.integer(text, "concurrency", in: 1...64)
         }
+        configuration.ignoreBackoff = context.arguments.has("now")
         do {
             // Read the credentials once up front: a bad file stops the run before anything is appended.
             _ = try source.load()
@@ -139,7 +140,8 @@ enum SyncCommands {
     private static func print(_ report: SyncReport, to context: Context) {
         context.console.line("sent \(report.sent): \(report.delivered) delivered, \(report.retrying) to retry, \(report.parked) parked; "
             + "pulled \(report.pulled) change\(report.pulled == 1 ? "" : "s")"
-            + (report.conflicts > 0 ? " (\(report.conflicts) conflict\(report.conflicts == 1 ? "" : "s"))" : "")
+            + (report.merged > 0 ? "; merged \(report.merged)" : "")
+            + (report.conflicts > 0 ? " (\(report.conflicts) with conflicts: `moodledger conflicts`)" : "")
             + (report.requeued > 0 ? "; re-queued \(report.requeued) the server lost" : ""))
         if report.serverWentBack {
             context.console.line("notice: the server's revision went back (restored from a backup?): what it lacked was sent again")

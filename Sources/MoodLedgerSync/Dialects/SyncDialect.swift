@@ -9,13 +9,16 @@ public struct SyncRequest: Sendable, Equatable {
     public var body: [UInt8]?
     /// The `Idempotency-Key` (writes only).
     public var idempotencyKey: String?
+    /// The `If-Match` entity tag: the base revision of a conditional update or delete.
+    public var ifMatch: String?
 
     /// Creates a request.
-    public init(method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil) {
+    public init(method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil) {
         self.method = method
         self.path = path
         self.body = body
         self.idempotencyKey = idempotencyKey
+        self.ifMatch = ifMatch
     }
 }
 
@@ -93,19 +96,25 @@ public struct SyncDialect: Sendable {
         return dialect == .progress ? ["kind", "UTC offset", "labels", "associations", "tags"] : ["kind", "UTC offset", "tags"]
     }
 
-    /// The request that performs `operation` for `entry` (its current state; `nil` for a delete).
+    /// The request that performs `operation` for `entry` (its state at the attempt; `nil` for a delete). An update
+    /// or delete to a remote with revisions is conditional on `baseRevision` (`If-Match`), when it is known.
     public func request(_ operation: SyncOperation, entryID: EntryID, entry: MoodEntry?, remoteID: String?,
-                        key: String) -> SyncRequest {
+                        key: String, baseRevision: UInt64 = 0) -> SyncRequest {
         let item = "\(collection)/\(Self.escape(remoteID ?? entryID.description))"
+        let condition = remote.has(.revisions) && baseRevision > 0 ? "\"\(baseRevision)\"" : nil
         switch operation {
         case .create:
             return SyncRequest(method: "POST", path: collection, body: entry.map { body(for: $0, create: true) }, idempotencyKey: key)
         case .update:
-            return SyncRequest(method: "PUT", path: item, body: entry.map { body(for: $0, create: false) }, idempotencyKey: key)
+            return SyncRequest(method: "PUT", path: item, body: entry.map { body(for: $0, create: false) }, idempotencyKey: key,
+                               ifMatch: condition)
         case .delete:
-            return SyncRequest(method: "DELETE", path: item, body: nil, idempotencyKey: key)
+            return SyncRequest(method: "DELETE", path: item, body: nil, idempotencyKey: key, ifMatch: condition)
         }
     }
+
+    /// The item read of a remote with revisions: its current version and `ETag` (after a 412).
+    public func itemPath(remoteID: String) -> String { "\(collection)/\(Self.escape(remoteID))" }
 
     /// The changes feed, for a remote that has one.
     public func changesPath(since cursor: UInt64, limit: Int) -> String? {

@@ -43,15 +43,26 @@ extension SyncEngine {
             }
             var applied = 0
             var conflicts = 0
+            var merged = 0
             var failure: String?
+            // Changes that meet unsent changes here are merged: their bases, in one pass over the log.
+            let meeting = ledger.read { state in
+                Set(page.changes.filter { $0.entry != nil && Self.hasUnsentChange($0.id, in: state) }.map(\.id))
+            }
+            let bases = try ledger.syncBases(of: meeting)
             _ = try ledger.execute { state, _ in
                 var events: [MoodEvent] = []
                 applied = 0
                 conflicts = 0
+                merged = 0
                 for change in page.changes {
                     do {
-                        guard let event = try Self.decide(change, in: state) else { continue }
+                        guard let event = try Self.decide(change, in: state, bases: bases) else { continue }
                         if case .remoteApplied(let remote) = event, remote.conflict { conflicts += 1 }
+                        if case .syncMerged(let merge) = event {
+                            merged += 1
+                            if !merge.conflicts.isEmpty { conflicts += 1 }
+                        }
                         events.append(event)
                         applied += 1
                     } catch let error as MoodError {
@@ -74,32 +85,43 @@ extension SyncEngine {
             }
             report.pulled += applied
             report.conflicts += conflicts
+            report.merged += merged
             if !page.hasMore || page.nextSince <= cursor { return }
         }
     }
 
     /// What to append for one remote change, or `nil` when there is nothing to do (our own change echoed back, or
     /// one already applied).
-    static func decide(_ change: RemoteChangeItem, in state: LedgerState) throws(MoodError) -> MoodEvent? {
+    static func decide(_ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:])
+        throws(MoodError) -> MoodEvent? {
         let record = state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))
         if let record, record.revision >= change.revision { return nil }
         let local = state.entries[change.id]
-        let pendingHere: Bool
-        if let local {
-            pendingHere = record.map { $0.operation != nil } ?? OutboxState.isEligible(local.source, for: .backend)
-        } else {
-            pendingHere = false
-        }
+        let pendingHere = hasUnsentChange(change.id, in: state)
         guard let json = change.entry else {
             if local == nil && record == nil { return nil }
+            // A deletion there wins over a change here (recorded as a conflict: what was changed here is lost).
             return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: nil,
                                                entryID: change.id, revision: change.revision, conflict: pendingHere))
         }
         let entry = try RemoteEntry.parse(json, id: change.id)
-        // The same content is no conflict: the server simply has what is pending here.
-        let conflict = pendingHere && !(local.map { RemoteEntry.sameContent($0, entry) } ?? false)
-        return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: entry,
-                                           entryID: change.id, revision: change.revision, conflict: conflict))
+        guard pendingHere, let local, !RemoteEntry.sameContent(local, entry) else {
+            // Nothing unsent here, or the server simply has what is pending here: applied.
+            return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: entry,
+                                               entryID: change.id, revision: change.revision, conflict: false))
+        }
+        // Changed on both sides: merged field by field against the base; the result is sent next, conditional on
+        // this revision.
+        return .syncMerged(SyncEngine.merge(change.id, here: local, theirs: entry, revision: change.revision,
+                                            remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
+    }
+
+    /// Whether the entry exists here with a change the backend has not acknowledged (a pending record, or an
+    /// eligible entry never sent).
+    static func hasUnsentChange(_ id: EntryID, in state: LedgerState) -> Bool {
+        guard let local = state.entries[id] else { return false }
+        let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
+        return record.map { $0.operation != nil } ?? OutboxState.isEligible(local.source, for: .backend)
     }
 
     enum Fetched {
@@ -185,8 +207,5 @@ enum RemoteEntry {
     }
 
     /// Whether two versions of an entry carry the same data (timestamps and origin aside).
-    static func sameContent(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
-        a.loggedAt == b.loggedAt && a.kind == b.kind && a.valence == b.valence && a.enteredScore == b.enteredScore
-            && a.labels == b.labels && a.associations == b.associations && a.tags == b.tags && a.notes == b.notes
-    }
+    static func sameContent(_ a: MoodEntry, _ b: MoodEntry) -> Bool { ThreeWayMerge.sameContent(a, b) }
 }

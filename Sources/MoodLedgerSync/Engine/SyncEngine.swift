@@ -22,6 +22,11 @@ public final class SyncEngine: @unchecked Sendable {
         public var maximumPasses = 100
         /// Seed of the backoff jitter; `nil` draws one from the system. Default `nil`.
         public var seed: UInt64?
+        /// Send every pending item now, whatever its retry time (`sync --now`). Default `false`.
+        public var ignoreBackoff = false
+        /// Merges of one entry in one run at most; a conditional send still refused after them is retried later
+        /// with backoff. Default 3.
+        public var maximumMergesPerRun = 3
 
         public init() {}
     }
@@ -140,14 +145,19 @@ public final class SyncEngine: @unchecked Sendable {
         var operation: SyncOperation
         var remoteID: String?
         var attempts: Int
+        /// The destination's revision of the entry as known here: the base of a conditional send.
+        var revision: UInt64 = 0
     }
+
+    /// An item of a batch: what is due, its key, and the entry as it was at the attempt (what is sent).
+    typealias Sending = (item: Due, key: String, entry: MoodEntry?)
 
     /// Pending, unparked `backend` items whose retry time has come and that the remote can carry, in outbox order.
     func dueItems(in state: LedgerState, now: Int64, limit: Int) -> [Due] {
         var due: [Due] = []
         let dialect = self.dialect
         for item in state.outboxItems(destination: .backend) where item.status == "pending" {
-            guard let operation = item.operation, (item.nextAttemptAt ?? .min) <= now,
+            guard let operation = item.operation, configuration.ignoreBackoff || (item.nextAttemptAt ?? .min) <= now,
                   dialect.held(operation, entry: state.entries[item.entryID]) == nil else { continue }
             due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts))
             if due.count >= limit { break }
@@ -170,15 +180,20 @@ public final class SyncEngine: @unchecked Sendable {
 
     private func push(into report: inout SyncReport, once: Bool) throws {
         var passes = 0
-        while passes < (once ? 1 : configuration.maximumPasses) {
+        var merges: [EntryID: Int] = [:]
+        // `once`: one pass, and another only for what a merge left to send.
+        var merged = true
+        while passes < configuration.maximumPasses && (!once || passes == 0 || merged) {
             passes += 1
+            merged = false
             // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
             let now = ledger.options.clock()
             var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }[...]
             if candidates.isEmpty { break }
             while !candidates.isEmpty {
-                // Attempts: chosen and appended against the current state, as one batch.
-                var batch: [(Due, String)] = []
+                // Attempts: chosen and appended against the current state, as one batch. Each request is built from
+                // the entry as it is here, so a success's version is known exactly (the base of the next merge).
+                var batch: [Sending] = []
                 _ = try ledger.execute { state, now in
                     batch = []
                     var events: [MoodEvent] = []
@@ -188,37 +203,87 @@ public final class SyncEngine: @unchecked Sendable {
                               self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil else { continue }
                         let key = self.key(for: item, in: state)
                         events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
-                        batch.append((item, key))
+                        batch.append((item, key, state.entries[item.entryID]))
                     }
                     return (events, .none, false)
                 }
                 if batch.isEmpty { continue }
                 let outcomes = send(batch)
+                // A merge needs each entry's base: one pass over the log for the batch's stale items.
+                let stale = Set(zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
+                    switch verdict {
+                    case .stale, .recreated: return sending.item.entryID
+                    default: return nil
+                    }
+                })
+                let bases = try ledger.syncBases(of: stale)
                 var unauthorized: String?
+                var mergedHere = 0
+                var conflicts = 0
                 _ = try ledger.execute { state, now in
                     var events: [MoodEvent] = []
-                    for ((item, _), verdict) in zip(batch, outcomes) {
-                        events.append(self.event(for: item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                    mergedHere = 0
+                    conflicts = 0
+                    for (sending, verdict) in zip(batch, outcomes) {
+                        let id = sending.item.entryID
+                        switch verdict {
+                        case .stale(let theirs, let revision, let remoteID) where merges[id, default: 0] < self.configuration.maximumMergesPerRun:
+                            let merge = Self.merge(id, here: state.entries[id], theirs: theirs, revision: revision,
+                                                   remoteID: remoteID, base: bases[id])
+                            events.append(.syncMerged(merge))
+                            mergedHere += 1
+                            if !merge.conflicts.isEmpty { conflicts += 1 }
+                        case .recreated(let remoteID, let revision):
+                            let here = state.entries[id]
+                            events.append(.syncMerged(SyncMerge(entryID: id, remoteID: remoteID, serverRevision: 0,
+                                                                baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
+                                                                here: here, theirs: nil, merged: here)))
+                            events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
+                        default:
+                            events.append(self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                        }
                     }
                     return (events, .none, false)
                 }
-                for ((item, _), verdict) in zip(batch, outcomes) { tally(item, verdict, into: &report) }
+                for (sending, verdict) in zip(batch, outcomes) {
+                    if case .stale = verdict { merges[sending.item.entryID, default: 0] += 1 }
+                    tally(sending.item, verdict, into: &report)
+                }
+                if mergedHere > 0 { merged = true }
+                report.conflicts += conflicts
                 report.sent += batch.count
                 if let unauthorized {
                     throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
                         + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
                 }
             }
-            // Re-check: changes written during the pass are due now and go out in the same run.
+            // Re-check: changes written during the pass, and merged versions, are due now and go out in the same run.
         }
+    }
+
+    /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
+    /// base, field by field; a deletion here stays a deletion (it reaches the server last); a deletion there is undone
+    /// by a change here.
+    static func merge(_ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
+                      base: SyncBase?) -> SyncMerge {
+        let merged: MoodEntry?
+        if let here, let theirs {
+            merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)
+        } else {
+            merged = here
+        }
+        return SyncMerge(entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
+                         base: base?.entry, here: here, theirs: theirs, merged: merged)
     }
 
     /// The item of `id` if it is still pending, unparked and due in `state`.
     func stillDue(_ id: EntryID, in state: LedgerState, now: Int64) -> Due? {
         let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
         if let record {
-            guard let operation = record.operation, !record.parked, (record.nextAttemptAt ?? .min) <= now else { return nil }
-            return Due(entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts)
+            guard let operation = record.operation, !record.parked,
+                  configuration.ignoreBackoff || (record.nextAttemptAt ?? .min) <= now else { return nil }
+            return Due(entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts,
+                       revision: record.revision)
         }
         guard let entry = state.entries[id], OutboxState.isEligible(entry.source, for: .backend) else { return nil }
         return Due(entryID: id, operation: .create, remoteID: nil, attempts: 0)
@@ -244,6 +309,11 @@ public final class SyncEngine: @unchecked Sendable {
             unauthorized = error
             // Not the item's fault: retryable now, once the credentials are fixed.
             return .syncFailed(item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
+        case .stale, .recreated:
+            // Merged as often as a run allows and still refused: the server's version moves under us; later.
+            let error = "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
+            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0) }
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
         }
     }
 
@@ -258,11 +328,16 @@ public final class SyncEngine: @unchecked Sendable {
             report.failures.append(.init(entryID: item.entryID, error: error, parked: true))
         case .unauthorized(let error):
             report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
+        case .stale:
+            report.merged += 1
+        case .recreated:
+            report.delivered += 1
+            report.merged += 1
         }
     }
 
-    /// Sends a batch, `concurrency` at a time; each request is built from the entry as it is now.
-    private func send(_ batch: [(Due, String)]) -> [SyncVerdict] {
+    /// Sends a batch, `concurrency` at a time; each request is built from the entry as it was at its attempt.
+    private func send(_ batch: [Sending]) -> [SyncVerdict] {
         let results = Mutex<[SyncVerdict?]>(Array(repeating: nil, count: batch.count))
         let next = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
@@ -278,7 +353,7 @@ public final class SyncEngine: @unchecked Sendable {
                     if stop.load(ordering: .relaxed) {
                         verdict = .retry(status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
                     } else {
-                        verdict = deliver(batch[index].0, key: batch[index].1)
+                        verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
                         if case .unauthorized = verdict { stop.store(true, ordering: .relaxed) }
                     }
                     results.withLock { $0[index] = verdict }
@@ -291,27 +366,50 @@ public final class SyncEngine: @unchecked Sendable {
         return results.withLock { $0.map { $0! } }
     }
 
-    /// One item: its request, a 401 answered once with refreshed credentials, an update the server lacks sent as a
-    /// create, a create the server already had followed by an update.
-    func deliver(_ item: Due, key: String) -> SyncVerdict {
-        let entry = ledger.entry(item.entryID)
+    /// One item: its request (conditional on the base revision where the remote has revisions), a 401 answered once
+    /// with refreshed credentials, a 412 answered by reading the server's version (the merge is appended with the
+    /// outcomes), an update the server lacks sent as a create, a create the server already had followed by an update.
+    func deliver(_ item: Due, key: String, entry: MoodEntry?) -> SyncVerdict {
         if item.operation != .delete && entry == nil {
-            // Deleted since the attempt began: nothing to send; the outbox already records the delete.
+            // Deleted before the attempt was made: nothing to send; the outbox already records the delete.
             return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
         }
-        var operation = item.operation
-        var verdict = exchange(operation, item: item, entry: entry, key: key)
-        if case .park(404?, _) = verdict, operation == .update, dialect.remote.has(.update) {
+        var verdict = exchange(item.operation, item: item, entry: entry, key: key)
+        if case .park(404?, _) = verdict, item.operation == .update, dialect.remote.has(.update) {
             // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
-            // never had it). Create it again. (A 405 is about the route: never re-sent as a create.)
-            operation = .create
-            verdict = exchange(operation, item: item, entry: entry, key: key)
+            // never had it). The change here reached the server last: create it again, and say so. (A 405 is about
+            // the route: never re-sent as a create.)
+            verdict = exchange(.create, item: item, entry: entry, key: key)
+            if case .delivered(let remoteID, let revision) = verdict { return .recreated(remoteID: remoteID, revision: revision) }
+        }
+        if case .retry(412?, _, _) = verdict, item.operation != .create, dialect.remote.has(.revisions) {
+            return fetchCurrent(item, fallback: verdict)
         }
         return verdict
     }
 
+    /// After a 412: the server's current version of the entry and its revision (`ETag`), or the 412 to retry later.
+    private func fetchCurrent(_ item: Due, fallback: SyncVerdict) -> SyncVerdict {
+        let remoteID = item.remoteID ?? item.entryID.description
+        let request = SyncRequest(method: "GET", path: dialect.itemPath(remoteID: remoteID))
+        guard let credentials = try? currentCredentials(refresh: false) else { return fallback }
+        switch transport.perform(request, credentials: credentials) {
+        case .response(404, _, _):
+            return .stale(theirs: nil, revision: 0, remoteID: remoteID)
+        case .response(200, let headers, let body):
+            guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let data = json["data"],
+                  let theirs = try? RemoteEntry.parse(data, id: item.entryID) else {
+                return .retry(status: 412, error: "HTTP 412: the server's current version could not be read", retryAfter: nil)
+            }
+            return .stale(theirs: theirs, revision: SyncPolicy.revision(headers), remoteID: remoteID)
+        default:
+            return fallback
+        }
+    }
+
     private func exchange(_ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncVerdict {
-        let request = dialect.request(operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key)
+        let request = dialect.request(operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
+                                      baseRevision: item.revision)
         let (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
            dialect.dialect != .progress, dialect.remote.has(.update) {

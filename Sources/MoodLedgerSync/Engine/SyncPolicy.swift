@@ -10,6 +10,12 @@ public enum SyncVerdict: Sendable, Equatable {
     case park(status: Int?, error: String)
     /// The credentials were refused.
     case unauthorized(error: String)
+    /// A conditional send found the entry changed there (412): the destination's current version (`nil`: deleted
+    /// there), its revision and id, to merge with (`Specs/sync.md`, *Merging*).
+    case stale(theirs: MoodEntry?, revision: UInt64, remoteID: String)
+    /// An update the destination answered 404 for (deleted there, by another device) was created again: the edit
+    /// here brings the entry back; recorded as a merge with the deletion before the success.
+    case recreated(remoteID: String, revision: UInt64)
 }
 
 /// The rules of a send: how an answer is classified and how long to wait before the next attempt.

@@ -13,6 +13,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Remote changes applied locally, and of those, conflicts (`Specs/sync.md`, *Conflicts*).
     public var pulled = 0
     public var conflicts = 0
+    /// Entries merged three ways with the server's version (after a 412, or met by a pull with changes unsent).
+    public var merged = 0
     /// Entries the server lost, queued again.
     public var requeued = 0
     /// The server's revision went below the cursor (restored from a backup).
@@ -47,7 +49,7 @@ public struct SyncReport: Sendable, Equatable {
     public var json: JSONValue {
         .object([
             ("sent", .int(Int64(sent))), ("delivered", .int(Int64(delivered))), ("retrying", .int(Int64(retrying))),
-            ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))),
+            ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))), ("merged", .int(Int64(merged))),
             ("requeued", .int(Int64(requeued))), ("server_went_back", .bool(serverWentBack)),
             ("pull_error", .optional(pullError) { .string($0) }),
             ("pending_after", .int(Int64(pendingAfter))), ("parked_after", .int(Int64(parkedAfter))),

@@ -31,6 +31,9 @@ public struct SyncExplanation: Sendable, Equatable {
         let state = try point.map { try ledger.state(at: $0) } ?? ledger.state
         var steps: [Step] = []
         var attempts = 0
+        let remote = state.outbox.progress(.backend).remote
+        // An update or delete to a remote without revisions cannot say which version it replaces.
+        let unconditional = remote.map { $0.capabilitySource != .unknown && !$0.has(.revisions) } ?? false
         for recorded in try ledger.events(after: 0, through: through, filter: EventFilter(entryID: id)) {
             let at = recorded.recordedAtMilliseconds
             let text: String?
@@ -42,6 +45,7 @@ public struct SyncExplanation: Sendable, Equatable {
                 guard destination == .backend else { text = nil; break }
                 attempts += 1
                 text = "Attempt \(attempts): \(operation.rawValue) sent" + (key.isEmpty ? "." : " with Idempotency-Key \(key).")
+                    + (unconditional && operation != .create ? " Unconditional: the remote has no revisions, so a change made there since is replaced." : "")
             case .syncSucceeded(_, let destination, let remoteID, let revision):
                 guard destination == .backend else { text = nil; break }
                 attempts = 0
@@ -70,11 +74,17 @@ public struct SyncExplanation: Sendable, Equatable {
             case .entryErased(_, let erasure):
                 text = "Erased" + (erasure.reason.isEmpty ? "." : " (\(erasure.reason)).")
             case .redacted(_, let redaction): text = "A \(redaction.type.name) record, redacted by the erasure."
+            case .syncMerged(let merge):
+                guard merge.destination == .backend else { text = nil; break }
+                attempts = 0
+                text = MergeStory.sentences(merge).joined(separator: " ")
+            case .conflictResolved(_, let fields, let choice):
+                text = "Conflict on \(fields.names.joined(separator: ", ")) resolved: "
+                    + (choice == .here ? "the value here is kept." : "the server's value was taken (an edit here, sent next).")
             case .syncPulled, .remoteConfigured: text = nil
             }
             if let text { steps.append(Step(seq: recorded.seq, at: at, type: recorded.event.type.name, text: text)) }
         }
-        let remote = state.outbox.progress(.backend).remote
         let (status, next) = Self.outlook(id, in: state, remote: remote)
         return SyncExplanation(entryID: id, asOf: through, remote: remote, steps: steps, status: status, next: next)
     }

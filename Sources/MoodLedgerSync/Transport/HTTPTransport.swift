@@ -68,6 +68,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         head += "User-Agent: moodledger-sync\r\nAccept: application/json\r\n"
         for (name, value) in credentials.headers { head += "\(name): \(value)\r\n" }
         if let key = request.idempotencyKey { head += "Idempotency-Key: \(key)\r\n" }
+        if let tag = request.ifMatch { head += "If-Match: \(tag)\r\n" }
         if let body = request.body {
             head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
             return Array(head.utf8) + body

@@ -1,0 +1,70 @@
+import EventLog
+
+/// What a destination had of an entry when the two were last in step: the base of a three-way merge.
+public struct SyncBase: Sendable, Equatable {
+    /// The destination's revision of that version (0: not known).
+    public var revision: UInt64
+    /// That version (`nil`: not known — never in step, or the destination lost or deleted it).
+    public var entry: MoodEntry?
+
+    /// Creates a base.
+    public init(revision: UInt64, entry: MoodEntry?) {
+        self.revision = revision
+        self.entry = entry
+    }
+}
+
+extension Ledger {
+    /// The base of each entry with `destination`, read from the log (`Specs/sync.md`, *Merging*): the version a
+    /// successful send carried (the entry as it was at its `sync.attempted`: a send is built at the attempt), the
+    /// version a pull applied or recorded (`remote.applied`), or the destination's version a merge took
+    /// (`sync.merged`); forgotten by a deletion there, a re-queue, or another server. One pass over the log for all
+    /// the ids, reading only their records.
+    /// - Parameters:
+    ///   - ids: the entries.
+    ///   - destination: the destination (`backend`).
+    /// - Returns: a base for every id (revision 0 and no version where none is known).
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    public func syncBases(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: SyncBase] {
+        var bases = Dictionary(uniqueKeysWithValues: ids.map { ($0, SyncBase(revision: 0, entry: nil)) })
+        guard !ids.isEmpty else { return bases }
+        var versions = EntriesState()
+        var attempted: [EntryID: (operation: SyncOperation, entry: MoodEntry?)] = [:]
+        var server: RemoteConfig?
+        try eventLog.forEach(from: 1, through: lastSeq) { view in
+            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
+            if view.type == EventType.remoteConfigured.rawValue {
+                guard case .remoteConfigured(let config) = try Self.decode(view).event, config.destination == destination else { return true }
+                if let server, !server.sameServer(as: config) {
+                    for id in ids { bases[id] = SyncBase(revision: 0, entry: nil) }
+                }
+                server = config
+                return true
+            }
+            guard let id = EventCodec.entryID(inPayload: view.payload), ids.contains(id) else { return true }
+            let event = try Self.decode(view).event
+            var ignored = EntryChange.Discarded()
+            _ = versions.apply(event, at: 0, into: &ignored)
+            switch event {
+            case .syncAttempted(_, destination, let operation, _):
+                attempted[id] = (operation, versions[id])
+            case .syncSucceeded(_, destination, _, let revision):
+                let sent = attempted.removeValue(forKey: id)
+                if sent?.operation == .delete {
+                    bases[id] = SyncBase(revision: 0, entry: nil)
+                } else {
+                    bases[id] = SyncBase(revision: max(bases[id]?.revision ?? 0, revision), entry: sent?.entry ?? versions[id])
+                }
+            case .remoteApplied(let change) where change.origin == destination:
+                bases[id] = change.entry == nil ? SyncBase(revision: 0, entry: nil) : SyncBase(revision: change.revision, entry: change.entry)
+            case .syncMerged(let merge) where merge.destination == destination:
+                bases[id] = SyncBase(revision: merge.serverRevision, entry: merge.theirs)
+            case .syncRequeued(_, destination, _), .entryErased:
+                bases[id] = SyncBase(revision: 0, entry: nil)
+            default: break
+            }
+            return true
+        }
+        return bases
+    }
+}
