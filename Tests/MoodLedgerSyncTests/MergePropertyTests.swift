@@ -1,0 +1,130 @@
+import Foundation
+import MoodLedger
+import MoodLedgerSync
+import Synchronization
+import Testing
+import TestSupport
+
+/// 2–4 devices of one account edit random fields of shared entries concurrently, sync in random orders through
+/// random faults (lost answers, failures before sending, 5xx), then converge. Every edit survives unless a later
+/// edit of the same field replaced it knowingly (by a device that held it) or a merge listed it as a conflict.
+@Suite("Merge properties")
+struct MergePropertyTests {
+    /// One edit: which device wrote which value into which field of which entry, and whether a later edit replaced
+    /// it knowingly (its writer, or a device that held the value, edited the field again).
+    struct Write {
+        var device: Int
+        var entry: EntryID
+        var field: MergeFields
+        var value: String
+        var replacedKnowingly = false
+    }
+
+    static func value(_ field: MergeFields, of entry: MoodEntry?) -> String? {
+        guard let entry else { return nil }
+        switch field {
+        case .notes: return entry.notes
+        case .mood: return entry.valence.map { "\(Valence.display($0))" }
+        default: return nil
+        }
+    }
+
+    @Test("Concurrent edits on 2–4 devices with faults: converged, no tag lost, every lost value a listed conflict",
+          arguments: [nil, 7_493_122_058_111_004_311] as [UInt64?])
+    func concurrentEdits(seed: UInt64?) throws {
+        var random = SeededRandom(seed: seed)
+        let dir = TemporaryDirectory("merge-property")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let count = Int.random(in: 2...4, using: &random)
+        let devices = try (0..<count).map { try Device(dir.sub("d\($0)"), remote: server.url) }
+        let faults = SyncPropertyTests.Faults(seed: random.next(), rate: 0.2)
+        let plain = HTTPTransport(url: try RemoteURL(server.url))
+        let faulty = FaultyTransport(plain) { _, _ in faults.next() }
+        let ids = try (0..<3).map { _ in try devices[0].log(0.1, label: "calm", notes: "start") }
+        for device in devices { try device.sync(server.credentials) }
+        #expect(devices.allSatisfy { $0.ledger.state.entries.all.count == 3 })
+
+        var writes: [Write] = []
+        var tags: [EntryID: Set<String>] = [:]
+        var serial = 0
+        for round in 0..<10 {
+            for (index, device) in devices.enumerated() {
+                for _ in 0..<Int.random(in: 0...3, using: &random) {
+                    serial += 1
+                    let id = ids.randomElement(using: &random)!
+                    switch Int.random(in: 0..<3, using: &random) {
+                    case 0, 1:
+                        let field: MergeFields = Bool.random(using: &random) ? .notes : .mood
+                        let before = Self.value(field, of: device.ledger.entry(id))
+                        for w in writes.indices where writes[w].entry == id && writes[w].field == field
+                            && (writes[w].value == before || writes[w].device == index) {
+                            writes[w].replacedKnowingly = true
+                        }
+                        let entry: MoodEntry
+                        if field == .notes {
+                            entry = try device.ledger.update(id, MoodChanges(notes: .set("d\(index)-r\(round)-\(serial)")))
+                        } else {
+                            entry = try device.ledger.update(id, MoodChanges(valence: Double(serial % 997) / 1000 - 0.4))
+                        }
+                        writes.append(Write(device: index, entry: id, field: field, value: Self.value(field, of: entry)!))
+                    default:
+                        let tag = "t\(index)-\(round)-\(serial)"
+                        _ = try device.ledger.editTags(id, .add(tag))
+                        tags[id, default: []].insert(tag)
+                    }
+                }
+            }
+            for index in (0..<count).shuffled(using: &random) {
+                devices[index].advance(Int64.random(in: 0...3_000, using: &random))
+                try devices[index].sync(server.credentials, transport: faulty, seed: random.next(), concurrency: 1)
+            }
+        }
+        // Fault-free, every retry due: sync until nothing moves.
+        for _ in 0..<4 {
+            for device in devices {
+                device.advance(60 * 60_000)
+                try device.sync(server.credentials, transport: plain)
+            }
+        }
+        let context = "seed \(random.seed), \(count) devices"
+        let first = Content.of(devices[0].ledger.state.entries.all)
+        for device in devices {
+            #expect(Content.of(device.ledger.state.entries.all) == first, "converged: \(context)")
+            #expect(device.ledger.state.outboxItems(destination: .backend).isEmpty, "\(context)")
+            let replayed = try device.replayed()
+            #expect(replayed.outbox == device.ledger.state.outbox && replayed.entries == device.ledger.state.entries,
+                    "replay == live: \(context)")
+        }
+        // Adds never conflict: every tag is there.
+        for id in ids {
+            let final = Set(devices[0].ledger.entry(id)?.tags ?? [])
+            #expect((tags[id] ?? []).isSubset(of: final), "tags lost on \(id): \(context)")
+        }
+        // A value that is not final and was not replaced knowingly was replaced by a concurrent edit: some device's
+        // merge must list it as a conflict with both values.
+        var listed: Set<String> = []
+        for device in devices {
+            for recorded in try device.ledger.events(ofType: .syncMerged) {
+                guard case .syncMerged(let merge) = recorded.event else { continue }
+                for field in [MergeFields.notes, .mood] where merge.conflicts.contains(field) {
+                    for version in [merge.here, merge.theirs] {
+                        if let value = Self.value(field, of: version) { listed.insert("\(merge.entryID) \(field.rawValue) \(value)") }
+                    }
+                }
+            }
+        }
+        let merges = try devices.reduce(0) { $0 + (try $1.ledger.events(ofType: .syncMerged).count) }
+        print("[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(listed.count) conflicting values listed")
+        for write in writes where !write.replacedKnowingly {
+            let final = Self.value(write.field, of: devices[0].ledger.entry(write.entry))
+            if final == write.value { continue }
+            #expect(listed.contains("\(write.entry) \(write.field.rawValue) \(write.value)"),
+                    "device \(write.device)'s \(write.field.names) \(write.value) on \(write.entry) vanished unlisted: \(context)")
+        }
+        server.stop()
+        let onServer = try server.entries()
+        #expect(Content.of(onServer) == first, "\(context)")
+        #expect(onServer.count == 3)
+    }
+}
