@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import MoodLedgerSync
 import MoodLedger
 
 /// `moodledger-bench [--events N] [--json] [--keep]`: runs every measure and prints a table or one JSON object.
@@ -41,7 +42,12 @@ enum BenchmarkCommand {
                 if let i = arguments.firstIndex(of: "--entries"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 {
                     entries = n
                 }
-                return SyncBench.run(entries: entries, json: arguments.contains("--json"))
+                var concurrency = SyncEngine.Configuration().concurrency
+                if let i = arguments.firstIndex(of: "--concurrency"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 {
+                    concurrency = n
+                }
+                return SyncBench.run(entries: entries, concurrency: concurrency, conflicts: arguments.contains("--conflicts"),
+                                     json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
             case "--measure-child":  // internal: a small process that spawns and measures a program
@@ -84,7 +90,7 @@ enum BenchmarkCommand {
             case "--help", "-h":
                 print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                       + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
-                      + "       moodledger-bench --sync [--entries 10000] [--json]   (pushing pending entries to the reference backend)")
+                      + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging)")
                 return 0
             default:
                 FileHandle.standardError.write(Data("moodledger-bench: unknown argument \(arguments[index])\n".utf8))

@@ -7,7 +7,7 @@ import MoodLedgerSync
 /// `moodledger-bench --sync`: a device ledger with N pending entries pushed to `moodledger serve` on loopback
 /// (`Specs/benchmark.md`, *Sync*).
 enum SyncBench {
-    static func run(entries: Int, json: Bool) -> Int32 {
+    static func run(entries: Int, concurrency: Int, conflicts: Bool, json: Bool) -> Int32 {
         let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-sync-\(ProcessInfo.processInfo.processIdentifier)"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -35,6 +35,12 @@ enum SyncBench {
             }
             let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
             let syncCredentials = SyncCredentials(apiKey: key, token: token)
+            if conflicts {
+                try mergeRun(entries: entries, port: server.port, credentials: syncCredentials, concurrency: concurrency,
+                             directory: directory, into: &bench)
+                bench.printSideResults(json: json)
+                return 0
+            }
 
             // The device: N entries logged (one import batch), then the backend configured.
             let device = directory + "/device"
@@ -49,6 +55,7 @@ enum SyncBench {
             let before = ledger.lastSeq
             var sync = SyncEngine.Configuration()
             sync.seed = 1
+            sync.concurrency = concurrency
             let engine = try SyncEngine(ledger: ledger, credentials: { syncCredentials }, configuration: sync)
             let start = Benchmark.now()
             let report = try engine.run(once: true)
@@ -74,5 +81,59 @@ enum SyncBench {
         }
         bench.printSideResults(json: json)
         return 0
+    }
+
+    /// `--sync --conflicts`: N entries on two devices, each device edits every entry while apart (device A the
+    /// notes, device B the score, and one in ten the notes on both: true conflicts), then A, B and A sync. Seconds to
+    /// converge, and events B appended per merged entry.
+    static func mergeRun(entries: Int, port: UInt16, credentials: SyncCredentials, concurrency: Int, directory: String,
+                         into bench: inout Benchmark) throws {
+        var options = Ledger.Options()
+        options.durability = .batched
+        var configuration = SyncEngine.Configuration()
+        configuration.seed = 1
+        configuration.concurrency = concurrency
+        let remote = RemoteConfig(url: "http://127.0.0.1:\(port)", dialect: .moodAPI, capabilities: .all, source: .set)
+        try ServerBench.preload(directory + "/a", entries: entries)
+        options.createIfMissing = true
+        let a = try Ledger.open(at: directory + "/a", options: options)
+        let b = try Ledger.open(at: directory + "/b", options: options)
+        defer {
+            a.close()
+            b.close()
+        }
+        func sync(_ ledger: Ledger) throws -> SyncReport {
+            try SyncEngine(ledger: ledger, credentials: { credentials }, configuration: configuration).run()
+        }
+        for ledger in [a, b] { _ = try ledger.execute { _, _ in ([.remoteConfigured(remote)], .none, false) } }
+        _ = try sync(a)
+        _ = try sync(b)
+        let ids = a.state.entries.all.map(\.id)
+        guard b.state.entries.all.count == entries else { throw SyncError(.config, "device B holds \(b.state.entries.all.count) of \(entries)") }
+        for (index, id) in ids.enumerated() {
+            _ = try a.update(id, MoodChanges(notes: .set("a \(index)")))
+            _ = try b.update(id, index % 10 == 0 ? MoodChanges(notes: .set("b \(index)")) : MoodChanges(score: index % 10 + 1))
+        }
+        let before = b.lastSeq
+        let start = Benchmark.now()
+        _ = try sync(a)
+        let merged = try sync(b)
+        _ = try sync(a)
+        let seconds = Double(Benchmark.now() - start) / 1e9
+        let appended = try b.events(after: before).filter { $0.event.type != .syncPulled }.count
+        let converged = ids.allSatisfy { id in
+            a.entry(id).map { x in b.entry(id).map { ThreeWayMerge.sameContent(x, $0) } ?? false } ?? false
+        }
+        guard converged, merged.merged == entries else {
+            throw SyncError(.config, "not converged: \(merged.merged) of \(entries) merged")
+        }
+        bench.record("merge_entries", Double(entries), places: 0)
+        bench.record("merge_converge_s", seconds, places: 3)
+        bench.record("merge_events_per_entry", Double(appended) / Double(entries), places: 2)
+        bench.record("merge_true_conflicts", Double(merged.conflicts), places: 0)
+        bench.record("merge_lost_edits", Double(ids.enumerated().filter { index, id in
+            guard let entry = a.entry(id) else { return true }
+            return index % 10 == 0 ? entry.notes != "b \(index)" : (entry.notes != "a \(index)" || entry.enteredScore != index % 10 + 1)
+        }.count), places: 0)
     }
 }

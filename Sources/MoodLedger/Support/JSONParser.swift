@@ -35,7 +35,12 @@ public struct JSONParser {
     }
 
     private mutating func skipSpace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     private mutating func value() throws(Failure) -> JSONValue {
@@ -118,37 +123,37 @@ public struct JSONParser {
 
     private mutating func string() throws(Failure) -> String {
         index += 1
-        var scalars = String.UnicodeScalarView()
-        var run: [UInt8] = []
-        func flush() {
-            if !run.isEmpty {
-                scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)
-                run.removeAll(keepingCapacity: true)
-            }
-        }
+        // Most strings have no escape: one scan, one String made from the bytes.
+        let start = index
         while index < bytes.count {
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {
                 index += 1
-                flush()
-                return String(scalars)
+                return String(decoding: bytes[start..<(index - 1)], as: UTF8.self)
+            }
+            if b == UInt8(ascii: "\\") || b < 0x20 { break }
+            index += 1
+        }
+        var text = Array(bytes[start..<index])
+        while index < bytes.count {
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                index += 1
+                return String(decoding: text, as: UTF8.self)
             }
             if b < 0x20 { throw fail("control character in string") }
             if b == UInt8(ascii: "\\") {
-                flush()
                 index += 1
                 guard index < bytes.count else { break }
                 let e = bytes[index]
                 index += 1
                 switch e {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{8}")
-                case UInt8(ascii: "f"): scalars.append("\u{C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(e)
+                case UInt8(ascii: "b"): text.append(0x08)
+                case UInt8(ascii: "f"): text.append(0x0C)
+                case UInt8(ascii: "n"): text.append(0x0A)
+                case UInt8(ascii: "r"): text.append(0x0D)
+                case UInt8(ascii: "t"): text.append(0x09)
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800..<0xDC00).contains(code), index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
@@ -159,12 +164,12 @@ public struct JSONParser {
                         code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     }
                     guard let scalar = Unicode.Scalar(code) else { throw fail("bad \\u escape") }
-                    scalars.append(scalar)
+                    text.append(contentsOf: UTF8.encode(scalar)!)
                 default: throw fail("bad escape")
                 }
                 continue
             }
-            run.append(b)
+            text.append(b)
             index += 1
         }
         throw fail("unterminated string")

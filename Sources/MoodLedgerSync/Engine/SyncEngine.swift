@@ -1,5 +1,4 @@
 import Dispatch
-import class Foundation.Thread
 import MoodLedger
 import Synchronization
 
@@ -38,7 +37,10 @@ public final class SyncEngine: @unchecked Sendable {
     /// The remote's codec: replaced once when a run learns the remote's capabilities, before any request is sent.
     let codec: Mutex<SyncDialect>
     var dialect: SyncDialect { codec.withLock { $0 } }
-    private let random: Mutex<SplitMix64>
+    let random: Mutex<SplitMix64>
+    /// Where requests run: the system's pool of threads (none started per batch), at most `concurrency` at once.
+    let requests = DispatchQueue(label: "moodledger.sync.requests", attributes: .concurrent)
+    let slots: DispatchSemaphore
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
     /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
     let keyTag: String
@@ -72,6 +74,7 @@ public final class SyncEngine: @unchecked Sendable {
                         as: UTF8.self)
         var system = SystemRandomNumberGenerator()
         self.random = Mutex(SplitMix64(seed: configuration.seed ?? system.next()))
+        slots = DispatchSemaphore(value: max(1, configuration.concurrency))
     }
 
     /// One run: push, pull, push what the pull re-queued.
@@ -178,104 +181,6 @@ public final class SyncEngine: @unchecked Sendable {
         return "\(item.entryID).\(keyTag).\(state.seq)"
     }
 
-    private func push(into report: inout SyncReport, once: Bool) throws {
-        var passes = 0
-        var merges: [EntryID: Int] = [:]
-        // `once`: one pass, and another only for what a merge left to send.
-        var merged = true
-        while passes < configuration.maximumPasses && (!once || passes == 0 || merged) {
-            passes += 1
-            merged = false
-            // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
-            let now = ledger.options.clock()
-            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }[...]
-            if candidates.isEmpty { break }
-            while !candidates.isEmpty {
-                // Attempts: chosen and appended against the current state, as one batch. Each request is built from
-                // the entry as it is here, so a success's version is known exactly (the base of the next merge).
-                var batch: [Sending] = []
-                _ = try ledger.execute { state, now in
-                    batch = []
-                    var events: [MoodEvent] = []
-                    while let candidate = candidates.first, batch.count < self.configuration.batchSize {
-                        candidates.removeFirst()
-                        guard let item = self.stillDue(candidate.entryID, in: state, now: now),
-                              self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil else { continue }
-                        let key = self.key(for: item, in: state)
-                        events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
-                        batch.append((item, key, state.entries[item.entryID]))
-                    }
-                    return (events, .none, false)
-                }
-                if batch.isEmpty { continue }
-                let outcomes = send(batch)
-                // A merge needs each entry's base: one pass over the log for the batch's stale items.
-                let stale = Set(zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
-                    switch verdict {
-                    case .stale, .recreated: return sending.item.entryID
-                    default: return nil
-                    }
-                })
-                let bases = try ledger.syncBases(of: stale)
-                var unauthorized: String?
-                var mergedHere = 0
-                var conflicts = 0
-                _ = try ledger.execute { state, now in
-                    var events: [MoodEvent] = []
-                    mergedHere = 0
-                    conflicts = 0
-                    for (sending, verdict) in zip(batch, outcomes) {
-                        let id = sending.item.entryID
-                        switch verdict {
-                        case .stale(let theirs, let revision, let remoteID) where merges[id, default: 0] < self.configuration.maximumMergesPerRun:
-                            let merge = Self.merge(id, here: state.entries[id], theirs: theirs, revision: revision,
-                                                   remoteID: remoteID, base: bases[id])
-                            events.append(.syncMerged(merge))
-                            mergedHere += 1
-                            if !merge.conflicts.isEmpty { conflicts += 1 }
-                        case .recreated(let remoteID, let revision):
-                            let here = state.entries[id]
-                            events.append(.syncMerged(SyncMerge(entryID: id, remoteID: remoteID, serverRevision: 0,
-                                                                baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
-                                                                here: here, theirs: nil, merged: here)))
-                            events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
-                        default:
-                            events.append(self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
-                        }
-                    }
-                    return (events, .none, false)
-                }
-                for (sending, verdict) in zip(batch, outcomes) {
-                    if case .stale = verdict { merges[sending.item.entryID, default: 0] += 1 }
-                    tally(sending.item, verdict, into: &report)
-                }
-                if mergedHere > 0 { merged = true }
-                report.conflicts += conflicts
-                report.sent += batch.count
-                if let unauthorized {
-                    throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
-                        + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
-                }
-            }
-            // Re-check: changes written during the pass, and merged versions, are due now and go out in the same run.
-        }
-    }
-
-    /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
-    /// base, field by field; a deletion here stays a deletion (it reaches the server last); a deletion there is undone
-    /// by a change here.
-    static func merge(_ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
-                      base: SyncBase?) -> SyncMerge {
-        let merged: MoodEntry?
-        if let here, let theirs {
-            merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)
-        } else {
-            merged = here
-        }
-        return SyncMerge(entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
-                         base: base?.entry, here: here, theirs: theirs, merged: merged)
-    }
-
     /// The item of `id` if it is still pending, unparked and due in `state`.
     func stillDue(_ id: EntryID, in state: LedgerState, now: Int64) -> Due? {
         let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
@@ -287,83 +192,6 @@ public final class SyncEngine: @unchecked Sendable {
         }
         guard let entry = state.entries[id], OutboxState.isEligible(entry.source, for: .backend) else { return nil }
         return Due(entryID: id, operation: .create, remoteID: nil, attempts: 0)
-    }
-
-    /// The outcome event of one item.
-    private func event(for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
-                       unauthorized: inout String?) -> MoodEvent {
-        let attempts = (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
-        switch verdict {
-        case .delivered(let remoteID, let revision):
-            return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
-        case .retry(let status, let error, let retryAfter):
-            if attempts >= SyncPolicy.maximumAttempts {
-                return .syncFailed(item.entryID, .backend, SyncFailure(
-                    status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
-            }
-            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0) }
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
-        case .park(let status, let error):
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: false))
-        case .unauthorized(let error):
-            unauthorized = error
-            // Not the item's fault: retryable now, once the credentials are fixed.
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
-        case .stale, .recreated:
-            // Merged as often as a run allows and still refused: the server's version moves under us; later.
-            let error = "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
-            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0) }
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
-        }
-    }
-
-    private func tally(_ item: Due, _ verdict: SyncVerdict, into report: inout SyncReport) {
-        switch verdict {
-        case .delivered: report.delivered += 1
-        case .retry(_, let error, _):
-            report.retrying += 1
-            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
-        case .park(_, let error):
-            report.parked += 1
-            report.failures.append(.init(entryID: item.entryID, error: error, parked: true))
-        case .unauthorized(let error):
-            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
-        case .stale:
-            report.merged += 1
-        case .recreated:
-            report.delivered += 1
-            report.merged += 1
-        }
-    }
-
-    /// Sends a batch, `concurrency` at a time; each request is built from the entry as it was at its attempt.
-    private func send(_ batch: [Sending]) -> [SyncVerdict] {
-        let results = Mutex<[SyncVerdict?]>(Array(repeating: nil, count: batch.count))
-        let next = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-        let workers = min(configuration.concurrency, batch.count)
-        let group = DispatchGroup()
-        for _ in 0..<workers {
-            group.enter()
-            let thread = Thread { [self] in
-                while true {
-                    let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                    guard index < batch.count else { break }
-                    let verdict: SyncVerdict
-                    if stop.load(ordering: .relaxed) {
-                        verdict = .retry(status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
-                    } else {
-                        verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
-                        if case .unauthorized = verdict { stop.store(true, ordering: .relaxed) }
-                    }
-                    results.withLock { $0[index] = verdict }
-                }
-                group.leave()
-            }
-            thread.start()
-        }
-        group.wait()
-        return results.withLock { $0.map { $0! } }
     }
 
     /// One item: its request (conditional on the base revision where the remote has revisions), a 401 answered once

@@ -47,7 +47,8 @@ public enum SyncPolicy {
     /// Classifies an answer to an operation.
     public static func classify(_ operation: SyncOperation, status: Int, headers: [(name: String, value: String)],
                                 body: [UInt8], entryID: EntryID, now: Int64) -> SyncVerdict {
-        let message = serverMessage(body)
+        // The server's message matters only when something went wrong: a success's body is read once, for its id.
+        var message: String? { serverMessage(body) }
         switch status {
         case 200..<300:
             let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self))
@@ -58,10 +59,12 @@ public enum SyncPolicy {
         case 404 where operation == .delete:
             return .delivered(remoteID: entryID.description, revision: 0)  // already gone: done
         case 408, 409, 412, 425, 429, 500..<600:
-            return .retry(status: status, error: "HTTP \(status)" + (message.map { ": \($0)" } ?? ""),
+            let text = message
+            return .retry(status: status, error: "HTTP \(status)" + (text.map { ": \($0)" } ?? ""),
                           retryAfter: retryAfter(headers, now: now))
         default:
-            return .park(status: status, error: "HTTP \(status)" + (message.map { ": \($0)" } ?? ""))
+            let text = message
+            return .park(status: status, error: "HTTP \(status)" + (text.map { ": \($0)" } ?? ""))
         }
     }
 

@@ -1,0 +1,224 @@
+import Dispatch
+import MoodLedger
+import Synchronization
+
+/// The push: due items in batches whose attempts are appended together, their requests sent on the engine's
+/// request queue (at most `concurrency` in flight, across batches), their outcomes appended together. Two batches
+/// are in flight at once: the next batch's attempts are appended and its requests sent while the previous batch's
+/// answers come in, so the connections never wait for a batch boundary.
+extension SyncEngine {
+    /// A batch on its way: its requests in flight, their verdicts as they come.
+    final class InFlight: @unchecked Sendable {
+        // @unchecked Sendable: `batch` never changes; the verdicts are written under a Mutex, each slot once, and
+        // read after the group is done.
+        let batch: [Sending]
+        let verdicts: Mutex<[SyncVerdict?]>
+        let group = DispatchGroup()
+
+        init(_ batch: [Sending]) {
+            self.batch = batch
+            verdicts = Mutex(Array(repeating: nil, count: batch.count))
+        }
+
+        /// Waits for every answer.
+        func wait() -> [SyncVerdict] {
+            group.wait()
+            return verdicts.withLock { $0.map { $0! } }
+        }
+    }
+
+    /// Set once the credentials were refused: what is not sent yet is not sent.
+    final class StopFlag: Sendable { let value = Atomic<Bool>(false) }
+
+    func push(into report: inout SyncReport, once: Bool) throws {
+        var passes = 0
+        var merges: [EntryID: Int] = [:]
+        // `once`: one pass, and another only for what a merge left to send.
+        var merged = true
+        let stop = StopFlag()
+        while passes < configuration.maximumPasses && (!once || passes == 0 || merged) {
+            passes += 1
+            merged = false
+            // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
+            let now = ledger.options.clock()
+            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }[...]
+            if candidates.isEmpty { break }
+            var previous: InFlight?
+            while !candidates.isEmpty || previous != nil {
+                let batch = stop.value.load(ordering: .relaxed) ? [] : try appendAttempts(from: &candidates)
+                if stop.value.load(ordering: .relaxed) { candidates = [] }
+                let current = batch.isEmpty ? nil : launch(batch, stop: stop)
+                if let previous {
+                    let outcome = try appendOutcomes(previous.batch, previous.wait(), merges: &merges, into: &report)
+                    if outcome.merged { merged = true }
+                    if let unauthorized = outcome.unauthorized {
+                        stop.value.store(true, ordering: .relaxed)
+                        if let current {
+                            _ = try appendOutcomes(current.batch, current.wait(), merges: &merges, into: &report)
+                        }
+                        throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
+                            + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                    }
+                }
+                previous = current
+            }
+            // Re-check: changes written during the pass, and merged versions, are due now and go out in the same run.
+        }
+    }
+
+    /// Attempts: the next batch of still-due items, chosen and appended against the current state as one batch. Each
+    /// request is built from the entry as it is here, so a success's version is known exactly (the next merge's base).
+    private func appendAttempts(from candidates: inout ArraySlice<Due>) throws -> [Sending] {
+        var batch: [Sending] = []
+        var remaining = candidates
+        _ = try ledger.execute { state, now in
+            batch = []
+            remaining = candidates
+            var events: [MoodEvent] = []
+            while let candidate = remaining.first, batch.count < self.configuration.batchSize {
+                remaining.removeFirst()
+                guard let item = self.stillDue(candidate.entryID, in: state, now: now),
+                      self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil else { continue }
+                let key = self.key(for: item, in: state)
+                events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
+                batch.append((item, key, state.entries[item.entryID]))
+            }
+            return (events, .none, false)
+        }
+        candidates = remaining
+        return batch
+    }
+
+    /// Sends a batch on the request queue; each request waits for one of the `concurrency` slots.
+    private func launch(_ batch: [Sending], stop: StopFlag) -> InFlight {
+        let flight = InFlight(batch)
+        for index in batch.indices {
+            flight.group.enter()
+            slots.wait()
+            requests.async { [self] in
+                let verdict: SyncVerdict
+                if stop.value.load(ordering: .relaxed) {
+                    verdict = .retry(status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
+                } else {
+                    verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
+                    if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
+                }
+                flight.verdicts.withLock { $0[index] = verdict }
+                slots.signal()
+                flight.group.leave()
+            }
+        }
+        return flight
+    }
+
+    /// The outcomes of a batch, appended together: successes, failures, and merges with the server's version where a
+    /// conditional send found it changed (their bases read in one pass over the log).
+    private func appendOutcomes(_ batch: [Sending], _ outcomes: [SyncVerdict], merges: inout [EntryID: Int],
+                                into report: inout SyncReport) throws -> (merged: Bool, unauthorized: String?) {
+        let stale = Set(zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
+            switch verdict {
+            case .stale, .recreated: return sending.item.entryID
+            default: return nil
+            }
+        })
+        let bases = try ledger.syncBases(of: stale)
+        var unauthorized: String?
+        var mergedHere = 0
+        var conflicts = 0
+        let allowed = merges
+        _ = try ledger.execute { state, now in
+            var events: [MoodEvent] = []
+            mergedHere = 0
+            conflicts = 0
+            for (sending, verdict) in zip(batch, outcomes) {
+                let id = sending.item.entryID
+                switch verdict {
+                case .stale(let theirs, let revision, let remoteID) where allowed[id, default: 0] < self.configuration.maximumMergesPerRun:
+                    let merge = Self.merge(id, here: state.entries[id], theirs: theirs, revision: revision,
+                                           remoteID: remoteID, base: bases[id])
+                    events.append(.syncMerged(merge))
+                    mergedHere += 1
+                    if !merge.conflicts.isEmpty { conflicts += 1 }
+                case .recreated(let remoteID, let revision):
+                    let here = state.entries[id]
+                    events.append(.syncMerged(SyncMerge(entryID: id, remoteID: remoteID, serverRevision: 0,
+                                                        baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
+                                                        here: here, theirs: nil, merged: here)))
+                    events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
+                default:
+                    events.append(self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                }
+            }
+            return (events, .none, false)
+        }
+        for (sending, verdict) in zip(batch, outcomes) {
+            if case .stale = verdict { merges[sending.item.entryID, default: 0] += 1 }
+            tally(sending.item, verdict, into: &report)
+        }
+        report.sent += batch.count
+        report.conflicts += conflicts
+        return (mergedHere > 0, unauthorized)
+    }
+
+    /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
+    /// base, field by field; a deletion here stays a deletion (it reaches the server last); a deletion there is undone
+    /// by a change here.
+    static func merge(_ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
+                      base: SyncBase?) -> SyncMerge {
+        let merged: MoodEntry?
+        if let here, let theirs {
+            merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)
+        } else {
+            merged = here
+        }
+        return SyncMerge(entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
+                         base: base?.entry, here: here, theirs: theirs, merged: merged)
+    }
+
+    /// The outcome event of one item.
+    private func event(for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
+                       unauthorized: inout String?) -> MoodEvent {
+        let attempts = (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
+        switch verdict {
+        case .delivered(let remoteID, let revision):
+            return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
+        case .retry(let status, let error, let retryAfter):
+            if attempts >= SyncPolicy.maximumAttempts {
+                return .syncFailed(item.entryID, .backend, SyncFailure(
+                    status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
+            }
+            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0) }
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
+        case .park(let status, let error):
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: false))
+        case .unauthorized(let error):
+            unauthorized = error
+            // Not the item's fault: retryable now, once the credentials are fixed.
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
+        case .stale, .recreated:
+            // Merged as often as a run allows and still refused: the server's version moves under us; later.
+            let error = "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
+            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0) }
+            return .syncFailed(item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
+        }
+    }
+
+    private func tally(_ item: Due, _ verdict: SyncVerdict, into report: inout SyncReport) {
+        switch verdict {
+        case .delivered: report.delivered += 1
+        case .retry(_, let error, _):
+            report.retrying += 1
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
+        case .park(_, let error):
+            report.parked += 1
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: true))
+        case .unauthorized(let error):
+            report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
+        case .stale:
+            report.merged += 1
+        case .recreated:
+            report.delivered += 1
+            report.merged += 1
+        }
+    }
+}
