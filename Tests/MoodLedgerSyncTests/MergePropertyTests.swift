@@ -122,6 +122,20 @@ struct MergePropertyTests {
             #expect(listed.contains("\(write.entry) \(write.field.rawValue) \(write.value)"),
                     "device \(write.device)'s \(write.field.names) \(write.value) on \(write.entry) vanished unlisted: \(context)")
         }
+        // The conflicts are a fold over the log: at every point, folding the events so far equals asking as of
+        // that point (time travel), and a snapshot changes nothing.
+        for device in devices {
+            var fold = ConflictsFold()
+            for recorded in try device.ledger.events() {
+                fold.apply(recorded)
+                if recorded.seq % 7 == 0 || recorded.seq == device.ledger.lastSeq {
+                    #expect(try device.ledger.conflicts(through: recorded.seq) == fold.conflicts, "seq \(recorded.seq): \(context)")
+                }
+            }
+            let live = try device.ledger.conflicts()
+            try device.ledger.snapshot()
+            #expect(try device.replayedConflicts() == live, "\(context)")
+        }
         server.stop()
         let onServer = try server.entries()
         #expect(Content.of(onServer) == first, "\(context)")

@@ -110,6 +110,15 @@ final class Device: @unchecked Sendable {
         return try engine.run(once: once)
     }
 
+    /// The open conflicts a read-only open (from the snapshot, if any) reports.
+    func replayedConflicts() throws -> [OpenConflict] {
+        var options = Ledger.Options()
+        options.readOnly = true
+        let reader = try Ledger.open(at: path, options: options)
+        defer { reader.close() }
+        return try reader.conflicts()
+    }
+
     func advance(_ ms: Int64) { clockOffset.value.add(ms, ordering: .relaxed) }
 
     /// The state a full replay of the device's log gives (a read-only open beside the writer; no snapshots yet).
