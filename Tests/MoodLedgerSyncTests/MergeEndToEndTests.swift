@@ -56,6 +56,13 @@ struct MergeEndToEndTests {
 
         func sync(_ ledger: String) throws { try run(ledger, ["sync"]) }
 
+        /// A and B each edit the entry while apart (one command each), then A, B and A sync.
+        func apart(a onA: [String], b onB: [String]) throws {
+            try run(a, onA)
+            try run(b, onB)
+            for ledger in [a, b, a] { try sync(ledger) }
+        }
+
         func entry(_ ledger: String) throws -> JSONValue { try JSONParser.parse(try run(ledger, ["show", id, "--json"])) }
 
         func conflicts(_ ledger: String, _ extra: [String] = []) throws -> [JSONValue] {
@@ -71,9 +78,7 @@ struct MergeEndToEndTests {
     @Test("A edits the note, B the score; A, B, A sync: both keep both edits and no conflict is recorded")
     func differentFields() throws {
         let account = try Account("merge-fields")
-        try account.run(account.a, ["update", account.id, "--note", "A's note"])
-        try account.run(account.b, ["update", account.id, "--score", "8"])
-        for ledger in [account.a, account.b, account.a] { try account.sync(ledger) }
+        try account.apart(a: ["update", account.id, "--note", "A's note"], b: ["update", account.id, "--score", "8"])
         for ledger in [account.a, account.b] {
             let entry = try account.entry(ledger)
             #expect(entry["notes"]?.stringValue == "A's note" && entry["score"]?.intValue == 8, "\(entry)")
@@ -86,16 +91,12 @@ struct MergeEndToEndTests {
     @Test("Labels merge as sets: grateful here and hopeful there give both; calm removed here and hopeful added there")
     func labelSets() throws {
         let account = try Account("merge-labels")
-        try account.run(account.a, ["labels", account.id, "--add", "grateful"])
-        try account.run(account.b, ["labels", account.id, "--add", "hopeful"])
-        for ledger in [account.a, account.b, account.a] { try account.sync(ledger) }
+        try account.apart(a: ["labels", account.id, "--add", "grateful"], b: ["labels", account.id, "--add", "hopeful"])
         for ledger in [account.a, account.b] {
             #expect(Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
                     == ["calm", "grateful", "hopeful"])
         }
-        try account.run(account.a, ["labels", account.id, "--remove", "calm"])
-        try account.run(account.b, ["labels", account.id, "--add", "proud"])
-        for ledger in [account.a, account.b, account.a] { try account.sync(ledger) }
+        try account.apart(a: ["labels", account.id, "--remove", "calm"], b: ["labels", account.id, "--add", "proud"])
         for ledger in [account.a, account.b] {
             #expect(Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
                     == ["grateful", "hopeful", "proud"])
@@ -105,9 +106,7 @@ struct MergeEndToEndTests {
     @Test("A adds a tag, B edits the note: both survive")
     func tagAndNote() throws {
         let account = try Account("merge-tag-note")
-        try account.run(account.a, ["tags", account.id, "--add", "walk"])
-        try account.run(account.b, ["update", account.id, "--note", "B's note"])
-        for ledger in [account.a, account.b, account.a] { try account.sync(ledger) }
+        try account.apart(a: ["tags", account.id, "--add", "walk"], b: ["update", account.id, "--note", "B's note"])
         for ledger in [account.a, account.b] {
             let entry = try account.entry(ledger)
             #expect(entry["tags"] == .array([.string("walk")]) && entry["notes"]?.stringValue == "B's note", "\(entry)")
@@ -117,9 +116,7 @@ struct MergeEndToEndTests {
     @Test("Both edit the note: the last to reach the server wins, the conflict lists both values, resolve takes the other")
     func sameField() throws {
         let account = try Account("merge-same")
-        try account.run(account.a, ["update", account.id, "--note", "from A"])
-        try account.run(account.b, ["update", account.id, "--note", "from B"])
-        for ledger in [account.a, account.b, account.a] { try account.sync(ledger) }
+        try account.apart(a: ["update", account.id, "--note", "from A"], b: ["update", account.id, "--note", "from B"])
         #expect(try account.entry(account.a)["notes"]?.stringValue == "from B", "B reached the server last")
         #expect(try account.conflicts(account.a).isEmpty, "A's device saw an ordinary pull")
         let open = try account.conflicts(account.b)

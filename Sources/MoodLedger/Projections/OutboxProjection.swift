@@ -40,6 +40,20 @@ public struct OutboxRecord: Sendable, Equatable {
         set { storedStatus = newValue.map { Int32(clamping: $0) } }
     }
 
+    /// The destination acknowledged a version (a send's success, or a merge with its version): its id and revision
+    /// are known, and no attempt, error, key or retry time is left over.
+    mutating func inStep(remoteID: String?, revision: UInt64) {
+        self.remoteID = remoteID
+        self.revision = max(self.revision, revision)
+        idempotencyKey = nil
+        inFlight = false
+        attempts = 0
+        lastError = nil
+        lastStatus = nil
+        nextAttemptAt = nil
+        parked = false
+    }
+
     /// A record: what is pending, and what is known of the destination.
     init(operation: SyncOperation? = nil, remoteID: String? = nil, revision: UInt64 = 0) {
         self.operation = operation
@@ -281,15 +295,7 @@ public struct OutboxState: Sendable, Equatable {
             let key = OutboxKey(entryID: id, destination: destination)
             progress[Int(destination.code)].lastSuccessAt = time
             var record = self[key] ?? OutboxRecord(operation: .create)
-            record.remoteID = remoteID
-            record.revision = max(record.revision, revision)
-            record.idempotencyKey = nil
-            record.inFlight = false
-            record.attempts = 0
-            record.lastError = nil
-            record.lastStatus = nil
-            record.nextAttemptAt = nil
-            record.parked = false
+            record.inStep(remoteID: remoteID, revision: revision)
             if record.operation == .delete && !record.changedSinceAttempt {
                 self[key] = nil
                 return
@@ -351,15 +357,7 @@ public struct OutboxState: Sendable, Equatable {
             // that revision as its base. Not a failure: attempts and errors start again.
             let key = OutboxKey(entryID: merge.entryID, destination: merge.destination)
             var record = self[key] ?? OutboxRecord()
-            record.remoteID = merge.remoteID ?? record.remoteID
-            record.revision = max(record.revision, merge.serverRevision)
-            record.idempotencyKey = nil
-            record.inFlight = false
-            record.attempts = 0
-            record.lastError = nil
-            record.lastStatus = nil
-            record.nextAttemptAt = nil
-            record.parked = false
+            record.inStep(remoteID: merge.remoteID ?? record.remoteID, revision: merge.serverRevision)
             if merge.merged == nil {
                 record.operation = merge.theirs == nil ? nil : .delete
             } else if let theirs = merge.theirs, let merged = merge.merged, ThreeWayMerge.sameContent(merged, theirs) {
