@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// 2–4 devices of one account edit random fields of shared entries concurrently, sync in random orders through
-/// random faults (lost answers, failures before sending, 5xx), then converge. Every edit survives unless a later
+/// random faults (lost answers, failures before sending, 5xx, a kill between an attempt and its outcome), then converge. Every edit survives unless a later
 /// edit of the same field replaced it knowingly (by a device that held it) or a merge listed it as a conflict.
 @Suite("Merge properties")
 struct MergePropertyTests {
@@ -48,6 +48,7 @@ struct MergePropertyTests {
         var writes: [Write] = []
         var tags: [EntryID: Set<String>] = [:]
         var serial = 0
+        var kills = 0
         for round in 0..<10 {
             for (index, device) in devices.enumerated() {
                 for _ in 0..<Int.random(in: 0...3, using: &random) {
@@ -73,6 +74,18 @@ struct MergePropertyTests {
                         _ = try device.ledger.editTags(id, .add(tag))
                         tags[id, default: []].insert(tag)
                     }
+                }
+            }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                // A kill between attempt and outcome: one pending change's attempt is recorded, the server applies
+                // the request, and the outcome is never recorded. The next run resends it under the same key.
+                let device = devices.randomElement(using: &random)!
+                let engine = try SyncEngine(ledger: device.ledger, credentials: { server.credentials })
+                if let request = engine.plannedRequests().filter({ $0.method != "POST" }).randomElement(using: &random),
+                   let key = request.idempotencyKey, let id = EntryID(String(key.prefix(36))) {
+                    try device.ledger.recordSyncAttempt(id, to: .backend, key: key)
+                    _ = plain.perform(request, credentials: server.credentials)
+                    kills += 1
                 }
             }
             for index in (0..<count).shuffled(using: &random) {
@@ -115,7 +128,7 @@ struct MergePropertyTests {
             }
         }
         let merges = try devices.reduce(0) { $0 + (try $1.ledger.events(ofType: .syncMerged).count) }
-        print("[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(listed.count) conflicting values listed")
+        print("[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(kills) kills, \(listed.count) conflicting values listed")
         for write in writes where !write.replacedKnowingly {
             let final = Self.value(write.field, of: devices[0].ledger.entry(write.entry))
             if final == write.value { continue }

@@ -99,7 +99,7 @@ public final class SyncEngine: @unchecked Sendable {
         let dialect = self.dialect
         return ledger.read { state in dueItems(in: state, now: now, limit: .max).map { item in
             dialect.request(item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
-                            remoteID: item.remoteID, key: key(for: item, in: state))
+                            remoteID: item.remoteID, key: key(for: item, in: state), baseRevision: item.revision)
         } }
     }
 
@@ -162,7 +162,9 @@ public final class SyncEngine: @unchecked Sendable {
         for item in state.outboxItems(destination: .backend) where item.status == "pending" {
             guard let operation = item.operation, configuration.ignoreBackoff || (item.nextAttemptAt ?? .min) <= now,
                   dialect.held(operation, entry: state.entries[item.entryID]) == nil else { continue }
-            due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts))
+            let revision = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.revision ?? 0
+            due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts,
+                           revision: revision))
             if due.count >= limit { break }
         }
         return due
