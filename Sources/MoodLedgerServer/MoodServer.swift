@@ -24,6 +24,9 @@ public final class MoodServer: Sendable {
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
         /// Threads that run group commits (one ledger's syncs at a time each; they never run handlers). Default 4.
         public var syncThreads = 4
+        /// Most user ledgers open at once (two descriptors each); the least recently used idle one is closed to open
+        /// another. Default `nil`: 1,024, fewer when `RLIMIT_NOFILE` leaves less room beside the connections.
+        public var maxOpenLedgers: Int?
         /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
         public var io: any PlatformIO = SystemIO()
         /// Where operator messages go. Default: standard error.
@@ -40,10 +43,10 @@ public final class MoodServer: Sendable {
     var credentials: Credentials { accounts.withLock { $0.credentials } }
     private let stopping = Atomic<Bool>(false)
     let limiter: RateLimiter
-    private let ledgers = Mutex([String: UserLedger]())
+    /// The open ledgers (at most ``Configuration/maxOpenLedgers``).
+    let ledgers: LedgerPool
     /// Credential pairs already checked: (user, token expiry in seconds).
     private let verified = Mutex([String: (user: String, expiry: Int64)]())
-    private let opening = NSLock()
     private let syncers: WorkerPool
 
     /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
@@ -55,7 +58,12 @@ public final class MoodServer: Sendable {
         accounts = Mutex((try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io),
                           configuration.io.identity(ofPath: path)))
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
-        syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
+        let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
+        self.syncers = syncers
+        ledgers = LedgerPool(capacity: configuration.maxOpenLedgers ?? LedgerPool.defaultCapacity(connections: configuration.http.maxConnections),
+                             log: configuration.log) { name in
+            try Self.openLedger(name, configuration: configuration, syncers: syncers)
+        }
     }
 
     /// Binds the socket; ``HTTPServer/run(grace:)`` then serves until ``HTTPServer/stop()``.
@@ -92,10 +100,7 @@ public final class MoodServer: Sendable {
         }
         accounts.withLock { $0 = (loaded, file) }
         verified.withLock { $0.removeAll() }
-        let gone = ledgers.withLock { ledgers -> [UserLedger] in
-            let names = ledgers.keys.filter { name in !loaded.users.contains { $0.name == name } }
-            return names.compactMap { ledgers.removeValue(forKey: $0) }
-        }
+        let gone = ledgers.remove { name in !loaded.users.contains { $0.name == name } }
         for user in gone {
             _ = try? user.ledger.sync()
             user.ledger.close()
@@ -106,10 +111,7 @@ public final class MoodServer: Sendable {
     /// Closes every open ledger cleanly (after the HTTP server stopped).
     public func close() {
         stopping.store(true, ordering: .relaxed)
-        let open = ledgers.withLock { ledgers -> [UserLedger] in
-            defer { ledgers.removeAll() }
-            return Array(ledgers.values)
-        }
+        let open = ledgers.remove { _ in true }
         for user in open {
             _ = try? user.ledger.sync()
             user.ledger.close()
@@ -158,11 +160,35 @@ public final class MoodServer: Sendable {
             return APIReply.error(405, "method_not_allowed", "\(request.method) is not allowed here", headers: [("Allow", allow)])
         }
         if case .health = route.name { return APIReply.data(200, .object([("status", .string("ok"))])) }
+        let now = configuration.clock()
+        let user: String
+        do { user = try authenticate(request, now: now) } catch { return APIReply.from(any: error) }
+        guard let lease = ledgers.leaseIfOpen(user) else {
+            // Not open: opened on a worker (a cold replay never stalls an event loop), then answered there.
+            responder.onWorker { [self] in
+                let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
+                do {
+                    let lease = try ledgers.lease(user)
+                    if let response = answer(request, route: route, method: method, lease: lease, now: now, responder: here) {
+                        here.respond(response)
+                    }
+                } catch {
+                    here.respond(APIReply.from(any: error))
+                }
+            }
+            return nil
+        }
+        return answer(request, route: route, method: method, lease: lease, now: now, responder: responder)
+    }
+
+    /// Answers an authenticated request with its user's ledger leased: now, or later through `responder`. The lease
+    /// is held until the answer is made (captured by whatever makes it later).
+    private func answer(_ request: HTTPRequest, route: Route, method: String, lease: LedgerPool.Lease, now: Int64,
+                        responder: HTTPResponder) -> HTTPResponse? {
+        let ledger = lease.user
+        let user = ledger.name
         do {
-            let now = configuration.clock()
-            let user = try authenticate(request, now: now)
             var rateHeaders: [(name: String, value: String)] = [Self.capabilitiesHeader]
-            let ledger = try open(user)
             if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
                 rateHeaders += decision.headers
                 if !decision.allowed {
@@ -193,12 +219,14 @@ public final class MoodServer: Sendable {
                 // Answered here when this thread ran the sync itself (a quiet loop); else later, from a sync thread.
                 let here = Mutex<(waiting: Bool, answer: HTTPResponse?)>((true, nil))
                 ledger.whenDurable(seq, inline: responder.quiet) { [self] error in
-                    let answer = error.map { syncFailed(ledger, $0) } ?? response
-                    let direct = here.withLock { here -> Bool in
-                        if here.waiting { here.answer = answer }
-                        return here.waiting
+                    withExtendedLifetime(lease) {
+                        let answer = error.map { syncFailed(ledger, $0) } ?? response
+                        let direct = here.withLock { here -> Bool in
+                            if here.waiting { here.answer = answer }
+                            return here.waiting
+                        }
+                        if !direct { responder.respond(answer) }
                     }
-                    if !direct { responder.respond(answer) }
                 }
                 return here.withLock { here in
                     here.waiting = false
@@ -207,11 +235,13 @@ public final class MoodServer: Sendable {
             case .offload(let work):
                 let rateHeaders = rateHeaders
                 responder.offload { [self] in
-                    var response: HTTPResponse
-                    do { response = try work() } catch { response = APIReply.from(any: error) }
-                    response.headers += rateHeaders
-                    if ledger.failed { drop(user) }
-                    return response
+                    withExtendedLifetime(lease) {
+                        var response: HTTPResponse
+                        do { response = try work() } catch { response = APIReply.from(any: error) }
+                        response.headers += rateHeaders
+                        if ledger.failed { drop(user) }
+                        return response
+                    }
                 }
                 return nil
             }
@@ -296,12 +326,8 @@ public final class MoodServer: Sendable {
         return subject
     }
 
-    /// The user's ledger, opened on first use (durability batched: the server syncs in groups).
-    func open(_ name: String) throws -> UserLedger {
-        if let open = ledgers.withLock({ $0[name] }) { return open }
-        opening.lock()
-        defer { opening.unlock() }
-        if let open = ledgers.withLock({ $0[name] }) { return open }
+    /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).
+    static func openLedger(_ name: String, configuration: Configuration, syncers: WorkerPool) throws -> UserLedger {
         try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
         var options = Ledger.Options()
         options.durability = .batched
@@ -312,14 +338,12 @@ public final class MoodServer: Sendable {
         options.loggedAtBounds = .storage  // the seed API bounds no logged_at; the ledger stores 1900…2199
         let ledger = try Ledger.open(at: Self.userDirectory(name, in: configuration.dataDirectory), options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
-        let user = try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
-        ledgers.withLock { $0[name] = user }
-        return user
+        return try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
     }
 
     /// Forgets a ledger whose sync failed; the next request reopens it, recovering from disk.
     func drop(_ name: String) {
-        guard let user = ledgers.withLock({ $0.removeValue(forKey: name) }) else { return }
+        guard let user = ledgers.remove(name) else { return }
         configuration.log("\(name): a sync failed; the ledger is reopened from disk on the next request")
         user.ledger.close()
     }

@@ -101,7 +101,7 @@ struct LongWorkTests {
         let h = try ServerHarness()
         defer { h.stop() }
         #expect(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"]}"#).status == 201)
-        let alice = try h.backend.open("alice")
+        let alice = try h.backend.ledgers.lease("alice").user
         let entered = DispatchSemaphore(value: 0)
         let hold = DispatchSemaphore(value: 0)
         Thread { alice.writingLong { entered.signal(); hold.wait() } }.start()

@@ -32,4 +32,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
     public static let permissionDenied = Errno(rawValue: EACCES)
     public static let outOfMemory = Errno(rawValue: ENOMEM)
+    /// The process (`EMFILE`) or the system (`ENFILE`) has no descriptor left.
+    public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
+    public static let tooManyOpenFilesInSystem = Errno(rawValue: ENFILE)
 }

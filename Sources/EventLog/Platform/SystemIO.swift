@@ -169,7 +169,23 @@ public struct SystemIO: PlatformIO {
 
     public func processID() -> Int32 { getpid() }
 
-    /// The peak resident set size of this process in bytes.
+    /// The soft limit on open descriptors (`RLIMIT_NOFILE`).
+    public static func openFileLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY (all ones) clamps to Int.max
+    }
+
+    /// How many descriptors this process has open now (entries of `/proc/self/fd`; `nil` where there is none).
+    public static func openDescriptorCount() -> Int? {
+        guard let dir = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(dir) }
+        var count = -3  // ".", ".." and the directory's own descriptor
+        while readdir(dir) != nil { count += 1 }
+        return max(0, count)
+    }
+
+    /// This process's peak resident set in bytes.
     ///
     /// On Linux this is the address space's own high-water mark (`VmHWM` in `/proc/self/status`): `getrusage`'s
     /// `ru_maxrss` survives `execve`, so a program started by a larger one (`swift run`) would report that one's peak.

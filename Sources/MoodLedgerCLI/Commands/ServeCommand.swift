@@ -8,9 +8,10 @@ import MoodLedgerServer
 enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
-        usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500]\n"
+        usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500] [--max-open-ledgers N]\n"
             + "       serve user add NAME --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
-        values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections"],
+        values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections",
+                 "max-open-ledgers"],
         flags: ["yes"],
         printsData: false) { context in
         guard let data = context.arguments.value("data") else { throw UsageError("serve needs --data DIR") }
@@ -121,6 +122,7 @@ enum ServeCommand {
         if let value = try count("reads-per-hour", 0...100_000_000) { configuration.readsPerHour = value }
         if let value = try count("workers", 1...1024) { configuration.http.workers = value }
         if let value = try count("max-connections", 1...100_000) { configuration.http.maxConnections = value }
+        if let value = try count("max-open-ledgers", 1...1_000_000) { configuration.maxOpenLedgers = value }
         let console = context.console
         configuration.log = { console.error("moodledger serve: \($0)") }
         let backend: MoodServer

@@ -142,6 +142,12 @@ final class UserLedger: Sendable {
     /// Whether a sync failed (the server then drops this ledger and reopens it from disk).
     var failed: Bool { state.withLock { $0.failure != nil } }
 
+    /// Whether nothing waits on this ledger (no answer waiting for a sync, no sync under way, no keyed request in
+    /// flight, no long work): it may be closed.
+    var isQuiet: Bool {
+        !busy && state.withLock { $0.waiting.isEmpty && !$0.syncing && $0.inFlight.isEmpty }
+    }
+
     // MARK: - Revisions
 
     /// The revision of an entry's last change (0 if the ledger never held it).

@@ -24,6 +24,12 @@ public struct HTTPResponder: Sendable {
     /// Sends the response (the connection's event loop writes it).
     public func respond(_ response: HTTPResponse) { deliver(response) }
 
+    /// Runs blocking `work` on the server's workers (inline without workers); `work` responds itself.
+    public func onWorker(_ work: @escaping @Sendable () -> Void) {
+        guard let pool else { return work() }
+        pool.submit(work)
+    }
+
     /// Runs blocking `work` on the server's workers and responds with its result; the event loop goes on meanwhile.
     public func offload(_ work: @escaping @Sendable () -> HTTPResponse) {
         guard let pool else { return respond(work()) }

@@ -1,0 +1,170 @@
+import EventLog
+import Foundation
+import Synchronization
+
+/// The users' open ledgers, at most `capacity` at once (`Specs/server.md`, *Many accounts*): a request leases its
+/// user's ledger for as long as it needs it; a ledger that is not open is opened on a worker (never on an event loop),
+/// one open per user at a time and no lock held across it; at capacity the least recently used ledger that no request
+/// holds and that has nothing waiting is closed first. When every open ledger is in use, a request waits for one to
+/// be given back rather than fail.
+final class LedgerPool: Sendable {
+    /// A request's hold on a ledger: given back when the last closure that captured it is released.
+    final class Lease: Sendable {
+        let user: UserLedger
+        private let pool: LedgerPool
+        fileprivate init(_ user: UserLedger, pool: LedgerPool) {
+            self.user = user
+            self.pool = pool
+        }
+        deinit { pool.giveBack(user.name) }
+    }
+
+    private struct Slot {
+        var user: UserLedger
+        var leases: Int
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        var slots: [String: Slot] = [:]
+        /// Users whose ledger is being opened (by one worker; others for the same user wait).
+        var opening: Set<String> = []
+        var tick: UInt64 = 0
+    }
+
+    /// Most ledgers open at once.
+    let capacity: Int
+    /// How long a request waits for a ledger to be given back before it is answered 503.
+    let patience: Double
+    private let state = Mutex(State())
+    private let open: @Sendable (String) throws -> UserLedger
+    private let log: @Sendable (String) -> Void
+
+    /// A pool that opens ledgers with `open`.
+    init(capacity: Int, patience: Double = 30, log: @escaping @Sendable (String) -> Void,
+         open: @escaping @Sendable (String) throws -> UserLedger) {
+        self.capacity = max(1, capacity)
+        self.patience = patience
+        self.log = log
+        self.open = open
+    }
+
+    /// The default capacity: 1,024 ledgers (two descriptors each), fewer when the descriptor limit leaves less room
+    /// beside `connections` connections and a reserve of 64.
+    static func defaultCapacity(connections: Int) -> Int {
+        let limit = SystemIO.openFileLimit()
+        return max(8, min(1024, (limit - connections - 64) / 2))
+    }
+
+    /// The user's ledger if it is open, leased; `nil` when it must be opened first (on a worker).
+    func leaseIfOpen(_ name: String) -> Lease? {
+        let user = state.withLock { state -> UserLedger? in
+            guard var slot = state.slots[name] else { return nil }
+            state.tick += 1
+            slot.leases += 1
+            slot.lastUse = state.tick
+            state.slots[name] = slot
+            return slot.user
+        }
+        return user.map { Lease($0, pool: self) }
+    }
+
+    /// The user's ledger, leased: opened if need be, after closing the least recently used idle one at capacity.
+    /// Blocks (a worker only).
+    /// - Throws: the open's error; ``APIFailure`` 503 when no ledger was given back within ``patience``.
+    func lease(_ name: String) throws -> Lease {
+        let deadline = Date().addingTimeInterval(patience)
+        while true {
+            enum Step { case leased(UserLedger), wait, open(evict: UserLedger?) }
+            let step = state.withLock { state -> Step in
+                if var slot = state.slots[name] {
+                    state.tick += 1
+                    slot.leases += 1
+                    slot.lastUse = state.tick
+                    state.slots[name] = slot
+                    return .leased(slot.user)
+                }
+                if state.opening.contains(name) { return .wait }
+                var victim: UserLedger?
+                if state.slots.count + state.opening.count >= capacity {
+                    let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
+                    guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return .wait }
+                    state.slots[oldest.user.name] = nil
+                    victim = oldest.user
+                }
+                state.opening.insert(name)
+                return .open(evict: victim)
+            }
+            switch step {
+            case .leased(let user):
+                return Lease(user, pool: self)
+            case .wait:
+                guard Date() < deadline else {
+                    throw APIFailure(503, "busy", "every open ledger is in use; try again shortly", headers: [("Retry-After", "1")])
+                }
+                Thread.sleep(forTimeInterval: 0.001)
+            case .open(let victim):
+                if let victim { close(victim) }
+                do {
+                    let user = try open(name)
+                    state.withLock { state in
+                        state.opening.remove(name)
+                        state.tick += 1
+                        state.slots[name] = Slot(user: user, leases: 1, lastUse: state.tick)
+                    }
+                    return Lease(user, pool: self)
+                } catch let error as EventLogError
+                            where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                    // Out of descriptors (connections took them): close another idle ledger, or wait for one.
+                    state.withLock { _ = $0.opening.remove(name) }
+                    guard Date() < deadline else {
+                        throw APIFailure(503, "busy", "out of file descriptors; try again shortly", headers: [("Retry-After", "1")])
+                    }
+                    if !evictOne() { Thread.sleep(forTimeInterval: 0.001) }
+                } catch {
+                    state.withLock { _ = $0.opening.remove(name) }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Closes the least recently used idle ledger; `false` when none is idle.
+    private func evictOne() -> Bool {
+        let victim = state.withLock { state -> UserLedger? in
+            let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
+            guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return nil }
+            state.slots[oldest.user.name] = nil
+            return oldest.user
+        }
+        if let victim { close(victim) }
+        return victim != nil
+    }
+
+    private func close(_ user: UserLedger) {
+        do { try user.ledger.sync() } catch { log("\(user.name): a sync before closing failed: \(error)") }
+        user.ledger.close()
+    }
+
+    fileprivate func giveBack(_ name: String) {
+        state.withLock { state in
+            guard var slot = state.slots[name] else { return }
+            slot.leases = max(0, slot.leases - 1)
+            state.slots[name] = slot
+        }
+    }
+
+    /// Takes a ledger out of the pool (the caller closes it); `nil` when it is not open.
+    func remove(_ name: String) -> UserLedger? { state.withLock { $0.slots.removeValue(forKey: name)?.user } }
+
+    /// Takes out every ledger whose user `keep` rejects (the caller closes them).
+    func remove(where reject: (String) -> Bool) -> [UserLedger] {
+        state.withLock { state in
+            let names = state.slots.keys.filter(reject)
+            return names.compactMap { state.slots.removeValue(forKey: $0)?.user }
+        }
+    }
+
+    /// How many ledgers are open.
+    var count: Int { state.withLock { $0.slots.count } }
+}
