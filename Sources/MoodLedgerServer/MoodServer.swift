@@ -45,6 +45,8 @@ public final class MoodServer: Sendable {
     let limiter: RateLimiter
     /// The open ledgers (at most ``Configuration/maxOpenLedgers``).
     let ledgers: LedgerPool
+    /// How many user ledgers are open now.
+    public var openLedgerCount: Int { ledgers.count }
     /// Credential pairs already checked: (user, token expiry in seconds).
     private let verified = Mutex([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool

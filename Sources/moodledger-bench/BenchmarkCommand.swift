@@ -36,6 +36,9 @@ enum BenchmarkCommand {
                 if let i = arguments.firstIndex(of: "--seconds"), i + 1 < arguments.count, let s = Double(arguments[i + 1]) {
                     seconds = s
                 }
+                if let i = arguments.firstIndex(of: "--users"), i + 1 < arguments.count, let users = Int(arguments[i + 1]), users > 0 {
+                    return ManyUsersBench.run(users: users, seconds: seconds, json: arguments.contains("--json"))
+                }
                 return ServerBench.run(seconds: seconds, json: arguments.contains("--json"))
             case "--sync":  // pushing N pending entries to the reference backend (Specs/benchmark.md, Sync)
                 var entries = 10_000
@@ -54,6 +57,8 @@ enum BenchmarkCommand {
                 return ChildProcess.measureMain(Array(arguments[(index + 1)...]))
             case "--ledger-rss":  // internal: what opening ledgers takes, run as a child process
                 return ServerBench.ledgerResidentSize(Array(arguments[(index + 1)...]))
+            case "--make-users":  // internal: the many-accounts benchmark's setup, run as a child process
+                return ManyUsersBench.make(Array(arguments[(index + 1)...]))
             case "--load-generator":  // internal: the server benchmark's load, run as a child process
                 return LoadGenerator.main(Array(arguments[(index + 1)...]))
             case "--generate":  // internal: the load phase, run as a child process
@@ -90,6 +95,7 @@ enum BenchmarkCommand {
             case "--help", "-h":
                 print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                       + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
+                      + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
                       + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging)")
                 return 0
             default:

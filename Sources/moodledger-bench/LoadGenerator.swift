@@ -2,10 +2,12 @@
 import Glibc
 #endif
 import Foundation
+import MoodLedger
 import MoodLedgerServer
 
 /// The server benchmark's load generator: one thread in a process of its own (like `wrk -t1`), polling N keep-alive
-/// connections; each sends its request again as soon as the answer is read. Out of the server's process so the
+/// connections; each sends a request again as soon as the answer is read — one request, or one drawn at random from
+/// several (a random user per request). Out of the server's process so the
 /// server's memory and threads are its own; single-threaded and byte-level so it takes as little of the shared
 /// cores as it can.
 struct LoadGenerator {
@@ -14,39 +16,46 @@ struct LoadGenerator {
         var seconds: Double
         var p50: Double
         var p99: Double
+        /// Answers with another status than the expected one (counted, not fatal, when ``tolerant``).
+        var unexpected = 0
     }
 
     let port: UInt16
-    let request: [UInt8]
+    /// The requests to choose from (one for most runs).
+    let requests: [[UInt8]]
+    /// Count unexpected statuses instead of stopping at the first.
+    var tolerant = false
     let connections: Int
     let seconds: Double
     let expect: Int
 
     /// Runs the load in a child process (`--load-generator`, below) and reads its result.
     func runInChild(directory: String) throws -> Result {
-        let file = directory + "/request-\(connections)-\(expect).bin"
-        try Data(request).write(to: URL(fileURLWithPath: file))
+        let file = directory + "/request-\(connections)-\(expect)-\(requests.count).bin"
+        // Requests never hold a NUL byte: it separates them in the file.
+        try Data(requests.joined(separator: [0]).map { $0 }).write(to: URL(fileURLWithPath: file))
         let output = try BenchmarkCommand.runSelf(["--load-generator", String(port), String(connections), String(seconds),
-                                                   String(expect), file])
+                                                   String(expect), file] + (tolerant ? ["tolerant"] : []))
         let fields = output.split(separator: " ").compactMap { Double($0) }
-        guard fields.count == 4 else { throw BenchError(text: "the load generator said: \(output)") }
-        return Result(requests: Int(fields[0]), seconds: fields[1], p50: fields[2], p99: fields[3])
+        guard fields.count == 5 else { throw BenchError(text: "the load generator said: \(output)") }
+        return Result(requests: Int(fields[0]), seconds: fields[1], p50: fields[2], p99: fields[3], unexpected: Int(fields[4]))
     }
 
     /// The child's side: `--load-generator PORT CONNECTIONS SECONDS EXPECT REQUEST_FILE`; prints
     /// `requests seconds p50_us p99_us`, or exits 74 with a reason.
     static func main(_ arguments: [String]) -> Int32 {
-        guard arguments.count == 5, let port = UInt16(arguments[0]), let connections = Int(arguments[1]),
+        guard arguments.count == 5 || arguments.count == 6, let port = UInt16(arguments[0]), let connections = Int(arguments[1]),
               let seconds = Double(arguments[2]), let expect = Int(arguments[3]),
               let request = FileManager.default.contents(atPath: arguments[4]) else {
             FileHandle.standardError.write(Data("moodledger-bench --load-generator: bad arguments\n".utf8))
             return 64
         }
-        let generator = LoadGenerator(port: port, request: Array(request), connections: connections, seconds: seconds,
-                                      expect: expect)
+        var generator = LoadGenerator(port: port, requests: Array(request).split(separator: 0).map(Array.init),
+                                      connections: connections, seconds: seconds, expect: expect)
+        generator.tolerant = arguments.count == 6 && arguments[5] == "tolerant"
         do {
             let result = try generator.run()
-            print("\(result.requests) \(result.seconds) \(result.p50) \(result.p99)")
+            print("\(result.requests) \(result.seconds) \(result.p50) \(result.p99) \(result.unexpected)")
             return 0
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench --load-generator: \(error)\n".utf8))
@@ -67,10 +76,12 @@ struct LoadGenerator {
         for _ in 0..<connections { open.append(Connection(fd: try Socket.connect(host: "127.0.0.1", port: port))) }
         var latencies: [Double] = []
         latencies.reserveCapacity(1 << 20)
+        var unexpected = 0
+        var random = SplitMix64(seed: 0x5EED)
         var chunk = [UInt8](repeating: 0, count: 256 * 1024)
         let started = Benchmark.now()
         let deadline = started + UInt64(seconds * 1e9)
-        for index in open.indices { try send(&open[index]) }
+        for index in open.indices { try send(&open[index], using: &random) }
         var fds = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var active = open.count
         while active > 0 {
@@ -81,12 +92,15 @@ struct LoadGenerator {
                 guard count > 0 else { throw BenchError(text: "the server closed a connection") }
                 open[index].input.append(contentsOf: chunk[0..<count])
                 while let (status, length) = Self.response(in: open[index].input) {
-                    guard status == expect else { throw BenchError(text: "answered \(status), expected \(expect)") }
+                    if status != expect {
+                        guard tolerant else { throw BenchError(text: "answered \(status), expected \(expect)") }
+                        unexpected += 1
+                    }
                     let now = Benchmark.now()
                     latencies.append(Double(now - open[index].started) / 1000)
                     open[index].input.removeFirst(length)
                     if now < deadline {
-                        try send(&open[index])
+                        try send(&open[index], using: &random)
                     } else {
                         fds[index].events = 0
                         active -= 1
@@ -96,11 +110,12 @@ struct LoadGenerator {
         }
         let elapsed = Benchmark.seconds(since: started)
         return Result(requests: latencies.count, seconds: elapsed, p50: Benchmark.median(latencies),
-                      p99: Benchmark.percentile(latencies, 0.99))
+                      p99: Benchmark.percentile(latencies, 0.99), unexpected: unexpected)
     }
 
-    private func send(_ connection: inout Connection) throws {
+    private func send(_ connection: inout Connection, using random: inout SplitMix64) throws {
         connection.started = Benchmark.now()
+        let request = requests.count == 1 ? requests[0] : requests[Int(random.next() % UInt64(requests.count))]
         var offset = 0
         while offset < request.count {
             let written = try request.withUnsafeBytes { try Socket.send(connection.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }

@@ -97,7 +97,7 @@ enum ServerBench {
     /// - Returns: requests per second, p50 and p99 latency in µs.
     static func load(port: UInt16, request: [UInt8], connections: Int, seconds: Double, expect: Int, directory: String) throws
         -> (Double, Double, Double) {
-        let result = try LoadGenerator(port: port, request: request, connections: connections, seconds: seconds,
+        let result = try LoadGenerator(port: port, requests: [request], connections: connections, seconds: seconds,
                                        expect: expect).runInChild(directory: directory)
         return (Double(result.requests) / result.seconds, result.p50, result.p99)
     }

@@ -29,6 +29,8 @@ final class LedgerPool: Sendable {
         var slots: [String: Slot] = [:]
         /// Users whose ledger is being opened (by one worker; others for the same user wait).
         var opening: Set<String> = []
+        /// Users whose ledger is being closed to make room: a request for them waits until it is (it holds the lock).
+        var closing: Set<String> = []
         var tick: UInt64 = 0
     }
 
@@ -84,12 +86,13 @@ final class LedgerPool: Sendable {
                     state.slots[name] = slot
                     return .leased(slot.user)
                 }
-                if state.opening.contains(name) { return .wait }
+                if state.opening.contains(name) || state.closing.contains(name) { return .wait }
                 var victim: UserLedger?
-                if state.slots.count + state.opening.count >= capacity {
+                if state.slots.count + state.opening.count + state.closing.count >= capacity {
                     let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
                     guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return .wait }
                     state.slots[oldest.user.name] = nil
+                    state.closing.insert(oldest.user.name)
                     victim = oldest.user
                 }
                 state.opening.insert(name)
@@ -135,15 +138,18 @@ final class LedgerPool: Sendable {
             let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
             guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return nil }
             state.slots[oldest.user.name] = nil
+            state.closing.insert(oldest.user.name)
             return oldest.user
         }
         if let victim { close(victim) }
         return victim != nil
     }
 
+    /// Syncs and closes a ledger taken out to make room, then lets requests for its user open it again.
     private func close(_ user: UserLedger) {
         do { try user.ledger.sync() } catch { log("\(user.name): a sync before closing failed: \(error)") }
         user.ledger.close()
+        state.withLock { _ = $0.closing.remove(user.name) }
     }
 
     fileprivate func giveBack(_ name: String) {

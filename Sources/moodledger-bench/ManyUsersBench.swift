@@ -1,0 +1,120 @@
+import EventLog
+import Foundation
+import MoodLedger
+import MoodLedgerServer
+
+/// `moodledger-bench --server --users N`: the reference backend carrying N accounts (`Specs/benchmark.md`, *Many
+/// accounts*): N accounts and a few entries each are made through the library in a child process, then POST and GET
+/// at 16 connections with a random user per request, beside one user in the same run.
+enum ManyUsersBench {
+    static let connections = 16
+
+    static func run(users: Int, seconds: Double, json: Bool) -> Int32 {
+        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-users-\(ProcessInfo.processInfo.processIdentifier)"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var bench = Benchmark(events: 0, directory: directory)
+        do {
+            let data = directory + "/data"
+            let start = Benchmark.now()
+            let made = try BenchmarkCommand.runSelf(["--make-users", data, String(users)])
+            guard let accountsSeconds = Double(made) else { throw BenchError(text: "--make-users said: \(made)") }
+            bench.record("users", Double(users), places: 0)
+            bench.record("accounts_add_s", accountsSeconds, places: 2)
+            bench.record("users_setup_s", Benchmark.seconds(since: start), places: 1)
+            let credentials = try Credentials.load(directory: data, create: false)
+            var configuration = MoodServer.Configuration(dataDirectory: data)
+            configuration.http.port = 0
+            configuration.writesPerHour = 0
+            configuration.readsPerHour = 0
+            let backend = try MoodServer(configuration: configuration)
+            let server = try backend.start()
+            let thread = Thread { server.run(grace: 5) }
+            thread.start()
+            defer {
+                server.stop()
+                Thread.sleep(forTimeInterval: 0.5)
+                backend.close()
+            }
+            let keys = try String(contentsOfFile: data + "/bench-keys.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+            let now = Int64(Date().timeIntervalSince1970)
+            let body = #"{"valence":0.5,"labels":["calm"]}"#
+            func requests(_ count: Int, post: Bool) -> [[UInt8]] {
+                (0..<count).map { index in
+                    let user = "u\(index)"
+                    let auth = "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
+                        + JWT.sign(subject: user, now: now, ttl: 3600, secret: credentials.secret) + "\r\n"
+                    return Array((post
+                        ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
+                }
+            }
+            var unexpected = 0
+            var descriptors = 0
+            for (name, post) in [("post", true), ("get", false)] {
+                var rates: [Double] = []
+                for (label, count) in [("users1", 1), ("usersN", users)] {
+                    var generator = LoadGenerator(port: server.port, requests: requests(count, post: post), connections: connections,
+                                                  seconds: seconds, expect: post ? 201 : 200)
+                    generator.tolerant = true
+                    let result = try generator.runInChild(directory: directory)
+                    let rate = Double(result.requests) / result.seconds
+                    rates.append(rate)
+                    unexpected += result.unexpected
+                    bench.record("\(name)_\(label)_per_s", rate, places: 0)
+                    bench.record("\(name)_\(label)_p99_us", result.p99, places: 0)
+                    descriptors = max(descriptors, SystemIO.openDescriptorCount() ?? 0)
+                }
+                bench.record("\(name)_users_ratio", rates[1] / rates[0], places: 2)
+            }
+            bench.record("non_2xx", Double(unexpected), places: 0)
+            bench.record("open_descriptors", Double(descriptors), places: 0)
+            bench.record("open_ledgers", Double(backend.openLedgerCount), places: 0)
+            bench.record("server_peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
+        } catch {
+            FileHandle.standardError.write(Data("moodledger-bench --server --users: \(error)\n".utf8))
+            return 74
+        }
+        bench.printSideResults(json: json)
+        return 0
+    }
+
+    /// The child's side of the setup: `--make-users DATA N`: N accounts (`u0` …) added in one batch, their keys in
+    /// `bench-keys.txt`, and three entries in each user's ledger. Prints the seconds adding the accounts took.
+    static func make(_ arguments: [String]) -> Int32 {
+        guard arguments.count == 2, let count = Int(arguments[1]), count > 0 else { return 64 }
+        let data = arguments[0]
+        do {
+            try AtomicFile.makeDirectory(data)
+            try AtomicFile.makeDirectory(data + "/users")
+            let start = Benchmark.now()
+            var credentials = try Credentials.load(directory: data, create: true)
+            var keys: [String] = []
+            keys.reserveCapacity(count)
+            for index in 0..<count { keys.append(try credentials.addUser("u\(index)")) }
+            try credentials.save(directory: data)
+            let seconds = Benchmark.seconds(since: start)
+            try keys.joined(separator: "\n").write(toFile: data + "/bench-keys.txt", atomically: true, encoding: .utf8)
+            var options = Ledger.Options()
+            options.durability = .batched
+            options.createIfMissing = true
+            let day = Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000
+            for index in 0..<count {
+                let ledger = try Ledger.open(at: MoodServer.userDirectory("u\(index)", in: data), options: options)
+                var plan = ImportPlan(format: .moodAPI)
+                for row in 0..<3 {
+                    plan.rows.append(ImportRow(line: row + 1, draft: MoodDraft(
+                        valence: Double(row) / 4, labels: ["calm"], loggedAt: LoggedAt(milliseconds: day + Int64(row) * 3_600_000),
+                        source: .import, sourceID: "bench-\(row)", suggestLabels: false)))
+                }
+                _ = try ledger.importPlan(plan)
+                ledger.close()
+            }
+            print(seconds)
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("moodledger-bench --make-users: \(error)\n".utf8))
+            return 74
+        }
+    }
+}
