@@ -102,7 +102,7 @@ public final class MoodServer: Sendable {
         }
         accounts.withLock { $0 = (loaded, file) }
         verified.withLock { $0.removeAll() }
-        let gone = ledgers.remove { name in !loaded.users.contains { $0.name == name } }
+        let gone = ledgers.remove { name in !loaded.has(name) }
         for user in gone {
             _ = try? user.ledger.sync()
             user.ledger.close()

@@ -51,7 +51,7 @@ enum ServeCommand {
         do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
             throw CLIError(ExitCode.noInput, error.description)
         }
-        guard credentials.users.contains(where: { $0.name == name }) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
+        guard credentials.has(name) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
         guard context.arguments.has("yes") else {
             throw UsageError("erasing an account cannot be undone: pass --yes")
         }
@@ -86,7 +86,7 @@ enum ServeCommand {
         do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
             throw CLIError(ExitCode.noInput, error.description)
         }
-        guard credentials.users.contains(where: { $0.name == name }) else {
+        guard credentials.has(name) else {
             throw CLIError(ExitCode.noInput, "no user \(name) in \(data)", hint: "add one with `moodledger serve user add \(name) --data \(data)`")
         }
         context.console.line(JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))

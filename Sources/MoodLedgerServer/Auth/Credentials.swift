@@ -14,7 +14,20 @@ public struct Credentials: Sendable {
 
     /// The HMAC secret tokens are signed with (32 random bytes).
     public var secret: [UInt8]
-    public var users: [User]
+    /// The users, in the order they were added.
+    public private(set) var users: [User]
+    /// Name → key hash: an authentication or a name check is one lookup, not a walk of every account.
+    private var keyHashes: [String: [UInt8]]
+
+    /// Credentials with this secret and these users.
+    public init(secret: [UInt8], users: [User]) {
+        self.secret = secret
+        self.users = users
+        keyHashes = Dictionary(users.map { ($0.name, $0.keyHash) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Whether there is a user of this name.
+    public func has(_ name: String) -> Bool { keyHashes[name] != nil }
 
     /// The file's path inside a data directory.
     public static func path(in directory: String) -> String { directory + "/credentials.json" }
@@ -75,27 +88,26 @@ public struct Credentials: Sendable {
         guard Self.isValidUserName(name) else {
             throw ServerError("invalid user name \(name): 1–64 of a-z, 0-9, _ and -, starting with a letter or digit")
         }
-        guard !users.contains(where: { $0.name == name }) else { throw ServerError("user \(name) exists already") }
+        guard !has(name) else { throw ServerError("user \(name) exists already") }
         let key = "mlk_" + ByteText.hex(io.randomBytes(24))
-        users.append(User(name: name, keyHash: SHA256.hash(Array(key.utf8))))
+        let hash = SHA256.hash(Array(key.utf8))
+        users.append(User(name: name, keyHash: hash))
+        keyHashes[name] = hash
         return key
     }
 
     /// Removes a user (account erasure); `false` if there was none.
     public mutating func removeUser(_ name: String) -> Bool {
-        let before = users.count
+        guard keyHashes.removeValue(forKey: name) != nil else { return false }
         users.removeAll { $0.name == name }
-        return users.count < before
+        return true
     }
 
     /// The user whose API key this is, comparing hashes in constant time.
     public func user(named name: String, apiKey: String) -> User? {
+        guard let stored = keyHashes[name] else { return nil }
         let hash = SHA256.hash(Array(apiKey.utf8))
-        var found: User?
-        for user in users where user.name == name {
-            if ConstantTime.equal(user.keyHash, hash) { found = user }
-        }
-        return found
+        return ConstantTime.equal(stored, hash) ? User(name: name, keyHash: stored) : nil
     }
 }
 
