@@ -8,8 +8,9 @@
 #include <unistd.h>
 #include <pthread.h>
 
-// A fixed table, read by the signal handler without locks: base and length are published before `used`.
-#define SLOTS 256
+// A fixed table, read by the signal handler without locks: base and length are published before `used`. Sized for a
+// server's pool of open ledgers (1,024 by default, each holding its snapshot mapped) with room to spare: 128 KiB.
+#define SLOTS 4096
 static struct {
     _Atomic(uintptr_t) base;
     _Atomic(size_t) length;

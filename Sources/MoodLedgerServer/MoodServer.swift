@@ -12,7 +12,7 @@ import Synchronization
 public final class MoodServer: Sendable {
     /// How the server behaves; every property documents its default.
     public struct Configuration: Sendable {
-        /// The data directory (`users/`, `credentials.json`). Created 0700 when missing.
+        /// The data directory (`users/`, `accounts/`). Created 0700 when missing.
         public var dataDirectory: String
         /// Sockets, timeouts and limits of the HTTP layer.
         public var http = HTTPServer.Configuration()
@@ -36,10 +36,14 @@ public final class MoodServer: Sendable {
     }
 
     public let configuration: Configuration
-    /// The accounts as last read from `credentials.json`, and which file that was (every save is a rename, so a new
-    /// file means a change).
-    private let accounts: Mutex<(credentials: Credentials, file: FileIdentity?)>
-    /// The accounts in force: re-read when `credentials.json` was replaced since (``refreshAccounts()``).
+    /// The accounts as last replayed from the accounts log, and which log that was and how long.
+    private let accounts: Mutex<(credentials: Credentials, file: AccountsVersion)>
+    /// Which accounts log was read, and how long it was: a log only grows, so a new size or file means a change.
+    struct AccountsVersion: Equatable {
+        var identity: FileIdentity?
+        var size: Int64?
+    }
+    /// The accounts in force: replayed again when the accounts log changed since (``refreshAccounts()``).
     var credentials: Credentials { accounts.withLock { $0.credentials } }
     private let stopping = Atomic<Bool>(false)
     let limiter: RateLimiter
@@ -56,9 +60,10 @@ public final class MoodServer: Sendable {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         try AtomicFile.makeDirectory(configuration.dataDirectory)
-        let path = Credentials.path(in: configuration.dataDirectory)
-        accounts = Mutex((try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io),
-                          configuration.io.identity(ofPath: path)))
+        let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
+        let path = Credentials.logPath(in: configuration.dataDirectory)
+        accounts = Mutex((loaded, AccountsVersion(identity: configuration.io.identity(ofPath: path),
+                                                  size: configuration.io.size(ofPath: path))))
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
         let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
         self.syncers = syncers
@@ -74,7 +79,7 @@ public final class MoodServer: Sendable {
         let server = try HTTPServer(configuration: configuration.http) { [self] request, responder in
             handle(request, responder: responder)
         }
-        // Accounts added, rotated or erased while the server runs take effect without a restart: the file is looked at
+        // Accounts added or erased while the server runs take effect without a restart: the log is looked at
         // before every authentication, and every 200 ms, so an erased account's ledger is closed (its writer lock
         // released for `serve user erase`) even when no request comes.
         let thread = Thread { [self] in
@@ -88,12 +93,12 @@ public final class MoodServer: Sendable {
         return server
     }
 
-    /// Re-reads `credentials.json` if it was replaced since it was last read: new accounts can sign in, revoked keys
-    /// and erased accounts cannot, remembered sign-ins are forgotten, and the ledgers of accounts that are gone are
-    /// closed. A file that cannot be read keeps the accounts as they were (with a log line).
+    /// Replays the accounts log again if it changed since it was last read (it grew, or was replaced): new accounts
+    /// can sign in, revoked keys and erased accounts cannot, remembered sign-ins are forgotten, and the ledgers of
+    /// accounts that are gone are closed. A log that cannot be read keeps the accounts as they were (with a log line).
     func refreshAccounts() {
-        let path = Credentials.path(in: configuration.dataDirectory)
-        let file = configuration.io.identity(ofPath: path)
+        let path = Credentials.logPath(in: configuration.dataDirectory)
+        let file = AccountsVersion(identity: configuration.io.identity(ofPath: path), size: configuration.io.size(ofPath: path))
         guard file != accounts.withLock({ $0.file }) else { return }
         let loaded: Credentials
         do { loaded = try Credentials.load(directory: configuration.dataDirectory, create: false, io: configuration.io) } catch {

@@ -60,7 +60,8 @@ struct EndToEndTests {
         let key = try Self.run(["serve", "user", "add", "alice", "--data", data]).split(separator: "\n").last.map(String.init)!
         let token = try Self.run(["serve", "token", "--user", "alice", "--data", data]).trimmingCharacters(in: .whitespacesAndNewlines)
         let auth = ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
-        #expect(try FileManager.default.attributesOfItem(atPath: data + "/credentials.json")[.posixPermissions] as? Int == 0o600)
+        #expect(try FileManager.default.attributesOfItem(atPath: data + "/accounts/events.log")[.posixPermissions] as? Int == 0o600)
+        #expect(try FileManager.default.attributesOfItem(atPath: data + "/accounts")[.posixPermissions] as? Int == 0o700)
         var (server, port) = try Self.start(data)
         // Every route once.
         let created = try Self.call(port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5,"labels":["calm"],"notes":"first"}"#)

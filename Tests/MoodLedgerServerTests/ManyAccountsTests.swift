@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Synchronization
 import MoodLedger
 @testable import MoodLedgerServer
 import Testing
@@ -10,7 +11,11 @@ struct ManyAccountsTests {
     @Test("With room for 3 open ledgers, 24 users each write and read: all 2xx, never more than 3 open, nothing lost")
     func boundedPool() throws {
         let users = (0..<24).map { "user\($0)" }
-        let h = try ServerHarness(users: users) { $0.maxOpenLedgers = 3 }
+        let notices = Mutex<[String]>([])
+        let h = try ServerHarness(users: users) { configuration in
+            configuration.maxOpenLedgers = 3
+            configuration.log = { line in notices.withLock { $0.append(line) } }
+        }
         defer { h.stop() }
         for round in 0..<2 {
             for user in users.shuffled() {
@@ -24,6 +29,7 @@ struct ManyAccountsTests {
             #expect(listed.status == 200 && listed.data["entries"]?.arrayValue?.count == 2, "\(user): \(listed.text)")
         }
         #expect(h.backend.ledgers.count <= 3)
+        #expect(notices.withLock { $0 }.isEmpty, "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
     }
 
     @Test("Under ulimit -n 256, 400 users of the built server each write once: 400 × 2xx", .timeLimit(.minutes(2)))
@@ -66,5 +72,64 @@ struct ManyAccountsTests {
             statuses[try client.readResponse().status, default: 0] += 1
         }
         #expect(statuses == [201: 400], "\(statuses)")
+    }
+}
+
+@Suite("The accounts log")
+struct AccountsLogTests {
+    @Test("An older credentials.json is carried into the accounts log once: its secret and keys still work")
+    func migration() throws {
+        let dir = TemporaryDirectory("accounts-migration")
+        let secret = [UInt8](repeating: 7, count: 32)
+        let key = "mlk_" + String(repeating: "ab", count: 24)
+        let json = #"{"version": 1, "secret": "\#(ByteText.hex(secret))", "users": [{"name": "alice", "key_sha256": "\#(ByteText.hex(SHA256.hash(Array(key.utf8))))"}]}"#
+        try json.write(toFile: dir.sub("credentials.json"), atomically: true, encoding: .utf8)
+        let loaded = try Credentials.load(directory: dir.path, create: false)
+        #expect(loaded.secret == secret && loaded.user(named: "alice", apiKey: key) != nil)
+        #expect(FileManager.default.fileExists(atPath: dir.sub("accounts/events.log")))
+        // The file is not read again: the log is the accounts now.
+        try "not json".write(toFile: dir.sub("credentials.json"), atomically: true, encoding: .utf8)
+        let again = try Credentials.load(directory: dir.path, create: false)
+        #expect(again.secret == secret && again.has("alice"))
+    }
+
+    @Test("Adds append, an erasure redacts: the name is nowhere; a malformed record is refused with its seq")
+    func appendAndRedact() throws {
+        let dir = TemporaryDirectory("accounts-log")
+        var credentials = try Credentials.load(directory: dir.path, create: true)
+        let keyA = try credentials.addUser("anna")
+        _ = try credentials.addUser("bert")
+        try credentials.save(directory: dir.path)
+        let size = try #require(SystemIO().size(ofPath: Credentials.logPath(in: dir.path)))
+        _ = try credentials.addUser("carl")
+        try credentials.save(directory: dir.path)
+        #expect(try #require(SystemIO().size(ofPath: Credentials.logPath(in: dir.path))) - size < 200, "one small append")
+        _ = credentials.removeUser("bert")
+        try credentials.save(directory: dir.path)
+        let reloaded = try Credentials.load(directory: dir.path, create: false)
+        #expect(reloaded.users.map(\.name) == ["anna", "carl"] && reloaded.user(named: "anna", apiKey: keyA) != nil)
+        let bytes = try #require(FileManager.default.contents(atPath: Credentials.logPath(in: dir.path)))
+        #expect(bytes.range(of: Data("bert".utf8)) == nil, "the erased account's name is gone")
+        #expect(bytes.range(of: Data("carl".utf8)) != nil)
+
+        let log = try EventLog.open(directory: dir.sub("accounts"))
+        _ = try log.append(type: 2, payload: [1, 3] + Array("dan".utf8) + [0, 0])  // a key hash of 2 bytes
+        log.close()
+        #expect(throws: ServerError.self) { try Credentials.load(directory: dir.path, create: false) }
+        do { _ = try Credentials.load(directory: dir.path, create: false) } catch let error as ServerError {
+            #expect(error.description.contains("record 5") && error.description.contains("key hash"), "\(error)")
+        }
+    }
+
+    @Test("serve user import adds every line in one batch, or none when a name is bad or taken")
+    func importFile() throws {
+        let dir = TemporaryDirectory("accounts-import")
+        try "ada\nbob\n\ncyd\n".write(toFile: dir.sub("names.txt"), atomically: true, encoding: .utf8)
+        let added = try Tool.run(["serve", "user", "import", dir.sub("names.txt"), "--data", dir.sub("data")])
+        #expect(added.code == 0 && added.out.split(separator: "\n").count == 3, "\(added.out)\(added.err)")
+        try "dee\nbob\n".write(toFile: dir.sub("again.txt"), atomically: true, encoding: .utf8)
+        let refused = try Tool.run(["serve", "user", "import", dir.sub("again.txt"), "--data", dir.sub("data")])
+        #expect(refused.code == 65 && refused.err.contains("line 2"), "\(refused.err)")
+        #expect(try Credentials.load(directory: dir.sub("data"), create: false).users.map(\.name) == ["ada", "bob", "cyd"])
     }
 }

@@ -87,6 +87,8 @@ public protocol PlatformIO: Sendable {
     func identity(_ fd: Int32) throws -> FileIdentity
     /// Which file `path` names now (device and inode), following links; `nil` when nothing is there.
     func identity(ofPath path: String) -> FileIdentity?
+    /// The size in bytes of the file `path` names now, following links; `nil` when nothing is there.
+    func size(ofPath path: String) -> Int64?
 }
 
 /// A file's device and inode: two descriptors or paths name the same file exactly when these are equal.
@@ -112,4 +114,6 @@ extension PlatformIO {
     public func identity(_ fd: Int32) throws -> FileIdentity { try SystemIO().identity(fd) }
     /// Test doubles identify files as the system does.
     public func identity(ofPath path: String) -> FileIdentity? { SystemIO().identity(ofPath: path) }
+    /// Test doubles size files as the system does.
+    public func size(ofPath path: String) -> Int64? { SystemIO().size(ofPath: path) }
 }

@@ -101,6 +101,12 @@ public struct SystemIO: PlatformIO {
         return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
+    public func size(ofPath path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
     public func tryLock(_ fd: Int32) throws -> Bool {
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }

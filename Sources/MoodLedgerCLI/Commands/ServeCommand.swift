@@ -9,7 +9,7 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
         usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500] [--max-open-ledgers N]\n"
-            + "       serve user add NAME --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
+            + "       serve user add NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
         values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections",
                  "max-open-ledgers"],
         flags: ["yes"],
@@ -18,8 +18,11 @@ enum ServeCommand {
         switch context.arguments.positionals.first {
         case nil: return try run(context, data: data)
         case "user":
-            guard context.arguments.positionals.count == 3, ["add", "erase"].contains(context.arguments.positionals[1]) else {
-                throw UsageError("usage: serve user add|erase NAME --data DIR")
+            guard context.arguments.positionals.count == 3, ["add", "erase", "import"].contains(context.arguments.positionals[1]) else {
+                throw UsageError("usage: serve user add|erase NAME --data DIR, or serve user import FILE --data DIR")
+            }
+            if context.arguments.positionals[1] == "import" {
+                return try importUsers(context, file: context.arguments.positionals[2], data: data)
             }
             if context.arguments.positionals[1] == "erase" {
                 return try eraseUser(context, name: context.arguments.positionals[2], data: data)
@@ -28,6 +31,28 @@ enum ServeCommand {
         case "token": return try token(context, data: data)
         case let other?: throw UsageError("serve takes no argument \(other) (user add NAME, or token)")
         }
+    }
+
+    /// `serve user import FILE`: one user name a line (blank lines skipped); every account added in one batch (one
+    /// append, one sync) or none — a bad or taken name refuses the whole file. Prints `NAME KEY` a line: the keys,
+    /// shown once.
+    private static func importUsers(_ context: Context, file: String, data: String) throws -> Int32 {
+        guard let bytes = FileManager.default.contents(atPath: file) else { throw CLIError(ExitCode.noInput, "cannot read \(file)") }
+        let names = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        try OutputFile.makeDirectory(data)
+        var credentials = try Credentials.load(directory: data, create: true)
+        var keys: [(String, String)] = []
+        keys.reserveCapacity(names.count)
+        for (index, name) in names.enumerated() {
+            do { keys.append((name, try credentials.addUser(name))) } catch let error as ServerError {
+                throw CLIError(ExitCode.invalidInput, "\(file) line \(index + 1): \(error.description); no account was added")
+            }
+        }
+        try credentials.save(directory: data)
+        try OutputFile.makeDirectory(data + "/users")
+        for (name, key) in keys { context.console.line("\(name) \(key)") }
+        return ExitCode.ok
     }
 
     private static func addUser(_ context: Context, name: String, data: String) throws -> Int32 {
@@ -58,7 +83,7 @@ enum ServeCommand {
         let directory = MoodServer.userDirectory(name, in: data)
         // The key is revoked first: a running server sees the account gone within moments, refuses its requests and
         // closes its ledger, releasing the writer lock this command then takes (waiting up to --wait, default 5 s).
-        let before = credentials
+        let account = credentials.users.first { $0.name == name }!
         _ = credentials.removeUser(name)
         try credentials.save(directory: data)
         if Ledger.exists(at: directory) {
@@ -67,7 +92,8 @@ enum ServeCommand {
             options.lockWaitMilliseconds = try context.lockWaitMilliseconds() ?? 5_000
             let ledger: Ledger
             do { ledger = try Ledger.open(at: directory, options: options) } catch {
-                try? before.save(directory: data)  // nothing changed: the account stays as it was
+                credentials.restoreUser(account)  // nothing changed: the account is as it was
+                try? credentials.save(directory: data)
                 throw error
             }
             // The lock is held until the directory is gone: no writer can open the ledger in between.

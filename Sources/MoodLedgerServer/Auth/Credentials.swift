@@ -1,8 +1,10 @@
 import EventLog
 import MoodLedger
 
-/// The server's credentials file, `DIR/credentials.json` (0600): the token-signing secret and each user's API key,
-/// stored as SHA-256 hashes only (`Specs/server.md`).
+/// The server's accounts: the token-signing secret and each user's API key, stored as SHA-256 hashes only
+/// (`Specs/server.md`, *Accounts*). They live in the accounts log, `DIR/accounts/`; a `DIR/credentials.json` of an
+/// older version is read once and carried into a new log. Changes (``addUser(_:io:)``, ``removeUser(_:)``) are kept
+/// until ``save(directory:io:)`` appends them, one batch.
 public struct Credentials: Sendable {
     /// One user.
     public struct User: Sendable, Equatable {
@@ -18,6 +20,8 @@ public struct Credentials: Sendable {
     public private(set) var users: [User]
     /// Name → key hash: an authentication or a name check is one lookup, not a walk of every account.
     private var keyHashes: [String: [UInt8]]
+    /// Changes since the accounts were loaded, appended by ``save(directory:io:)``.
+    private var pending: [AccountsLog.Change] = []
 
     /// Credentials with this secret and these users.
     public init(secret: [UInt8], users: [User]) {
@@ -29,8 +33,11 @@ public struct Credentials: Sendable {
     /// Whether there is a user of this name.
     public func has(_ name: String) -> Bool { keyHashes[name] != nil }
 
-    /// The file's path inside a data directory.
+    /// The older single-file form's path inside a data directory (read once, for migration).
     public static func path(in directory: String) -> String { directory + "/credentials.json" }
+
+    /// The accounts log's file (`DIR/accounts/events.log`): what a reader watches for changes.
+    public static func logPath(in directory: String) -> String { AccountsLog.directory(in: directory) + "/" + LogFormat.logFileName }
 
     /// Whether `name` may be a user id: 1–64 of `a-z 0-9 _ -`, starting with a letter or digit — so it can never
     /// name a path outside `DIR/users/`.
@@ -47,16 +54,27 @@ public struct Credentials: Sendable {
         return bytes.enumerated().allSatisfy { allowed($1, first: $0 == 0) }
     }
 
-    /// Loads the file, or creates a fresh one (new secret, no users) if `create` and it is missing.
-    /// - Throws: ``ServerError`` when the file is unreadable or malformed.
+    /// Loads the accounts log; carries a `credentials.json` of an older version into a new log; or, with `create`,
+    /// starts a log with a new secret and no users.
+    /// - Throws: ``ServerError`` when there are no accounts (and not `create`) or a record is malformed;
+    ///   `EventLogError` when the log cannot be read or written.
     public static func load(directory: String, create: Bool, io: any PlatformIO = SystemIO()) throws -> Credentials {
+        if AccountsLog.exists(in: directory, io: io) { return try AccountsLog.load(directory: directory, io: io) }
         let path = path(in: directory)
         guard io.exists(path) else {
-            guard create else { throw ServerError("no credentials at \(path): add a user first (moodledger serve user add NAME --data DIR)") }
+            guard create else { throw ServerError("no accounts in \(directory): add a user first (moodledger serve user add NAME --data DIR)") }
             let fresh = Credentials(secret: io.randomBytes(32), users: [])
-            try fresh.save(directory: directory, io: io)
+            try AccountsLog.append([.secret(fresh.secret)], directory: directory, io: io)
             return fresh
         }
+        let older = try loadFile(path, io: io)
+        try AccountsLog.append([.secret(older.secret)] + older.users.map { .added($0.name, keyHash: $0.keyHash) },
+                               directory: directory, io: io)
+        return older
+    }
+
+    /// The older single-file form: `{"version": 1, "secret": hex, "users": [{"name", "key_sha256"}]}`.
+    private static func loadFile(_ path: String, io: any PlatformIO) throws -> Credentials {
         let bytes = try AtomicFile.read(path, limit: 16 << 20, io: io)
         guard let root = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)),
               let secret = root["secret"]?.stringValue.flatMap(ByteText.unhex), secret.count == 32 else {
@@ -73,13 +91,20 @@ public struct Credentials: Sendable {
         return Credentials(secret: secret, users: users)
     }
 
-    /// Writes the file atomically, 0600.
-    public func save(directory: String, io: any PlatformIO = SystemIO()) throws {
-        let json = JSONValue.object([
-            ("version", .int(1)), ("secret", .string(ByteText.hex(secret))),
-            ("users", .array(users.map { .object([("name", .string($0.name)), ("key_sha256", .string(ByteText.hex($0.keyHash)))]) })),
-        ])
-        try AtomicFile.write(Array((json.serialized(pretty: true) + "\n").utf8), to: Self.path(in: directory), io: io)
+    /// Appends the changes made since loading to the accounts log, as one durable batch (waiting up to 5 s for
+    /// another writer of the log). Nothing is rewritten: the cost does not grow with the number of accounts.
+    /// - Throws: `EventLogError` when the log cannot be written (the changes stay pending).
+    public mutating func save(directory: String, io: any PlatformIO = SystemIO()) throws {
+        try AccountsLog.append(pending, directory: directory, io: io)
+        pending.removeAll()
+    }
+
+    /// Puts back an account exactly as it was (its key hash), e.g. when its erasure could not finish.
+    public mutating func restoreUser(_ user: User) {
+        guard !has(user.name) else { return }
+        users.append(user)
+        keyHashes[user.name] = user.keyHash
+        pending.append(.added(user.name, keyHash: user.keyHash))
     }
 
     /// Adds a user with a new random API key. - Returns: the key (shown once; only its hash is kept).
@@ -93,6 +118,7 @@ public struct Credentials: Sendable {
         let hash = SHA256.hash(Array(key.utf8))
         users.append(User(name: name, keyHash: hash))
         keyHashes[name] = hash
+        pending.append(.added(name, keyHash: hash))
         return key
     }
 
@@ -100,6 +126,7 @@ public struct Credentials: Sendable {
     public mutating func removeUser(_ name: String) -> Bool {
         guard keyHashes.removeValue(forKey: name) != nil else { return false }
         users.removeAll { $0.name == name }
+        pending.append(.erased(name))
         return true
     }
 
