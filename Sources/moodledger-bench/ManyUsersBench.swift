@@ -23,19 +23,9 @@ enum ManyUsersBench {
             bench.record("accounts_add_s", accountsSeconds, places: 2)
             bench.record("users_setup_s", Benchmark.seconds(since: start), places: 1)
             let credentials = try Credentials.load(directory: data, create: false)
-            var configuration = MoodServer.Configuration(dataDirectory: data)
-            configuration.http.port = 0
-            configuration.writesPerHour = 0
-            configuration.readsPerHour = 0
-            let backend = try MoodServer(configuration: configuration)
-            let server = try backend.start()
-            let thread = Thread { server.run(grace: 5) }
-            thread.start()
-            defer {
-                server.stop()
-                Thread.sleep(forTimeInterval: 0.5)
-                backend.close()
-            }
+            let loopback = try LoopbackServer(data: data, quiet: false)
+            let (backend, server) = (loopback.backend, loopback.server)
+            defer { loopback.stop() }
             let keys = try String(contentsOfFile: data + "/bench-keys.txt", encoding: .utf8).split(separator: "\n").map(String.init)
             let now = Int64(Date().timeIntervalSince1970)
             let body = #"{"valence":0.5,"labels":["calm"]}"#

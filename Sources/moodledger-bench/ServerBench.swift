@@ -25,14 +25,8 @@ enum ServerBench {
             try credentials.save(directory: data)
             try AtomicFile.makeDirectory(data + "/users")
             try preload(MoodServer.userDirectory("bench", in: data), entries: 10_000)
-            var configuration = MoodServer.Configuration(dataDirectory: data)
-            configuration.http.port = 0
-            configuration.writesPerHour = 0
-            configuration.readsPerHour = 0
-            let backend = try MoodServer(configuration: configuration)
-            let server = try backend.start()
-            let thread = Thread { server.run(grace: 5) }
-            thread.start()
+            let loopback = try LoopbackServer(data: data, quiet: false)
+            let (backend, server) = (loopback.backend, loopback.server)
             let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
                                  secret: credentials.secret)
             let auth = "X-API-Key: \(key)\r\nAuthorization: Bearer \(token)\r\n"
@@ -61,9 +55,7 @@ enum ServerBench {
                 bench.record("post_c\(count)_p99_us", p99, places: 0)
             }
             bench.record("idle_connections_rss_mb", try idle(port: server.port, count: 1000), places: 1)
-            server.stop()
-            Thread.sleep(forTimeInterval: 0.5)
-            backend.close()
+            loopback.stop()
             // What the two ledgers alone take open (in a fresh process): the server's own share is the rest.
             let ledgers = try BenchmarkCommand.runSelf(["--ledger-rss", MoodServer.userDirectory("bench", in: data),
                                                         MoodServer.userDirectory("writer", in: data)])
@@ -140,5 +132,33 @@ enum ServerBench {
         probe.close()
         clients.forEach { $0.close() }
         return Double(max(0, after - before)) / 1_048_576
+    }
+}
+
+/// The reference backend over a data directory on a loopback ephemeral port, rate limits off, serving on a thread of
+/// its own (what every server-side benchmark measures).
+final class LoopbackServer {
+    let backend: MoodServer
+    let server: HTTPServer
+
+    init(data: String, quiet: Bool = true) throws {
+        var configuration = MoodServer.Configuration(dataDirectory: data)
+        configuration.http.port = 0
+        configuration.writesPerHour = 0
+        configuration.readsPerHour = 0
+        if quiet { configuration.log = { _ in } }
+        backend = try MoodServer(configuration: configuration)
+        server = try backend.start()
+        let server = self.server
+        Thread { server.run(grace: 5) }.start()
+    }
+
+    var port: UInt16 { server.port }
+
+    /// Stops serving, lets in-flight requests end, closes the ledgers.
+    func stop() {
+        server.stop()
+        Thread.sleep(forTimeInterval: 0.3)
+        backend.close()
     }
 }

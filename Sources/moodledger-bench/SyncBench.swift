@@ -19,20 +19,9 @@ enum SyncBench {
             let key = try credentials.addUser("bench")
             try credentials.save(directory: data)
             try AtomicFile.makeDirectory(data + "/users")
-            var configuration = MoodServer.Configuration(dataDirectory: data)
-            configuration.http.port = 0
-            configuration.writesPerHour = 0
-            configuration.readsPerHour = 0
-            configuration.log = { _ in }
-            let backend = try MoodServer(configuration: configuration)
-            let server = try backend.start()
-            let thread = Thread { server.run(grace: 5) }
-            thread.start()
-            defer {
-                server.stop()
-                Thread.sleep(forTimeInterval: 0.3)
-                backend.close()
-            }
+            let loopback = try LoopbackServer(data: data)
+            let server = loopback.server
+            defer { loopback.stop() }
             let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
             let syncCredentials = SyncCredentials(apiKey: key, token: token)
             if conflicts {
