@@ -38,8 +38,8 @@ struct SeedDialectTests {
                     "source_id": .string(entry.id.description), "notes": entry.notes.map { .string($0) } ?? .null]
         case .wellness:
             return ["valence": valence,
-                    "labels": .array(entry.labels.filter { !$0.isCustom }.map { .string($0.name) }),
-                    "associations": .array(entry.associations.filter { !$0.isCustom }.map { .string($0.name) }),
+                    "labels": .array(entry.labels.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
+                    "associations": .array(entry.associations.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
                     "logged_at": .string(entry.loggedAt.iso8601), "source": .string("manual"),
                     "notes": entry.notes.map { .string($0) } ?? .null]
         }
@@ -212,14 +212,17 @@ struct SeedDialectTests {
         let schema = try JSONSchema.seed("wellness-mood-request")
         let labels = MoodLabel.allCanonical.map(\.wireName)
         let associations = MoodAssociation.allCanonical.map(\.wireName)
-        for chunk in stride(from: 0, to: labels.count, by: 10).map({ Array(labels[$0..<min($0 + 10, labels.count)]) }) {
-            let entry = try MoodRules.validate(MoodDraft(valence: 0.1, labels: chunk, associations: Array(associations.prefix(10))),
+        let associationChunks = [Array(associations.prefix(10)), Array(associations.dropFirst(10))]
+        for (index, chunk) in stride(from: 0, to: labels.count, by: 10).map({ Array(labels[$0..<min($0 + 10, labels.count)]) }).enumerated() {
+            let entry = try MoodRules.validate(MoodDraft(valence: 0.1, labels: chunk, associations: associationChunks[index % 2]),
                                                now: 0, bounds: .storage, newID: { EntryID.random() })
             for dialect in [wellness, moodAPI] {
                 let body = try JSONParser.parse(String(decoding: dialect.request(.create, entryID: entry.id, entry: entry,
                                                                                  remoteID: nil, key: "k").body!, as: UTF8.self))
                 let words = try body["labels"]!.arrayValue!.map { try MoodLabel.parse($0.stringValue!) }
                 #expect(words == entry.labels)
+                let associationWords = try body["associations"]!.arrayValue!.map { try MoodAssociation.parse($0.stringValue!) }
+                #expect(associationWords == entry.associations)
                 if dialect.dialect == .wellness { #expect(schema.violations(of: body).isEmpty, "\(schema.violations(of: body))") }
             }
         }

@@ -156,12 +156,23 @@ public struct SyncDialect: Sendable {
     /// the seed's camelCase; custom words are not in its fixed lists), `notes`, `logged_at`, `source`.
     private func wellnessBody(_ entry: MoodEntry) -> [UInt8] {
         var pairs: [(String, JSONValue)] = [("valence", .double(Self.valence(entry) ?? 0))]
-        pairs.append(("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string($0.name) })))
-        pairs.append(("associations", .array(entry.associations.filter { !$0.isCustom }.map { .string($0.name) })))
+        pairs.append(("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
+        pairs.append(("associations", .array(entry.associations.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
         pairs.append(("notes", .optional(entry.notes) { .string($0) }))
         pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
         pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : "manual")))
         return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// The seed 002 spelling of an Apple word: the words its documents list for the same meaning (`tired` for
+    /// drained, `social` for friends, `finances` for money; read back as the same words), else Apple's camelCase name.
+    public static func wellnessSpelling(_ name: String) -> String {
+        switch name {
+        case "drained": return "tired"
+        case "friends": return "social"
+        case "money": return "finances"
+        default: return name
+        }
     }
 
     /// The reference server's body: every field of the entry, in the API's names. A typed 1–10 score is sent as
