@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import EventLog
 import MoodLedger
 import MoodLedgerServer
 

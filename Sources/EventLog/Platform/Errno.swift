@@ -35,4 +35,9 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The process (`EMFILE`) or the system (`ENFILE`) has no descriptor left.
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
     public static let tooManyOpenFilesInSystem = Errno(rawValue: ENFILE)
+    /// A peer reset the connection.
+    public static let connectionReset = Errno(rawValue: ECONNRESET)
+
+    /// Whether a blocking socket call gave up at its timeout (or a connect is still in progress when it did).
+    public var isTimeout: Bool { [EAGAIN, EWOULDBLOCK, EINPROGRESS, ETIMEDOUT].contains(rawValue) }
 }

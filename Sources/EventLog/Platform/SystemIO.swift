@@ -175,6 +175,42 @@ public struct SystemIO: PlatformIO {
 
     public func processID() -> Int32 { getpid() }
 
+    /// Why ``readOwnerOnlyFile(_:limit:)`` refused a file.
+    public enum OwnerOnlyFileProblem: Error, Sendable {
+        /// It could not be looked at or opened.
+        case unreadable(Errno)
+        /// It is not a regular file (a directory, a link, a device).
+        case notRegular
+        /// Its group or others may read or write it: the mode it has.
+        case openMode(UInt32)
+        /// It holds more than the limit.
+        case tooLarge
+    }
+
+    /// Reads a small secret file only if it is a regular file (not a link) that no one but its owner can read or
+    /// write (mode 0600 or 0400).
+    /// - Throws: ``OwnerOnlyFileProblem``.
+    public static func readOwnerOnlyFile(_ path: String, limit: Int) throws(OwnerOnlyFileProblem) -> [UInt8] {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw .unreadable(Errno.current) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .notRegular }
+        let mode = UInt32(info.st_mode & 0o777)
+        guard mode & 0o077 == 0 else { throw .openMode(mode) }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw .unreadable(Errno.current) }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        guard bytes.count <= limit else { throw .tooLarge }
+        return bytes
+    }
+
     /// The soft limit on open descriptors (`RLIMIT_NOFILE`).
     public static func openFileLimit() -> Int {
         var limit = rlimit()

@@ -1,12 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import EventLog
 
 /// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
 /// benchmark's load generator and the server tests use. Keep-alive; `Content-Length` and chunked bodies; no TLS, no
-/// redirects. Every syscall is here (the sync module's platform layer).
+/// redirects. Its system calls are ``Socket``'s (the one platform layer).
 public final class HTTPConnection: @unchecked Sendable {  // used by one thread at a time; pools hand it over whole
     /// A response as read.
     public struct Response: Sendable {
@@ -35,42 +31,14 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// after `timeout` seconds.
     /// - Throws: ``Failure`` when the name does not resolve or no address accepts the connection.
     public init(host: String = "127.0.0.1", port: UInt16, timeout: Double = 30) throws {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(host, String(port), &hints, &list)
-        guard resolved == 0, let first = list else {
-            throw Failure(what: "cannot resolve \(host) (\(String(cString: gai_strerror(resolved))))")
+        do {
+            fd = try Socket.connectBlocking(host: host, port: port, timeout: timeout)
+        } catch let error as Socket.Unresolved {
+            throw Failure(what: "cannot resolve \(host) (\(error.reason))")
+        } catch let error as Errno {
+            throw Failure(what: "cannot connect to \(host):\(port) (\(error))",
+                          timedOut: error.isTimeout)
         }
-        defer { freeaddrinfo(list) }
-        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
-        var lastError: Int32 = 0
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            cursor = info.pointee.ai_next
-            let candidate = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-            guard candidate >= 0 else { lastError = errno; continue }
-            // SO_SNDTIMEO bounds connect(2) too.
-            setsockopt(candidate, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(candidate, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-            if connect(candidate, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
-                fd = candidate
-                break
-            }
-            lastError = errno
-            Self.closeDescriptor(candidate)
-        }
-        guard fd >= 0 else {
-            throw Failure(what: "cannot connect to \(host):\(port) (\(String(cString: strerror(lastError))))",
-                          timedOut: lastError == EINPROGRESS || lastError == EAGAIN || lastError == ETIMEDOUT)
-        }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Connects to 127.0.0.1:`port`.
@@ -79,44 +47,17 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         try self.init(host: "127.0.0.1", port: port, timeout: timeout)
     }
 
-    deinit { if fd >= 0 { Self.closeDescriptor(fd) } }
-
-    private static func closeDescriptor(_ fd: Int32) {
-        #if canImport(Glibc)
-        _ = Glibc.close(fd)
-        #else
-        _ = Darwin.close(fd)
-        #endif
-    }
+    deinit { if fd >= 0 { Socket.close(fd) } }
 
     /// Closes the connection now (idempotent through `shutdown`; the descriptor is released on deinit).
-    public func close() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    public func close() { Socket.shutdown(fd) }
 
     /// Sends every byte (SIGPIPE never raised).
     /// - Throws: ``Failure`` when the peer is gone or the send times out.
     public func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            #if canImport(Glibc)
-            let flags = Int32(MSG_NOSIGNAL)
-            #else
-            let flags: Int32 = 0
-            #endif
-            let n = bytes[offset...].withUnsafeBytes { Self.systemSend(fd, $0.baseAddress, $0.count, flags) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                throw Failure(what: "send failed (\(String(cString: strerror(errno))))", timedOut: errno == EAGAIN)
-            }
-            offset += n
+        do { try bytes.withUnsafeBytes { try Socket.sendAll(fd, $0) } } catch let error as Errno {
+            throw Failure(what: "send failed (\(error))", timedOut: error.isTimeout)
         }
-    }
-
-    private static func systemSend(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int {
-        #if canImport(Glibc)
-        return Glibc.send(fd, pointer, count, flags)
-        #else
-        return Darwin.send(fd, pointer, count, flags)
-        #endif
     }
 
     /// Sends text as UTF-8.
@@ -196,18 +137,18 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
 
     /// Whether the server closed the connection (end of stream) before the read timeout.
     /// Whether the peer has closed the connection, without waiting: a peek at what is there now.
-    package func closedByPeerWithoutWaiting() -> Bool {
-        var byte: UInt8 = 0
-        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        return n == 0 || (n < 0 && errno == ECONNRESET)
-    }
+    package func closedByPeerWithoutWaiting() -> Bool { Socket.peerClosed(fd) }
 
     public func closedByPeer() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1024)
         while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { return true }
-            if n < 0 { return errno == ECONNRESET }
+            do {
+                if try chunk.withUnsafeMutableBytes({ try Socket.receiveBlocking(fd, into: $0) }) == 0 { return true }
+            } catch let error as Errno {
+                return error == .connectionReset
+            } catch {
+                return false
+            }
         }
     }
 
@@ -240,18 +181,13 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
 
     private func fill() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                if n == 0 { throw Failure(what: Self.closed) }
-                let timedOut = errno == EAGAIN || errno == EWOULDBLOCK
-                throw Failure(what: timedOut ? "timed out waiting for the response" : "read failed (\(String(cString: strerror(errno))))",
-                              timedOut: timedOut)
-            }
-            buffer += chunk[0..<n]
-            return
+        let count: Int
+        do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error as Errno {
+            throw Failure(what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
+                          timedOut: error.isTimeout)
         }
+        guard count > 0 else { throw Failure(what: Self.closed) }
+        buffer += chunk[0..<count]
     }
 }
 

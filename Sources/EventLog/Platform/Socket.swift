@@ -3,17 +3,16 @@ import Darwin
 #elseif canImport(Glibc)
 import Glibc
 #endif
-import EventLog
 
-/// Every socket system call the server makes, wrapped: EINTR retried, errors thrown as ``Errno``, SIGPIPE never
-/// raised (`MSG_NOSIGNAL`, and the signal ignored process-wide when a server starts). `package`: the benchmark's
-/// load generator uses the same calls.
-package enum Socket {
+/// Every socket system call the project makes — the server's, the sync client's, the benchmark's load generator's —
+/// wrapped: EINTR retried, errors thrown as ``Errno``, SIGPIPE never raised (`MSG_NOSIGNAL`, and the signal ignored
+/// process-wide when a server starts).
+public enum Socket {
     private static var lastError: Errno { Errno(rawValue: errno) }
 
     /// A listening TCP socket bound to `host:port` (port 0 picks a free one); non-blocking, close-on-exec.
     /// - Returns: the descriptor and the port actually bound.
-    static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws -> (fd: Int32, port: UInt16) {
+    public static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws -> (fd: Int32, port: UInt16) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -49,7 +48,7 @@ package enum Socket {
     }
 
     /// A TCP connection to `host:port` (blocking connect; then non-blocking, close-on-exec, TCP_NODELAY).
-    package static func connect(host: String, port: UInt16) throws -> Int32 {
+    public static func connect(host: String, port: UInt16) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -72,7 +71,7 @@ package enum Socket {
     }
 
     /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
-    static func accept(_ listener: Int32) throws -> Int32? {
+    public static func accept(_ listener: Int32) throws -> Int32? {
         while true {
             let fd = Glibc.accept(listener, nil, nil)
             if fd >= 0 {
@@ -94,7 +93,7 @@ package enum Socket {
 
     /// Reads what is available into `buffer`. - Returns: the byte count (0 at end of stream), or `nil` if nothing
     /// is available now.
-    package static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, 0)
             if count >= 0 { return count }
@@ -106,7 +105,7 @@ package enum Socket {
     }
 
     /// Writes as much of `bytes` as the socket takes now. - Returns: the byte count written (0 if it would block).
-    package static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
+    public static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
         while true {
             let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
             if count >= 0 { return count }
@@ -118,7 +117,7 @@ package enum Socket {
     }
 
     /// Waits for events on `fds` up to `timeoutMilliseconds`; fills in each `revents`.
-    package static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
+    public static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
         while true {
             let result = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
             if result >= 0 { return }
@@ -128,7 +127,7 @@ package enum Socket {
     }
 
     /// A pipe whose read end wakes `poll` (both ends non-blocking, close-on-exec).
-    static func wakePipe() throws -> (read: Int32, write: Int32) {
+    public static func wakePipe() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw lastError }
         for fd in ends {
@@ -139,30 +138,30 @@ package enum Socket {
     }
 
     /// Writes one byte to a wake pipe (a full pipe already wakes the reader).
-    static func wake(_ fd: Int32) {
+    public static func wake(_ fd: Int32) {
         var byte: UInt8 = 1
         _ = Glibc.write(fd, &byte, 1)
     }
 
     /// Empties a wake pipe.
-    static func drain(_ fd: Int32) {
+    public static func drain(_ fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 256)
         while Glibc.read(fd, &buffer, buffer.count) > 0 {}
     }
 
-    package static func setNonBlocking(_ fd: Int32) throws {
+    public static func setNonBlocking(_ fd: Int32) throws {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw lastError }
     }
 
     /// Closes a descriptor (never retried: Linux always releases it).
-    package static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Closes without a reset: ends this side's sending (the peer reads every byte sent, then end of stream), reads
     /// and drops what the peer already sent (a close with unread input would send a TCP reset that can destroy the
     /// last answer before the peer reads it), then closes.
-    package static func closeGracefully(_ fd: Int32) {
-        _ = shutdown(fd, Int32(SHUT_WR))
+    public static func closeGracefully(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
         var scratch = [UInt8](repeating: 0, count: 4096)
         for _ in 0..<16 {
             let count = scratch.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -171,6 +170,89 @@ package enum Socket {
         _ = Glibc.close(fd)
     }
 
+    // MARK: - Blocking client sockets (the sync client, the tests)
+
+    /// A name that did not resolve, with the resolver's reason.
+    public struct Unresolved: Error, Sendable {
+        public var reason: String
+    }
+
+    /// A blocking TCP connection to `host:port` (a name, or a numeric IPv4/IPv6 address), each address tried in turn;
+    /// connecting, sends and receives time out after `timeout` seconds (`SO_SNDTIMEO` bounds `connect` too);
+    /// close-on-exec, `TCP_NODELAY`.
+    /// - Throws: ``Unresolved``; the ``Errno`` of the last address's `connect` (`EINPROGRESS`, `EAGAIN` or
+    ///   `ETIMEDOUT` when it timed out).
+    public static func connectBlocking(host: String, port: UInt16, timeout: Double) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, String(port), &hints, &list)
+        guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
+        defer { freeaddrinfo(list) }
+        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+        var failure = Errno(rawValue: ECONNREFUSED)
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            cursor = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
+            guard fd >= 0 else { failure = lastError; continue }
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+            var connected = false
+            while true {
+                if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = true; break }
+                failure = lastError
+                if failure.rawValue != EINTR { break }
+            }
+            if connected {
+                var one: Int32 = 1
+                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return fd
+            }
+            _ = Glibc.close(fd)
+        }
+        throw failure
+    }
+
+    /// Sends every byte on a blocking socket.
+    /// - Throws: ``Errno`` (`EAGAIN`: the send timed out; `EPIPE`, `ECONNRESET`: the peer is gone).
+    public static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if count > 0 {
+                offset += count
+                continue
+            }
+            let error = count < 0 ? lastError : Errno(rawValue: EPIPE)
+            if error.rawValue == EINTR { continue }
+            throw error
+        }
+    }
+
+    /// Reads what arrives on a blocking socket (waiting up to its timeout). - Returns: the byte count, 0 at end of
+    /// stream.
+    /// - Throws: ``Errno`` (`EAGAIN`: nothing arrived before the timeout).
+    public static func receiveBlocking(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
+            let error = lastError
+            if error.rawValue != EINTR { throw error }
+        }
+    }
+
+    /// Whether the peer has closed the connection (end of stream or reset), looking without waiting.
+    public static func peerClosed(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let count = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count == 0 || (count < 0 && errno == ECONNRESET)
+    }
+
+    /// Ends both directions of a connection (the descriptor stays open until ``close(_:)``).
+    public static func shutdown(_ fd: Int32) { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
-    package static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
+    public static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
 }
