@@ -156,6 +156,29 @@ struct MergeEndToEndTests {
         #expect(code == 66, "deleted everywhere")
     }
 
+    @Test("A deletion here whose send failed meets the server's edit in a pull: the deletion still wins, listed as a conflict")
+    func unsentDeletionMeetsPull() throws {
+        final class Switch: Sendable { let failing = Atomic<Bool>(false) }
+        let flag = Switch()
+        let account = try Account("merge-unsent-delete") { _, method, _ in
+            method == "DELETE" && flag.failing.load(ordering: .relaxed)
+                ? .answer(503, [], #"{"error":{"message":"maintenance"}}"#) : .relay
+        }
+        try account.run(account.a, ["delete", account.id])
+        try account.run(account.b, ["update", account.id, "--score", "2"])
+        try account.sync(account.b)
+        flag.failing.store(true, ordering: .relaxed)
+        _ = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)  // the DELETE fails; the pull meets B's edit
+        let (gone, _) = try Account.cli(["show", account.id, "--ledger", account.a])
+        #expect(gone == 66, "the pull did not bring the entry back")
+        #expect(try account.conflicts(account.a).first?["field"]?.stringValue == "entry")
+        flag.failing.store(false, ordering: .relaxed)
+        try account.run(account.a, ["sync", "--now"])
+        try account.sync(account.b)
+        let (code, _) = try Account.cli(["show", account.id, "--ledger", account.b])
+        #expect(code == 66, "deleted everywhere")
+    }
+
     @Test("sync --now sends a change whose retry time is an hour away")
     func now() throws {
         final class Switch: Sendable { let limiting = Atomic<Bool>(false) }

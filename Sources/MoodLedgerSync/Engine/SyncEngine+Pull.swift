@@ -47,7 +47,10 @@ extension SyncEngine {
             var failure: String?
             // Changes that meet unsent changes here are merged: their bases, in one pass over the log.
             let meeting = ledger.read { state in
-                Set(page.changes.filter { $0.entry != nil && Self.hasUnsentChange($0.id, in: state) }.map(\.id))
+                Set(page.changes.filter { change in
+                    change.entry != nil && (Self.hasUnsentChange(change.id, in: state)
+                        || state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.operation == .delete)
+                }.map(\.id))
             }
             let bases = try ledger.syncBases(of: meeting)
             _ = try ledger.execute { state, _ in
@@ -105,6 +108,12 @@ extension SyncEngine {
                                                entryID: change.id, revision: change.revision, conflict: pendingHere))
         }
         let entry = try RemoteEntry.parse(json, id: change.id)
+        if local == nil, record?.operation == .delete {
+            // Deleted here, the deletion unsent, changed there: the deletion wins (it reaches the server last), merged
+            // as at the push, and the server's change is listed as lost; the delete goes out on this revision.
+            return .syncMerged(SyncEngine.merge(change.id, here: nil, theirs: entry, revision: change.revision,
+                                                remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
+        }
         guard pendingHere, let local, !RemoteEntry.sameContent(local, entry) else {
             // Nothing unsent here, or the server simply has what is pending here: applied.
             return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: entry,
