@@ -151,4 +151,22 @@ struct LiveAccountTests {
         #expect(after.status == 401)
         #expect(!FileManager.default.fileExists(atPath: data + "/users/carol"), "an erased account's data does not come back")
     }
+
+    @Test("A key rotated while serving: the old key is refused from the next request, the new one is served, the data stays")
+    func rotateKeyWhileServing() throws {
+        let dir = TemporaryDirectory("serve-rotate")
+        let data = dir.sub("data")
+        let old = try Self.credentials("dora", data: data)
+        let (server, port) = try EndToEndTests.start(data)
+        defer { server.terminate(); server.waitUntilExit() }
+        #expect(try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: old, json: #"{"valence":0.4,"labels":["calm"]}"#).status == 201)
+        let rotated = try Tool.run(["serve", "user", "rotate-key", "dora", "--data", data])
+        #expect(rotated.code == 0, "\(rotated.err)")
+        let key = try #require(rotated.out.split(separator: "\n").last.map(String.init))
+        #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: old).status == 401)
+        let fresh = ["X-API-Key: \(key)", old[1]]
+        let listed = try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: fresh)
+        #expect(listed.status == 200 && listed.data["entries"]?.arrayValue?.count == 1, "\(listed)")
+        #expect(try Tool.run(["serve", "user", "rotate-key", "nobody", "--data", data]).code == 66)
+    }
 }

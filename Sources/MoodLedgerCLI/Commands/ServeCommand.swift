@@ -9,7 +9,7 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
         usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500] [--max-open-ledgers N]\n"
-            + "       serve user add NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
+            + "       serve user add NAME --data DIR\n       serve user rotate-key NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
         values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections",
                  "max-open-ledgers"],
         flags: ["yes"],
@@ -18,8 +18,12 @@ enum ServeCommand {
         switch context.arguments.positionals.first {
         case nil: return try run(context, data: data)
         case "user":
-            guard context.arguments.positionals.count == 3, ["add", "erase", "import"].contains(context.arguments.positionals[1]) else {
-                throw UsageError("usage: serve user add|erase NAME --data DIR, or serve user import FILE --data DIR")
+            guard context.arguments.positionals.count == 3,
+                  ["add", "erase", "import", "rotate-key"].contains(context.arguments.positionals[1]) else {
+                throw UsageError("usage: serve user add|erase|rotate-key NAME --data DIR, or serve user import FILE --data DIR")
+            }
+            if context.arguments.positionals[1] == "rotate-key" {
+                return try rotateKey(context, name: context.arguments.positionals[2], data: data)
             }
             if context.arguments.positionals[1] == "import" {
                 return try importUsers(context, file: context.arguments.positionals[2], data: data)
@@ -52,6 +56,21 @@ enum ServeCommand {
         try credentials.save(directory: data)
         try OutputFile.makeDirectory(data + "/users")
         for (name, key) in keys { context.console.line("\(name) \(key)") }
+        return ExitCode.ok
+    }
+
+    /// `serve user rotate-key NAME`: a new API key, appended to the accounts log (a running server refuses the old key
+    /// from its next request on); prints the key once.
+    private static func rotateKey(_ context: Context, name: String, data: String) throws -> Int32 {
+        var credentials: Credentials
+        do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
+            throw CLIError(ExitCode.noInput, error.description)
+        }
+        guard credentials.has(name) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
+        let key = try credentials.rotateKey(name)
+        try credentials.save(directory: data)
+        context.console.line("user \(name) has a new API key (shown once; the old one no longer works):")
+        context.console.line(key)
         return ExitCode.ok
     }
 

@@ -122,6 +122,18 @@ public struct Credentials: Sendable {
         return key
     }
 
+    /// Gives a user a new random API key (the old one stops working). - Returns: the key (shown once).
+    /// - Throws: ``ServerError`` when there is no such user.
+    public mutating func rotateKey(_ name: String, io: any PlatformIO = SystemIO()) throws -> String {
+        guard has(name) else { throw ServerError("no user \(name)") }
+        let key = "mlk_" + ByteText.hex(io.randomBytes(24))
+        let hash = SHA256.hash(Array(key.utf8))
+        if let index = users.firstIndex(where: { $0.name == name }) { users[index].keyHash = hash }
+        keyHashes[name] = hash
+        pending.append(.added(name, keyHash: hash))
+        return key
+    }
+
     /// Removes a user (account erasure); `false` if there was none.
     public mutating func removeUser(_ name: String) -> Bool {
         guard keyHashes.removeValue(forKey: name) != nil else { return false }
