@@ -158,21 +158,20 @@ struct MergeEndToEndTests {
 
     @Test("A deletion here whose send failed meets the server's edit in a pull: the deletion still wins, listed as a conflict")
     func unsentDeletionMeetsPull() throws {
-        final class Switch: Sendable { let failing = Atomic<Bool>(false) }
-        let flag = Switch()
+        let flag = FaultSwitch()
         let account = try Account("merge-unsent-delete") { _, method, _ in
-            method == "DELETE" && flag.failing.load(ordering: .relaxed)
+            method == "DELETE" && flag.isOn
                 ? .answer(503, [], #"{"error":{"message":"maintenance"}}"#) : .relay
         }
         try account.run(account.a, ["delete", account.id])
         try account.run(account.b, ["update", account.id, "--score", "2"])
         try account.sync(account.b)
-        flag.failing.store(true, ordering: .relaxed)
+        flag.set(true)
         _ = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)  // the DELETE fails; the pull meets B's edit
         let (gone, _) = try Account.cli(["show", account.id, "--ledger", account.a])
         #expect(gone == 66, "the pull did not bring the entry back")
         #expect(try account.conflicts(account.a).first?["field"]?.stringValue == "entry")
-        flag.failing.store(false, ordering: .relaxed)
+        flag.set(false)
         try account.run(account.a, ["sync", "--now"])
         try account.sync(account.b)
         let (code, _) = try Account.cli(["show", account.id, "--ledger", account.b])
@@ -181,21 +180,27 @@ struct MergeEndToEndTests {
 
     @Test("sync --now sends a change whose retry time is an hour away")
     func now() throws {
-        final class Switch: Sendable { let limiting = Atomic<Bool>(false) }
-        let flag = Switch()
+        let flag = FaultSwitch()
         let account = try Account("merge-now") { _, method, _ in
-            method == "PUT" && flag.limiting.load(ordering: .relaxed)
+            method == "PUT" && flag.isOn
                 ? .answer(429, ["Retry-After: 3600"], #"{"error":{"message":"slow down"}}"#) : .relay
         }
         try account.run(account.a, ["update", account.id, "--score", "9"])
-        flag.limiting.store(true, ordering: .relaxed)
+        flag.set(true)
         let (limited, _) = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)
         #expect(limited == 69)
-        flag.limiting.store(false, ordering: .relaxed)
+        flag.set(false)
         let (waiting, output) = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)
         #expect(waiting == 69 && output.contains("next retry"), "the hour is not up: \(output)")
         try account.run(account.a, ["sync", "--now"])
         try account.sync(account.b)
         #expect(try account.entry(account.b)["score"]?.intValue == 9)
     }
+}
+
+/// Turns a proxy's injected fault on and off while a test runs.
+final class FaultSwitch: Sendable {
+    private let on = Atomic<Bool>(false)
+    var isOn: Bool { on.load(ordering: .relaxed) }
+    func set(_ value: Bool) { on.store(value, ordering: .relaxed) }
 }

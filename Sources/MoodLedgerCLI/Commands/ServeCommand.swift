@@ -59,14 +59,20 @@ enum ServeCommand {
         return ExitCode.ok
     }
 
-    /// `serve user rotate-key NAME`: a new API key, appended to the accounts log (a running server refuses the old key
-    /// from its next request on); prints the key once.
-    private static func rotateKey(_ context: Context, name: String, data: String) throws -> Int32 {
-        var credentials: Credentials
+    /// The data directory's accounts, which must hold `name` (66 otherwise, as when there are no accounts at all).
+    private static func accounts(holding name: String, in data: String, hint: String? = nil) throws -> Credentials {
+        let credentials: Credentials
         do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
             throw CLIError(ExitCode.noInput, error.description)
         }
-        guard credentials.has(name) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
+        guard credentials.has(name) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)", hint: hint) }
+        return credentials
+    }
+
+    /// `serve user rotate-key NAME`: a new API key, appended to the accounts log (a running server refuses the old key
+    /// from its next request on); prints the key once.
+    private static func rotateKey(_ context: Context, name: String, data: String) throws -> Int32 {
+        var credentials = try accounts(holding: name, in: data)
         let key = try credentials.rotateKey(name)
         try credentials.save(directory: data)
         context.console.line("user \(name) has a new API key (shown once; the old one no longer works):")
@@ -91,11 +97,7 @@ enum ServeCommand {
     /// Account erasure: the key is revoked, then the user's whole ledger directory is removed under its writer lock (a
     /// running server closes the ledger once it sees the key gone); 75, with nothing changed, if the lock is not freed.
     private static func eraseUser(_ context: Context, name: String, data: String) throws -> Int32 {
-        var credentials: Credentials
-        do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
-            throw CLIError(ExitCode.noInput, error.description)
-        }
-        guard credentials.has(name) else { throw CLIError(ExitCode.noInput, "no user \(name) in \(data)") }
+        var credentials = try accounts(holding: name, in: data)
         guard context.arguments.has("yes") else {
             throw UsageError("erasing an account cannot be undone: pass --yes")
         }
@@ -127,13 +129,8 @@ enum ServeCommand {
     private static func token(_ context: Context, data: String) throws -> Int32 {
         guard let name = context.arguments.value("user") else { throw UsageError("serve token needs --user NAME") }
         let ttl = try seconds(context.arguments.value("ttl") ?? "1h")
-        let credentials: Credentials
-        do { credentials = try Credentials.load(directory: data, create: false) } catch let error as ServerError {
-            throw CLIError(ExitCode.noInput, error.description)
-        }
-        guard credentials.has(name) else {
-            throw CLIError(ExitCode.noInput, "no user \(name) in \(data)", hint: "add one with `moodledger serve user add \(name) --data \(data)`")
-        }
+        let credentials = try accounts(holding: name, in: data,
+                                       hint: "add one with `moodledger serve user add \(name) --data \(data)`")
         context.console.line(JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))
         return ExitCode.ok
     }
