@@ -2,6 +2,8 @@
 import PackageDescription
 
 // MoodLedger has no package dependencies: toolchain only (the user's requirement).
+// Linux is the platform it is built and tested on. No Apple platform is declared: the Darwin spellings of the system
+// calls (Sources/Platform/LibC.swift) are where a port starts, and nothing here builds them.
 
 /// Linker flags for a binary with the Swift runtime and Foundation inside (see the `moodledger` target).
 let staticFoundation = ["-static-stdlib", "-Xlinker", "--start-group"]
@@ -11,8 +13,8 @@ let staticFoundation = ["-static-stdlib", "-Xlinker", "--start-group"]
     + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++"]
 let package = Package(
     name: "MoodLedger",
-    platforms: [.macOS(.v15)],
     products: [
+        .library(name: "Platform", targets: ["Platform"]),
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "MoodLedger", targets: ["MoodLedger"]),
         .library(name: "MoodLedgerServer", targets: ["MoodLedgerServer"]),
@@ -21,19 +23,22 @@ let package = Package(
         .executable(name: "moodledger-bench", targets: ["moodledger-bench"]),
     ],
     targets: [
+        // The one place that calls the operating system: files, mappings, sockets, processes, signals, clocks, libm.
+        // Every call retries EINTR and turns errno into a typed error; no other module imports Glibc or Darwin.
+        .target(name: "Platform", dependencies: ["CPlatform"]),
         // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
-        .target(name: "EventLog", dependencies: ["CPlatform"]),
+        .target(name: "EventLog", dependencies: ["Platform", "CPlatform"]),
         // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint, malloc_trim: what Swift
         // cannot say itself.
         .target(name: "CPlatform"),
         // records → events → projections → queries.
-        .target(name: "MoodLedger", dependencies: ["EventLog", "CPlatform"]),
+        .target(name: "MoodLedger", dependencies: ["Platform", "EventLog", "CPlatform"]),
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
-        .target(name: "MoodLedgerServer", dependencies: ["MoodLedger", "EventLog"]),
+        .target(name: "MoodLedgerServer", dependencies: ["Platform", "MoodLedger", "EventLog"]),
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).
-        .target(name: "MoodLedgerSync", dependencies: ["MoodLedger", "EventLog"]),
+        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "EventLog"]),
         // The command-line tool as a library, so tests run every command in-process.
-        .target(name: "MoodLedgerCLI", dependencies: ["MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+        .target(name: "MoodLedgerCLI", dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
         // A release build links the Swift runtime and Foundation into the binary (toolchain libraries, no package
         // dependency): every command is a fresh process, and resolving shared libraries' symbols would cost each
         // one several milliseconds. The toolchain's own list of static libraries leaves some of Foundation's
@@ -41,17 +46,17 @@ let package = Package(
         // Testing library has no static build.
         .executableTarget(name: "moodledger", dependencies: ["MoodLedgerCLI"],
                           linkerSettings: [.unsafeFlags(staticFoundation, .when(platforms: [.linux], configuration: .release))]),
-        .executableTarget(name: "moodledger-bench", dependencies: ["MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+        .executableTarget(name: "moodledger-bench", dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
-        .executableTarget(name: "eventlog-crash-child", dependencies: ["EventLog"]),
+        .executableTarget(name: "eventlog-crash-child", dependencies: ["Platform", "EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
-        .target(name: "TestSupport", dependencies: ["EventLog", "MoodLedger"], path: "Tests/TestSupport"),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "TestSupport", "eventlog-crash-child"]),
-        .testTarget(name: "MoodLedgerTests", dependencies: ["MoodLedger", "TestSupport"]),
-        .testTarget(name: "MoodLedgerServerTests", dependencies: ["MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "TestSupport", "moodledger"]),
-        .testTarget(name: "MoodLedgerSyncTests", dependencies: ["MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger",
+        .target(name: "TestSupport", dependencies: ["Platform", "EventLog", "MoodLedger"], path: "Tests/TestSupport"),
+        .testTarget(name: "EventLogTests", dependencies: ["Platform", "EventLog", "TestSupport", "eventlog-crash-child"]),
+        .testTarget(name: "MoodLedgerTests", dependencies: ["Platform", "MoodLedger", "TestSupport"]),
+        .testTarget(name: "MoodLedgerServerTests", dependencies: ["Platform", "MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "TestSupport", "moodledger"]),
+        .testTarget(name: "MoodLedgerSyncTests", dependencies: ["Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger",
                                                                "TestSupport", "moodledger"]),
-        .testTarget(name: "MoodLedgerCLITests", dependencies: ["MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
+        .testTarget(name: "MoodLedgerCLITests", dependencies: ["Platform", "MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
                     exclude: ["Fixtures", "Golden"]),
     ]
 )

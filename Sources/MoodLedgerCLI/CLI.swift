@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import MoodLedger
+import Platform
 
 /// One `moodledger` command: its name, help, declared options and what it runs.
 struct CommandSpec: Sendable {

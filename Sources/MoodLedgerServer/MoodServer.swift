@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import MoodLedger
 import Synchronization
+import Platform
 
 /// The reference backend: the seed API over one MoodLedger ledger per user (`Specs/server.md`).
 ///

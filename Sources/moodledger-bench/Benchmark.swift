@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import MoodLedger
+import Platform
 
 /// The measures of `Specs/benchmark.md`, in order.
 struct Benchmark {
@@ -87,7 +88,7 @@ struct Benchmark {
     mutating func cliMeasures(state: LedgerState) throws {
         let cli = Self.builtCLI ?? ""
         let hasCLI = Self.builtCLI != nil
-        let sqlite = ChildProcess.which("sqlite3")
+        let sqlite = MeasuredChild.which("sqlite3")
         let database = directory + "/entries.sqlite"
         if let sqlite { try loadEntries(state, into: database, with: sqlite) }
         var times: [Double] = []
@@ -95,13 +96,13 @@ struct Benchmark {
         var sqliteTimes: [Double] = []
         for _ in 0..<11 {
             if hasCLI {
-                let outcome = try ChildProcess.measured(cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
+                let outcome = try MeasuredChild.measured(cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
                 guard outcome.status == 0 else { throw BenchError(text: "moodledger list exited \(outcome.status)") }
                 times.append(outcome.seconds * 1000)
                 peaks.append(Double(outcome.peakResidentBytes) / 1_048_576)
             }
             if let sqlite {
-                let outcome = try ChildProcess.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
+                let outcome = try MeasuredChild.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
                 guard outcome.status == 0 else { throw BenchError(text: "sqlite3 exited \(outcome.status)") }
                 sqliteTimes.append(outcome.seconds * 1000)
             }
@@ -145,7 +146,7 @@ struct Benchmark {
         defer { try? FileManager.default.removeItem(atPath: csv) }
         let schema = "CREATE TABLE entries (id TEXT PRIMARY KEY, logged_at INTEGER, utc_offset_minutes INTEGER, kind TEXT, "
             + "valence REAL, labels TEXT, associations TEXT, notes TEXT, source TEXT, source_id TEXT);"
-        let load = try ChildProcess.run(sqlite, [database, schema, ".mode csv", ".import \(csv) entries",
+        let load = try MeasuredChild.run(sqlite, [database, schema, ".mode csv", ".import \(csv) entries",
                                                  "CREATE INDEX entries_logged_at ON entries(logged_at);"])
         guard load.status == 0 else { throw BenchError(text: "sqlite3 could not import the entries (exit \(load.status))") }
     }
@@ -344,7 +345,7 @@ extension Benchmark {
             results.append(("erase_all_s", .string("skipped: no moodledger beside moodledger-bench")))
             return
         }
-        let outcome = try ChildProcess.measured(cli, ["erase", "--all", "--include-healthkit", "--local-only", "--yes",
+        let outcome = try MeasuredChild.measured(cli, ["erase", "--all", "--include-healthkit", "--local-only", "--yes",
                                                       "--ledger", directory + "/ledger"])
         guard outcome.status == 0 else { throw BenchError(text: "moodledger erase --all exited \(outcome.status)") }
         record("erase_all_s", outcome.seconds, places: 3)
@@ -371,8 +372,8 @@ extension Benchmark {
         let csv = directory + "/daylio.csv"
         try Self.writeDaylio(rows: rows, to: csv)
         let target = directory + "/imported"
-        guard try ChildProcess.run(cli, ["init", "--ledger", target]).status == 0 else { throw BenchError(text: "init failed") }
-        let outcome = try ChildProcess.measured(cli, ["import", csv, "--format", "daylio", "--utc-offset", "+00:00",
+        guard try MeasuredChild.run(cli, ["init", "--ledger", target]).status == 0 else { throw BenchError(text: "init failed") }
+        let outcome = try MeasuredChild.measured(cli, ["import", csv, "--format", "daylio", "--utc-offset", "+00:00",
                                                       "--ledger", target])
         guard outcome.status == 0 else { throw BenchError(text: "moodledger import exited \(outcome.status)") }
         record("import_rows_per_s", Double(rows) / outcome.seconds, places: 0)

@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import MoodLedgerSync
 import MoodLedger
+import Platform
 
 /// `moodledger-bench [--events N] [--json] [--keep]`: runs every measure and prints a table or one JSON object.
 enum BenchmarkCommand {
@@ -54,7 +55,7 @@ enum BenchmarkCommand {
             case "--json": json = true
             case "--keep": keep = true
             case "--measure-child":  // internal: a small process that spawns and measures a program
-                return ChildProcess.measureMain(Array(arguments[(index + 1)...]))
+                return MeasuredChild.measureMain(Array(arguments[(index + 1)...]))
             case "--ledger-rss":  // internal: what opening ledgers takes, run as a child process
                 return ServerBench.ledgerResidentSize(Array(arguments[(index + 1)...]))
             case "--make-users":  // internal: the many-accounts benchmark's setup, run as a child process

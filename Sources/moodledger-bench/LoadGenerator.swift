@@ -1,10 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import EventLog
 import MoodLedger
 import MoodLedgerServer
+import Platform
 
 /// The server benchmark's load generator: one thread in a process of its own (like `wrk -t1`), polling N keep-alive
 /// connections; each sends a request again as soon as the answer is read — one request, or one drawn at random from
@@ -83,12 +81,12 @@ struct LoadGenerator {
         let started = Benchmark.now()
         let deadline = started + UInt64(seconds * 1e9)
         for index in open.indices { try send(&open[index], using: &random) }
-        var fds = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        var fds = open.map { Socket.Watch(fd: $0.fd, interest: .readable) }
         var active = open.count
         while active > 0 {
             try Socket.poll(&fds, timeoutMilliseconds: 1000)
-            for index in fds.indices where fds[index].revents != 0 {
-                fds[index].revents = 0
+            for index in fds.indices where !fds[index].ready.isEmpty {
+                fds[index].ready = []
                 guard let count = try chunk.withUnsafeMutableBytes({ try Socket.receive(open[index].fd, into: $0) }) else { continue }
                 guard count > 0 else { throw BenchError(text: "the server closed a connection") }
                 open[index].input.append(contentsOf: chunk[0..<count])
@@ -103,7 +101,7 @@ struct LoadGenerator {
                     if now < deadline {
                         try send(&open[index], using: &random)
                     } else {
-                        fds[index].events = 0
+                        fds[index].interest = []
                         active -= 1
                     }
                 }
@@ -121,7 +119,7 @@ struct LoadGenerator {
         while offset < request.count {
             let written = try request.withUnsafeBytes { try Socket.send(connection.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
             if written == 0 {
-                var fds = [pollfd(fd: connection.fd, events: Int16(POLLOUT), revents: 0)]
+                var fds = [Socket.Watch(fd: connection.fd, interest: .writable)]
                 try Socket.poll(&fds, timeoutMilliseconds: 1000)
             }
             offset += written

@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import MoodLedger
 import MoodLedgerServer
+import Platform
 
 /// `moodledger-bench --server --users N`: the reference backend carrying N accounts (`Specs/benchmark.md`, *Many
 /// accounts*): N accounts and a few entries each are made through the library in a child process, then POST and GET

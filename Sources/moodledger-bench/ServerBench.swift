@@ -4,6 +4,7 @@ import MoodLedger
 import MoodLedgerServer
 import MoodLedgerSync
 import Synchronization
+import Platform
 
 /// `moodledger-bench --server`: the reference backend on loopback under keep-alive load from its own small load
 /// generator (`Specs/benchmark.md`, *Server*).

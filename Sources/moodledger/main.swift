@@ -1,6 +1,7 @@
 import Foundation
 import EventLog
 import MoodLedgerCLI
+import Platform
 
 let environment = SystemIO.environment()
 exit(CLI.run(Array(CommandLine.arguments.dropFirst()), environment: environment,

@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import TestSupport
 import Testing
+import Platform
 
 @Suite("Injected I/O faults")
 struct FaultTests {

@@ -2,6 +2,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import Platform
 
 @Suite("Mapped files")
 struct MappedFileTests {

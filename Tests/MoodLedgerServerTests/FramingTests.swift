@@ -138,4 +138,12 @@ struct FramingTests {
         let refused = try blocker.readResponse()
         #expect(refused.status == 503 && refused.header("Retry-After") != nil)
     }
+
+    @Test("Date headers are IMF-fixdate in GMT (RFC 9110's example, the epoch, a leap day, before 1970)")
+    func httpDates() {
+        #expect(HTTPServer.httpDate(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPServer.httpDate(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPServer.httpDate(1_709_164_800) == "Thu, 29 Feb 2024 00:00:00 GMT")
+        #expect(HTTPServer.httpDate(-1) == "Wed, 31 Dec 1969 23:59:59 GMT")
+    }
 }

@@ -5,6 +5,7 @@ import MoodLedger
 import Synchronization
 import TestSupport
 import Testing
+import Platform
 
 /// Writes are appended on the event loops and answered by the sync threads once their group's `fdatasync` returned.
 @Suite("Group commit")

@@ -5,6 +5,7 @@ import MoodLedger
 @testable import MoodLedgerServer
 import Testing
 import TestSupport
+import Platform
 
 @Suite("Many accounts: a bounded pool of open ledgers")
 struct ManyAccountsTests {

@@ -3,6 +3,7 @@ import Foundation
 @testable import MoodLedger
 import TestSupport
 import Testing
+import Platform
 
 /// The libFuzzer corpora kept in the repository (`Tests/Fuzz/Seeds`, and every crash found, once fixed, in
 /// `Tests/Fuzz/Regressions`) replayed through the harnesses' checks on every `swift test`.

@@ -3,6 +3,7 @@ import Foundation
 @testable import MoodLedger
 import TestSupport
 import Testing
+import Platform
 
 @Suite("Replay equivalence", .serialized)
 struct ReplayEquivalenceTests {

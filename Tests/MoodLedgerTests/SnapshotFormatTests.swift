@@ -3,6 +3,7 @@ import Foundation
 @testable import MoodLedger
 import TestSupport
 import Testing
+import Platform
 
 /// The version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.

@@ -3,6 +3,7 @@ import Foundation
 @testable import MoodLedger
 import TestSupport
 import Testing
+import Platform
 
 /// Large snapshots are checked where they are read, a 4 KiB piece at a time (`Specs/ledger.md`, *Checking where
 /// read*): a damaged piece is found when read, and no answer, command or snapshot is ever taken from it.

@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import MoodLedger
 import Synchronization
+import Platform
 
 /// A fresh temporary directory, removed when the value is dropped by the test's end (best effort).
 public final class TemporaryDirectory: @unchecked Sendable {

@@ -1,3 +1,4 @@
+import Platform
 /// Whole-file reads and crash-safe whole-file replacement, for caches that live beside a log (snapshots).
 package enum AtomicFile {
     /// Writes `bytes` to `path` atomically: a uniquely named temp file in the same directory (0600), synced,

@@ -1,3 +1,4 @@
+import Platform
 extension EventLog {
     /// Appends a batch of records with one write and (in `always` durability) one `fdatasync`.
     ///

@@ -1,3 +1,4 @@
+import Platform
 extension EventLog {
     /// When appends become durable.
     public enum Durability: Sendable, Equatable {

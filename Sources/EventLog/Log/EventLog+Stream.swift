@@ -1,3 +1,4 @@
+import Platform
 extension EventLog {
     /// Appends one batch of records produced one at a time, without holding them all in memory: records are
     /// written in chunks as they come (every one but the last with the *continues* flag), then the batch is synced

@@ -1,4 +1,5 @@
 import Synchronization
+import Platform
 
 /// A crash-safe, append-only log of typed, checksummed records in one directory.
 ///

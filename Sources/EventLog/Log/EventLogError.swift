@@ -1,3 +1,4 @@
+import Platform
 /// An error from the EventLog engine: a stable code, a human description, and where it happened.
 public struct EventLogError: Error, Sendable, CustomStringConvertible, Equatable {
     /// A stable, machine-readable error kind.

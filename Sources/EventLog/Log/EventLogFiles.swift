@@ -1,3 +1,4 @@
+import Platform
 /// File-level steps shared by open and repair: directories, the lock, atomic replacement, copies.
 enum EventLogFiles {
     static func parent(of path: String) -> String {

@@ -1,3 +1,4 @@
+import Platform
 extension EventLog {
     /// The result of ``EventLog/verify(directory:io:)``.
     public struct VerifyReport: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Platform
 /// A walk over a whole log file that does not stop at damage: it notes each damaged region, resynchronises on
 /// the next valid record, and goes on. `verify` reports it; `repair` rebuilds the file from it.
 struct LogSurvey {

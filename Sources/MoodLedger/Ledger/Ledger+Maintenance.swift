@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// The result of ``Ledger/verify(at:io:)``: the log's records and every event's payload checked.
 public struct LedgerVerifyReport: Sendable, Equatable {

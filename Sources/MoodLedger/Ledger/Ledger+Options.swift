@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 extension Ledger {
     /// How a ledger is opened. Every property documents its default.

@@ -1,5 +1,6 @@
 import EventLog
 import Synchronization
+import Platform
 
 /// An event-sourced mood ledger: every command appends events to a crash-safe log; entries, the outbox and
 /// analytics are folds over it, cached in snapshots.

@@ -1,6 +1,7 @@
 import Dispatch
 import EventLog
 import Synchronization
+import Platform
 
 /// Replays log records into a state: the fold of ``LedgerState/apply(_:)`` on the calling thread while a second
 /// thread reads, checks and decodes the records ahead of it (bounded: at most four batches in flight).

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Platform
 
 /// Welch's two-sample comparison of means: the difference, the Welch–Satterthwaite degrees of freedom and a 95 %
 /// confidence interval from Student's t (`Specs/analytics.md`, *Factor effects*).
@@ -59,7 +55,7 @@ public struct WelchInterval: Sendable, Equatable {
     static func regularizedBeta(_ x: Double, _ a: Double, _ b: Double) -> Double {
         if x <= 0 { return 0 }
         if x >= 1 { return 1 }
-        let front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(1 - x))
+        let front = LibM.exp(LibM.logGamma(a + b) - LibM.logGamma(a) - LibM.logGamma(b) + a * LibM.log(x) + b * LibM.log(1 - x))
         if x > (a + 1) / (a + b + 2) { return 1 - regularizedBeta(1 - x, b, a) }
         let tiny = 1e-300
         var c = 1.0

@@ -2,6 +2,7 @@ import CPlatform
 import Dispatch
 import EventLog
 import Synchronization
+import Platform
 
 /// The layout of a version-4 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
 /// then thirteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum

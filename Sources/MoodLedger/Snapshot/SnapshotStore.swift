@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// A snapshot file's header fields (`Specs/ledger.md`, *Snapshots*).
 struct SnapshotHeader: Equatable {

@@ -1,6 +1,7 @@
 import EventLog
 import MoodLedger
 import MoodLedgerSync
+import Platform
 
 /// `erase`: remove entries' personal data from the ledger, provably (`Specs/erasure.md`).
 enum EraseCommand {

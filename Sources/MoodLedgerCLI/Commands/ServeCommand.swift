@@ -3,6 +3,7 @@ import EventLog
 import Foundation
 import MoodLedger
 import MoodLedgerServer
+import Platform
 
 /// `serve`: the reference backend (`Specs/server.md`), and `serve user add` / `serve token` for its credentials.
 enum ServeCommand {
@@ -176,19 +177,12 @@ enum ServeCommand {
             throw CLIError(ExitCode.cannotCreate, "cannot listen on \(configuration.http.host):\(configuration.http.port): \(error)")
         }
         // SIGINT/SIGTERM: stop accepting, finish in-flight requests, close every ledger.
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { server.stop() }
-            source.resume()
-            sources.append(source)
-        }
+        let signals = TerminationSignals.observe { server.stop() }
         let host = configuration.http.host.contains(":") ? "[\(configuration.http.host)]" : configuration.http.host
         console.line("moodledger serve: listening on http://\(host):\(server.port) (data \(data))")
         server.run(grace: 10)
         backend.close()
-        for source in sources { source.cancel() }
+        signals.cancel()
         console.line("moodledger serve: stopped; every ledger closed")
         return ExitCode.ok
     }

@@ -1,5 +1,6 @@
 import EventLog
 import MoodLedger
+import Platform
 
 /// sysexits codes used by `moodledger` (`Specs/cli.md`).
 public enum ExitCode {

@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Platform
 
 /// Where a command's output goes: data to `out`, diagnostics to `err`. Tests capture both in memory.
 // @unchecked Sendable: the writers and flags are set once in init; the held output is read and written only under

@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// The CLI's one door to files outside a ledger (reports, demo markers, server directories): crash-safe whole-file
 /// writes (temp file, fsync, rename, directory fsync; 0600), reads with a size limit, and removals that never follow

@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import Synchronization
+import Platform
 
 /// The users' open ledgers, at most `capacity` at once (`Specs/server.md`, *Many accounts*): a request leases its
 /// user's ledger for as long as it needs it; a ledger that is not open is opened on a worker (never on an event loop),

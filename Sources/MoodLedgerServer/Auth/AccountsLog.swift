@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// The server's accounts as an append-only log, `DIR/accounts/` (the project's own `EventLog`, 0700/0600;
 /// `Specs/server.md`, *Accounts*): the token secret and every account change are records, replayed into a table on

@@ -1,5 +1,6 @@
 import EventLog
 import MoodLedger
+import Platform
 
 /// The server's accounts: the token-signing secret and each user's API key, stored as SHA-256 hashes only
 /// (`Specs/server.md`, *Accounts*). They live in the accounts log, `DIR/accounts/`; a `DIR/credentials.json` of an

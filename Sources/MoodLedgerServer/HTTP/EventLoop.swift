@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import Synchronization
+import Platform
 
 /// One thread's share of the server: its connections, polled together; requests framed and handled here, answers
 /// given later (writes once durable, offloaded work) taken back through a wake pipe.
@@ -47,29 +48,29 @@ final class EventLoop: @unchecked Sendable {
                 break loop
             }
             deliverCompleted(&connections, now: now)
-            var fds: [pollfd] = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
-            if stopDeadline == nil { fds.append(pollfd(fd: server.listener, events: Int16(POLLIN), revents: 0)) }
+            var fds: [Socket.Watch] = [Socket.Watch(fd: wakePipe.read, interest: .readable)]
+            if stopDeadline == nil { fds.append(Socket.Watch(fd: server.listener, interest: .readable)) }
             for (fd, connection) in connections {
-                var events: Int16 = 0
+                var events: Socket.Readiness = []
                 // A full input buffer is not read further until it drains (its requests answered): asking for more would
                 // wake the loop at once, again and again, with nothing it may read.
                 if !connection.busy, !connection.closing, !connection.peerClosed, connection.input.count < inputCap {
-                    events |= Int16(POLLIN)
+                    events.insert(.readable)
                 }
-                if !connection.output.isEmpty { events |= Int16(POLLOUT) }
-                fds.append(pollfd(fd: fd, events: events, revents: 0))
+                if !connection.output.isEmpty { events.insert(.writable) }
+                fds.append(Socket.Watch(fd: fd, interest: events))
             }
             do { try Socket.poll(&fds, timeoutMilliseconds: 250) } catch { continue }
             let after = HTTPServer.monotonic()
             // One connection ready and nothing else: a handler may wait here briefly (a write syncs inline).
-            quiet = fds.count { $0.revents != 0 && $0.fd != wakePipe.read && $0.fd != server.listener } <= 1
+            quiet = fds.count { !$0.ready.isEmpty && $0.fd != wakePipe.read && $0.fd != server.listener } <= 1
             for entry in fds {
                 if entry.fd == wakePipe.read {
-                    if entry.revents != 0 { Socket.drain(wakePipe.read) }
+                    if !entry.ready.isEmpty { Socket.drain(wakePipe.read) }
                 } else if entry.fd == server.listener {
-                    if entry.revents != 0 { acceptAll(&connections, now: after) }
+                    if !entry.ready.isEmpty { acceptAll(&connections, now: after) }
                 } else if var connection = connections[entry.fd] {
-                    let keep = service(entry.fd, &connection, revents: entry.revents, now: after)
+                    let keep = service(entry.fd, &connection, ready: entry.ready, now: after)
                     if keep { connections[entry.fd] = connection } else { drop(entry.fd, &connections) }
                 }
             }
@@ -128,12 +129,12 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Reads, frames and writes for one connection. - Returns: whether to keep it open.
-    private func service(_ fd: Int32, _ connection: inout Connection, revents: Int16, now: Double) -> Bool {
-        if revents & Int16(POLLNVAL) != 0 { return false }
-        if revents & Int16(POLLOUT) != 0, !connection.output.isEmpty {
+    private func service(_ fd: Int32, _ connection: inout Connection, ready: Socket.Readiness, now: Double) -> Bool {
+        if ready.contains(.invalid) { return false }
+        if ready.contains(.writable), !connection.output.isEmpty {
             guard flush(fd, &connection, now: now) else { return false }
         }
-        guard revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0, !connection.busy, !connection.closing,
+        guard !ready.isDisjoint(with: [.readable, .hangUp, .failed]), !connection.busy, !connection.closing,
               !connection.peerClosed else {
             return true
         }
@@ -276,7 +277,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func currentDate() -> String {
-        let second = Int(time(nil))
+        let second = HTTPServer.wallSeconds()
         if second != date.second { date = (second, HTTPServer.httpDate(second)) }
         return date.text
     }

@@ -1,6 +1,7 @@
 import EventLog
 import Foundation
 import Synchronization
+import Platform
 
 /// An HTTP/1.1 server over POSIX sockets: one event loop per core polls its connections, frames requests and runs
 /// the handler. A handler answers at once, or later through its ``HTTPResponder`` (a write answered once its group
@@ -96,21 +97,20 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: - Clocks
 
-    static func monotonic() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    static func monotonic() -> Double { Double(SystemIO.monotonicNanoseconds()) / 1e9 }
+
+    /// Seconds since 1970-01-01 UTC.
+    static func wallSeconds() -> Int { Int(SystemIO().now() / 1_000_000) }
 
     /// IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-    static func httpDate(_ seconds: Int = Int(time(nil))) -> String {
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    static func httpDate(_ seconds: Int = wallSeconds()) -> String {
+        let days = Int64(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
+        let secondOfDay = Int64(seconds) - days * 86_400
+        let (year, month, day) = CivilCalendar.date(daysSinceEpoch: days)
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(weekdays[Int(((days % 7) + 7) % 7)]), \(two(day)) \(months[Int(month - 1)]) \(year) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
     }
 }

@@ -3,6 +3,7 @@
 // hands a visitor exactly the log's records, plus a torn batch's),
 // and after `repair --salvage` the log verifies and opens.
 import Foundation
+import Platform
 
 let fuzzDirectory = NSTemporaryDirectory() + "moodledger-fuzz-log-\(getpid())"
 

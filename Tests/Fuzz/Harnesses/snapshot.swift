@@ -4,6 +4,7 @@
 // mutation through to the readers, flagged as damage).
 import EventLog
 import Foundation
+import Platform
 
 let snapshotDirectory = NSTemporaryDirectory() + "moodledger-fuzz-snapshot-\(getpid())"
 

@@ -1,5 +1,6 @@
 import EventLog
 import Synchronization
+import Platform
 
 /// A HealthKit stand-in kept in a JSON file: `{"authorized": true, "samples": [...]}`. For tests and the CLI's
 /// `healthkit push|pull --store FILE` on Linux, where HealthKit does not exist.

@@ -1,7 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+import Platform
 
 /// Runs another program and reports what the kernel accounted to it alone: wall time and peak resident set
 /// (`posix_spawn` + `wait4`, so the child's `ru_maxrss` is its own, not the largest of every child so far).
@@ -9,7 +7,7 @@ import Foundation
 /// Linux starts a spawned child's `ru_maxrss` at the spawning process's high-water mark (`posix_spawn` shares
 /// the parent's memory until `exec`), so a large process measures through ``measured(_:_:)``: a fresh, small copy
 /// of this executable spawns the program and reports.
-enum ChildProcess {
+enum MeasuredChild {
     struct Outcome {
         var status: Int32
         var seconds: Double
@@ -19,29 +17,16 @@ enum ChildProcess {
     /// Runs `path` with `arguments`, its output sent to /dev/null, and waits for it.
     /// - Throws: ``BenchError`` when it cannot be started.
     static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
         let start = Benchmark.now()
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw BenchError(text: "could not start \(path) (error \(spawned))") }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw BenchError(text: "wait4 failed for \(path)") }
+        let exit: ChildProcess.Exit
+        do {
+            exit = try ChildProcess.run(path, arguments, environment: merged.map { "\($0.key)=\($0.value)" })
+        } catch {
+            throw BenchError(text: "could not run \(path) (\(error))")
         }
-        let seconds = Benchmark.seconds(since: start)
-        let exit = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Outcome(status: exit, seconds: seconds, peakResidentBytes: Int64(usage.ru_maxrss) * 1024)
+        return Outcome(status: exit.status, seconds: Benchmark.seconds(since: start), peakResidentBytes: exit.peakResidentBytes)
     }
 
     /// Runs `path` from a fresh `moodledger-bench --measure-child` (see the type's note) and reads its report.

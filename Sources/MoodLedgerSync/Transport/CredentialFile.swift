@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// Reads a credentials file only if no one but its owner can read or write it.
 enum CredentialFile {

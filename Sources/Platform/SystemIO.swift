@@ -31,12 +31,12 @@ public struct SystemIO: PlatformIO {
         case .readWriteCreate: flags |= O_RDWR | O_CREAT
         case .createExclusive: flags |= O_RDWR | O_CREAT | O_EXCL
         }
-        return try retrying { Glibc_or_Darwin_open(path, flags, 0o600) }
+        return try retrying { LibC.open(path, flags, 0o600) }
     }
 
     public func close(_ fd: Int32) {
         // POSIX leaves the descriptor state unspecified after EINTR; Linux always closes it. Never retry.
-        _ = systemClose(fd)
+        _ = LibC.close(fd)
     }
 
     public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
@@ -66,7 +66,7 @@ public struct SystemIO: PlatformIO {
         #if canImport(Darwin)
         if fcntl(fd, F_FULLFSYNC) == 0 { return }
         // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
-        if Glibc_or_Darwin_fsync(fd) != 0 { throw Errno.current }
+        if LibC.fsync(fd) != 0 { throw Errno.current }
         #else
         // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
         if fdatasync(fd) != 0 { throw Errno.current }
@@ -74,9 +74,9 @@ public struct SystemIO: PlatformIO {
     }
 
     public func syncDirectory(_ path: String) throws {
-        let fd = try retrying { Glibc_or_Darwin_open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0) }
+        let fd = try retrying { LibC.open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0) }
         defer { close(fd) }
-        if Glibc_or_Darwin_fsync(fd) != 0 { throw Errno.current }
+        if LibC.fsync(fd) != 0 { throw Errno.current }
     }
 
     public func truncate(_ fd: Int32, to size: Int64) throws {
@@ -118,7 +118,7 @@ public struct SystemIO: PlatformIO {
     }
 
     public func rename(_ from: String, _ to: String) throws {
-        _ = try retrying { Glibc_or_Darwin_rename(from, to) }
+        _ = try retrying { LibC.rename(from, to) }
     }
 
     public func remove(_ path: String) throws {
@@ -196,13 +196,13 @@ public struct SystemIO: PlatformIO {
         guard info.st_mode & S_IFMT == S_IFREG else { throw .notRegular }
         let mode = UInt32(info.st_mode & 0o777)
         guard mode & 0o077 == 0 else { throw .openMode(mode) }
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = LibC.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw .unreadable(Errno.current) }
-        defer { Glibc.close(fd) }
+        defer { _ = LibC.close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count <= limit {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
             bytes += chunk[0..<count]
@@ -214,7 +214,7 @@ public struct SystemIO: PlatformIO {
     /// The soft limit on open descriptors (`RLIMIT_NOFILE`).
     public static func openFileLimit() -> Int {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        guard getrlimit(LibC.openFileLimitResource, &limit) == 0 else { return 1024 }
         return Int(clamping: limit.rlim_cur)  // RLIM_INFINITY (all ones) clamps to Int.max
     }
 
@@ -237,19 +237,19 @@ public struct SystemIO: PlatformIO {
         getrusage(RUSAGE_SELF, &usage)
         return Int64(usage.ru_maxrss)  // bytes on Darwin
         #else
-        let fd = Glibc.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        let fd = LibC.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
-            defer { Glibc.close(fd) }
+            defer { _ = LibC.close(fd) }
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
             let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
                let kilobytes = Int64(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") {
                 return kilobytes * 1024
             }
         }
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Int64(usage.ru_maxrss) * 1024  // kilobytes on Linux
+        getrusage(LibC.rusageSelf, &usage)
+        return LibC.maxResidentBytes(usage)
         #endif
     }
 
@@ -261,11 +261,11 @@ public struct SystemIO: PlatformIO {
     /// The current resident set size of this process in bytes (`/proc/self/statm` on Linux; the peak elsewhere).
     public static func currentResidentBytes() -> Int64 {
         #if canImport(Glibc)
-        let fd = Glibc_or_Darwin_open("/proc/self/statm", O_RDONLY, 0)
+        let fd = LibC.open("/proc/self/statm", O_RDONLY, 0)
         guard fd >= 0 else { return peakResidentBytes() }
-        defer { _ = systemClose(fd) }
+        defer { _ = LibC.close(fd) }
         var buffer = [UInt8](repeating: 0, count: 128)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
         let fields = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).split(separator: " ")
         guard fields.count > 1, let pages = Int64(fields[1]) else { return peakResidentBytes() }
         return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
@@ -306,34 +306,4 @@ public struct SystemIO: PlatformIO {
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
     }
-}
-
-// Module-qualified names: inside SystemIO the methods shadow the C functions of the same name.
-@inline(__always) private func Glibc_or_Darwin_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
-    #if canImport(Darwin)
-    return Darwin.open(path, flags, mode)
-    #else
-    return Glibc.open(path, flags, mode)
-    #endif
-}
-@inline(__always) private func systemClose(_ fd: Int32) -> Int32 {
-    #if canImport(Darwin)
-    return Darwin.close(fd)
-    #else
-    return Glibc.close(fd)
-    #endif
-}
-@inline(__always) private func Glibc_or_Darwin_fsync(_ fd: Int32) -> Int32 {
-    #if canImport(Darwin)
-    return Darwin.fsync(fd)
-    #else
-    return Glibc.fsync(fd)
-    #endif
-}
-@inline(__always) private func Glibc_or_Darwin_rename(_ from: String, _ to: String) -> Int32 {
-    #if canImport(Darwin)
-    return Darwin.rename(from, to)
-    #else
-    return Glibc.rename(from, to)
-    #endif
 }

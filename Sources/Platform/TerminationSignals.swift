@@ -3,6 +3,7 @@ import Darwin
 #elseif canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Synchronization
 
 /// SIGINT and SIGTERM as a request instead of an end: while intercepted, the first of them only records its number,
@@ -39,5 +40,29 @@ public enum TerminationSignals {
     public static var requested: Int32? {
         let signal = received.load(ordering: .relaxed)
         return signal == 0 ? nil : signal
+    }
+
+    /// Calls `handler` on a background queue at every SIGINT and SIGTERM, which no longer end the process, until
+    /// ``Observation/cancel()`` (a server's graceful stop).
+    public static func observe(_ handler: @escaping @Sendable () -> Void) -> Observation {
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            sources.append(source)
+        }
+        return Observation(sources: sources)
+    }
+
+    /// The dispatch sources of ``observe(_:)``.
+    // @unchecked Sendable: the sources are set once at creation; a dispatch source's `cancel` may be called from
+    // any thread.
+    public final class Observation: @unchecked Sendable {
+        private let sources: [any DispatchSourceSignal]
+        init(sources: [any DispatchSourceSignal]) { self.sources = sources }
+        /// Stops calling the handler.
+        public func cancel() { for source in sources { source.cancel() } }
     }
 }

@@ -15,19 +15,19 @@ public enum Socket {
     public static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws -> (fd: Int32, port: UInt16) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = LibC.streamType
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else { throw Errno(rawValue: EADDRNOTAVAIL) }
         defer { freeaddrinfo(list) }
-        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(first.pointee.ai_family, LibC.streamSocket, 0)
         guard fd >= 0 else { throw lastError }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0, Glibc.listen(fd, backlog) == 0 else {
+        guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0, LibC.listen(fd, backlog) == 0 else {
             let error = lastError
-            _ = Glibc.close(fd)
+            _ = LibC.close(fd)
             throw error
         }
         try setNonBlocking(fd)
@@ -51,17 +51,17 @@ public enum Socket {
     public static func connect(host: String, port: UInt16) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = LibC.streamType
         hints.ai_flags = AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw Errno(rawValue: EADDRNOTAVAIL) }
         defer { freeaddrinfo(list) }
-        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(first.pointee.ai_family, LibC.streamSocket, 0)
         guard fd >= 0 else { throw lastError }
-        while Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
+        while LibC.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
             let error = lastError
             if error.rawValue == EINTR { continue }
-            _ = Glibc.close(fd)
+            _ = LibC.close(fd)
             throw error
         }
         var one: Int32 = 1
@@ -73,11 +73,11 @@ public enum Socket {
     /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); `nil` when none is pending.
     public static func accept(_ listener: Int32) throws -> Int32? {
         while true {
-            let fd = Glibc.accept(listener, nil, nil)
+            let fd = LibC.accept(listener)
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 do { try setNonBlocking(fd) } catch {
-                    _ = Glibc.close(fd)
+                    _ = LibC.close(fd)
                     continue
                 }
                 var one: Int32 = 1
@@ -107,7 +107,7 @@ public enum Socket {
     /// Writes as much of `bytes` as the socket takes now. - Returns: the byte count written (0 if it would block).
     public static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
         while true {
-            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            let count = LibC.send(fd, bytes.baseAddress, bytes.count, LibC.sendFlags)
             if count >= 0 { return count }
             let error = lastError
             if error.rawValue == EINTR { continue }
@@ -116,14 +116,41 @@ public enum Socket {
         }
     }
 
-    /// Waits for events on `fds` up to `timeoutMilliseconds`; fills in each `revents`.
-    public static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) throws {
+    /// What a descriptor is watched for, or was found ready for, by ``poll(_:timeoutMilliseconds:)``.
+    public struct Readiness: OptionSet, Sendable {
+        public let rawValue: Int16
+        public init(rawValue: Int16) { self.rawValue = rawValue }
+        public static let readable = Readiness(rawValue: Int16(POLLIN))
+        public static let writable = Readiness(rawValue: Int16(POLLOUT))
+        /// The peer hung up (reported whether watched for or not).
+        public static let hangUp = Readiness(rawValue: Int16(POLLHUP))
+        /// An error is pending on the descriptor (reported whether watched for or not).
+        public static let failed = Readiness(rawValue: Int16(POLLERR))
+        /// The descriptor is not open (reported whether watched for or not).
+        public static let invalid = Readiness(rawValue: Int16(POLLNVAL))
+    }
+
+    /// One descriptor for ``poll(_:timeoutMilliseconds:)``: what to watch it for, and what it was found ready for.
+    public struct Watch: Sendable {
+        public var fd: Int32
+        public var interest: Readiness
+        public var ready: Readiness = []
+        public init(fd: Int32, interest: Readiness) {
+            self.fd = fd
+            self.interest = interest
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` until one of `watches` is ready; sets each one's `ready`.
+    public static func poll(_ watches: inout [Watch], timeoutMilliseconds: Int32) throws {
+        var fds = watches.map { pollfd(fd: $0.fd, events: $0.interest.rawValue, revents: 0) }
         while true {
-            let result = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
-            if result >= 0 { return }
+            let result = fds.withUnsafeMutableBufferPointer { LibC.poll($0.baseAddress, $0.count, timeoutMilliseconds) }
+            if result >= 0 { break }
             let error = lastError
             if error.rawValue != EINTR { throw error }
         }
+        for index in watches.indices { watches[index].ready = Readiness(rawValue: fds[index].revents) }
     }
 
     /// A pipe whose read end wakes `poll` (both ends non-blocking, close-on-exec).
@@ -140,13 +167,13 @@ public enum Socket {
     /// Writes one byte to a wake pipe (a full pipe already wakes the reader).
     public static func wake(_ fd: Int32) {
         var byte: UInt8 = 1
-        _ = Glibc.write(fd, &byte, 1)
+        _ = LibC.write(fd, &byte, 1)
     }
 
     /// Empties a wake pipe.
     public static func drain(_ fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 256)
-        while Glibc.read(fd, &buffer, buffer.count) > 0 {}
+        while LibC.read(fd, &buffer, buffer.count) > 0 {}
     }
 
     public static func setNonBlocking(_ fd: Int32) throws {
@@ -155,19 +182,19 @@ public enum Socket {
     }
 
     /// Closes a descriptor (never retried: Linux always releases it).
-    public static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    public static func close(_ fd: Int32) { _ = LibC.close(fd) }
 
     /// Closes without a reset: ends this side's sending (the peer reads every byte sent, then end of stream), reads
     /// and drops what the peer already sent (a close with unread input would send a TCP reset that can destroy the
     /// last answer before the peer reads it), then closes.
     public static func closeGracefully(_ fd: Int32) {
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        _ = LibC.shutdown(fd, LibC.shutWrite)
         var scratch = [UInt8](repeating: 0, count: 4096)
         for _ in 0..<16 {
-            let count = scratch.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = scratch.withUnsafeMutableBytes { LibC.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count <= 0 { break }
         }
-        _ = Glibc.close(fd)
+        _ = LibC.close(fd)
     }
 
     // MARK: - Blocking client sockets (the sync client, the tests)
@@ -185,7 +212,7 @@ public enum Socket {
     public static func connectBlocking(host: String, port: UInt16, timeout: Double) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = LibC.streamType
         var list: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, String(port), &hints, &list)
         guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
@@ -195,13 +222,13 @@ public enum Socket {
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
             cursor = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | LibC.socketCloseOnExec, info.pointee.ai_protocol)
             guard fd >= 0 else { failure = lastError; continue }
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
             var connected = false
             while true {
-                if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = true; break }
+                if LibC.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = true; break }
                 failure = lastError
                 if failure.rawValue != EINTR { break }
             }
@@ -210,7 +237,7 @@ public enum Socket {
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 return fd
             }
-            _ = Glibc.close(fd)
+            _ = LibC.close(fd)
         }
         throw failure
     }
@@ -220,7 +247,7 @@ public enum Socket {
     public static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
         var offset = 0
         while offset < bytes.count {
-            let count = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            let count = LibC.send(fd, bytes.baseAddress! + offset, bytes.count - offset, LibC.sendFlags)
             if count > 0 {
                 offset += count
                 continue
@@ -251,7 +278,7 @@ public enum Socket {
     }
 
     /// Ends both directions of a connection (the descriptor stays open until ``close(_:)``).
-    public static func shutdown(_ fd: Int32) { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    public static func shutdown(_ fd: Int32) { _ = LibC.shutdown(fd, LibC.shutBoth) }
 
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
     public static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }

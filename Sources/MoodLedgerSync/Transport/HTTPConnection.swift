@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
 /// benchmark's load generator and the server tests use. Keep-alive; `Content-Length` and chunked bodies; no TLS, no
