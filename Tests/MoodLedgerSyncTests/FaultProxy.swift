@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+import Platform
 import Synchronization
 
 /// A fault-injecting TCP proxy for the sync tests: it sits between a client and `moodledger serve` on loopback,
@@ -48,18 +48,8 @@ final class FaultProxy: @unchecked Sendable {
         self.upstream = upstream
         self.decide = decide
         self.handler = handler
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        listen(listener, 128)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
+        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0, backlog: 128)
+        self.port = port
         self.listener = listener
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
@@ -70,25 +60,27 @@ final class FaultProxy: @unchecked Sendable {
     /// Every request seen, in order.
     var requests: [Seen] { seen.withLock { $0 } }
 
+    /// Stops accepting (the accept loop closes the listener within 50 ms).
     func stop() {
         running.store(false, ordering: .relaxed)
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func acceptLoop() {
+        defer { Socket.close(listener) }
         while running.load(ordering: .relaxed) {
-            let client = accept(listener, nil, nil)
-            guard client >= 0 else { if errno == EINTR { continue } else { return } }
-            let thread = Thread { [self] in serve(client) }
-            thread.start()
+            var watch = [Socket.Watch(fd: listener, interest: .readable)]
+            guard (try? Socket.poll(&watch, timeoutMilliseconds: 50)) != nil else { return }
+            while running.load(ordering: .relaxed), let client = try? Socket.accept(listener) {
+                let thread = Thread { [self] in serve(client) }
+                thread.start()
+            }
         }
     }
 
     private func serve(_ client: Int32) {
-        defer { close(client) }
+        defer { Socket.close(client) }
         var server: Int32 = -1
-        defer { if server >= 0 { close(server) } }
+        defer { if server >= 0 { Socket.close(server) } }
         var buffer: [UInt8] = []
         while let request = Self.readMessage(client, &buffer) {
             let head = String(decoding: request.head, as: UTF8.self)
@@ -130,7 +122,7 @@ final class FaultProxy: @unchecked Sendable {
             }
             switch action {
             case .dropAfterCommit: return
-            case .delay(let milliseconds): usleep(useconds_t(milliseconds * 1000))
+            case .delay(let milliseconds): Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
             default: break
             }
             guard Self.sendAll(client, response.head + response.body) else { return }
@@ -166,34 +158,38 @@ final class FaultProxy: @unchecked Sendable {
         return nil
     }
 
+    /// Reads what arrives (waiting for it on a non-blocking socket); false at end of stream or on an error.
     private static func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return false }
-        buffer += chunk[0..<n]
-        return true
+        while true {
+            let read: Int?
+            do { read = try chunk.withUnsafeMutableBytes { try Socket.receive(fd, into: $0) } } catch { return false }
+            if let count = read {
+                guard count > 0 else { return false }
+                buffer += chunk[0..<count]
+                return true
+            }
+            var watch = [Socket.Watch(fd: fd, interest: .readable)]
+            guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else { return false }
+        }
     }
 
+    /// Sends every byte (waiting for room on a non-blocking socket); false if the peer is gone.
     private static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { return false }
-            offset += n
+            guard let sent = try? bytes[offset...].withUnsafeBytes({ try Socket.send(fd, $0) }) else { return false }
+            offset += sent
+            if sent == 0 {
+                var watch = [Socket.Watch(fd: fd, interest: .writable)]
+                guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else { return false }
+            }
         }
         return true
     }
 
+    /// A connection to the upstream server on loopback, or -1.
     private static func connect(_ port: UInt16) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if result != 0 { close(fd); return -1 }
-        return fd
+        (try? Socket.connect(host: "127.0.0.1", port: port)) ?? -1
     }
 }
