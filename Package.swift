@@ -6,10 +6,13 @@ import PackageDescription
 // calls (Sources/Platform/LibC.swift) are where a port starts, and nothing here builds them.
 
 /// Linker flags for a binary with the Swift runtime and Foundation inside (see the `moodledger` target).
-let staticFoundation = ["-static-stdlib", "-Xlinker", "--start-group"]
-    + ["FoundationEssentials", "FoundationInternationalization", "Foundation", "_FoundationICU", "_FoundationCShims",
-       "_FoundationCollections", "CoreFoundation", "BlocksRuntime", "swiftDispatch", "dispatch"]
-        .flatMap { ["-Xlinker", "-l\($0)"] }
+let staticFoundation =
+    ["-static-stdlib", "-Xlinker", "--start-group"]
+    + [
+        "FoundationEssentials", "FoundationInternationalization", "Foundation", "_FoundationICU", "_FoundationCShims",
+        "_FoundationCollections", "CoreFoundation", "BlocksRuntime", "swiftDispatch", "dispatch"
+    ]
+    .flatMap { ["-Xlinker", "-l\($0)"] }
     + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++"]
 let package = Package(
     name: "MoodLedger",
@@ -20,7 +23,7 @@ let package = Package(
         .library(name: "MoodLedgerServer", targets: ["MoodLedgerServer"]),
         .library(name: "MoodLedgerSync", targets: ["MoodLedgerSync"]),
         .executable(name: "moodledger", targets: ["moodledger"]),
-        .executable(name: "moodledger-bench", targets: ["moodledger-bench"]),
+        .executable(name: "moodledger-bench", targets: ["moodledger-bench"])
     ],
     targets: [
         // The one place that calls the operating system: files, mappings, sockets, processes, signals, clocks, libm.
@@ -38,25 +41,39 @@ let package = Package(
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).
         .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "EventLog"]),
         // The command-line tool as a library, so tests run every command in-process.
-        .target(name: "MoodLedgerCLI", dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+        .target(
+            name: "MoodLedgerCLI",
+            dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
         // A release build links the Swift runtime and Foundation into the binary (toolchain libraries, no package
         // dependency): every command is a fresh process, and resolving shared libraries' symbols would cost each
         // one several milliseconds. The toolchain's own list of static libraries leaves some of Foundation's
         // unresolved, hence the group. Debug builds stay dynamic: test bundles link this target's module, and the
         // Testing library has no static build.
-        .executableTarget(name: "moodledger", dependencies: ["MoodLedgerCLI"],
-                          linkerSettings: [.unsafeFlags(staticFoundation, .when(platforms: [.linux], configuration: .release))]),
-        .executableTarget(name: "moodledger-bench", dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+        .executableTarget(
+            name: "moodledger", dependencies: ["MoodLedgerCLI"],
+            linkerSettings: [.unsafeFlags(staticFoundation, .when(platforms: [.linux], configuration: .release))]),
+        .executableTarget(
+            name: "moodledger-bench",
+            dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["Platform", "EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
         .target(name: "TestSupport", dependencies: ["Platform", "EventLog", "MoodLedger"], path: "Tests/TestSupport"),
-        .testTarget(name: "EventLogTests", dependencies: ["Platform", "EventLog", "TestSupport", "eventlog-crash-child"]),
+        .testTarget(
+            name: "EventLogTests", dependencies: ["Platform", "EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["Platform", "MoodLedger", "TestSupport"]),
-        .testTarget(name: "MoodLedgerServerTests", dependencies: ["Platform", "MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "TestSupport", "moodledger"]),
-        .testTarget(name: "MoodLedgerSyncTests", dependencies: ["Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger",
-                                                               "TestSupport", "moodledger"]),
-        .testTarget(name: "MoodLedgerCLITests", dependencies: ["Platform", "MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
-                    exclude: ["Fixtures", "Golden"]),
+        .testTarget(
+            name: "MoodLedgerServerTests",
+            dependencies: ["Platform", "MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "TestSupport", "moodledger"]),
+        .testTarget(
+            name: "MoodLedgerSyncTests",
+            dependencies: [
+                "Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger",
+                "TestSupport", "moodledger"
+            ]),
+        .testTarget(
+            name: "MoodLedgerCLITests",
+            dependencies: ["Platform", "MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
+            exclude: ["Fixtures", "Golden"])
     ]
 )

@@ -40,8 +40,9 @@ struct Context {
         options.zone = try zone()
         if let wait = try lockWaitMilliseconds() { options.lockWaitMilliseconds = wait }
         if !create, !ledgerExists {
-            throw CLIError(ExitCode.noInput, "no ledger at \(ledgerPath)",
-                           hint: "create one with `moodledger init --ledger \(ledgerPath)`")
+            throw CLIError(
+                ExitCode.noInput, "no ledger at \(ledgerPath)",
+                hint: "create one with `moodledger init --ledger \(ledgerPath)`")
         }
         // A writing command stops at a safe point when interrupted (SIGINT, SIGTERM) instead of dying mid-batch; sync
         // keeps the default (its steps are durable one by one, and a kill between attempt and outcome is recovered).
@@ -82,7 +83,9 @@ struct Context {
             }
             return zone
         }
-        if let name = environment["TZ"], let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name) {
+        if let name = environment["TZ"],
+            let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name)
+        {
             return zone
         }
         return baseOptions.zone ?? .fixed(minutes: baseOptions.utcOffsetMinutes)
@@ -112,8 +115,9 @@ struct Context {
     func loggedTimeOption() throws -> LoggedAt? {
         if let text = arguments.value("time") { return try time(text) }
         guard let text = arguments.value("at") else { return nil }
-        console.error("moodledger: warning: --at is deprecated for log and update (it means a time-travel point "
-                      + "elsewhere); use --time")
+        console.error(
+            "moodledger: warning: --at is deprecated for log and update (it means a time-travel point "
+                + "elsewhere); use --time")
         return try time(text)
     }
 
@@ -125,7 +129,8 @@ struct Context {
         guard let text = arguments.value("at") else { return ledger.state }
         let point = try Self.point(text)
         if case .seq(let seq) = point, seq > ledger.lastSeq {
-            throw CLIError(ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
+            throw CLIError(
+                ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
         }
         return try ledger.state(at: point)
     }
@@ -153,7 +158,9 @@ struct Context {
         let text = try positional(index, "entry ID")
         if let id = EntryID(text) { return id }
         if text == "last" {
-            guard let newest = ledger.lastLoggedEntryID else { throw CLIError(ExitCode.noInput, "the ledger has no entries") }
+            guard let newest = ledger.lastLoggedEntryID else {
+                throw CLIError(ExitCode.noInput, "the ledger has no entries")
+            }
             return newest
         }
         let prefix = text.lowercased().replacing("-", with: "")
@@ -163,10 +170,13 @@ struct Context {
         let matches = try ledger.entryIDs(withPrefix: prefix, includingPast: includingPast)
         switch matches.count {
         case 1: return matches[0]
-        case 0: throw CLIError(ExitCode.noInput, "no entry starts with \(text)", hint: "list entries with `moodledger list`")
+        case 0:
+            throw CLIError(
+                ExitCode.noInput, "no entry starts with \(text)", hint: "list entries with `moodledger list`")
         default:
             let candidates = matches.prefix(10).map(\.description).joined(separator: ", ")
-            throw UsageError("\(text) is ambiguous: \(matches.count) entries start with it (\(candidates)); give more digits")
+            throw UsageError(
+                "\(text) is ambiguous: \(matches.count) entries start with it (\(candidates)); give more digits")
         }
     }
 
@@ -198,8 +208,10 @@ public enum CLI {
     ///   - console: where output goes.
     ///   - options: base ledger options (tests pass a fixed clock and ids).
     /// - Returns: the exit code (`Specs/cli.md`).
-    public static func run(_ original: [String], environment: [String: String], console: Console,
-                           options: Ledger.Options = CLI.defaultOptions) -> Int32 {
+    public static func run(
+        _ original: [String], environment: [String: String], console: Console,
+        options: Ledger.Options = CLI.defaultOptions
+    ) -> Int32 {
         var arguments = CommandLineManners.normalise(original)
         // `help COMMAND` is `COMMAND --help`.
         if arguments.count >= 2, arguments[0] == "help", commands.contains(where: { $0.name == arguments[1] }) {
@@ -215,26 +227,29 @@ public enum CLI {
         }
         guard let spec = commands.first(where: { $0.name == name }) else {
             let guess = CommandLineManners.suggestion(for: name, among: commands.map(\.name))
-            console.error("moodledger: unknown command '\(name)'" + (guess.map { "; did you mean '\($0)'?" } ?? "")
-                          + " (hint: see `moodledger --help`)")
+            console.error(
+                "moodledger: unknown command '\(name)'" + (guess.map { "; did you mean '\($0)'?" } ?? "")
+                    + " (hint: see `moodledger --help`)")
             return ExitCode.usage
         }
         var ledgerPath = environment["MOODLEDGER_LEDGER"] ?? "./mood.ledger"
         do {
             var globals: Set<String> = ["help"]
             if spec.printsData { globals.insert("json") }
-            let parsed = try ArgumentList(Array(arguments.dropFirst()),
-                                          valueOptions: spec.values.union(["ledger", "wait", "tz", "utc-offset"]),
-                                          flagOptions: spec.flags.union(globals))
+            let parsed = try ArgumentList(
+                Array(arguments.dropFirst()),
+                valueOptions: spec.values.union(["ledger", "wait", "tz", "utc-offset"]),
+                flagOptions: spec.flags.union(globals))
             if parsed.has("help") {
                 console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
                 return ExitCode.ok
             }
             try CommandLineManners.check(parsed, command: name)
             if let given = parsed.value("ledger") { ledgerPath = given }
-            var context = Context(command: name, arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
-                                  console: console, environment: environment, baseOptions: options,
-                                  ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
+            var context = Context(
+                command: name, arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
+                console: console, environment: environment, baseOptions: options,
+                ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
             let code: Int32
             do {
                 code = try spec.run(&context)
@@ -252,8 +267,9 @@ public enum CLI {
                 error = UsageError("\(name) prints no data, so --json does not apply to it")
             } else if error.message.hasPrefix("unknown option --") {
                 let option = String(error.message.dropFirst("unknown option --".count))
-                let known = Array(spec.values.union(spec.flags).union(CommandLineManners.globalValues)
-                    .union(CommandLineManners.globalFlags))
+                let known = Array(
+                    spec.values.union(spec.flags).union(CommandLineManners.globalValues)
+                        .union(CommandLineManners.globalFlags))
                 if let guess = CommandLineManners.suggestion(for: option, among: known) {
                     error = UsageError(error.message + "; did you mean --\(guess)?")
                 }
@@ -271,16 +287,20 @@ public enum CLI {
     /// again with every snapshot checked whole on open, so the damaged one is skipped with a notice: its first
     /// answer, held back, is dropped. `nil` when nothing was damaged (or the command wrote: commands decide from
     /// an undamaged state by themselves).
-    private static func answerAgain(_ context: Context, _ original: [String], _ environment: [String: String],
-                                    _ console: Console, _ options: Ledger.Options) -> Int32? {
+    private static func answerAgain(
+        _ context: Context, _ original: [String], _ environment: [String: String],
+        _ console: Console, _ options: Ledger.Options
+    ) -> Int32? {
         guard !context.opened.wrote, context.opened.metDamagedSnapshot else { return nil }
         guard options.checkSnapshotsWhereReadFrom != .max, console.discardHeld() else {
-            console.error("moodledger: a snapshot piece read for the output above fails its checksum: that output may be "
-                          + "wrong (hint: run `moodledger rebuild`, which replaces the snapshots)")
+            console.error(
+                "moodledger: a snapshot piece read for the output above fails its checksum: that output may be "
+                    + "wrong (hint: run `moodledger rebuild`, which replaces the snapshots)")
             return ExitCode.ioError
         }
-        console.error("moodledger: notice: a snapshot piece read for this answer fails its checksum: answering again "
-                      + "with every snapshot checked whole")
+        console.error(
+            "moodledger: notice: a snapshot piece read for this answer fails its checksum: answering again "
+                + "with every snapshot checked whole")
         var whole = options
         whole.checkSnapshotsWhereReadFrom = .max
         return run(original, environment: environment, console: console, options: whole)
@@ -297,28 +317,32 @@ public enum CLI {
         return options
     }
 
-    static let commands: [CommandSpec] = EntryCommands.all + AuditCommands.all + ReportCommands.all
-        + InterchangeCommands.all + MaintenanceCommands.all + SyncCommands.all + PictureCommands.all + [ConflictCommands.spec, EraseCommand.spec, DemoCommand.spec, ServeCommand.spec]
+    static let commands: [CommandSpec] =
+        EntryCommands.all + AuditCommands.all + ReportCommands.all
+        + InterchangeCommands.all + MaintenanceCommands.all + SyncCommands.all + PictureCommands.all + [
+            ConflictCommands.spec, EraseCommand.spec, DemoCommand.spec, ServeCommand.spec
+        ]
 
     static func help() -> String {
         var text = """
-        moodledger — an event-sourced mood ledger
+            moodledger — an event-sourced mood ledger
 
-        usage: moodledger <command> [options] [--ledger PATH] [--tz ZONE | --utc-offset ±HH:MM] [--wait SECONDS] [--json]
+            usage: moodledger <command> [options] [--ledger PATH] [--tz ZONE | --utc-offset ±HH:MM] [--wait SECONDS] [--json]
 
-        The ledger is --ledger PATH, else $MOODLEDGER_LEDGER, else ./mood.ledger (a directory).
-        A writer waits up to --wait SECONDS (default 5) for another writer to finish, then exits 75.
-        Local times are in --tz ZONE (IANA, e.g. Europe/Berlin; default $TZ or the system's) or --utc-offset.
-        DATE is today, yesterday or YYYY-MM-DD; TIME is now, a local date-time (2026-11-16T08:30) or an instant.
-        POINT is a sequence number (1200) or an ISO 8601 instant (2026-03-01T12:00:00Z).
+            The ledger is --ledger PATH, else $MOODLEDGER_LEDGER, else ./mood.ledger (a directory).
+            A writer waits up to --wait SECONDS (default 5) for another writer to finish, then exits 75.
+            Local times are in --tz ZONE (IANA, e.g. Europe/Berlin; default $TZ or the system's) or --utc-offset.
+            DATE is today, yesterday or YYYY-MM-DD; TIME is now, a local date-time (2026-11-16T08:30) or an instant.
+            POINT is a sequence number (1200) or an ISO 8601 instant (2026-03-01T12:00:00Z).
 
-        commands:
+            commands:
 
-        """
+            """
         for spec in commands {
             text += "  " + spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + spec.summary + "\n"
         }
-        text += "\nExit codes: 0 ok, 1 verify found problems, 64 usage, 65 invalid input, 66 no such ledger/entry/file,\n"
+        text +=
+            "\nExit codes: 0 ok, 1 verify found problems, 64 usage, 65 invalid input, 66 no such ledger/entry/file,\n"
         text += "69 a destination refused or still lacks items, 73 cannot create, 74 I/O error or corruption,\n"
         text += "75 ledger locked by another writer, 77 credentials refused, 78 sync not configured."
         return text

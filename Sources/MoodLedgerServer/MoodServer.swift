@@ -1,8 +1,8 @@
 import EventLog
 import Foundation
 import MoodLedger
-import Synchronization
 import Platform
+import Synchronization
 
 /// The reference backend: the seed API over one MoodLedger ledger per user (`Specs/server.md`).
 ///
@@ -31,7 +31,9 @@ public final class MoodServer: Sendable {
         /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
         public var io: any PlatformIO = SystemIO()
         /// Where operator messages go. Default: standard error.
-        public var log: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("moodledger serve: " + $0 + "\n").utf8)) }
+        public var log: @Sendable (String) -> Void = {
+            FileHandle.standardError.write(Data(("moodledger serve: " + $0 + "\n").utf8))
+        }
 
         public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
     }
@@ -63,13 +65,21 @@ public final class MoodServer: Sendable {
         try AtomicFile.makeDirectory(configuration.dataDirectory)
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
-        accounts = Mutex((loaded, AccountsVersion(identity: configuration.io.identity(ofPath: path),
-                                                  size: configuration.io.size(ofPath: path))))
+        accounts = Mutex(
+            (
+                loaded,
+                AccountsVersion(
+                    identity: configuration.io.identity(ofPath: path),
+                    size: configuration.io.size(ofPath: path))
+            ))
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
         let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
         self.syncers = syncers
-        ledgers = LedgerPool(capacity: configuration.maxOpenLedgers ?? LedgerPool.defaultCapacity(connections: configuration.http.maxConnections),
-                             log: configuration.log) { name in
+        ledgers = LedgerPool(
+            capacity: configuration.maxOpenLedgers
+                ?? LedgerPool.defaultCapacity(connections: configuration.http.maxConnections),
+            log: configuration.log
+        ) { name in
             try Self.openLedger(name, configuration: configuration, syncers: syncers)
         }
     }
@@ -99,10 +109,13 @@ public final class MoodServer: Sendable {
     /// accounts that are gone are closed. A log that cannot be read keeps the accounts as they were (with a log line).
     func refreshAccounts() {
         let path = Credentials.logPath(in: configuration.dataDirectory)
-        let file = AccountsVersion(identity: configuration.io.identity(ofPath: path), size: configuration.io.size(ofPath: path))
+        let file = AccountsVersion(
+            identity: configuration.io.identity(ofPath: path), size: configuration.io.size(ofPath: path))
         guard file != accounts.withLock({ $0.file }) else { return }
         let loaded: Credentials
-        do { loaded = try Credentials.load(directory: configuration.dataDirectory, create: false, io: configuration.io) } catch {
+        do {
+            loaded = try Credentials.load(directory: configuration.dataDirectory, create: false, io: configuration.io)
+        } catch {
             configuration.log("cannot re-read \(path): \(error); the accounts stay as they were")
             return
         }
@@ -150,14 +163,17 @@ public final class MoodServer: Sendable {
     /// What this server does beyond the seed documents, sent as `MoodLedger-Capabilities` on every authenticated
     /// answer (`Specs/server.md`): a sync client reads it from a documented route, so learning it sends nothing a
     /// seed backend would not expect.
-    static let capabilitiesHeader = (name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions")
+    static let capabilitiesHeader = (
+        name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions"
+    )
 
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
     func handle(_ request: HTTPRequest, responder: HTTPResponder) -> HTTPResponse? {
         let route = Route.match(request.path)
         guard let route else { return APIReply.error(404, "not_found", "no such route") }
         // The same Allow list for OPTIONS and 405: the route's methods, HEAD beside GET, and OPTIONS.
-        let allow = (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(separator: ", ")
+        let allow = (route.allowed + (route.allowed.contains("GET") ? ["HEAD"] : []) + ["OPTIONS"]).joined(
+            separator: ", ")
         if request.method == "OPTIONS" { return HTTPResponse(status: 204, headers: [("Allow", allow)]) }
         // A method the server does not recognise is 501 (RFC 9110 §15.6.2); a standard one a route does not take, 405.
         guard HTTPParser.knownMethods.contains(request.method) else {
@@ -165,7 +181,8 @@ public final class MoodServer: Sendable {
         }
         let method = request.method == "HEAD" ? "GET" : request.method
         guard route.allowed.contains(method) else {
-            return APIReply.error(405, "method_not_allowed", "\(request.method) is not allowed here", headers: [("Allow", allow)])
+            return APIReply.error(
+                405, "method_not_allowed", "\(request.method) is not allowed here", headers: [("Allow", allow)])
         }
         if case .health = route.name { return APIReply.data(200, .object([("status", .string("ok"))])) }
         let now = configuration.clock()
@@ -177,7 +194,9 @@ public final class MoodServer: Sendable {
                 let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
                 do {
                     let lease = try ledgers.lease(user)
-                    if let response = answer(request, route: route, method: method, lease: lease, now: now, responder: here) {
+                    if let response = answer(
+                        request, route: route, method: method, lease: lease, now: now, responder: here)
+                    {
                         here.respond(response)
                     }
                 } catch {
@@ -191,8 +210,10 @@ public final class MoodServer: Sendable {
 
     /// Answers an authenticated request with its user's ledger leased: now, or later through `responder`. The lease
     /// is held until the answer is made (captured by whatever makes it later).
-    private func answer(_ request: HTTPRequest, route: Route, method: String, lease: LedgerPool.Lease, now: Int64,
-                        responder: HTTPResponder) -> HTTPResponse? {
+    private func answer(
+        _ request: HTTPRequest, route: Route, method: String, lease: LedgerPool.Lease, now: Int64,
+        responder: HTTPResponder
+    ) -> HTTPResponse? {
         let ledger = lease.user
         let user = ledger.name
         do {
@@ -204,7 +225,8 @@ public final class MoodServer: Sendable {
                     // that answer, not a 429 (the body is hashed only here, once the budget is spent).
                     let (key, fingerprint) = Self.idempotency(request)
                     guard method != "GET", let key, ledger.isReplay(key, fingerprint: fingerprint) else {
-                        return APIReply.error(429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
+                        return APIReply.error(
+                            429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
                     }
                 }
             }
@@ -212,7 +234,9 @@ public final class MoodServer: Sendable {
             if ledger.busy || (route.readsRevisions(method) && !ledger.revisionsReady) {
                 // An erasure holds this ledger, or the revisions are built by a walk of the whole log: wait for it
                 // on a worker, not on the event loop.
-                reply = .offload { [self] in resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) } }
+                reply = .offload { [self] in
+                    resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) }
+                }
             } else {
                 reply = try dispatch(route, method: method, request: request, user: ledger, now: now)
             }
@@ -287,7 +311,9 @@ public final class MoodServer: Sendable {
         refreshAccounts()
         // One of each: with two, a proxy and this server could each act on a different one.
         for name in ["authorization", "x-api-key"] where request.headers.lazy.filter({ $0.name == name }).count > 1 {
-            throw APIFailure(400, "bad_request", "the request has more than one \(name == "authorization" ? "Authorization" : "X-API-Key") header")
+            throw APIFailure(
+                400, "bad_request",
+                "the request has more than one \(name == "authorization" ? "Authorization" : "X-API-Key") header")
         }
         let pair = (request.header("authorization") ?? "") + "\n" + (request.header("x-api-key") ?? "")
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
@@ -302,18 +328,23 @@ public final class MoodServer: Sendable {
     /// The `exp` of the request's (already verified) token.
     private func tokenExpiry(_ request: HTTPRequest) -> Int64? {
         guard let token = request.header("authorization")?.dropFirst(7).split(separator: ".").dropFirst().first,
-              let claims = ByteText.unbase64URL(String(token)),
-              let json = try? JSONParser.parse(String(decoding: claims, as: UTF8.self)) else { return nil }
+            let claims = ByteText.unbase64URL(String(token)),
+            let json = try? JSONParser.parse(String(decoding: claims, as: UTF8.self))
+        else { return nil }
         return json["exp"]?.intValue.map(Int64.init)
     }
 
     private func checkCredentials(_ request: HTTPRequest, now: Int64) throws -> String {
         let challenge = "Bearer realm=\"moodledger\""
         guard let authorization = request.header("authorization") else {
-            throw APIFailure(401, "unauthorized", "Authorization: Bearer <token> is required", headers: [("WWW-Authenticate", challenge)])
+            throw APIFailure(
+                401, "unauthorized", "Authorization: Bearer <token> is required",
+                headers: [("WWW-Authenticate", challenge)])
         }
         guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            throw APIFailure(401, "unauthorized", "the Authorization scheme must be Bearer", headers: [("WWW-Authenticate", challenge)])
+            throw APIFailure(
+                401, "unauthorized", "the Authorization scheme must be Bearer",
+                headers: [("WWW-Authenticate", challenge)])
         }
         let subject: String
         // The key is asked for before the token is checked, so an answer never tells whether a token alone is valid.
@@ -321,15 +352,18 @@ public final class MoodServer: Sendable {
             throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
         }
         do {
-            subject = try JWT.verify(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces),
-                                     now: now / 1000, secret: credentials.secret)
+            subject = try JWT.verify(
+                String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces),
+                now: now / 1000, secret: credentials.secret)
         } catch {
-            throw APIFailure(401, "unauthorized", "invalid token: \(error.reason)",
-                             headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
+            throw APIFailure(
+                401, "unauthorized", "invalid token: \(error.reason)",
+                headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
         }
         guard Credentials.isValidUserName(subject), credentials.user(named: subject, apiKey: key) != nil else {
-            throw APIFailure(401, "unauthorized", "the API key does not belong to the token's user",
-                             headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
+            throw APIFailure(
+                401, "unauthorized", "the API key does not belong to the token's user",
+                headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
         }
         return subject
     }

@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #else
-#error("EventLog needs Darwin or Glibc")
+    #error("EventLog needs Darwin or Glibc")
 #endif
 
 /// A POSIX error number, as returned by a failed system call.

@@ -1,7 +1,7 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The C library's calls and constants whose names or types differ between Linux (Glibc) and Darwin, in one place.
@@ -12,123 +12,123 @@ import Glibc
 enum LibC {
     static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
         #if canImport(Darwin)
-        Darwin.open(path, flags, mode)
+            Darwin.open(path, flags, mode)
         #else
-        Glibc.open(path, flags, mode)
+            Glibc.open(path, flags, mode)
         #endif
     }
 
     static func close(_ fd: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.close(fd)
+            Darwin.close(fd)
         #else
-        Glibc.close(fd)
+            Glibc.close(fd)
         #endif
     }
 
     static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
         #if canImport(Darwin)
-        Darwin.read(fd, buffer, count)
+            Darwin.read(fd, buffer, count)
         #else
-        Glibc.read(fd, buffer, count)
+            Glibc.read(fd, buffer, count)
         #endif
     }
 
     static func write(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
         #if canImport(Darwin)
-        Darwin.write(fd, buffer, count)
+            Darwin.write(fd, buffer, count)
         #else
-        Glibc.write(fd, buffer, count)
+            Glibc.write(fd, buffer, count)
         #endif
     }
 
     static func fsync(_ fd: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.fsync(fd)
+            Darwin.fsync(fd)
         #else
-        Glibc.fsync(fd)
+            Glibc.fsync(fd)
         #endif
     }
 
     static func rename(_ from: String, _ to: String) -> Int32 {
         #if canImport(Darwin)
-        Darwin.rename(from, to)
+            Darwin.rename(from, to)
         #else
-        Glibc.rename(from, to)
+            Glibc.rename(from, to)
         #endif
     }
 
     static func send(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int {
         #if canImport(Darwin)
-        Darwin.send(fd, buffer, count, flags)
+            Darwin.send(fd, buffer, count, flags)
         #else
-        Glibc.send(fd, buffer, count, flags)
+            Glibc.send(fd, buffer, count, flags)
         #endif
     }
 
     static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: Int32) -> Int {
         #if canImport(Darwin)
-        Darwin.recv(fd, buffer, count, flags)
+            Darwin.recv(fd, buffer, count, flags)
         #else
-        Glibc.recv(fd, buffer, count, flags)
+            Glibc.recv(fd, buffer, count, flags)
         #endif
     }
 
     static func connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Int32 {
         #if canImport(Darwin)
-        Darwin.connect(fd, address, length)
+            Darwin.connect(fd, address, length)
         #else
-        Glibc.connect(fd, address, length)
+            Glibc.connect(fd, address, length)
         #endif
     }
 
     static func accept(_ fd: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.accept(fd, nil, nil)
+            Darwin.accept(fd, nil, nil)
         #else
-        Glibc.accept(fd, nil, nil)
+            Glibc.accept(fd, nil, nil)
         #endif
     }
 
     static func listen(_ fd: Int32, _ backlog: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.listen(fd, backlog)
+            Darwin.listen(fd, backlog)
         #else
-        Glibc.listen(fd, backlog)
+            Glibc.listen(fd, backlog)
         #endif
     }
 
     static func shutdown(_ fd: Int32, _ how: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.shutdown(fd, how)
+            Darwin.shutdown(fd, how)
         #else
-        Glibc.shutdown(fd, how)
+            Glibc.shutdown(fd, how)
         #endif
     }
 
     static func poll(_ fds: UnsafeMutablePointer<pollfd>?, _ count: Int, _ timeout: Int32) -> Int32 {
         #if canImport(Darwin)
-        Darwin.poll(fds, nfds_t(count), timeout)
+            Darwin.poll(fds, nfds_t(count), timeout)
         #else
-        Glibc.poll(fds, nfds_t(count), timeout)
+            Glibc.poll(fds, nfds_t(count), timeout)
         #endif
     }
 
     /// `SOCK_STREAM`.
     static var streamType: Int32 {
         #if canImport(Darwin)
-        SOCK_STREAM
+            SOCK_STREAM
         #else
-        Int32(SOCK_STREAM.rawValue)
+            Int32(SOCK_STREAM.rawValue)
         #endif
     }
 
     /// `SOCK_CLOEXEC` for `socket`'s type (Darwin has none: `FD_CLOEXEC` is set after).
     static var socketCloseOnExec: Int32 {
         #if canImport(Darwin)
-        0
+            0
         #else
-        Int32(SOCK_CLOEXEC.rawValue)
+            Int32(SOCK_CLOEXEC.rawValue)
         #endif
     }
 
@@ -139,50 +139,50 @@ enum LibC {
     /// and the process-wide ignore instead).
     static var sendFlags: Int32 {
         #if canImport(Darwin)
-        0
+            0
         #else
-        Int32(MSG_NOSIGNAL)
+            Int32(MSG_NOSIGNAL)
         #endif
     }
 
     static var shutWrite: Int32 {
         #if canImport(Darwin)
-        SHUT_WR
+            SHUT_WR
         #else
-        Int32(SHUT_WR)
+            Int32(SHUT_WR)
         #endif
     }
 
     static var shutBoth: Int32 {
         #if canImport(Darwin)
-        SHUT_RDWR
+            SHUT_RDWR
         #else
-        Int32(SHUT_RDWR)
+            Int32(SHUT_RDWR)
         #endif
     }
 
     static var rusageSelf: Int32 {
         #if canImport(Darwin)
-        RUSAGE_SELF
+            RUSAGE_SELF
         #else
-        RUSAGE_SELF.rawValue
+            RUSAGE_SELF.rawValue
         #endif
     }
 
     static var openFileLimitResource: Int32 {
         #if canImport(Darwin)
-        RLIMIT_NOFILE
+            RLIMIT_NOFILE
         #else
-        Int32(RLIMIT_NOFILE.rawValue)
+            Int32(RLIMIT_NOFILE.rawValue)
         #endif
     }
 
     /// `ru_maxrss` in bytes (kilobytes on Linux, bytes on Darwin).
     static func maxResidentBytes(_ usage: rusage) -> Int64 {
         #if canImport(Darwin)
-        Int64(usage.ru_maxrss)
+            Int64(usage.ru_maxrss)
         #else
-        Int64(usage.ru_maxrss) * 1024
+            Int64(usage.ru_maxrss) * 1024
         #endif
     }
 }

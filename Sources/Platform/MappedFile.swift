@@ -1,9 +1,10 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#endif
 import CPlatform
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#endif
 
 /// A file mapped read-only into memory, unmapped when the last reference goes.
 ///
@@ -74,14 +75,18 @@ extension SystemIO {
     /// `length` + 2 MiB is taken first, the file mapped over it, the rest given back.
     /// - Parameter map: maps the file at an address, with extra flags (`MAP_FIXED`; none when placement is left to the
     ///   kernel).
-    private static func placeOffHugePages(length: Int, _ map: (UnsafeMutableRawPointer?, Int32) throws -> UnsafeMutableRawPointer)
-        throws -> UnsafeMutableRawPointer {
+    private static func placeOffHugePages(
+        length: Int, _ map: (UnsafeMutableRawPointer?, Int32) throws -> UnsafeMutableRawPointer
+    )
+        throws -> UnsafeMutableRawPointer
+    {
         let huge = 2 << 20
         guard length >= MappedFile.offBoundaryFrom else { return try map(nil, 0) }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         let span = length + huge
         guard let reserved = mmap(nil, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
-              reserved != MAP_FAILED else { throw Errno.current }
+            reserved != MAP_FAILED
+        else { throw Errno.current }
         let low = Int(bitPattern: reserved)
         let start = (low + huge - 1) / huge * huge + page
         let base: UnsafeMutableRawPointer

@@ -1,7 +1,7 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every socket system call the project makes — the server's, the sync client's, the benchmark's load generator's —
@@ -40,9 +40,13 @@ public enum Socket {
         let family = storage.ss_family
         let actual: UInt16 = withUnsafePointer(to: &storage) { pointer in
             if family == sa_family_t(AF_INET6) {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    UInt16(bigEndian: $0.pointee.sin6_port)
+                }
             }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
         }
         return (fd, actual)
     }
@@ -54,7 +58,9 @@ public enum Socket {
         hints.ai_socktype = LibC.streamType
         hints.ai_flags = AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw Errno(rawValue: EADDRNOTAVAIL) }
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
+            throw Errno(rawValue: EADDRNOTAVAIL)
+        }
         defer { freeaddrinfo(list) }
         let fd = socket(first.pointee.ai_family, LibC.streamSocket, 0)
         guard fd >= 0 else { throw lastError }
@@ -222,7 +228,8 @@ public enum Socket {
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
             cursor = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | LibC.socketCloseOnExec, info.pointee.ai_protocol)
+            let fd = socket(
+                info.pointee.ai_family, info.pointee.ai_socktype | LibC.socketCloseOnExec, info.pointee.ai_protocol)
             guard fd >= 0 else { failure = lastError; continue }
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))

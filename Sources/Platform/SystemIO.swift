@@ -1,11 +1,12 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#else
-#error("EventLog needs Darwin or Glibc")
-#endif
 import CPlatform
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#else
+    #error("EventLog needs Darwin or Glibc")
+#endif
 
 /// The real ``PlatformIO``: thin wrappers over POSIX calls with EINTR and short-transfer loops.
 public struct SystemIO: PlatformIO {
@@ -64,12 +65,12 @@ public struct SystemIO: PlatformIO {
 
     public func syncData(_ fd: Int32) throws {
         #if canImport(Darwin)
-        if fcntl(fd, F_FULLFSYNC) == 0 { return }
-        // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
-        if LibC.fsync(fd) != 0 { throw Errno.current }
+            if fcntl(fd, F_FULLFSYNC) == 0 { return }
+            // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
+            if LibC.fsync(fd) != 0 { throw Errno.current }
         #else
-        // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
-        if fdatasync(fd) != 0 { throw Errno.current }
+            // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
+            if fdatasync(fd) != 0 { throw Errno.current }
         #endif
     }
 
@@ -234,22 +235,24 @@ public struct SystemIO: PlatformIO {
     public static func peakResidentBytes() -> Int64 {
         var usage = rusage()
         #if canImport(Darwin)
-        getrusage(RUSAGE_SELF, &usage)
-        return Int64(usage.ru_maxrss)  // bytes on Darwin
+            getrusage(RUSAGE_SELF, &usage)
+            return Int64(usage.ru_maxrss)  // bytes on Darwin
         #else
-        let fd = LibC.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            defer { _ = LibC.close(fd) }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
-            let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kilobytes = Int64(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") {
-                return kilobytes * 1024
+            let fd = LibC.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                defer { _ = LibC.close(fd) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
+                let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                    let kilobytes = Int64(
+                        line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+                {
+                    return kilobytes * 1024
+                }
             }
-        }
-        getrusage(LibC.rusageSelf, &usage)
-        return LibC.maxResidentBytes(usage)
+            getrusage(LibC.rusageSelf, &usage)
+            return LibC.maxResidentBytes(usage)
         #endif
     }
 
@@ -261,16 +264,16 @@ public struct SystemIO: PlatformIO {
     /// The current resident set size of this process in bytes (`/proc/self/statm` on Linux; the peak elsewhere).
     public static func currentResidentBytes() -> Int64 {
         #if canImport(Glibc)
-        let fd = LibC.open("/proc/self/statm", O_RDONLY, 0)
-        guard fd >= 0 else { return peakResidentBytes() }
-        defer { _ = LibC.close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
-        let fields = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).split(separator: " ")
-        guard fields.count > 1, let pages = Int64(fields[1]) else { return peakResidentBytes() }
-        return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+            let fd = LibC.open("/proc/self/statm", O_RDONLY, 0)
+            guard fd >= 0 else { return peakResidentBytes() }
+            defer { _ = LibC.close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 128)
+            let count = buffer.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
+            let fields = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).split(separator: " ")
+            guard fields.count > 1, let pages = Int64(fields[1]) else { return peakResidentBytes() }
+            return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
         #else
-        return peakResidentBytes()
+            return peakResidentBytes()
         #endif
     }
 

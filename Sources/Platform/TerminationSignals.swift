@@ -1,10 +1,11 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#endif
 import Dispatch
 import Synchronization
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#endif
 
 /// SIGINT and SIGTERM as a request instead of an end: while intercepted, the first of them only records its number,
 /// so that a writing command can abandon its unfinished batch (or finish a step that must not be cut) and exit with
@@ -19,9 +20,9 @@ public enum TerminationSignals {
         for signal in [SIGINT, SIGTERM] {
             var action = sigaction()
             #if canImport(Darwin)
-            action.__sigaction_u.__sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
+                action.__sigaction_u.__sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
             #else
-            action.__sigaction_handler.sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
+                action.__sigaction_handler.sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
             #endif
             action.sa_flags = Int32(truncatingIfNeeded: SA_RESETHAND)
             sigemptyset(&action.sa_mask)

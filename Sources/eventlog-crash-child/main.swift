@@ -13,8 +13,10 @@ do {
     while true {
         counter += 1
         let records = (0..<batch).map { i in
-            PendingRecord(type: 1, payload: Array("record \(counter)-\(i) ".utf8)
-                + [UInt8](repeating: 0x5A, count: (counter * 37 + i) % 300))
+            PendingRecord(
+                type: 1,
+                payload: Array("record \(counter)-\(i) ".utf8)
+                    + [UInt8](repeating: 0x5A, count: (counter * 37 + i) % 300))
         }
         let seqs = try log.append(records)
         FileHandle.standardOutput.write(Data("\(seqs.upperBound)\n".utf8))

@@ -11,12 +11,18 @@ struct BenchWorkload {
     private var liveIndex: [EntryID: Int] = [:]
     private var produced = 0
 
-    static let labels = ["calm", "happy", "indifferent", "stressed", "content", "surprised", "drained", "anxious",
-                         "grateful", "joyful", "peaceful", "excited", "worried", "proud", "sad", "hopeful"]
-    static let associations = ["work", "family", "friends", "fitness", "health", "hobbies", "weather", "partner",
-                               "money", "travel"]
-    static let words = ["walk", "coffee", "rain", "late", "meeting", "call", "mum", "gym", "book", "music", "tired",
-                        "sun", "dinner", "train", "deadline", "garden"]
+    static let labels = [
+        "calm", "happy", "indifferent", "stressed", "content", "surprised", "drained", "anxious",
+        "grateful", "joyful", "peaceful", "excited", "worried", "proud", "sad", "hopeful"
+    ]
+    static let associations = [
+        "work", "family", "friends", "fitness", "health", "hobbies", "weather", "partner",
+        "money", "travel"
+    ]
+    static let words = [
+        "walk", "coffee", "rain", "late", "meeting", "call", "mum", "gym", "book", "music", "tired",
+        "sun", "dinner", "train", "deadline", "garden"
+    ]
 
     init(events: Int, seed: UInt64 = 20_261_122) {
         self.events = events
@@ -50,8 +56,13 @@ struct BenchWorkload {
         case 88..<96:
             return (.syncSucceeded(id, .backend, remoteID: "srv-\(int(1...9_999_999))", revision: 0), time)
         default:
-            return (.syncFailed(id, .backend, SyncFailure(status: 503, error: "Service Unavailable",
-                                                          retryable: true)), time)
+            return (
+                .syncFailed(
+                    id, .backend,
+                    SyncFailure(
+                        status: 503, error: "Service Unavailable",
+                        retryable: true)), time
+            )
         }
     }
 
@@ -83,11 +94,12 @@ struct BenchWorkload {
             notes = String(text.prefix(limit)).trimmingCharacters(in: .whitespaces)
         }
         let fromHealthKit = int(0...9) == 0
-        return MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: time - Int64(int(0...3_600_000)), utcOffsetMinutes: 60),
-                         kind: int(0...9) == 0 ? .dailyMood : .momentaryEmotion, valence: valence(),
-                         labels: labelList(), associations: associations, notes: notes,
-                         source: fromHealthKit ? .healthkit : .manual,
-                         sourceID: fromHealthKit ? "HK-MOOD-\(id)" : nil)
+        return MoodEntry(
+            id: id, loggedAt: LoggedAt(milliseconds: time - Int64(int(0...3_600_000)), utcOffsetMinutes: 60),
+            kind: int(0...9) == 0 ? .dailyMood : .momentaryEmotion, valence: valence(),
+            labels: labelList(), associations: associations, notes: notes,
+            source: fromHealthKit ? .healthkit : .manual,
+            sourceID: fromHealthKit ? "HK-MOOD-\(id)" : nil)
     }
 
     private mutating func remove(_ id: EntryID) {

@@ -15,8 +15,11 @@ struct Benchmark {
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted.count % 2 == 1 ? sorted[sorted.count / 2]
-            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.isEmpty
+            ? 0
+            : sorted.count % 2 == 1
+                ? sorted[sorted.count / 2]
+                : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     static func percentile(_ values: [Double], _ p: Double) -> Double {
@@ -65,13 +68,17 @@ struct Benchmark {
             var filled = 0
             while filled < count {
                 let read = try buffer.withUnsafeMutableBytes {
-                    try io.read(source, into: UnsafeMutableRawBufferPointer(rebasing: $0[filled..<count]), at: offset + Int64(filled))
+                    try io.read(
+                        source, into: UnsafeMutableRawBufferPointer(rebasing: $0[filled..<count]),
+                        at: offset + Int64(filled))
                 }
                 guard read > 0 else { throw BenchError(text: "the log ended early") }
                 filled += read
             }
             let start = Self.now()
-            try buffer.withUnsafeBytes { try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset) }
+            try buffer.withUnsafeBytes {
+                try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset)
+            }
             try io.syncData(target)
             elapsed += Self.seconds(since: start)
             offset += Int64(count)
@@ -96,13 +103,15 @@ struct Benchmark {
         var sqliteTimes: [Double] = []
         for _ in 0..<11 {
             if hasCLI {
-                let outcome = try MeasuredChild.measured(cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
+                let outcome = try MeasuredChild.measured(
+                    cli, ["list", "--limit", "5", "--ledger", directory + "/ledger"])
                 guard outcome.status == 0 else { throw BenchError(text: "moodledger list exited \(outcome.status)") }
                 times.append(outcome.seconds * 1000)
                 peaks.append(Double(outcome.peakResidentBytes) / 1_048_576)
             }
             if let sqlite {
-                let outcome = try MeasuredChild.measured(sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
+                let outcome = try MeasuredChild.measured(
+                    sqlite, [database, "SELECT * FROM entries ORDER BY logged_at DESC LIMIT 5;"])
                 guard outcome.status == 0 else { throw BenchError(text: "sqlite3 exited \(outcome.status)") }
                 sqliteTimes.append(outcome.seconds * 1000)
             }
@@ -130,10 +139,13 @@ struct Benchmark {
         var text: [UInt8] = []
         func field(_ value: String) -> String { "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
         for entry in state.entries.all {
-            let line = [entry.id.description, String(entry.loggedAt.milliseconds), String(entry.loggedAt.utcOffsetMinutes),
-                        entry.kind.wireName, entry.valence.map { String($0) } ?? "", entry.labels.map(\.wireName).joined(separator: ","),
-                        entry.associations.map(\.wireName).joined(separator: ","), entry.notes ?? "", entry.source.rawValue,
-                        entry.sourceID ?? ""].map(field).joined(separator: ",")
+            let line = [
+                entry.id.description, String(entry.loggedAt.milliseconds), String(entry.loggedAt.utcOffsetMinutes),
+                entry.kind.wireName, entry.valence.map { String($0) } ?? "",
+                entry.labels.map(\.wireName).joined(separator: ","),
+                entry.associations.map(\.wireName).joined(separator: ","), entry.notes ?? "", entry.source.rawValue,
+                entry.sourceID ?? ""
+            ].map(field).joined(separator: ",")
             text += line.utf8
             text.append(10)
             if text.count > 1 << 20 {
@@ -144,11 +156,18 @@ struct Benchmark {
         file.write(Data(text))
         try file.close()
         defer { try? FileManager.default.removeItem(atPath: csv) }
-        let schema = "CREATE TABLE entries (id TEXT PRIMARY KEY, logged_at INTEGER, utc_offset_minutes INTEGER, kind TEXT, "
+        let schema =
+            "CREATE TABLE entries (id TEXT PRIMARY KEY, logged_at INTEGER, utc_offset_minutes INTEGER, kind TEXT, "
             + "valence REAL, labels TEXT, associations TEXT, notes TEXT, source TEXT, source_id TEXT);"
-        let load = try MeasuredChild.run(sqlite, [database, schema, ".mode csv", ".import \(csv) entries",
-                                                 "CREATE INDEX entries_logged_at ON entries(logged_at);"])
-        guard load.status == 0 else { throw BenchError(text: "sqlite3 could not import the entries (exit \(load.status))") }
+        let load = try MeasuredChild.run(
+            sqlite,
+            [
+                database, schema, ".mode csv", ".import \(csv) entries",
+                "CREATE INDEX entries_logged_at ON entries(logged_at);"
+            ])
+        guard load.status == 0 else {
+            throw BenchError(text: "sqlite3 could not import the entries (exit \(load.status))")
+        }
     }
 
     /// durable_append_p50_us / p99: single-event appends through EventLog, each synced.
@@ -187,8 +206,10 @@ struct Benchmark {
             }
             while produced < limit, let (event, time) = workload.next() {
                 produced += 1
-                batch.append(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
-                                           recordedAt: time * 1000))
+                batch.append(
+                    PendingRecord(
+                        type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+                        recordedAt: time * 1000))
                 if batch.count == 1_000 || produced == limit {
                     ready.append(batch)
                     batch.removeAll(keepingCapacity: true)
@@ -222,13 +243,17 @@ struct Benchmark {
             let snapshotPerEvent = Double(measured.snapshot) / Double(first)
             var present: [UInt64] = []
             for seq in stride(from: first, to: split, by: policy.snapshotInterval) + [split] {
-                present = policy.snapshotsKept(newestFirst: [UInt64(seq)] + present,
-                                               logBytes: Int64(Double(seq) * logPerEvent)) { Int64(Double($0) * snapshotPerEvent) }
+                present = policy.snapshotsKept(
+                    newestFirst: [UInt64(seq)] + present,
+                    logBytes: Int64(Double(seq) * logPerEvent)
+                ) { Int64(Double($0) * snapshotPerEvent) }
             }
             if !present.contains(UInt64(first)) {
                 try? FileManager.default.removeItem(atPath: measured.path)
             }
-            for boundary in present.reversed().map({ Int($0) }) where boundary > produced { _ = try snapshot(at: boundary) }
+            for boundary in present.reversed().map({ Int($0) }) where boundary > produced {
+                _ = try snapshot(at: boundary)
+            }
         }
         let tail = try EventLog.open(directory: ledgerPath)
         try appendBatches(tail, upTo: events)
@@ -241,8 +266,10 @@ struct Benchmark {
         var workload = BenchWorkload(events: count)
         var records: [PendingRecord] = []
         while let (event, time) = workload.next() {
-            records.append(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: EntryID(high: 1, low: 1)),
-                                         recordedAt: time * 1000))
+            records.append(
+                PendingRecord(
+                    type: event.type.rawValue, payload: EventCodec.encode(event, commandID: EntryID(high: 1, low: 1)),
+                    recordedAt: time * 1000))
         }
         return records
     }
@@ -281,7 +308,9 @@ struct Benchmark {
         guard let ledger else { return }
         defer { ledger.close() }
         let state = ledger.state
-        guard Self.fingerprint(state) == fingerprint else { throw BenchError(text: "warm open differs from the cold replay") }
+        guard Self.fingerprint(state) == fingerprint else {
+            throw BenchError(text: "warm open differs from the cold replay")
+        }
         record("warm_open_ms", Self.median(warmTimes))
 
         var analyticsTimes: [Double] = []
@@ -291,7 +320,9 @@ struct Benchmark {
             let labels = state.labelAnalytics(limit: 10)
             let associations = state.associationAnalytics(limit: 10)
             analyticsTimes.append(Self.seconds(since: start) * 1000)
-            if series.isEmpty || labels.words.isEmpty || associations.words.isEmpty { throw BenchError(text: "empty analytics") }
+            if series.isEmpty || labels.words.isEmpty || associations.words.isEmpty {
+                throw BenchError(text: "empty analytics")
+            }
         }
         record("analytics_ms", Self.median(analyticsTimes), places: 3)
 
@@ -323,7 +354,9 @@ extension Benchmark {
         if json {
             print(JSONValue.object(results).serialized())
         } else {
-            for (key, value) in results { print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value.serialized()) }
+            for (key, value) in results {
+                print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value.serialized())
+            }
         }
     }
 
@@ -345,12 +378,20 @@ extension Benchmark {
             results.append(("erase_all_s", .string("skipped: no moodledger beside moodledger-bench")))
             return
         }
-        let outcome = try MeasuredChild.measured(cli, ["erase", "--all", "--include-healthkit", "--local-only", "--yes",
-                                                      "--ledger", directory + "/ledger"])
+        let outcome = try MeasuredChild.measured(
+            cli,
+            [
+                "erase", "--all", "--include-healthkit", "--local-only", "--yes",
+                "--ledger", directory + "/ledger"
+            ])
         guard outcome.status == 0 else { throw BenchError(text: "moodledger erase --all exited \(outcome.status)") }
         record("erase_all_s", outcome.seconds, places: 3)
         record("erase_peak_rss_mb", Double(outcome.peakResidentBytes) / 1_048_576, places: 1)
-        let after = try Ledger.open(at: directory + "/ledger", options: { var o = Ledger.Options(); o.readOnly = true; return o }())
+        let after = try Ledger.open(
+            at: directory + "/ledger",
+            options: {
+                var o = Ledger.Options(); o.readOnly = true; return o
+            }())
         results.append(("erase_all_bytes_written", .int(after.eventLog.endOffset)))
         after.close()
     }
@@ -372,9 +413,15 @@ extension Benchmark {
         let csv = directory + "/daylio.csv"
         try Self.writeDaylio(rows: rows, to: csv)
         let target = directory + "/imported"
-        guard try MeasuredChild.run(cli, ["init", "--ledger", target]).status == 0 else { throw BenchError(text: "init failed") }
-        let outcome = try MeasuredChild.measured(cli, ["import", csv, "--format", "daylio", "--utc-offset", "+00:00",
-                                                      "--ledger", target])
+        guard try MeasuredChild.run(cli, ["init", "--ledger", target]).status == 0 else {
+            throw BenchError(text: "init failed")
+        }
+        let outcome = try MeasuredChild.measured(
+            cli,
+            [
+                "import", csv, "--format", "daylio", "--utc-offset", "+00:00",
+                "--ledger", target
+            ])
         guard outcome.status == 0 else { throw BenchError(text: "moodledger import exited \(outcome.status)") }
         record("import_rows_per_s", Double(rows) / outcome.seconds, places: 0)
         record("import_peak_rss_mb", Double(outcome.peakResidentBytes) / 1_048_576, places: 1)
@@ -395,7 +442,8 @@ extension Benchmark {
             let minutes = row * 7
             let day = LocalDate(daysSinceEpoch: Int32(start + minutes / 1440))
             let time = minutes % 1440
-            let line = "\(day),\(day.components.day) \(day.components.month),\(weekdays[(start + minutes / 1440 + 3) % 7]),"
+            let line =
+                "\(day),\(day.components.day) \(day.components.month),\(weekdays[(start + minutes / 1440 + 3) % 7]),"
                 + "\(time / 60):\(time % 60 < 10 ? "0" : "")\(time % 60),\(moods[row % 5]),\(activities[row % 5]),"
                 + (row % 3 == 0 ? "a note for row \(row)" : "") + "\n"
             out.append(contentsOf: line.utf8)

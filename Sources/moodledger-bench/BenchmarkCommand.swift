@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
-import MoodLedgerSync
 import MoodLedger
+import MoodLedgerSync
 import Platform
 
 /// `moodledger-bench [--events N] [--json] [--keep]`: runs every measure and prints a table or one JSON object.
@@ -9,11 +9,13 @@ enum BenchmarkCommand {
     static let targets: [(String, String)] = [
         ("durable_append_p50_us", "≤ 1.3 × raw_fdatasync_p50_us"),
         ("batched_append_events_per_s", "≥ 1,500,000 and ≥ 50 % of raw_batched"),
-        ("cold_replay_s", "≤ 0.3 (≤ 3 at 10M)"), ("warm_open_ms", "≤ 20 (≤ 5 at 100k, ≤ 30 at 10M)"), ("analytics_ms", "≤ 5"),
+        ("cold_replay_s", "≤ 0.3 (≤ 3 at 10M)"), ("warm_open_ms", "≤ 20 (≤ 5 at 100k, ≤ 30 at 10M)"),
+        ("analytics_ms", "≤ 5"),
         ("time_travel_s", "≤ 0.1"), ("cli_list_ms", "≤ 50 and ≤ 5 × sqlite3_list_ms"), ("cli_peak_rss_mb", "≤ 100"),
-        ("bytes_per_event", "≤ 150"), ("snapshot_bytes", "≤ 2 × log bytes"), ("cold_replay_peak_rss_mb", "≤ 150 (≤ 1,500 at 10M)"),
+        ("bytes_per_event", "≤ 150"), ("snapshot_bytes", "≤ 2 × log bytes"),
+        ("cold_replay_peak_rss_mb", "≤ 150 (≤ 1,500 at 10M)"),
         ("peak_rss_mb", "≤ 300 (time travel included)"),
-        ("erase_one_s", "≤ 2"),
+        ("erase_one_s", "≤ 2")
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -26,7 +28,8 @@ enum BenchmarkCommand {
             case "--events":
                 index += 1
                 guard index < arguments.count, let n = Int(arguments[index].replacingOccurrences(of: "_", with: "")),
-                      n >= 2_000 else {
+                    n >= 2_000
+                else {
                     FileHandle.standardError.write(Data("moodledger-bench: --events needs a number ≥ 2000\n".utf8))
                     return 64
                 }
@@ -34,24 +37,33 @@ enum BenchmarkCommand {
             case "--sizes": print(Sizes.report()); return 0
             case "--server":  // the reference backend under loopback load (Specs/benchmark.md, Server)
                 var seconds = 3.0
-                if let i = arguments.firstIndex(of: "--seconds"), i + 1 < arguments.count, let s = Double(arguments[i + 1]) {
+                if let i = arguments.firstIndex(of: "--seconds"), i + 1 < arguments.count,
+                    let s = Double(arguments[i + 1])
+                {
                     seconds = s
                 }
-                if let i = arguments.firstIndex(of: "--users"), i + 1 < arguments.count, let users = Int(arguments[i + 1]), users > 0 {
+                if let i = arguments.firstIndex(of: "--users"), i + 1 < arguments.count,
+                    let users = Int(arguments[i + 1]), users > 0
+                {
                     return ManyUsersBench.run(users: users, seconds: seconds, json: arguments.contains("--json"))
                 }
                 return ServerBench.run(seconds: seconds, json: arguments.contains("--json"))
             case "--sync":  // pushing N pending entries to the reference backend (Specs/benchmark.md, Sync)
                 var entries = 10_000
-                if let i = arguments.firstIndex(of: "--entries"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 {
+                if let i = arguments.firstIndex(of: "--entries"), i + 1 < arguments.count,
+                    let n = Int(arguments[i + 1]), n > 0
+                {
                     entries = n
                 }
                 var concurrency = SyncEngine.Configuration().concurrency
-                if let i = arguments.firstIndex(of: "--concurrency"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0 {
+                if let i = arguments.firstIndex(of: "--concurrency"), i + 1 < arguments.count,
+                    let n = Int(arguments[i + 1]), n > 0
+                {
                     concurrency = n
                 }
-                return SyncBench.run(entries: entries, concurrency: concurrency, conflicts: arguments.contains("--conflicts"),
-                                     json: arguments.contains("--json"))
+                return SyncBench.run(
+                    entries: entries, concurrency: concurrency, conflicts: arguments.contains("--conflicts"),
+                    json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
             case "--measure-child":  // internal: a small process that spawns and measures a program
@@ -65,7 +77,8 @@ enum BenchmarkCommand {
             case "--generate":  // internal: the load phase, run as a child process
                 index += 1
                 guard index < arguments.count,
-                      let rate = try? Benchmark.generate(events: events, directory: arguments[index]) else { return 74 }
+                    let rate = try? Benchmark.generate(events: events, directory: arguments[index])
+                else { return 74 }
                 print(rate)
                 return 0
             case "--open":  // profiling aid: open an existing ledger 5 times (add --cold to skip snapshots,
@@ -74,7 +87,9 @@ enum BenchmarkCommand {
                 var options = Ledger.Options()
                 options.readOnly = true
                 options.useSnapshots = !arguments.contains("--cold")
-                if let t = arguments.firstIndex(of: "--travel"), t + 1 < arguments.count, let seq = UInt64(arguments[t + 1]) {
+                if let t = arguments.firstIndex(of: "--travel"), t + 1 < arguments.count,
+                    let seq = UInt64(arguments[t + 1])
+                {
                     guard let ledger = try? Ledger.open(at: arguments[index], options: options) else { return 74 }
                     for _ in 0..<5 {
                         let start = Benchmark.now()
@@ -94,10 +109,12 @@ enum BenchmarkCommand {
                 }
                 return 0
             case "--help", "-h":
-                print("usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
-                      + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
-                      + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
-                      + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging)")
+                print(
+                    "usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
+                        + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
+                        + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
+                        + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging)"
+                )
                 return 0
             default:
                 FileHandle.standardError.write(Data("moodledger-bench: unknown argument \(arguments[index])\n".utf8))
@@ -105,7 +122,9 @@ enum BenchmarkCommand {
             }
             index += 1
         }
-        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-\(ProcessInfo.processInfo.processIdentifier)"
+        let directory =
+            FileManager.default.temporaryDirectory.path
+            + "/moodledger-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
         var bench = Benchmark(events: events, directory: directory)
@@ -132,8 +151,9 @@ enum BenchmarkCommand {
         } else {
             for (key, value) in bench.results {
                 let target = targets.first { $0.0 == key }?.1 ?? ""
-                print(key.padding(toLength: 30, withPad: " ", startingAt: 0)
-                      + value.serialized().padding(toLength: 22, withPad: " ", startingAt: 0) + target)
+                print(
+                    key.padding(toLength: 30, withPad: " ", startingAt: 0)
+                        + value.serialized().padding(toLength: 22, withPad: " ", startingAt: 0) + target)
             }
         }
         return 0
@@ -168,16 +188,17 @@ enum BenchmarkCommand {
 
     static var swiftVersion: String {
         #if swift(>=6.3)
-        return "6.3+"
+            return "6.3+"
         #elseif swift(>=6.2)
-        return "6.2"
+            return "6.2"
         #else
-        return "6.x"
+            return "6.x"
         #endif
     }
 
     static var machine: String {
         let info = ProcessInfo.processInfo
-        return "\(info.activeProcessorCount) cores, \(info.physicalMemory / 1_073_741_824) GiB, \(info.operatingSystemVersionString)"
+        return
+            "\(info.activeProcessorCount) cores, \(info.physicalMemory / 1_073_741_824) GiB, \(info.operatingSystemVersionString)"
     }
 }

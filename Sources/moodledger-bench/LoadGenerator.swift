@@ -1,5 +1,5 @@
-import Foundation
 import EventLog
+import Foundation
 import MoodLedger
 import MoodLedgerServer
 import Platform
@@ -33,24 +33,31 @@ struct LoadGenerator {
         let file = directory + "/request-\(connections)-\(expect)-\(requests.count).bin"
         // Requests never hold a NUL byte: it separates them in the file.
         try Data(requests.joined(separator: [0]).map { $0 }).write(to: URL(fileURLWithPath: file))
-        let output = try BenchmarkCommand.runSelf(["--load-generator", String(port), String(connections), String(seconds),
-                                                   String(expect), file] + (tolerant ? ["tolerant"] : []))
+        let output = try BenchmarkCommand.runSelf(
+            [
+                "--load-generator", String(port), String(connections), String(seconds),
+                String(expect), file
+            ] + (tolerant ? ["tolerant"] : []))
         let fields = output.split(separator: " ").compactMap { Double($0) }
         guard fields.count == 5 else { throw BenchError(text: "the load generator said: \(output)") }
-        return Result(requests: Int(fields[0]), seconds: fields[1], p50: fields[2], p99: fields[3], unexpected: Int(fields[4]))
+        return Result(
+            requests: Int(fields[0]), seconds: fields[1], p50: fields[2], p99: fields[3], unexpected: Int(fields[4]))
     }
 
     /// The child's side: `--load-generator PORT CONNECTIONS SECONDS EXPECT REQUEST_FILE`; prints
     /// `requests seconds p50_us p99_us`, or exits 74 with a reason.
     static func main(_ arguments: [String]) -> Int32 {
-        guard arguments.count == 5 || arguments.count == 6, let port = UInt16(arguments[0]), let connections = Int(arguments[1]),
-              let seconds = Double(arguments[2]), let expect = Int(arguments[3]),
-              let request = FileManager.default.contents(atPath: arguments[4]) else {
+        guard arguments.count == 5 || arguments.count == 6, let port = UInt16(arguments[0]),
+            let connections = Int(arguments[1]),
+            let seconds = Double(arguments[2]), let expect = Int(arguments[3]),
+            let request = FileManager.default.contents(atPath: arguments[4])
+        else {
             FileHandle.standardError.write(Data("moodledger-bench --load-generator: bad arguments\n".utf8))
             return 64
         }
-        var generator = LoadGenerator(port: port, requests: Array(request).split(separator: 0).map(Array.init),
-                                      connections: connections, seconds: seconds, expect: expect)
+        var generator = LoadGenerator(
+            port: port, requests: Array(request).split(separator: 0).map(Array.init),
+            connections: connections, seconds: seconds, expect: expect)
         generator.tolerant = arguments.count == 6 && arguments[5] == "tolerant"
         do {
             let result = try generator.run()
@@ -87,7 +94,8 @@ struct LoadGenerator {
             try Socket.poll(&fds, timeoutMilliseconds: 1000)
             for index in fds.indices where !fds[index].ready.isEmpty {
                 fds[index].ready = []
-                guard let count = try chunk.withUnsafeMutableBytes({ try Socket.receive(open[index].fd, into: $0) }) else { continue }
+                guard let count = try chunk.withUnsafeMutableBytes({ try Socket.receive(open[index].fd, into: $0) })
+                else { continue }
                 guard count > 0 else { throw BenchError(text: "the server closed a connection") }
                 open[index].input.append(contentsOf: chunk[0..<count])
                 while let (status, length) = Self.response(in: open[index].input) {
@@ -108,8 +116,9 @@ struct LoadGenerator {
             }
         }
         let elapsed = Benchmark.seconds(since: started)
-        return Result(requests: latencies.count, seconds: elapsed, p50: Benchmark.median(latencies),
-                      p99: Benchmark.percentile(latencies, 0.99), unexpected: unexpected)
+        return Result(
+            requests: latencies.count, seconds: elapsed, p50: Benchmark.median(latencies),
+            p99: Benchmark.percentile(latencies, 0.99), unexpected: unexpected)
     }
 
     private func send(_ connection: inout Connection, using random: inout SplitMix64) throws {
@@ -117,7 +126,9 @@ struct LoadGenerator {
         let request = requests.count == 1 ? requests[0] : requests[Int(random.next() % UInt64(requests.count))]
         var offset = 0
         while offset < request.count {
-            let written = try request.withUnsafeBytes { try Socket.send(connection.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            let written = try request.withUnsafeBytes {
+                try Socket.send(connection.fd, UnsafeRawBufferPointer(rebasing: $0[offset...]))
+            }
             if written == 0 {
                 var fds = [Socket.Watch(fd: connection.fd, interest: .writable)]
                 try Socket.poll(&fds, timeoutMilliseconds: 1000)
@@ -146,7 +157,8 @@ struct LoadGenerator {
             var length = 0
             var line = 0
             while line < end {
-                if line + name.count < end, (0..<name.count).allSatisfy({ buffer[line + $0] | 0x20 == name[$0] | 0x20 }) {
+                if line + name.count < end, (0..<name.count).allSatisfy({ buffer[line + $0] | 0x20 == name[$0] | 0x20 })
+                {
                     var j = line + name.count
                     while buffer[j] == 32 { j += 1 }
                     while buffer[j] >= 48 && buffer[j] <= 57 {

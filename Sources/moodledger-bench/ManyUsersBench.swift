@@ -11,7 +11,9 @@ enum ManyUsersBench {
     static let connections = 16
 
     static func run(users: Int, seconds: Double, json: Bool) -> Int32 {
-        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-users-\(ProcessInfo.processInfo.processIdentifier)"
+        let directory =
+            FileManager.default.temporaryDirectory.path
+            + "/moodledger-bench-users-\(ProcessInfo.processInfo.processIdentifier)"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var bench = Benchmark(events: 0, directory: directory)
@@ -27,17 +29,20 @@ enum ManyUsersBench {
             let loopback = try LoopbackServer(data: data, quiet: false)
             let (backend, server) = (loopback.backend, loopback.server)
             defer { loopback.stop() }
-            let keys = try String(contentsOfFile: data + "/bench-keys.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+            let keys = try String(contentsOfFile: data + "/bench-keys.txt", encoding: .utf8).split(separator: "\n").map(
+                String.init)
             let now = Int64(Date().timeIntervalSince1970)
             let body = #"{"valence":0.5,"labels":["calm"]}"#
             func requests(_ count: Int, post: Bool) -> [[UInt8]] {
                 (0..<count).map { index in
                     let user = "u\(index)"
-                    let auth = "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
+                    let auth =
+                        "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
                         + JWT.sign(subject: user, now: now, ttl: 3600, secret: credentials.secret) + "\r\n"
-                    return Array((post
-                        ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-                        : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
+                    return Array(
+                        (post
+                            ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                            : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
                 }
             }
             var unexpected = 0
@@ -45,8 +50,9 @@ enum ManyUsersBench {
             for (name, post) in [("post", true), ("get", false)] {
                 var rates: [Double] = []
                 for (label, count) in [("users1", 1), ("usersN", users)] {
-                    var generator = LoadGenerator(port: server.port, requests: requests(count, post: post), connections: connections,
-                                                  seconds: seconds, expect: post ? 201 : 200)
+                    var generator = LoadGenerator(
+                        port: server.port, requests: requests(count, post: post), connections: connections,
+                        seconds: seconds, expect: post ? 201 : 200)
                     generator.tolerant = true
                     let result = try generator.runInChild(directory: directory)
                     let rate = Double(result.requests) / result.seconds
@@ -94,9 +100,13 @@ enum ManyUsersBench {
                 let ledger = try Ledger.open(at: MoodServer.userDirectory("u\(index)", in: data), options: options)
                 var plan = ImportPlan(format: .moodAPI)
                 for row in 0..<3 {
-                    plan.rows.append(ImportRow(line: row + 1, draft: MoodDraft(
-                        valence: Double(row) / 4, labels: ["calm"], loggedAt: LoggedAt(milliseconds: day + Int64(row) * 3_600_000),
-                        source: .import, sourceID: "bench-\(row)", suggestLabels: false)))
+                    plan.rows.append(
+                        ImportRow(
+                            line: row + 1,
+                            draft: MoodDraft(
+                                valence: Double(row) / 4, labels: ["calm"],
+                                loggedAt: LoggedAt(milliseconds: day + Int64(row) * 3_600_000),
+                                source: .import, sourceID: "bench-\(row)", suggestLabels: false)))
                 }
                 _ = try ledger.importPlan(plan)
                 ledger.close()

@@ -26,7 +26,8 @@ enum MeasuredChild {
         } catch {
             throw BenchError(text: "could not run \(path) (\(error))")
         }
-        return Outcome(status: exit.status, seconds: Benchmark.seconds(since: start), peakResidentBytes: exit.peakResidentBytes)
+        return Outcome(
+            status: exit.status, seconds: Benchmark.seconds(since: start), peakResidentBytes: exit.peakResidentBytes)
     }
 
     /// Runs `path` from a fresh `moodledger-bench --measure-child` (see the type's note) and reads its report.
@@ -34,7 +35,8 @@ enum MeasuredChild {
         let report = try BenchmarkCommand.runSelf(["--measure-child", path] + arguments)
         let fields = report.split(separator: " ")
         guard fields.count == 3, let status = Int32(fields[0]), let seconds = Double(fields[1]),
-              let peak = Int64(fields[2]) else { throw BenchError(text: "--measure-child said: \(report)") }
+            let peak = Int64(fields[2])
+        else { throw BenchError(text: "--measure-child said: \(report)") }
         return Outcome(status: status, seconds: seconds, peakResidentBytes: peak)
     }
 

@@ -3,8 +3,8 @@ import Foundation
 import MoodLedger
 import MoodLedgerServer
 import MoodLedgerSync
-import Synchronization
 import Platform
+import Synchronization
 
 /// `moodledger-bench --server`: the reference backend on loopback under keep-alive load from its own small load
 /// generator (`Specs/benchmark.md`, *Server*).
@@ -12,7 +12,9 @@ enum ServerBench {
     static let connections = [1, 16, 64]
 
     static func run(seconds: Double, json: Bool) -> Int32 {
-        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-server-\(ProcessInfo.processInfo.processIdentifier)"
+        let directory =
+            FileManager.default.temporaryDirectory.path
+            + "/moodledger-bench-server-\(ProcessInfo.processInfo.processIdentifier)"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var bench = Benchmark(events: 0, directory: directory)
@@ -28,29 +30,35 @@ enum ServerBench {
             try preload(MoodServer.userDirectory("bench", in: data), entries: 10_000)
             let loopback = try LoopbackServer(data: data, quiet: false)
             let (backend, server) = (loopback.backend, loopback.server)
-            let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                                 secret: credentials.secret)
+            let token = JWT.sign(
+                subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
+                secret: credentials.secret)
             let auth = "X-API-Key: \(key)\r\nAuthorization: Bearer \(token)\r\n"
-            let writerToken = JWT.sign(subject: "writer", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                                       secret: credentials.secret)
+            let writerToken = JWT.sign(
+                subject: "writer", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
+                secret: credentials.secret)
             let writer = "X-API-Key: \(writerKey)\r\nAuthorization: Bearer \(writerToken)\r\n"
             let body = #"{"valence":0.5,"labels":["calm"],"associations":["work"]}"#
-            let post = Array(("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(writer)Content-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
+            let post = Array(
+                ("POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(writer)Content-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
             let get = Array("GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n".utf8)
-            let handlerRequest = HTTPRequest(method: "GET", path: "/api/v1/mood", query: "from=2000-01-01&limit=30",
-                                             headers: [("host", "bench"), ("x-api-key", key), ("authorization", "Bearer \(token)")])
+            let handlerRequest = HTTPRequest(
+                method: "GET", path: "/api/v1/mood", query: "from=2000-01-01&limit=30",
+                headers: [("host", "bench"), ("x-api-key", key), ("authorization", "Bearer \(token)")])
             bench.record("get_list_handler_us", try handlerTime(backend, handlerRequest), places: 1)
             for count in connections {
-                let (rate, p50, p99) = try load(port: server.port, request: get, connections: count, seconds: seconds, expect: 200,
-                                                 directory: directory)
+                let (rate, p50, p99) = try load(
+                    port: server.port, request: get, connections: count, seconds: seconds, expect: 200,
+                    directory: directory)
                 bench.record("get_list_c\(count)_per_s", rate, places: 0)
                 bench.record("get_list_c\(count)_p50_us", p50, places: 0)
                 bench.record("get_list_c\(count)_p99_us", p99, places: 0)
             }
             for count in connections {
-                let (rate, p50, p99) = try load(port: server.port, request: post, connections: count, seconds: seconds, expect: 201,
-                                                 directory: directory)
+                let (rate, p50, p99) = try load(
+                    port: server.port, request: post, connections: count, seconds: seconds, expect: 201,
+                    directory: directory)
                 bench.record("post_c\(count)_per_s", rate, places: 0)
                 bench.record("post_c\(count)_p50_us", p50, places: 0)
                 bench.record("post_c\(count)_p99_us", p99, places: 0)
@@ -58,8 +66,10 @@ enum ServerBench {
             bench.record("idle_connections_rss_mb", try idle(port: server.port, count: 1000), places: 1)
             loopback.stop()
             // What the two ledgers alone take open (in a fresh process): the server's own share is the rest.
-            let ledgers = try BenchmarkCommand.runSelf(["--ledger-rss", MoodServer.userDirectory("bench", in: data),
-                                                        MoodServer.userDirectory("writer", in: data)])
+            let ledgers = try BenchmarkCommand.runSelf([
+                "--ledger-rss", MoodServer.userDirectory("bench", in: data),
+                MoodServer.userDirectory("writer", in: data)
+            ])
             guard let ledgersMB = Double(ledgers) else { throw BenchError(text: "--ledger-rss said: \(ledgers)") }
             bench.record("ledgers_rss_mb", ledgersMB, places: 1)
             bench.record("server_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576 - ledgersMB, places: 1)
@@ -78,20 +88,29 @@ enum ServerBench {
         var plan = ImportPlan(format: .moodAPI)
         let start = Int64(Date().timeIntervalSince1970 * 1000) - Int64(entries) * 60_000
         for i in 0..<entries {
-            plan.rows.append(ImportRow(line: i + 1, draft: MoodDraft(
-                valence: Double(i % 200 - 100) / 100, labels: ["calm"],
-                loggedAt: LoggedAt(milliseconds: start + Int64(i) * 60_000), source: .import, sourceID: "bench-\(i)",
-                suggestLabels: false)))
+            plan.rows.append(
+                ImportRow(
+                    line: i + 1,
+                    draft: MoodDraft(
+                        valence: Double(i % 200 - 100) / 100, labels: ["calm"],
+                        loggedAt: LoggedAt(milliseconds: start + Int64(i) * 60_000), source: .import,
+                        sourceID: "bench-\(i)",
+                        suggestLabels: false)))
         }
         _ = try ledger.importPlan(plan)
     }
 
     /// `connections` keep-alive clients each sending `request` back to back for `seconds`, from a child process.
     /// - Returns: requests per second, p50 and p99 latency in µs.
-    static func load(port: UInt16, request: [UInt8], connections: Int, seconds: Double, expect: Int, directory: String) throws
-        -> (Double, Double, Double) {
-        let result = try LoadGenerator(port: port, requests: [request], connections: connections, seconds: seconds,
-                                       expect: expect).runInChild(directory: directory)
+    static func load(
+        port: UInt16, request: [UInt8], connections: Int, seconds: Double, expect: Int, directory: String
+    ) throws
+        -> (Double, Double, Double)
+    {
+        let result = try LoadGenerator(
+            port: port, requests: [request], connections: connections, seconds: seconds,
+            expect: expect
+        ).runInChild(directory: directory)
         return (Double(result.requests) / result.seconds, result.p50, result.p99)
     }
 
@@ -128,7 +147,9 @@ enum ServerBench {
         Thread.sleep(forTimeInterval: 0.5)
         let probe = try HTTPConnection(port: port)
         try probe.send(Array("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n".utf8))
-        guard try probe.readResponse().status == 200 else { throw BenchError(text: "no answer beside \(count) idle connections") }
+        guard try probe.readResponse().status == 200 else {
+            throw BenchError(text: "no answer beside \(count) idle connections")
+        }
         let after = SystemIO.currentResidentBytes()
         probe.close()
         clients.forEach { $0.close() }

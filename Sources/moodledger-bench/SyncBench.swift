@@ -8,7 +8,9 @@ import MoodLedgerSync
 /// (`Specs/benchmark.md`, *Sync*).
 enum SyncBench {
     static func run(entries: Int, concurrency: Int, conflicts: Bool, json: Bool) -> Int32 {
-        let directory = FileManager.default.temporaryDirectory.path + "/moodledger-bench-sync-\(ProcessInfo.processInfo.processIdentifier)"
+        let directory =
+            FileManager.default.temporaryDirectory.path
+            + "/moodledger-bench-sync-\(ProcessInfo.processInfo.processIdentifier)"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var bench = Benchmark(events: 0, directory: directory)
@@ -22,11 +24,13 @@ enum SyncBench {
             let loopback = try LoopbackServer(data: data)
             let server = loopback.server
             defer { loopback.stop() }
-            let token = JWT.sign(subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
+            let token = JWT.sign(
+                subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
             let syncCredentials = SyncCredentials(apiKey: key, token: token)
             if conflicts {
-                try mergeRun(entries: entries, port: server.port, credentials: syncCredentials, concurrency: concurrency,
-                             directory: directory, into: &bench)
+                try mergeRun(
+                    entries: entries, port: server.port, credentials: syncCredentials, concurrency: concurrency,
+                    directory: directory, into: &bench)
                 bench.printSideResults(json: json)
                 return 0
             }
@@ -39,7 +43,10 @@ enum SyncBench {
             let ledger = try Ledger.open(at: device, options: options)
             defer { ledger.close() }
             _ = try ledger.execute { _, _ in
-                ([.remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(server.port)", dialect: .moodAPI))], .none, false)
+                (
+                    [.remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(server.port)", dialect: .moodAPI))], .none,
+                    false
+                )
             }
             let before = ledger.lastSeq
             var sync = SyncEngine.Configuration()
@@ -50,7 +57,8 @@ enum SyncBench {
             let report = try engine.run(once: true)
             let seconds = Double(Benchmark.now() - start) / 1e9
             guard report.delivered == entries else {
-                FileHandle.standardError.write(Data("moodledger-bench --sync: delivered \(report.delivered) of \(entries)\n".utf8))
+                FileHandle.standardError.write(
+                    Data("moodledger-bench --sync: delivered \(report.delivered) of \(entries)\n".utf8))
                 return 1
             }
             let appended = try ledger.events(after: before).filter {
@@ -75,8 +83,10 @@ enum SyncBench {
     /// `--sync --conflicts`: N entries on two devices, each device edits every entry while apart (device A the
     /// notes, device B the score, and one in ten the notes on both: true conflicts), then A, B and A sync. Seconds to
     /// converge, and events B appended per merged entry.
-    static func mergeRun(entries: Int, port: UInt16, credentials: SyncCredentials, concurrency: Int, directory: String,
-                         into bench: inout Benchmark) throws {
+    static func mergeRun(
+        entries: Int, port: UInt16, credentials: SyncCredentials, concurrency: Int, directory: String,
+        into bench: inout Benchmark
+    ) throws {
         var options = Ledger.Options()
         options.durability = .batched
         var configuration = SyncEngine.Configuration()
@@ -98,10 +108,13 @@ enum SyncBench {
         _ = try sync(a)
         _ = try sync(b)
         let ids = a.state.entries.all.map(\.id)
-        guard b.state.entries.all.count == entries else { throw SyncError(.config, "device B holds \(b.state.entries.all.count) of \(entries)") }
+        guard b.state.entries.all.count == entries else {
+            throw SyncError(.config, "device B holds \(b.state.entries.all.count) of \(entries)")
+        }
         for (index, id) in ids.enumerated() {
             _ = try a.update(id, MoodChanges(notes: .set("a \(index)")))
-            _ = try b.update(id, index % 10 == 0 ? MoodChanges(notes: .set("b \(index)")) : MoodChanges(score: index % 10 + 1))
+            _ = try b.update(
+                id, index % 10 == 0 ? MoodChanges(notes: .set("b \(index)")) : MoodChanges(score: index % 10 + 1))
         }
         let before = b.lastSeq
         let start = Benchmark.now()
@@ -120,9 +133,14 @@ enum SyncBench {
         bench.record("merge_converge_s", seconds, places: 3)
         bench.record("merge_events_per_entry", Double(appended) / Double(entries), places: 2)
         bench.record("merge_true_conflicts", Double(merged.conflicts), places: 0)
-        bench.record("merge_lost_edits", Double(ids.enumerated().filter { index, id in
-            guard let entry = a.entry(id) else { return true }
-            return index % 10 == 0 ? entry.notes != "b \(index)" : (entry.notes != "a \(index)" || entry.enteredScore != index % 10 + 1)
-        }.count), places: 0)
+        bench.record(
+            "merge_lost_edits",
+            Double(
+                ids.enumerated().filter { index, id in
+                    guard let entry = a.entry(id) else { return true }
+                    return index % 10 == 0
+                        ? entry.notes != "b \(index)"
+                        : (entry.notes != "a \(index)" || entry.enteredScore != index % 10 + 1)
+                }.count), places: 0)
     }
 }

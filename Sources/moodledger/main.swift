@@ -1,8 +1,10 @@
-import Foundation
 import EventLog
+import Foundation
 import MoodLedgerCLI
 import Platform
 
 let environment = SystemIO.environment()
-exit(CLI.run(Array(CommandLine.arguments.dropFirst()), environment: environment,
-             console: .standard(environment: environment)))
+exit(
+    CLI.run(
+        Array(CommandLine.arguments.dropFirst()), environment: environment,
+        console: .standard(environment: environment)))

@@ -50,7 +50,9 @@ struct ConcurrencyTests {
         defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
         // Wait until the child has opened the log (it prints "open N").
         var seen = ""
-        while !seen.contains("open") { seen += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self) }
+        while !seen.contains("open") {
+            seen += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+        }
         #expect { _ = try EventLog.open(directory: dir.path) } throws: { error in
             let error = error as! EventLogError
             return error.code == .locked && error.lockHolderPID == child.processIdentifier
@@ -75,7 +77,8 @@ struct ConcurrencyTests {
             output += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
             let lines = output.split(separator: "\n")
             let acked = lines.compactMap { UInt64($0) }.max() ?? acknowledged
-            #expect(lines.first?.hasPrefix("open") == true, "round \(round): child did not start: \(output.prefix(200))")
+            #expect(
+                lines.first?.hasPrefix("open") == true, "round \(round): child did not start: \(output.prefix(200))")
             acknowledged = max(acknowledged, acked)
             let (log, _) = try readPayloads(dir.path)
             #expect(log.lastSeq >= acknowledged, "round \(round): acknowledged \(acknowledged), found \(log.lastSeq)")

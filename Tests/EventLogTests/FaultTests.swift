@@ -1,8 +1,8 @@
 import EventLog
 import Foundation
+import Platform
 import TestSupport
 import Testing
-import Platform
 
 @Suite("Injected I/O faults")
 struct FaultTests {
@@ -14,7 +14,9 @@ struct FaultTests {
         return try EventLog.open(directory: dir, configuration: configuration)
     }
 
-    @Test("EIO on fdatasync: no ack, failed state, appends refused, reopen recovers", arguments: [Errno.ioError, Errno.noSpace])
+    @Test(
+        "EIO on fdatasync: no ack, failed state, appends refused, reopen recovers",
+        arguments: [Errno.ioError, Errno.noSpace])
     func fsyncFailure(errno: Errno) throws {
         let dir = TemporaryDirectory()
         let io = FaultInjectingIO()
@@ -38,17 +40,23 @@ struct FaultTests {
         reopened.close()
     }
 
-    @Test("ENOSPC part-way through a write: no ack, failed state, reopen trims the partial record",
-          arguments: [0, 1, 20, 33, 40])
+    @Test(
+        "ENOSPC part-way through a write: no ack, failed state, reopen trims the partial record",
+        arguments: [0, 1, 20, 33, 40])
     func shortWriteThenENOSPC(bytesWritten: Int) throws {
         let dir = TemporaryDirectory()
         let io = FaultInjectingIO()
         let log = try open(dir.path, io)
         try log.append(type: 1, payload: Array("kept".utf8))
-        io.plan.withLock { $0.failNextWrite = .noSpace; $0.bytesBeforeFailure = bytesWritten }
-        #expect { try log.append([PendingRecord(type: 1, payload: Array("lost one".utf8)),
-                                  PendingRecord(type: 1, payload: Array("lost two".utf8))]) }
-            throws: { ($0 as! EventLogError).errno == .noSpace }
+        io.plan.withLock {
+            $0.failNextWrite = .noSpace; $0.bytesBeforeFailure = bytesWritten
+        }
+        #expect {
+            try log.append([
+                PendingRecord(type: 1, payload: Array("lost one".utf8)),
+                PendingRecord(type: 1, payload: Array("lost two".utf8))
+            ])
+        } throws: { ($0 as! EventLogError).errno == .noSpace }
         #expect(log.lastSeq == 1)
         #expect { try log.append(type: 1, payload: [1]) } throws: { ($0 as! EventLogError).code == .failedState }
         log.close()

@@ -26,7 +26,8 @@ struct FormatTests {
                 let whole = CRC32C.extend(0xFFFF_FFFF, all)
                 let first = CRC32C.extend(0xFFFF_FFFF, UnsafeRawBufferPointer(rebasing: all[..<split]))
                 let second = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: all[split...]))
-                #expect(CRC32C.combine(first, second, secondLength: count - split) == whole, "split \(split) of \(count)")
+                #expect(
+                    CRC32C.combine(first, second, secondLength: count - split) == whole, "split \(split) of \(count)")
             }
         }
         // Lengths past any test input: a run of zeros from zero stays zero, so combining only carries the first state.
@@ -76,7 +77,9 @@ struct FormatTests {
         let log = try EventLog.open(directory: dir.path)
         #expect(throws: EventLogError.self) { try log.append(type: 0, payload: []) }
         #expect(throws: EventLogError.self) { try log.append(type: 0xFFFF, payload: []) }
-        #expect(throws: EventLogError.self) { try log.append(type: 1, payload: [UInt8](repeating: 0, count: (1 << 20) + 1)) }
+        #expect(throws: EventLogError.self) {
+            try log.append(type: 1, payload: [UInt8](repeating: 0, count: (1 << 20) + 1))
+        }
         #expect(throws: EventLogError.self) { try log.append([]) }
         #expect(log.lastSeq == 0)
         #expect(try log.append(type: 1, payload: [UInt8](repeating: 7, count: 1 << 20)) == 1)

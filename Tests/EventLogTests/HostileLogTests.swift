@@ -16,7 +16,9 @@ struct HostileLogTests {
         var batches: [[[UInt8]]] = []
         var ends: [Int64] = [log.endOffset]
         for (b, size) in sizes.enumerated() {
-            let payloads = (0..<size).map { i in (0..<(3 + (i * 5) % 17)).map { UInt8(truncatingIfNeeded: $0 + b * 31 + i) } }
+            let payloads = (0..<size).map { i in
+                (0..<(3 + (i * 5) % 17)).map { UInt8(truncatingIfNeeded: $0 + b * 31 + i) }
+            }
             try log.append(payloads.map { PendingRecord(type: 1, payload: $0) })
             batches.append(payloads)
             ends.append(log.endOffset)
@@ -64,8 +66,9 @@ struct HostileLogTests {
     /// A log file: a header with `baseSeq`, then the given records.
     func craft(_ dir: TemporaryDirectory, baseSeq: UInt64 = 0, _ records: [[UInt8]]) {
         try? FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let header = LogFormat.FileHeader(fileID: Array(repeating: 7, count: 16), baseSeq: baseSeq,
-                                          maxPayload: UInt32(LogFormat.maximumPayloadSize))
+        let header = LogFormat.FileHeader(
+            fileID: Array(repeating: 7, count: 16), baseSeq: baseSeq,
+            maxPayload: UInt32(LogFormat.maximumPayloadSize))
         Bytes.write(header.encoded() + records.joined(), to: dir.sub("events.log"))
     }
 
@@ -89,15 +92,28 @@ struct HostileLogTests {
         let cases: [(UInt64, [[UInt8]], String)] = [
             (UInt64.max, [], "base_seq"),
             (UInt64(Int64.max), [], "base_seq"),
-            (0, [LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
-                 LogFormat.encodeRecord(seq: UInt64.max, type: 1, recordedAt: t, payload: [2])], "seq"),
+            (
+                0,
+                [
+                    LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
+                    LogFormat.encodeRecord(seq: UInt64.max, type: 1, recordedAt: t, payload: [2])
+                ], "seq"
+            ),
             (0, [LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: Int64.max, payload: [1])], "recorded_at"),
             (0, [LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: Int64.min, payload: [1])], "recorded_at"),
             (0, [LogFormat.encodeRecord(seq: 1, type: 1, flags: 0x8000, recordedAt: t, payload: [1])], "flags"),
-            (0, [LogFormat.encodeRecord(seq: 1, type: LogFormat.lostRecordType, recordedAt: t, payload: [1, 2])],
-             "lost record"),
-            (2, [LogFormat.encodeRecord(seq: 3, type: LogFormat.lostRecordType, recordedAt: t,
-                                        payload: [2, 0, 0, 0, 0, 0, 0, 0])], "lost range"),
+            (
+                0, [LogFormat.encodeRecord(seq: 1, type: LogFormat.lostRecordType, recordedAt: t, payload: [1, 2])],
+                "lost record"
+            ),
+            (
+                2,
+                [
+                    LogFormat.encodeRecord(
+                        seq: 3, type: LogFormat.lostRecordType, recordedAt: t,
+                        payload: [2, 0, 0, 0, 0, 0, 0, 0])
+                ], "lost range"
+            )
         ]
         for (n, (base, records, fragment)) in cases.enumerated() {
             let dir = TemporaryDirectory()
@@ -111,8 +127,12 @@ struct HostileLogTests {
         let dir = TemporaryDirectory()
         let t: Int64 = 1_700_000_000_000_000
         let far: UInt64 = 1 << 40
-        craft(dir, [LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
-                    LogFormat.encodeRecord(seq: far, type: 1, recordedAt: t + 1, payload: [2])])
+        craft(
+            dir,
+            [
+                LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
+                LogFormat.encodeRecord(seq: far, type: 1, recordedAt: t + 1, payload: [2])
+            ])
         let report = try EventLog.repair(directory: dir.path, mode: .salvage)
         #expect(report.lostSeqs == [2...(far - 1)])
         let (log, read) = try readPayloads(dir.path)
@@ -145,11 +165,15 @@ struct HostileLogTests {
     func timeBackwards() throws {
         let dir = TemporaryDirectory()
         let t: Int64 = 1_700_000_000_000_000
-        craft(dir, [LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
-                    LogFormat.encodeRecord(seq: 2, type: 1, recordedAt: t + 10, payload: [2]),
-                    LogFormat.encodeRecord(seq: 3, type: 1, recordedAt: t + 5, payload: [3]),
-                    LogFormat.encodeRecord(seq: 4, type: 1, recordedAt: t + 6, payload: [4]),
-                    LogFormat.encodeRecord(seq: 5, type: 1, recordedAt: t + 20, payload: [5])])
+        craft(
+            dir,
+            [
+                LogFormat.encodeRecord(seq: 1, type: 1, recordedAt: t, payload: [1]),
+                LogFormat.encodeRecord(seq: 2, type: 1, recordedAt: t + 10, payload: [2]),
+                LogFormat.encodeRecord(seq: 3, type: 1, recordedAt: t + 5, payload: [3]),
+                LogFormat.encodeRecord(seq: 4, type: 1, recordedAt: t + 6, payload: [4]),
+                LogFormat.encodeRecord(seq: 5, type: 1, recordedAt: t + 20, payload: [5])
+            ])
         let report = try EventLog.repair(directory: dir.path, mode: .salvage)
         #expect(report.lostSeqs == [3...4])
         #expect(try EventLog.verify(directory: dir.path).ok)

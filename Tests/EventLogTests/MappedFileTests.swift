@@ -1,7 +1,8 @@
-@testable import EventLog
 import Foundation
 import TestSupport
 import Testing
+
+@testable import EventLog
 @testable import Platform
 
 @Suite("Mapped files")
@@ -10,13 +11,16 @@ struct MappedFileTests {
     private func write(_ count: Int, to path: String) throws {
         var bytes = [UInt8](repeating: 0xA5, count: count)
         for page in stride(from: 0, to: count - 3, by: 4_096) {
-            withUnsafeBytes(of: UInt32(page / 4_096).littleEndian) { bytes.replaceSubrange(page..<(page + 4), with: $0) }
+            withUnsafeBytes(of: UInt32(page / 4_096).littleEndian) {
+                bytes.replaceSubrange(page..<(page + 4), with: $0)
+            }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
-    @Test("A file of 32 MiB or more is mapped one page past a 2 MiB boundary (never in 2 MiB pages) and reads its own bytes",
-          arguments: [4_096, 2 << 20, MappedFile.offBoundaryFrom, MappedFile.offBoundaryFrom + (5 << 20) + 123])
+    @Test(
+        "A file of 32 MiB or more is mapped one page past a 2 MiB boundary (never in 2 MiB pages) and reads its own bytes",
+        arguments: [4_096, 2 << 20, MappedFile.offBoundaryFrom, MappedFile.offBoundaryFrom + (5 << 20) + 123])
     func placedOffHugePages(size: Int) throws {
         let directory = TemporaryDirectory("mapped")
         let path = directory.sub("file")
@@ -24,7 +28,8 @@ struct MappedFileTests {
         let mapped = try AtomicFile.map(path)
         #expect(mapped.bytes.count == size)
         for page in stride(from: 0, to: size - 3, by: 4_096) where page % (1 << 20) == 0 || page + 4_096 >= size - 3 {
-            #expect(mapped.bytes.loadUnaligned(fromByteOffset: page, as: UInt32.self) == UInt32(page / 4_096).littleEndian)
+            #expect(
+                mapped.bytes.loadUnaligned(fromByteOffset: page, as: UInt32.self) == UInt32(page / 4_096).littleEndian)
         }
         #expect(mapped.bytes[size - 1] == 0xA5 || size % 4_096 < 4)
         if size >= MappedFile.offBoundaryFrom {

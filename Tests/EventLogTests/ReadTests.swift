@@ -28,7 +28,9 @@ struct ReadTests {
             RecordLocation(seq: $0.seq, offset: $0.offset, size: $0.size, crc: 0)
         }!
         var located: RecordLocation?
-        try log.forEach(from: 2000, through: 2000) { located = $0.location; return true }
+        try log.forEach(from: 2000, through: 2000) {
+            located = $0.location; return true
+        }
         log.close()
         #expect(located?.offset == checkpoint.offset)
 
@@ -38,7 +40,9 @@ struct ReadTests {
         #expect(resumed.lastSeq == 2500)
         #expect(try resumed.records(from: 10, through: 12).map(\.payload) == Array(payloads[9..<12]))
         var after: [UInt64] = []
-        try resumed.forEach(after: located!) { after.append($0.seq); return true }
+        try resumed.forEach(after: located!) {
+            after.append($0.seq); return true
+        }
         #expect(after == Array(2001...2500))
         resumed.close()
 
@@ -84,11 +88,14 @@ struct ReadTests {
         #expect(Bytes.read(path) == torn)
         var configuration = EventLog.Configuration()
         configuration.access = .readOnly
-        #expect { _ = try EventLog.open(directory: dir.sub("missing"), configuration: configuration) }
-            throws: { ($0 as! EventLogError).code == .notFound }
+        #expect { _ = try EventLog.open(directory: dir.sub("missing"), configuration: configuration) } throws: {
+            ($0 as! EventLogError).code == .notFound
+        }
     }
 
-    @Test("open(visiting:) hands over each record its scan reads, in order; a torn batch's records come after lastSeq", arguments: [EventLog.Access.readWrite, .readOnly])
+    @Test(
+        "open(visiting:) hands over each record its scan reads, in order; a torn batch's records come after lastSeq",
+        arguments: [EventLog.Access.readWrite, .readOnly])
     func openVisiting(access: EventLog.Access) throws {
         let dir = TemporaryDirectory()
         let payloads = try makeLog(at: dir.path, count: 40)
@@ -102,7 +109,9 @@ struct ReadTests {
         var configuration = EventLog.Configuration()
         configuration.access = access
         var visited: [(seq: UInt64, payload: [UInt8])] = []
-        let log = try EventLog.open(directory: dir.path, configuration: configuration) { visited.append(($0.seq, Array($0.payload))) }
+        let log = try EventLog.open(directory: dir.path, configuration: configuration) {
+            visited.append(($0.seq, Array($0.payload)))
+        }
         #expect(log.lastSeq == 40)
         #expect(log.recoveryNotice != nil)
         #expect(visited.map(\.seq) == Array(1...42), "every record scanned, in order, the torn batch's two included")

@@ -25,7 +25,8 @@ struct RecoveryTests {
             let (log, read) = try readPayloads(dir.path)
             #expect(read == Array(payloads[0..<complete]), "cut at \(cut)")
             let atBoundary = offsets.contains(Int64(cut))
-            #expect((log.recoveryNotice == nil) == atBoundary, "cut at \(cut): \(String(describing: log.recoveryNotice))")
+            #expect(
+                (log.recoveryNotice == nil) == atBoundary, "cut at \(cut): \(String(describing: log.recoveryNotice))")
             if let notice = log.recoveryNotice {
                 #expect(notice.offset == offsets[complete] && notice.lastSeq == UInt64(complete))
                 #expect(notice.bytesRemoved == Int64(cut) - offsets[complete])
@@ -144,8 +145,9 @@ struct RecoveryTests {
     func oversizedRecord() throws {
         let dir = TemporaryDirectory()
         let log = try EventLog.open(directory: dir.path)
-        #expect { try log.append(type: 1, payload: [UInt8](repeating: 1, count: LogFormat.maximumPayloadSize + 1)) }
-            throws: { ($0 as! EventLogError).code == .invalidArgument }
+        #expect {
+            try log.append(type: 1, payload: [UInt8](repeating: 1, count: LogFormat.maximumPayloadSize + 1))
+        } throws: { ($0 as! EventLogError).code == .invalidArgument }
         #expect(log.endOffset == 48)
     }
 

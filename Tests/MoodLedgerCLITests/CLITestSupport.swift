@@ -1,8 +1,9 @@
 import Foundation
-@testable import MoodLedger
-@testable import MoodLedgerCLI
 import Synchronization
 import TestSupport
+
+@testable import MoodLedger
+@testable import MoodLedgerCLI
 
 /// Runs the CLI in-process with a fixed clock and seeded ids, capturing output.
 final class CLIHarness: @unchecked Sendable {
@@ -19,7 +20,11 @@ final class CLIHarness: @unchecked Sendable {
 
     var options: Ledger.Options {
         var options = Ledger.Options()
-        options.clock = { [self] in clock.withLock { $0 += 1_000; return $0 } }
+        options.clock = { [self] in
+            clock.withLock {
+                $0 += 1_000; return $0
+            }
+        }
         options.newID = { [self] in ids.withLock { EntryID.random(using: &$0) } }
         options.utcOffsetMinutes = 60
         options.lockWaitMilliseconds = 2000
@@ -29,8 +34,9 @@ final class CLIHarness: @unchecked Sendable {
     @discardableResult
     func run(_ words: [String], environment: [String: String] = [:], ledger: Bool = true) -> Result {
         let capture = CapturedOutput()
-        let code = CLI.run(words + (ledger ? ["--ledger", self.ledger] : []), environment: environment,
-                           console: capture.console(), options: options)
+        let code = CLI.run(
+            words + (ledger ? ["--ledger", self.ledger] : []), environment: environment,
+            console: capture.console(), options: options)
         return Result(code: code, out: capture.out, err: capture.err)
     }
 
@@ -42,8 +48,9 @@ final class CLIHarness: @unchecked Sendable {
 func golden(_ name: String, _ actual: String) throws -> (matches: Bool, expected: String) {
     let path = Repository.root + "/Tests/MoodLedgerCLITests/Golden/" + name
     if Repository.recordGolden {
-        try FileManager.default.createDirectory(atPath: Repository.root + "/Tests/MoodLedgerCLITests/Golden",
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: Repository.root + "/Tests/MoodLedgerCLITests/Golden",
+            withIntermediateDirectories: true)
         try actual.write(toFile: path, atomically: true, encoding: .utf8)
     }
     let expected = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "<missing golden file \(name)>"

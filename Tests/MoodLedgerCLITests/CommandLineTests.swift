@@ -1,15 +1,17 @@
 import Foundation
-@testable import MoodLedger
-@testable import MoodLedgerCLI
 import TestSupport
 import Testing
+
+@testable import MoodLedger
+@testable import MoodLedgerCLI
 
 @Suite("Argument parsing")
 struct ArgumentListTests {
     @Test("--flag value, --flag=value, repeats, flags, -- and negative numbers")
     func parse() throws {
-        let list = try ArgumentList(["ID", "--label", "calm", "--label=happy,sad", "--json", "--valence", "-0.5", "--", "--note"],
-                                    valueOptions: ["label", "valence"], flagOptions: ["json"])
+        let list = try ArgumentList(
+            ["ID", "--label", "calm", "--label=happy,sad", "--json", "--valence", "-0.5", "--", "--note"],
+            valueOptions: ["label", "valence"], flagOptions: ["json"])
         #expect(list.positionals == ["ID", "--note"])
         #expect(list.list("label") == ["calm", "happy", "sad"])
         #expect(list.value("valence") == "-0.5")
@@ -29,14 +31,18 @@ struct CommandLineTests {
         #expect(cli.run(["list"]).code == 66, "no ledger yet")
         #expect(cli.run(["init"]).code == 0)
         #expect(cli.run(["init"]).code == 73, "already exists")
-        let id = cli.id(["log", "--score", "8", "--association", "family", "--note", "dinner with my sister",
-                         "--time", "2026-05-28T19:30:00+01:00", "--suggest"])
+        let id = cli.id([
+            "log", "--score", "8", "--association", "family", "--note", "dinner with my sister",
+            "--time", "2026-05-28T19:30:00+01:00", "--suggest"
+        ])
         #expect(EntryID(id) != nil, "\(id)")
         let shown = try JSONParser.parse(cli.run(["show", id, "--json"]).out)
         #expect(shown["score"] == .int(8) && shown["labels"] == .array([.string("happy"), .string("confident")]))
         #expect(shown["valence_classification"] == .string("pleasant"))
-        let keys = ["id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
-                    "labels", "associations", "tags", "notes", "source", "source_id", "created_at", "updated_at"]
+        let keys = [
+            "id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
+            "labels", "associations", "tags", "notes", "source", "source_id", "created_at", "updated_at"
+        ]
         if case .object(let pairs) = shown { #expect(pairs.map(\.0) == keys) }
         #expect(cli.run(["update", id, "--valence", "-0.25", "--clear-note"]).code == 0)
         #expect(cli.run(["labels", id, "--add", "tired"]).code == 0)
@@ -54,7 +60,8 @@ struct CommandLineTests {
         #expect(lines.count == 5)
         let first = try JSONParser.parse(String(lines[0]))
         if case .object(let pairs) = first {
-            #expect(pairs.map(\.0) == ["seq", "recorded_at", "type", "entry_id", "command_id", "offset", "size", "data"])
+            #expect(
+                pairs.map(\.0) == ["seq", "recorded_at", "type", "entry_id", "command_id", "offset", "size", "data"])
         }
         #expect(first["offset"] == .int(48))
         #expect(cli.run(["delete", id]).code == 0)
@@ -63,12 +70,16 @@ struct CommandLineTests {
         #expect(cli.run(["delete", id]).code == 66)
     }
 
-    @Test("Every exit code", arguments: [
-        (["frobnicate"], 64), (["log", "--valence"], 64), (["log", "--valence", "2"], 65), (["log", "--score", "x"], 65),
-        (["log"], 65), (["show", "not-a-uuid"], 64), (["show", "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"], 66),
-        (["trends", "--from", "someday"], 65), (["log", "--valence", "0.1", "--tz", "Mars/Olympus"], 65), (["list", "--limit", "500"], 65), (["list", "--from", "2026-13-01"], 65),
-        (["repair"], 64), (["verify"], 0), (["diff", "1"], 64), (["list", "--at", "yesterday"], 64),
-    ] as [([String], Int32)])
+    @Test(
+        "Every exit code",
+        arguments: [
+            (["frobnicate"], 64), (["log", "--valence"], 64), (["log", "--valence", "2"], 65),
+            (["log", "--score", "x"], 65),
+            (["log"], 65), (["show", "not-a-uuid"], 64), (["show", "6f1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"], 66),
+            (["trends", "--from", "someday"], 65), (["log", "--valence", "0.1", "--tz", "Mars/Olympus"], 65),
+            (["list", "--limit", "500"], 65), (["list", "--from", "2026-13-01"], 65),
+            (["repair"], 64), (["verify"], 0), (["diff", "1"], 64), (["list", "--at", "yesterday"], 64)
+        ] as [([String], Int32)])
     func exitCodes(words: [String], code: Int32) throws {
         let cli = CLIHarness()
         cli.run(["init"])
@@ -107,7 +118,9 @@ struct CommandLineTests {
         #expect(report["ok"] == .bool(false) && report["problems"]?.arrayValue?.first?["seq"] == .int(1))
         // A warm open checks only the tail after its snapshot; reading the damaged record refuses with its offset.
         let events = cli.run(["events"])
-        #expect(events.code == 74 && events.err.contains("repair --salvage") && events.err.contains("offset 48"), "\(events.err)")
+        #expect(
+            events.code == 74 && events.err.contains("repair --salvage") && events.err.contains("offset 48"),
+            "\(events.err)")
         try FileManager.default.removeItem(atPath: cli.ledger + "/snapshots")
         let list = cli.run(["list"])
         #expect(list.code == 74 && list.err.contains("seq 1"), "\(list.err)")
@@ -127,7 +140,9 @@ struct CommandLineTests {
         cli.run(["init"])
         for v in ["0.1", "0.2", "0.3", "0.4"] { cli.run(["log", "--valence", v]) }
         let log = cli.ledger + "/events.log"
-        let events = try cli.run(["events", "--json"]).out.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        let events = try cli.run(["events", "--json"]).out.split(separator: "\n").map {
+            try JSONParser.parse(String($0))
+        }
         let third = events[2]["offset"]!.intValue!
         var bytes = Bytes.read(log)
         bytes[third + 40] ^= 0xFF
@@ -150,8 +165,9 @@ struct CommandLineTests {
         let capture = CapturedOutput()
         var fast = cli.options
         fast.lockWaitMilliseconds = 0
-        let code = CLI.run(["log", "--valence", "0.1", "--ledger", cli.ledger], environment: [:],
-                           console: capture.console(), options: fast)
+        let code = CLI.run(
+            ["log", "--valence", "0.1", "--ledger", cli.ledger], environment: [:],
+            console: capture.console(), options: fast)
         #expect(code == 75 && capture.err.contains("locked"))
         #expect(cli.run(["list"]).code == 0, "readers are not blocked")
     }
@@ -162,16 +178,22 @@ struct CommandLineTests {
         cli.run(["init"])
         var ids: [String] = []
         for (i, v) in ["0.5", "-0.2", "0.8", "-0.6", "0.1"].enumerated() {
-            ids.append(cli.id(["log", "--valence", v, "--label", i % 2 == 0 ? "happy" : "stressed",
-                               "--association", i % 2 == 0 ? "friends" : "work", "--time", "2026-05-2\(i + 1)T12:00:00+01:00"]))
+            ids.append(
+                cli.id([
+                    "log", "--valence", v, "--label", i % 2 == 0 ? "happy" : "stressed",
+                    "--association", i % 2 == 0 ? "friends" : "work", "--time", "2026-05-2\(i + 1)T12:00:00+01:00"
+                ]))
         }
         let day = try JSONParser.parse(cli.run(["day", "2026-05-21", "--json"]).out)
         #expect(day["entry_count"] == .int(1) && day["average_valence"] == .double(0.5))
-        let trends = try JSONParser.parse(cli.run(["trends", "--from", "2026-05-21", "--to", "2026-05-25", "--json"]).out)
+        let trends = try JSONParser.parse(
+            cli.run(["trends", "--from", "2026-05-21", "--to", "2026-05-25", "--json"]).out)
         #expect(trends["total_entries"] == .int(5) && trends["valence_statistics"]?["median"] == .double(0.1))
-        let associations = try JSONParser.parse(cli.run(["analytics", "associations", "--from", "2026-05-01", "--to", "2026-05-31", "--json"]).out)
+        let associations = try JSONParser.parse(
+            cli.run(["analytics", "associations", "--from", "2026-05-01", "--to", "2026-05-31", "--json"]).out)
         #expect(associations["top_associations"]?.arrayValue?.first?["valence_impact"] == .string("positive"))
-        #expect(associations["unique_associations"] == .int(2) && associations["period"]?["from"] == .string("2026-05-01"))
+        #expect(
+            associations["unique_associations"] == .int(2) && associations["period"]?["from"] == .string("2026-05-01"))
         #expect(trends["start_date"] == .string("2026-05-21") && trends["end_date"] == .string("2026-05-25"))
         #expect(trends["daily_data"]?.arrayValue?.first?["top_labels"]?.arrayValue?.first?["label"] == .string("happy"))
         let summary = try JSONParser.parse(cli.run(["summary", "7D", "--today", "2026-05-25", "--json"]).out)

@@ -1,8 +1,9 @@
 import Foundation
 import MoodLedger
-@testable import MoodLedgerCLI
-import Testing
 import TestSupport
+import Testing
+
+@testable import MoodLedgerCLI
 
 /// A command that exits non-zero has changed nothing: the log's bytes are the same before and after.
 @Suite("A failed command changes nothing")
@@ -11,28 +12,34 @@ struct FailedCommandTests {
     static func demo() throws -> (CLIHarness, healthKit: String, synced: String, live: String) {
         let cli = CLIHarness()
         #expect(cli.run(["demo"]).code == 0)
-        let fromHealthKit = try JSONParser.parse(cli.run(["list", "--source", "healthkit", "--limit", "1", "--json"]).out)
+        let fromHealthKit = try JSONParser.parse(
+            cli.run(["list", "--source", "healthkit", "--limit", "1", "--json"]).out)
         let healthKit = try #require(fromHealthKit["entries"]?.arrayValue?.first?["id"]?.stringValue)
         let outbox = try JSONParser.parse(cli.run(["outbox", "--all", "--destination", "backend", "--json"]).out)
         let items = try #require(outbox["items"]?.arrayValue)
-        let healthKitIDs = Set(try JSONParser.parse(cli.run(["list", "--source", "healthkit", "--all", "--json"]).out)["entries"]?
-            .arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
-        let synced = try #require(items.first {
-            $0["status"] == .string("synced") && !healthKitIDs.contains($0["entry_id"]?.stringValue ?? "")
-        }?["entry_id"]?.stringValue)
+        let healthKitIDs = Set(
+            try JSONParser.parse(cli.run(["list", "--source", "healthkit", "--all", "--json"]).out)["entries"]?
+                .arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
+        let synced = try #require(
+            items.first {
+                $0["status"] == .string("synced") && !healthKitIDs.contains($0["entry_id"]?.stringValue ?? "")
+            }?["entry_id"]?.stringValue)
         let live = cli.id(["log", "--score", "6", "--note", "private words"])
         return (cli, healthKit, synced, live)
     }
 
     static func bytes(_ cli: CLIHarness) -> [UInt8] { Bytes.read(cli.ledger + "/events.log") }
 
-    @Test("Every documented failure of every writing command: the exit code says so and the log is byte for byte the same")
+    @Test(
+        "Every documented failure of every writing command: the exit code says so and the log is byte for byte the same"
+    )
     func everyFailure() throws {
         let (cli, healthKit, synced, live) = try Self.demo()
         let bad = cli.dir.sub("bad.json")
         try #"{"entries": [{"valence": 0.2}, {"valence": 7}]}"#.write(toFile: bad, atomically: true, encoding: .utf8)
         let daylio = cli.dir.sub("bad.csv")
-        try "full_date,date,weekday,time,mood,activities,note\n2025-01-01,January 1,Wednesday,10:00,rad,,ok\nnot a date,x,y,z,rad,,\n"
+        try
+            "full_date,date,weekday,time,mood,activities,note\n2025-01-01,January 1,Wednesday,10:00,rad,,ok\nnot a date,x,y,z,rad,,\n"
             .write(toFile: daylio, atomically: true, encoding: .utf8)
         let cases: [([String], Int32)] = [
             (["log", "--score", "11"], ExitCode.invalidInput),
@@ -66,7 +73,7 @@ struct FailedCommandTests {
             (["init"], ExitCode.cannotCreate),
             (["repair"], ExitCode.usage),
             (["rebuild", "--bogus"], ExitCode.usage),
-            (["snapshot", "extra"], ExitCode.usage),
+            (["snapshot", "extra"], ExitCode.usage)
         ]
         for (words, code) in cases {
             let before = Self.bytes(cli)
@@ -87,13 +94,16 @@ struct FailedCommandTests {
         #expect(result.code == ExitCode.locked && unchanged)
     }
 
-    @Test("erase --all leaves HealthKit entries and counts them (--include-healthkit reaches them); erase --local-only of an entry with a backend copy")
+    @Test(
+        "erase --all leaves HealthKit entries and counts them (--include-healthkit reaches them); erase --local-only of an entry with a backend copy"
+    )
     func eraseAll() throws {
         let (cli, healthKit, synced, _) = try Self.demo()
         let all = try JSONParser.parse(cli.run(["erase", "--all", "--yes", "--local-only", "--json"]).out)
         let skipped = try #require(all["skipped_healthkit"]?.intValue)
         #expect(skipped > 0)
-        #expect(try JSONParser.parse(cli.run(["list", "--json", "--limit", "100"]).out)["total"] == .int(Int64(skipped)))
+        #expect(
+            try JSONParser.parse(cli.run(["list", "--json", "--limit", "100"]).out)["total"] == .int(Int64(skipped)))
         #expect(cli.run(["show", healthKit]).code == 0)
         #expect(cli.run(["history", synced]).out.contains("erased"))
         #expect(cli.run(["verify"]).code == 0)
@@ -102,7 +112,9 @@ struct FailedCommandTests {
         #expect(cli.run(["erase", "--all", "--yes"]).out.contains("nothing to erase"))
     }
 
-    @Test("Deleted and erased entries resolve by id prefix for history, erase and sync explain; current-entry commands do not reach them")
+    @Test(
+        "Deleted and erased entries resolve by id prefix for history, erase and sync explain; current-entry commands do not reach them"
+    )
     func pastPrefixes() throws {
         let cli = CLIHarness()
         cli.run(["init"])

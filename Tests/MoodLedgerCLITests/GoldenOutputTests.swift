@@ -1,8 +1,9 @@
 import Foundation
-@testable import MoodLedger
-@testable import MoodLedgerCLI
 import TestSupport
 import Testing
+
+@testable import MoodLedger
+@testable import MoodLedgerCLI
 
 @Suite("Golden human output (re-record with MOODLEDGER_RECORD_GOLDEN=1)")
 struct GoldenOutputTests {
@@ -18,9 +19,13 @@ struct GoldenOutputTests {
         }
         record(["init"])
         let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--time", "2026-05-27T09:00:00+02:00"])
-        let b = cli.id(["log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
-                        "--association", "friends", "--time", "2026-05-27T19:30:00+02:00"])
-        _ = cli.id(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--time", "2026-05-28T21:00:00+02:00"])
+        let b = cli.id([
+            "log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
+            "--association", "friends", "--time", "2026-05-27T19:30:00+02:00"
+        ])
+        _ = cli.id([
+            "log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--time", "2026-05-28T21:00:00+02:00"
+        ])
         record(["update", a, "--score", "4"])
         record(["labels", b, "--remove", "my own word"])
         record(["list"])
@@ -61,12 +66,14 @@ struct GoldenOutputTests {
     }
 }
 
-
 @Suite("The built binary", .serialized)
 struct BinaryTests {
-    func run(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let outcome = try Tool.run(arguments, environment: environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a },
-                                   directory: directory)
+    func run(
+        _ arguments: [String], directory: String, environment: [String: String] = [:]
+    ) throws -> (Int32, String, String) {
+        let outcome = try Tool.run(
+            arguments, environment: environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a },
+            directory: directory)
         return (outcome.code, outcome.out, outcome.err)
     }
 
@@ -77,11 +84,13 @@ struct BinaryTests {
         #expect(code == 0, "\(err)")
         #expect(out.contains("ok: ") && out.contains("$ moodledger --ledger ./demo.ledger history"))
         #expect(FileManager.default.fileExists(atPath: dir.sub("demo.ledger/events.log")))
-        let mode = try FileManager.default.attributesOfItem(atPath: dir.sub("demo.ledger"))[.posixPermissions] as! NSNumber
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: dir.sub("demo.ledger"))[.posixPermissions] as! NSNumber
         #expect(mode.intValue == 0o700)
         let (verify, _, _) = try run(["verify", "--ledger", "demo.ledger"], directory: dir.path)
         #expect(verify == 0)
-        let (stats, json, _) = try run(["stats", "--json"], directory: dir.path, environment: ["MOODLEDGER_LEDGER": "demo.ledger"])
+        let (stats, json, _) = try run(
+            ["stats", "--json"], directory: dir.path, environment: ["MOODLEDGER_LEDGER": "demo.ledger"])
         #expect(stats == 0 && json.contains("\"entries\""))
     }
 
@@ -123,8 +132,10 @@ struct GoldenJSONTests {
         }
         cli.run(["init"])
         let a = cli.id(["log", "--score", "3", "--note", "rough day at work", "--time", "2026-05-27T09:00:00+02:00"])
-        let b = cli.id(["log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
-                        "--association", "friends", "--tag", "tea", "--time", "2026-05-27T19:30:00+02:00"])
+        let b = cli.id([
+            "log", "--valence", "0.62", "--label", "grateful", "--label", "My Own Word",
+            "--association", "friends", "--tag", "tea", "--time", "2026-05-27T19:30:00+02:00"
+        ])
         record(["log", "--valence", "-0.1", "--kind", "daily", "--tag", "rain", "--time", "2026-05-28T21:00:00+02:00"])
         record(["update", a, "--score", "4"])
         record(["labels", b, "--remove", "my own word"])
@@ -157,7 +168,10 @@ struct GoldenJSONTests {
         let stable = transcript.replacingOccurrences(of: cli.dir.path, with: "<dir>")
             .replacing(/\.[0-9a-f]{16}\.(?=[0-9]+")/, with: ".<ledger tag>.")
         let (matches, expected) = try golden("json.txt", stable)
-        #expect(matches, "JSON shapes changed — re-record only for an intended change:\n\(stable.prefix(3000))\nexpected:\n\(expected.prefix(1000))")
+        #expect(
+            matches,
+            "JSON shapes changed — re-record only for an intended change:\n\(stable.prefix(3000))\nexpected:\n\(expected.prefix(1000))"
+        )
     }
 }
 

@@ -1,29 +1,40 @@
 import Foundation
-@testable import MoodLedger
-@testable import MoodLedgerCLI
 import TestSupport
 import Testing
+
+@testable import MoodLedger
+@testable import MoodLedgerCLI
 
 func fixture(_ name: String) -> String { Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/" + name }
 
 @Suite("Imports, exports and the HealthKit port")
 struct ImportExportTests {
-    static let kijeMoods = "Good=5,Good [-]=5,Medium=4,Medium [-]=4,Not so good=3,Not so good [-]=3,Bad=2,Bad [-]=2,Awful=1,Awful [-]=1"
+    static let kijeMoods =
+        "Good=5,Good [-]=5,Medium=4,Medium [-]=4,Not so good=3,Not so good [-]=3,Bad=2,Bad [-]=2,Awful=1,Awful [-]=1"
 
     func entries(_ cli: CLIHarness) throws -> [JSONValue] {
         try JSONParser.parse(cli.run(["export", "--format", "json"]).out)["entries"]!.arrayValue!
     }
 
-    @Test("The real Daylio exports: every row imported, values checked; re-import appends nothing",
-          arguments: [("kije-daylio-analyze.csv", 1158), ("staticf0x-daylio-parser.csv", 32), ("michaelcurrin-daylio-csv-parser.csv", 3)])
+    @Test(
+        "The real Daylio exports: every row imported, values checked; re-import appends nothing",
+        arguments: [
+            ("kije-daylio-analyze.csv", 1158), ("staticf0x-daylio-parser.csv", 32),
+            ("michaelcurrin-daylio-csv-parser.csv", 3)
+        ])
     func realDaylio(file: String, rows: Int) throws {
         let cli = CLIHarness()
         cli.run(["init"])
-        let args = ["import", fixture("daylio/" + file), "--format", "daylio", "--utc-offset", "+02:00", "--mood-map", Self.kijeMoods, "--json"]
+        let args = [
+            "import", fixture("daylio/" + file), "--format", "daylio", "--utc-offset", "+02:00", "--mood-map",
+            Self.kijeMoods, "--json"
+        ]
         let first = cli.run(args)
         #expect(first.code == 0, "\(first.err)")
         let report = try JSONParser.parse(first.out)
-        #expect(report["rows"] == .int(Int64(rows + (file.hasPrefix("kije") ? 1 : 0))) || report["rows"] == .int(Int64(rows)))
+        #expect(
+            report["rows"] == .int(Int64(rows + (file.hasPrefix("kije") ? 1 : 0)))
+                || report["rows"] == .int(Int64(rows)))
         let imported = try entries(cli)
         #expect(imported.count == report["rows"]!.intValue!, "every row becomes an entry")
         let seq = try JSONParser.parse(cli.run(["stats", "--json"]).out)["last_seq"]
@@ -44,7 +55,9 @@ struct ImportExportTests {
             // "sad " with a trailing space is level 2; activities keep no stray spaces.
             let row = imported.first { $0["logged_at"] == .string("2021-09-28T22:00:00+02:00") }!
             #expect(row["valence"] == .double(-0.5))
-            #expect(row["tags"]?.arrayValue?.first == .string("clean") && row["tags"]?.arrayValue?.contains(.string("stomachache")) == true)
+            #expect(
+                row["tags"]?.arrayValue?.first == .string("clean")
+                    && row["tags"]?.arrayValue?.contains(.string("stomachache")) == true)
         default:
             let row = imported.first { $0["logged_at"] == .string("2023-09-13T15:26:00+02:00") }!
             #expect(row["valence"] == .double(0.5) && row["tags"] == .array([.string("working (private)")]))
@@ -55,8 +68,11 @@ struct ImportExportTests {
     func dryRun() throws {
         let cli = CLIHarness()
         cli.run(["init"])
-        let dry = try JSONParser.parse(cli.run(["import", fixture("daylio/staticf0x-daylio-parser.csv"), "--format", "daylio",
-                                                "--dry-run", "--json"]).out)
+        let dry = try JSONParser.parse(
+            cli.run([
+                "import", fixture("daylio/staticf0x-daylio-parser.csv"), "--format", "daylio",
+                "--dry-run", "--json"
+            ]).out)
         #expect(dry["dry_run"] == .bool(true) && dry["created"] == .int(32) && dry["appended_events"] == .int(0))
         #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(0))
     }
@@ -73,25 +89,54 @@ struct ImportExportTests {
         #expect(all.count == 6)
         let nye = all.first { $0["logged_at"] == .string("2019-12-31T23:58:00-05:00") }!
         #expect(nye["notes"] == .string("Happy new year\nsee you in 2020 🎉"))
-        #expect(nye["associations"] == .array([.string("friends"), .string("fitness")]) && nye["tags"] == .array([.string("party")]))
+        #expect(
+            nye["associations"] == .array([.string("friends"), .string("fitness")])
+                && nye["tags"] == .array([.string("party")]))
         let quoted = all.first { $0["logged_at"] == .string("2019-12-30T08:05:00-05:00") }!
         #expect(quoted["notes"] == .string("He said \"no\" & left") && quoted["valence"] == .double(-1.0))
         #expect(all.contains { $0["logged_at"] == .string("2019-01-01T00:00:00-05:00") }, "12:00 am is midnight")
         let hebrew = all.first { $0["notes"] == .string("שלום עולם") }!
         #expect(hebrew["associations"] == .array([.string("family"), .string("friends")]))
-        #expect(all.filter { $0["logged_at"] == .string("2022-03-01T07:00:00-05:00") }.count == 2, "two rows, one minute")
+        #expect(
+            all.filter { $0["logged_at"] == .string("2022-03-01T07:00:00-05:00") }.count == 2, "two rows, one minute")
         let leap = all.first { $0["logged_at"] == .string("2024-02-29T21:15:00-05:00") }!
         #expect(leap["notes"] == .string("Leap day\nLong day.\nTired but ok"))
     }
 
-    @Test("Malformed files exit 65, name the line and field, and append nothing", arguments: [
-        ("bad-fields.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,work,\n", "line 2"),
-        ("unterminated.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,\"work,,\n", "line 2"),
-        ("impossible-date.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-02-30,30 Feb,Fri,10:00,rad,,,\n", "full_date"),
-        ("bad-time.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,25:00,rad,,,\n", "time"),
-        ("unmapped.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,Fabulous,,,\n2024-01-02,2 Jan,Tue,10:00,Grim,,,\n", "\"Fabulous\", \"Grim\""),
-        ("long-note.csv", "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,,," + String(repeating: "x", count: 501) + "\n", "--truncate-notes"),
-    ])
+    @Test(
+        "Malformed files exit 65, name the line and field, and append nothing",
+        arguments: [
+            (
+                "bad-fields.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,work,\n",
+                "line 2"
+            ),
+            (
+                "unterminated.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,\"work,,\n",
+                "line 2"
+            ),
+            (
+                "impossible-date.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-02-30,30 Feb,Fri,10:00,rad,,,\n",
+                "full_date"
+            ),
+            (
+                "bad-time.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,25:00,rad,,,\n",
+                "time"
+            ),
+            (
+                "unmapped.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,Fabulous,,,\n2024-01-02,2 Jan,Tue,10:00,Grim,,,\n",
+                "\"Fabulous\", \"Grim\""
+            ),
+            (
+                "long-note.csv",
+                "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00,rad,,,"
+                    + String(repeating: "x", count: 501) + "\n", "--truncate-notes"
+            )
+        ])
     func malformedDaylio(name: String, content: String, mention: String) throws {
         let cli = CLIHarness()
         cli.run(["init"])
@@ -116,11 +161,15 @@ struct ImportExportTests {
         let plain = CLIHarness()
         plain.run(["init"])
         #expect(plain.run(["import", fixture("json/progress.json"), "--format", "progress"]).code == 0)
-        for entry in try entries(plain) { #expect(entry["labels"] == .array([]) && entry["associations"] == .array([])) }
+        for entry in try entries(plain) {
+            #expect(entry["labels"] == .array([]) && entry["associations"] == .array([]))
+        }
         for format in ["progress", "legacy-mood", "mood-api", "healthkit"] {
             let result = cli.run(["import", fixture("json/\(format).json"), "--format", format, "--suggest"])
             #expect(result.code == 0, "\(format): \(result.err)")
-            #expect(cli.run(["import", fixture("json/\(format).json"), "--format", format, "--json"]).out.contains("\"created\": 0"))
+            #expect(
+                cli.run(["import", fixture("json/\(format).json"), "--format", format, "--json"]).out.contains(
+                    "\"created\": 0"))
         }
         let all = try entries(cli)
         #expect(all.count == 8)
@@ -132,23 +181,37 @@ struct ImportExportTests {
         let dinner = all.first { $0["notes"] == .string("Family dinner") }!
         #expect(dinner["labels"] == .array([.string("happy"), .string("excited")]) && dinner["score"] == .int(7))
         let hk = all.first { $0["id"] == .string("5a3f0c2e-1b7d-4c8e-9f00-aa11bb22cc33") }!
-        #expect(hk["source"] == .string("healthkit") && hk["source_id"] == .string("HK-MOOD-5a3f0c2e-1b7d-4c8e-9f00-aa11bb22cc33"))
-        #expect(hk["labels"] == .array([.string("happy"), .string("grateful")]) && hk["associations"] == .array([.string("partner")]))
+        #expect(
+            hk["source"] == .string("healthkit")
+                && hk["source_id"] == .string("HK-MOOD-5a3f0c2e-1b7d-4c8e-9f00-aa11bb22cc33"))
+        #expect(
+            hk["labels"] == .array([.string("happy"), .string("grateful")])
+                && hk["associations"] == .array([.string("partner")]))
         #expect(hk["valence_classification"] == .string("very_pleasant"), "recomputed, not the file's 1")
         let api = all.first { $0["id"] == .string("0b5d6c1e-9a47-4f0e-8f6e-2f7a3c1d9e10") }!
-        #expect(api["kind"] == .string("daily_mood") && api["labels"] == .array([.string("stressed"), .string("my own word")]))
+        #expect(
+            api["kind"] == .string("daily_mood")
+                && api["labels"] == .array([.string("stressed"), .string("my own word")]))
     }
 
-    @Test("Malformed JSON and wrong types exit 65 and append nothing", arguments: [
-        ("{\"data\": [", "progress", "bad JSON"),
-        ("[{\"type\": \"mood_score\", \"quantity\": \"eight\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "progress", "quantity"),
-        ("[{\"mood_score\": 7, \"emotions\": \"happy\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "legacy-mood", "emotions"),
-        ("[{\"mood_score\": 11, \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "legacy-mood", "mood_score"),
-        ("{\"entries\": [{\"valence\": 3, \"logged_at\": \"2024-01-01T10:00:00Z\"}]}", "mood-api", "valence"),
-        ("{\"entries\": [{\"valence\": 0.1, \"logged_at\": \"2024-02-30T10:00:00Z\"}]}", "mood-api", "logged_at"),
-        ("{\"samples\": [{\"uuid\": \"nope\", \"valence\": 0.1}]}", "healthkit", "uuid"),
-        ("42", "mood-api", "expected an object"),
-    ])
+    @Test(
+        "Malformed JSON and wrong types exit 65 and append nothing",
+        arguments: [
+            ("{\"data\": [", "progress", "bad JSON"),
+            (
+                "[{\"type\": \"mood_score\", \"quantity\": \"eight\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]",
+                "progress", "quantity"
+            ),
+            (
+                "[{\"mood_score\": 7, \"emotions\": \"happy\", \"logged_at\": \"2024-01-01T10:00:00Z\"}]",
+                "legacy-mood", "emotions"
+            ),
+            ("[{\"mood_score\": 11, \"logged_at\": \"2024-01-01T10:00:00Z\"}]", "legacy-mood", "mood_score"),
+            ("{\"entries\": [{\"valence\": 3, \"logged_at\": \"2024-01-01T10:00:00Z\"}]}", "mood-api", "valence"),
+            ("{\"entries\": [{\"valence\": 0.1, \"logged_at\": \"2024-02-30T10:00:00Z\"}]}", "mood-api", "logged_at"),
+            ("{\"samples\": [{\"uuid\": \"nope\", \"valence\": 0.1}]}", "healthkit", "uuid"),
+            ("42", "mood-api", "expected an object")
+        ])
     func malformedJSON(content: String, format: String, mention: String) throws {
         let cli = CLIHarness()
         cli.run(["init"])
@@ -160,12 +223,16 @@ struct ImportExportTests {
         #expect(try JSONParser.parse(cli.run(["stats", "--json"]).out)["events"] == .int(1))
     }
 
-    @Test("export json → import mood-api and export healthkit → import healthkit give the same entries; csv is RFC 4180")
+    @Test(
+        "export json → import mood-api and export healthkit → import healthkit give the same entries; csv is RFC 4180")
     func roundTrips() throws {
         let source = CLIHarness()
         source.run(["init"])
         source.run(["import", fixture("daylio/staticf0x-daylio-parser.csv"), "--format", "daylio"])
-        source.run(["log", "--score", "9", "--label", "my own word", "--note", "comma, \"quote\"\nnewline", "--association", "family"])
+        source.run([
+            "log", "--score", "9", "--label", "my own word", "--note", "comma, \"quote\"\nnewline", "--association",
+            "family"
+        ])
         let json = source.run(["export", "--format", "json"]).out
         let hk = source.run(["export", "--format", "healthkit"]).out
         #expect(try JSONParser.parse(hk)["skipped_custom_words"] == .int(1))
@@ -208,7 +275,8 @@ struct ImportExportTests {
         let a = cli.id(["log", "--valence", "0.5", "--label", "calm", "--label", "custom word"])
         _ = cli.id(["log", "--valence", "-0.5", "--source", "healthkit", "--source-id", "HK-MOOD-x"])
         var push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
-        #expect(push["saved"] == .int(1) && push["skipped_custom_words"] == .int(1), "the HealthKit entry is not sent back")
+        #expect(
+            push["saved"] == .int(1) && push["skipped_custom_words"] == .int(1), "the HealthKit entry is not sent back")
         cli.run(["update", a, "--valence", "0.7"])
         push = try JSONParser.parse(cli.run(["healthkit", "push", "--store", store, "--json"]).out)
         #expect(push["replaced"] == .int(1))
@@ -225,31 +293,50 @@ struct ImportExportTests {
         #expect(outbox["items"]?.arrayValue?.first?["last_error"] == .string("authorization denied"))
         #expect(cli.run(["show", a, "--json"]).out.contains("0.9"), "the local save succeeded")
         try samples.setAuthorized(true)
-        try samples.save(StateOfMindSample(uuid: EntryID("11111111-2222-4333-8444-555555555555")!,
-                                           date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0),
-                                           kind: .momentaryEmotion, valence: 0.2, labels: [.named("proud")], associations: []))
+        try samples.save(
+            StateOfMindSample(
+                uuid: EntryID("11111111-2222-4333-8444-555555555555")!,
+                date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0),
+                kind: .momentaryEmotion, valence: 0.2, labels: [.named("proud")], associations: []))
         let pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
         #expect(pull["pulled"] == .int(1), "only the sample the ledger did not write")
-        #expect(try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
+        #expect(
+            try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
     }
 
-    @Test("A HealthKit store file is input like any other: a bad sample refuses pull and push with exit 65, nothing appended")
+    @Test(
+        "A HealthKit store file is input like any other: a bad sample refuses pull and push with exit 65, nothing appended"
+    )
     func hostileHealthStore() throws {
         let cli = CLIHarness()
         cli.run(["init"])
         _ = cli.id(["log", "--valence", "0.5", "--label", "calm"])
         let store = cli.dir.sub("health.json")
-        let good = "{\"uuid\": \"11111111-2222-4333-8444-555555555555\", \"start_date\": \"2026-01-02T10:00:00Z\", "
+        let good =
+            "{\"uuid\": \"11111111-2222-4333-8444-555555555555\", \"start_date\": \"2026-01-02T10:00:00Z\", "
             + "\"kind\": 1, \"valence\": 0.2}"
         let bad: [(String, String)] = [
-            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 1e7}", "valence"),
-            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"yesterday-ish\", \"kind\": 1, \"valence\": 0.1}", "start_date"),
-            ("{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 7, \"valence\": 0.1}", "kind"),
-            ("{\"uuid\": \"not-a-uuid\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 0.1}", "uuid"),
+            (
+                "{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 1e7}",
+                "valence"
+            ),
+            (
+                "{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"yesterday-ish\", \"kind\": 1, \"valence\": 0.1}",
+                "start_date"
+            ),
+            (
+                "{\"uuid\": \"11111111-2222-4333-8444-555555555556\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 7, \"valence\": 0.1}",
+                "kind"
+            ),
+            (
+                "{\"uuid\": \"not-a-uuid\", \"start_date\": \"2026-01-02T10:00:00Z\", \"kind\": 1, \"valence\": 0.1}",
+                "uuid"
+            )
         ]
         let before = cli.run(["stats", "--json"]).out
         for (sample, field) in bad {
-            try Data("{\"authorized\": true, \"samples\": [\(good), \(sample)]}".utf8).write(to: URL(fileURLWithPath: store))
+            try Data("{\"authorized\": true, \"samples\": [\(good), \(sample)]}".utf8).write(
+                to: URL(fileURLWithPath: store))
             for direction in ["pull", "push"] {
                 let result = cli.run(["healthkit", direction, "--store", store])
                 #expect(result.code == 65, "\(direction) \(field): \(result.err)")

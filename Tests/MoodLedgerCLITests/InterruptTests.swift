@@ -17,12 +17,15 @@ struct InterruptTests {
         for row in 0..<rows {
             let minute = row * 7
             let day = formatter.string(from: start.addingTimeInterval(Double(minute / 1440) * 86_400))
-            text += "\(day),x,y,\((minute % 1440) / 60):\(String(format: "%02d", minute % 60)),\(moods[row % 5]),walk,row \(row)\n"
+            text +=
+                "\(day),x,y,\((minute % 1440) / 60):\(String(format: "%02d", minute % 60)),\(moods[row % 5]),walk,row \(row)\n"
         }
         try text.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
-    @Test("Ctrl-C and SIGTERM during a streaming import: nothing kept, said so, 130 / 143, lock released", arguments: [SIGINT, SIGTERM])
+    @Test(
+        "Ctrl-C and SIGTERM during a streaming import: nothing kept, said so, 130 / 143, lock released",
+        arguments: [SIGINT, SIGTERM])
     func interruptedImport(signal: Int32) throws {
         let dir = TemporaryDirectory("interrupt")
         let ledger = dir.sub("mood.ledger")
@@ -48,7 +51,8 @@ struct InterruptTests {
         #expect(message.contains("interrupted: nothing of this import was kept"), "\(message)")
         let unchanged = Bytes.read(ledger + "/events.log") == before
         #expect(unchanged, "the log changed")
-        #expect(try Tool.run(["log", "--score", "7", "--wait", "0", "--ledger", ledger]).code == 0, "the lock was released")
+        #expect(
+            try Tool.run(["log", "--score", "7", "--wait", "0", "--ledger", ledger]).code == 0, "the lock was released")
         #expect(try Tool.run(["verify", "--ledger", ledger]).code == 0)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import MoodLedger
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// `Ledger.changes()`: what another process appends is seen by an app that has the ledger open.
 @Suite("Observing changes across processes")
@@ -32,7 +32,9 @@ struct ObservationTests {
         /// Waits without holding a thread: the tasks that observe share the cooperative pool (two threads here).
         func wait(for count: Int, seconds: Double = 20) async throws -> [LedgerChange] {
             let deadline = Date().addingTimeInterval(seconds)
-            while box.changes.withLock({ $0.count }) < count, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            while box.changes.withLock({ $0.count }) < count, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             if let failure = box.failure.withLock({ $0 }) { Issue.record("the changes ended with \(failure)") }
             return box.changes.withLock { $0 }
         }
@@ -40,13 +42,17 @@ struct ObservationTests {
         deinit { task.cancel() }
     }
 
-    @Test("A read-only ledger sees a log, an edit and an erasure made by the moodledger binary, each once, with the entries it touched")
+    @Test(
+        "A read-only ledger sees a log, an edit and an erasure made by the moodledger binary, each once, with the entries it touched"
+    )
     func anotherProcess() async throws {
         let dir = TemporaryDirectory("observe")
         let path = dir.sub("app.ledger")
         #expect(try Tool.run(["init", "--ledger", path]).code == 0)
-        let first = try #require(EntryID(try Tool.run(["log", "--score", "6", "--ledger", path]).out
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let first = try #require(
+            EntryID(
+                try Tool.run(["log", "--score", "6", "--ledger", path]).out
+                    .trimmingCharacters(in: .whitespacesAndNewlines)))
         var options = Ledger.Options()
         options.readOnly = true
         let ledger = try Ledger.open(at: path, options: options)
@@ -54,7 +60,9 @@ struct ObservationTests {
         let before = ledger.lastSeq
         let observer = Observer(ledger)
 
-        let logged = try Tool.run(["log", "--score", "8", "--label", "calm", "--note", "seen elsewhere", "--ledger", path])
+        let logged = try Tool.run([
+            "log", "--score", "8", "--label", "calm", "--note", "seen elsewhere", "--ledger", path
+        ])
         #expect(logged.code == 0, "\(logged.err)")
         let id = try #require(EntryID(logged.out.trimmingCharacters(in: .whitespacesAndNewlines)))
         let change = try #require(try await observer.wait(for: 1).first)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The README's tour runs as pasted: every block fenced `sh`, in order, in one shell, in an empty directory, against
 /// the built `moodledger`. Blocks fenced `shell` build the package itself (what made the binary under test) and
@@ -41,8 +41,9 @@ struct ReadmeTests {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MOODLEDGER_") }
         environment["PATH"] = binaries + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["HOME"] = dir.path
-        let outcome = try Tool.run(["timeout", "300", "bash", dir.sub("tour.sh")], executable: "/usr/bin/env",
-                                   environment: environment, directory: dir.path)
+        let outcome = try Tool.run(
+            ["timeout", "300", "bash", dir.sub("tour.sh")], executable: "/usr/bin/env",
+            environment: environment, directory: dir.path)
         #expect(outcome.code == 0, "stderr:\n\(outcome.err)\nstdout:\n\(outcome.out.suffix(3000))")
         // What the tour promises to leave behind is there.
         #expect(FileManager.default.fileExists(atPath: dir.sub("mood-tour/mood.html")))

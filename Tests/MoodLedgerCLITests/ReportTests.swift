@@ -1,8 +1,9 @@
 import Foundation
+import TestSupport
+import Testing
+
 @testable import MoodLedger
 @testable import MoodLedgerCLI
-import Testing
-import TestSupport
 
 @Suite("Pictures: report, year, insights")
 struct ReportTests {
@@ -18,7 +19,7 @@ struct ReportTests {
             ("2026-03-06T22:00", "0.6", ["--label", "happy", "--association", "fitness", "--tag", "walk"]),
             ("2026-03-07T11:00", "-0.4", ["--label", "stressed", "--association", "work"]),
             ("2026-03-08T15:00", "0.2", ["--label", "calm", "--association", "family"]),
-            ("2026-03-09T03:00", "-0.6", ["--label", "drained", "--association", "work", "--note", "private words"]),
+            ("2026-03-09T03:00", "-0.6", ["--label", "drained", "--association", "work", "--note", "private words"])
         ]
         for (time, valence, words) in days {
             cli.run(["log", "--time", time, "--valence", valence] + words)
@@ -33,7 +34,9 @@ struct ReportTests {
         return try String(contentsOfFile: out, encoding: .utf8)
     }
 
-    @Test("The report is one self-contained file: golden, no network reference, a text alternative per chart, notes only on request")
+    @Test(
+        "The report is one self-contained file: golden, no network reference, a text alternative per chart, notes only on request"
+    )
     func selfContained() throws {
         let cli = Self.ledger()
         let html = try Self.html(cli)
@@ -45,24 +48,30 @@ struct ReportTests {
         #expect(!html.contains("http:") && !html.contains("https:"))
         let charts = html.components(separatedBy: "<svg").count - 1
         #expect(charts >= 6)
-        #expect(html.components(separatedBy: "<title id=").count - 1 == charts && html.components(separatedBy: "<desc id=").count - 1 == charts)
+        #expect(
+            html.components(separatedBy: "<title id=").count - 1 == charts
+                && html.components(separatedBy: "<desc id=").count - 1 == charts)
         #expect(html.contains("<table"))
         #expect(!html.contains("private words"))
         #expect(try Self.html(cli, ["--include-notes"]).contains("private words"))
     }
 
-    @Test("Headless Chromium renders it: the high day's cell shows the high colour, an empty day the background, the legend is there, no console error",
-          .enabled(if: Browser.shouldRun, Browser.skipReason))
+    @Test(
+        "Headless Chromium renders it: the high day's cell shows the high colour, an empty day the background, the legend is there, no console error",
+        .enabled(if: Browser.shouldRun, Browser.skipReason))
     func chromium() throws {
         let cli = Self.ledger()
         _ = try Self.html(cli)
         let png = cli.dir.sub("report.png")
         let stderr = try Self.screenshot(cli.dir.sub("report.html"), to: png)
-        #expect(!stderr.contains("CONSOLE") && !stderr.contains("Uncaught") && !stderr.contains("Failed to load resource"), "\(stderr)")
+        #expect(
+            !stderr.contains("CONSOLE") && !stderr.contains("Uncaught") && !stderr.contains("Failed to load resource"),
+            "\(stderr)")
         let high = ReportHTML.cellCentre(LocalDate("2026-03-02")!, yearIndex: 0)
         let low = ReportHTML.cellCentre(LocalDate("2026-03-04")!, yearIndex: 0)
         let empty = ReportHTML.cellCentre(LocalDate("2026-03-11")!, yearIndex: 0)
-        let legendY = ReportHTML.headerHeight + ReportHTML.yearTitleHeight + ReportHTML.gridTop + 7 * ReportHTML.cellStep + 12 + 5
+        let legendY =
+            ReportHTML.headerHeight + ReportHTML.yearTitleHeight + ReportHTML.gridTop + 7 * ReportHTML.cellStep + 12 + 5
         let legend = (0..<9).map { (ReportHTML.pageMargin + ReportHTML.gridLeft + $0 * 40 + 19, legendY) }
         let pixels = try Self.pixels(png, [high, low, empty] + legend)
         #expect(pixels[0] == Self.rgb(MoodColors.hex[MoodColors.bin(Valence.quantized(0.9))]), "high day at \(high)")
@@ -71,15 +80,18 @@ struct ReportTests {
         for bin in 0..<9 { #expect(pixels[3 + bin] == Self.rgb(MoodColors.hex[bin]), "legend swatch \(bin)") }
     }
 
-    @Test("The demo ledger's report: year in pixels, trend, factor effects, weekday bars (the README's screenshot)",
-          .enabled(if: Browser.shouldRun, Browser.skipReason))
+    @Test(
+        "The demo ledger's report: year in pixels, trend, factor effects, weekday bars (the README's screenshot)",
+        .enabled(if: Browser.shouldRun, Browser.skipReason))
     func demo() throws {
         let cli = CLIHarness()
         #expect(cli.run(["demo"]).code == 0)
         let out = cli.dir.sub("demo.html")
         #expect(cli.run(["report", "--out", out, "--from", "2025-01-01", "--to", "2025-12-31"]).code == 0)
         let html = try String(contentsOfFile: out, encoding: .utf8)
-        for section in ["2025 in pixels", "Daily averages", "Factor effects", "By weekday"] { #expect(html.contains(section)) }
+        for section in ["2025 in pixels", "Daily averages", "Factor effects", "By weekday"] {
+            #expect(html.contains(section))
+        }
         let png = cli.dir.sub("demo.png")
         _ = try Self.screenshot(out, to: png, height: 1400)
         // Some day of the year is coloured (not background) in the picture.
@@ -87,7 +99,8 @@ struct ReportTests {
         let colours = try Self.pixels(png, cells)
         #expect(colours.filter { $0 != Self.rgb(MoodColors.background) }.count >= 10)
         if Repository.recordGolden {
-            try FileManager.default.createDirectory(atPath: Repository.root + "/Specs/images", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: Repository.root + "/Specs/images", withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: Repository.root + "/Specs/images/report.png")
             try FileManager.default.copyItem(atPath: png, toPath: Repository.root + "/Specs/images/report.png")
         }
@@ -104,7 +117,8 @@ struct ReportTests {
         options.readOnly = true
         let ledger = try Ledger.open(at: cli.ledger, options: options)
         defer { ledger.close() }
-        #expect(try golden("year-2026-color.txt", YearView.render(ledger.state, year: 2026, color: true) + "\n").matches)
+        #expect(
+            try golden("year-2026-color.txt", YearView.render(ledger.state, year: 2026, color: true) + "\n").matches)
     }
 
     // MARK: - Helpers
@@ -113,8 +127,10 @@ struct ReportTests {
     static func screenshot(_ html: String, to png: String, height: Int = 900) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Browser.path())
-        process.arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
-                             "--enable-logging=stderr", "--v=0", "--window-size=1000,\(height)", "--screenshot=\(png)", "file://" + html]
+        process.arguments = [
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
+            "--enable-logging=stderr", "--v=0", "--window-size=1000,\(height)", "--screenshot=\(png)", "file://" + html
+        ]
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
@@ -122,13 +138,16 @@ struct ReportTests {
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(text)")
-        return text.split(separator: "\n").filter { !$0.contains("dbus") && !$0.contains("bus.cc") }.joined(separator: "\n")
+        return text.split(separator: "\n").filter { !$0.contains("dbus") && !$0.contains("bus.cc") }.joined(
+            separator: "\n")
     }
 
     static func pixels(_ png: String, _ points: [(Int, Int)]) throws -> [[Int]] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/png_pixels.py", png] + points.map { "\($0.0),\($0.1)" }
+        process.arguments =
+            ["python3", Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/png_pixels.py", png]
+            + points.map { "\($0.0),\($0.1)" }
         let out = Pipe()
         process.standardOutput = out
         try process.run()
@@ -155,8 +174,9 @@ enum Browser {
 
     static var shouldRun: Bool { required || installed != nil }
 
-    static let skipReason: Comment = Comment(rawValue: "Chromium is not installed (apt-get install chromium python3 to run "
-        + "this; MOODLEDGER_REQUIRE_BROWSER=1 makes its absence a failure, as in CI)")
+    static let skipReason: Comment = Comment(
+        rawValue: "Chromium is not installed (apt-get install chromium python3 to run "
+            + "this; MOODLEDGER_REQUIRE_BROWSER=1 makes its absence a failure, as in CI)")
 
     static func path() throws -> String {
         guard let path = installed else {

@@ -1,14 +1,17 @@
 import Foundation
-@testable import MoodLedger
-@testable import MoodLedgerCLI
 import TestSupport
 import Testing
+
+@testable import MoodLedger
+@testable import MoodLedgerCLI
 
 /// The tool never prints an answer read from a damaged snapshot piece (`Specs/cli.md`, exit codes; `Specs/ledger.md`,
 /// *Checking where read*).
 @Suite("CLI: damaged snapshot pieces")
 struct SnapshotDamageCLITests {
-    @Test("A reading command that meets a damaged piece answers again with the snapshots checked whole: same output, a notice")
+    @Test(
+        "A reading command that meets a damaged piece answers again with the snapshots checked whole: same output, a notice"
+    )
     func readingCommandAnswersAgain() throws {
         let cli = CLIHarness()
         #expect(cli.run(["init"]).code == 0)
@@ -19,19 +22,23 @@ struct SnapshotDamageCLITests {
         let before = cli.run(["list", "--limit", "100", "--json"])
         #expect(before.code == 0)
         let directory = cli.ledger + "/snapshots"
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".bin") }.max())
+        let name = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".bin") }.max())
         var bytes = Bytes.read(directory + "/" + name)  // the newest: the one a warm open reads through
         // The arena (section 3): every body then fails to decode from the snapshot.
         let entry = SnapshotLayout.headerSize + 2 * SnapshotLayout.tableEntrySize
-        let (offset, length) = bytes.withUnsafeBytes { (Int($0.le(entry + 8) as UInt64), Int($0.le(entry + 16) as UInt64)) }
+        let (offset, length) = bytes.withUnsafeBytes {
+            (Int($0.le(entry + 8) as UInt64), Int($0.le(entry + 16) as UInt64))
+        }
         for at in stride(from: offset, to: offset + length, by: 13) { bytes[at] ^= 0x22 }
         Bytes.write(bytes, to: directory + "/" + name)
 
         var options = cli.options
         options.checkSnapshotsWhereReadFrom = 0
         let capture = CapturedOutput()
-        let code = CLI.run(["list", "--limit", "100", "--json", "--ledger", cli.ledger], environment: [:],
-                           console: capture.console(), options: options)
+        let code = CLI.run(
+            ["list", "--limit", "100", "--json", "--ledger", cli.ledger], environment: [:],
+            console: capture.console(), options: options)
         #expect(code == 0, "\(capture.err)")
         #expect(capture.out == before.out, "the held answer was dropped and the command answered again")
         #expect(capture.err.contains("answering again with every snapshot checked whole"), "\(capture.err)")

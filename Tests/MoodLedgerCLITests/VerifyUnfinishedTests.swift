@@ -1,8 +1,8 @@
-import Foundation
 import EventLog
+import Foundation
 import MoodLedger
-import Testing
 import TestSupport
+import Testing
 
 /// `verify` tells an unfinished write (never acknowledged, trimmed by the next writer) from damage.
 @Suite("verify and unfinished writes")
@@ -18,11 +18,14 @@ struct VerifyUnfinishedTests {
     /// A batch's first record (flagged "continues") whose last record was never written, as a writer leaves it
     /// between its write and its `fdatasync`, or while it is still appending.
     static func unfinishedBatch(after cli: CLIHarness) -> [UInt8] {
-        LogFormat.encodeRecord(seq: 3, type: 1, flags: LogFormat.continuesBatchFlag, recordedAt: 4_102_444_800_000_000,
-                               payload: Array(repeating: 7, count: 40))
+        LogFormat.encodeRecord(
+            seq: 3, type: 1, flags: LogFormat.continuesBatchFlag, recordedAt: 4_102_444_800_000_000,
+            payload: Array(repeating: 7, count: 40))
     }
 
-    @Test("A batch without its last record, or a record cut short, at the end: exit 0, reported as an unfinished write; real damage: exit 1")
+    @Test(
+        "A batch without its last record, or a record cut short, at the end: exit 0, reported as an unfinished write; real damage: exit 1"
+    )
     func unfinished() throws {
         for tail in [Self.unfinishedBatch(after: Self.ledger()), [UInt8](repeating: 0x5A, count: 11)] {
             let cli = Self.ledger()
@@ -31,7 +34,9 @@ struct VerifyUnfinishedTests {
             Bytes.write(intact + tail, to: log)
             let human = cli.run(["verify"])
             #expect(human.code == 0, "\(human.out)")
-            #expect(human.out.contains("an unfinished write of \(tail.count) bytes, never acknowledged; the next writer trims it"))
+            #expect(
+                human.out.contains(
+                    "an unfinished write of \(tail.count) bytes, never acknowledged; the next writer trims it"))
             #expect(!human.out.contains("repair"))
             let json = try JSONParser.parse(cli.run(["verify", "--json"]).out)
             #expect(json["ok"] == .bool(true) && json["records"] == .int(2))

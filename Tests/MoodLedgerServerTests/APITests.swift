@@ -1,12 +1,14 @@
 import Foundation
 import MoodLedger
-@testable import MoodLedgerServer
 import TestSupport
 import Testing
 
+@testable import MoodLedgerServer
+
 @Suite("The seed API over per-user ledgers", .serialized)
 struct APITests {
-    static let entry = #"{"valence":0.6,"labels":["happy"],"associations":["fitness"],"logged_at":"2026-11-20T14:30:00Z","source":"healthkit","source_id":"HK-MOOD-1","notes":"Felt great"}"#
+    static let entry =
+        #"{"valence":0.6,"labels":["happy"],"associations":["fitness"],"logged_at":"2026-11-20T14:30:00Z","source":"healthkit","source_id":"HK-MOOD-1","notes":"Felt great"}"#
 
     @Test("Auth: both headers needed; bad, expired and cross-user credentials are 401; A never sees B's entries")
     func auth() throws {
@@ -16,22 +18,37 @@ struct APITests {
         #expect(none.status == 401 && none.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
         let keyOnly = try h.request("GET", "/api/v1/mood", user: nil, headers: [("X-API-Key", h.keys["alice"]!)])
         #expect(keyOnly.status == 401)
-        let tokenOnly = try h.request("GET", "/api/v1/mood", user: nil, headers: [("Authorization", "Bearer \(h.token("alice"))")])
+        let tokenOnly = try h.request(
+            "GET", "/api/v1/mood", user: nil, headers: [("Authorization", "Bearer \(h.token("alice"))")])
         #expect(tokenOnly.status == 401)
-        let mixed = try h.request("GET", "/api/v1/mood", user: nil,
-                                  headers: [("Authorization", "Bearer \(h.token("alice"))"), ("X-API-Key", h.keys["bob"]!)])
+        let mixed = try h.request(
+            "GET", "/api/v1/mood", user: nil,
+            headers: [("Authorization", "Bearer \(h.token("alice"))"), ("X-API-Key", h.keys["bob"]!)])
         #expect(mixed.status == 401, "bob's key with alice's token")
-        let expired = try h.request("GET", "/api/v1/mood", user: nil,
-                                    headers: [("Authorization", "Bearer \(h.token("alice", ttl: 1))"), ("X-API-Key", h.keys["alice"]!)])
+        let expired = try h.request(
+            "GET", "/api/v1/mood", user: nil,
+            headers: [("Authorization", "Bearer \(h.token("alice", ttl: 1))"), ("X-API-Key", h.keys["alice"]!)])
         #expect(expired.status == 200)
         h.clock.advance(2000)
-        let late = try h.request("GET", "/api/v1/mood", user: nil,
-                                 headers: [("Authorization", "Bearer \(JWT.sign(subject: "alice", now: h.clock.now / 1000 - 10, ttl: 5, secret: h.backend.credentials.secret))"),
-                                           ("X-API-Key", h.keys["alice"]!)])
+        let late = try h.request(
+            "GET", "/api/v1/mood", user: nil,
+            headers: [
+                (
+                    "Authorization",
+                    "Bearer \(JWT.sign(subject: "alice", now: h.clock.now / 1000 - 10, ttl: 5, secret: h.backend.credentials.secret))"
+                ),
+                ("X-API-Key", h.keys["alice"]!)
+            ])
         #expect(late.status == 401 && late.header("WWW-Authenticate")?.contains("invalid_token") == true)
-        let forged = try h.request("GET", "/api/v1/mood", user: nil,
-                                   headers: [("Authorization", "Bearer \(JWT.sign(subject: "bob", now: h.clock.now / 1000, ttl: 60, secret: [UInt8](repeating: 1, count: 32)))"),
-                                             ("X-API-Key", h.keys["bob"]!)])
+        let forged = try h.request(
+            "GET", "/api/v1/mood", user: nil,
+            headers: [
+                (
+                    "Authorization",
+                    "Bearer \(JWT.sign(subject: "bob", now: h.clock.now / 1000, ttl: 60, secret: [UInt8](repeating: 1, count: 32)))"
+                ),
+                ("X-API-Key", h.keys["bob"]!)
+            ])
         #expect(forged.status == 401)
         // Isolation.
         let created = try h.request("POST", "/api/v1/mood", user: "alice", json: Self.entry)
@@ -43,34 +60,42 @@ struct APITests {
         #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01", user: "bob").data["total"] == .int(0))
         #expect(try h.request("GET", "/api/v1/mood/\(id)", user: "alice").status == 200)
         // No path can escape DIR: user ids are validated.
-        #expect(!Credentials.isValidUserName("../x") && !Credentials.isValidUserName("a/b") && !Credentials.isValidUserName(""))
+        #expect(
+            !Credentials.isValidUserName("../x") && !Credentials.isValidUserName("a/b")
+                && !Credentials.isValidUserName(""))
     }
 
-    @Test("Create, read, list, update with If-Match, delete; source_id makes a create idempotent; shapes follow the seed")
+    @Test(
+        "Create, read, list, update with If-Match, delete; source_id makes a create idempotent; shapes follow the seed")
     func crud() throws {
         let h = try ServerHarness()
         defer { h.stop() }
         let created = try h.request("POST", "/api/v1/mood", json: Self.entry)
         #expect(created.status == 201)
-        let seedKeys: Set<String> = ["id", "valence", "labels", "associations", "logged_at", "source", "source_id", "notes",
-                                     "created_at", "updated_at"]
+        let seedKeys: Set<String> = [
+            "id", "valence", "labels", "associations", "logged_at", "source", "source_id", "notes",
+            "created_at", "updated_at"
+        ]
         guard case .object(let pairs) = created.data else { Issue.record("no data"); return }
         #expect(seedKeys.isSubset(of: Set(pairs.map(\.0))), "the seed's entry keys")
         #expect(created.data["updated_at"] == .null && created.json["success"] == .bool(true))
         let id = created.data["id"]!.stringValue!
         #expect(created.header("Location") == "/api/v1/mood/\(id)")
         let again = try h.request("POST", "/api/v1/mood", json: Self.entry)
-        #expect(again.status == 200 && again.data["id"] == .string(id), "a repeated source_id returns the existing entry")
+        #expect(
+            again.status == 200 && again.data["id"] == .string(id), "a repeated source_id returns the existing entry")
         let list = try h.request("GET", "/api/v1/mood?from=2026-11-01&to=2026-11-30&label=happy&limit=20")
-        #expect(list.data["total"] == .int(1) && list.data["limit"] == .int(20) && list.data["has_more"] == .bool(false))
+        #expect(
+            list.data["total"] == .int(1) && list.data["limit"] == .int(20) && list.data["has_more"] == .bool(false))
         // HealthKit entries are read-only through the API.
         #expect(try h.request("PUT", "/api/v1/mood/\(id)", json: #"{"valence":0.1}"#).status == 403)
         let manual = try h.request("POST", "/api/v1/mood", json: #"{"valence":-0.2,"labels":["stressed"],"notes":"x"}"#)
         let mid = manual.data["id"]!.stringValue!
         let etag = manual.header("ETag")!
         h.clock.advance(1000)
-        let put = try h.request("PUT", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)],
-                                json: #"{"valence":0.3,"associations":["work"],"notes":null}"#)
+        let put = try h.request(
+            "PUT", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)],
+            json: #"{"valence":0.3,"associations":["work"],"notes":null}"#)
         #expect(put.status == 200 && put.data["valence"] == .double(0.3) && put.data["notes"] == .null)
         #expect(put.data["labels"] == .array([.string("stressed")]), "fields not given are kept")
         #expect(put.data["updated_at"] != .null)
@@ -86,13 +111,17 @@ struct APITests {
         h.clock.advance(1000)
         let again2 = try h.request("PUT", "/api/v1/mood/\(mid)", json: #"{"notes":"changed"}"#)
         let relisted = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
-        #expect(relisted.first { $0["id"] == .string(mid) } == listForm(again2.data) && again2.data["notes"] == .string("changed"))
-        let stale = try h.request("PUT", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)], json: #"{"valence":0.9}"#)
+        #expect(
+            relisted.first { $0["id"] == .string(mid) } == listForm(again2.data)
+                && again2.data["notes"] == .string("changed"))
+        let stale = try h.request(
+            "PUT", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)], json: #"{"valence":0.9}"#)
         let current = again2.header("ETag")!
         #expect(stale.status == 412 && stale.json["error"]?["code"] == .string("precondition_failed"))
         #expect(try h.request("DELETE", "/api/v1/mood/\(mid)", headers: [("If-Match", etag)]).status == 412)
         #expect(try h.request("DELETE", "/api/v1/mood/\(mid)", headers: [("If-Match", current)]).status == 204)
-        let afterDelete = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
+        let afterDelete =
+            try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100").data["entries"]?.arrayValue ?? []
         #expect(!afterDelete.contains { $0["id"] == .string(mid) })
         #expect(try h.request("GET", "/api/v1/mood/\(mid)").status == 404)
         #expect(try h.request("DELETE", "/api/v1/mood/\(mid)").status == 404)
@@ -100,7 +129,10 @@ struct APITests {
         let daily = try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=true")
         #expect(daily.data["entry_count"] == .int(1) && daily.data["entries"]?.arrayValue?.count == 1)
         let trends = try h.request("GET", "/api/v1/mood/trends?from=2026-11-01&to=2026-11-30")
-        for key in ["start_date", "end_date", "total_entries", "average_valence", "trend_direction", "valence_statistics", "daily_data"] {
+        for key in [
+            "start_date", "end_date", "total_entries", "average_valence", "trend_direction", "valence_statistics",
+            "daily_data"
+        ] {
             #expect(trends.data[key] != nil, "trends has \(key)")
         }
         let labels = try h.request("GET", "/api/v1/mood/analytics/labels?from=2026-11-01&to=2026-11-30")
@@ -124,7 +156,7 @@ struct APITests {
             (#"{"valence":0.1,"logged_at":"yesterday"}"#, "logged_at"),
             (#"{"valence":0.1,"source":"fax"}"#, "source"),
             (#"{"valence":0.1,"labels":["x"],"notes":"\#(String(repeating: "n", count: 600))"}"#, "notes"),
-            ("[1,2]", "body"),
+            ("[1,2]", "body")
         ]
         for (json, field) in cases {
             let response = try h.request("POST", "/api/v1/mood", json: json)
@@ -132,9 +164,12 @@ struct APITests {
             #expect(response.json["error"]?["field"] == .string(field), "\(response.text)")
             #expect(!response.text.contains("secret words"))
         }
-        #expect(try h.request("POST", "/api/v1/mood", headers: [("Content-Type", "text/plain")], json: "{}").status == 415)
+        #expect(
+            try h.request("POST", "/api/v1/mood", headers: [("Content-Type", "text/plain")], json: "{}").status == 415)
         #expect(try h.request("POST", "/api/v1/mood", json: "{oops").status == 400)
-        #expect(try h.request("POST", "/api/v1/mood", json: #"{"mood_score":7,"whatever":1}"#).status == 201, "unknown fields ignored")
+        #expect(
+            try h.request("POST", "/api/v1/mood", json: #"{"mood_score":7,"whatever":1}"#).status == 201,
+            "unknown fields ignored")
         #expect(try h.request("GET", "/api/v1/mood?limit=0").status == 422)
     }
 
@@ -165,14 +200,20 @@ struct APITests {
 
     @Test("Rate limits per user with RateLimit headers; 429 with Retry-After; the window resets (fake clock)")
     func rateLimits() throws {
-        let h = try ServerHarness { $0.writesPerHour = 2; $0.readsPerHour = 3 }
+        let h = try ServerHarness {
+            $0.writesPerHour = 2; $0.readsPerHour = 3
+        }
         defer { h.stop() }
         for _ in 0..<2 { #expect(try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#).status == 201) }
         let limited = try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#)
-        #expect(limited.status == 429 && limited.header("Retry-After") == "3600" && limited.header("RateLimit-Remaining") == "0")
-        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"mood_score":5}"#).status == 201, "per user")
+        #expect(
+            limited.status == 429 && limited.header("Retry-After") == "3600"
+                && limited.header("RateLimit-Remaining") == "0")
+        #expect(
+            try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"mood_score":5}"#).status == 201, "per user")
         let read = try h.request("GET", "/api/v1/mood")
-        #expect(read.status == 200 && read.header("RateLimit-Limit") == "3" && read.header("RateLimit-Remaining") == "2")
+        #expect(
+            read.status == 200 && read.header("RateLimit-Limit") == "3" && read.header("RateLimit-Remaining") == "2")
         h.clock.advance(3_600_000)
         #expect(try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#).status == 201)
     }
@@ -183,7 +224,9 @@ struct APITests {
         defer { h.stop() }
         var ids: [String] = []
         for i in 0..<4 {
-            ids.append(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.\#(i),"labels":["calm"]}"#).data["id"]!.stringValue!)
+            ids.append(
+                try h.request("POST", "/api/v1/mood", json: #"{"valence":0.\#(i),"labels":["calm"]}"#).data["id"]!
+                    .stringValue!)
         }
         let all = try h.request("GET", "/api/v1/mood/changes?since=0")
         #expect(all.data["changes"]?.arrayValue?.count == 4 && all.data["revision"] == .int(4))
@@ -201,19 +244,28 @@ struct APITests {
     func wellnessAndProgress() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        let created = try h.request("POST", "/api/v1/wellness/mood-entries",
-                                    json: #"{"valence":0.4,"labels":["happy"],"associations":[],"notes":"Great day!","logged_at":"2026-11-20T14:30:00Z","source":"manual"}"#)
+        let created = try h.request(
+            "POST", "/api/v1/wellness/mood-entries",
+            json:
+                #"{"valence":0.4,"labels":["happy"],"associations":[],"notes":"Great day!","logged_at":"2026-11-20T14:30:00Z","source":"manual"}"#
+        )
         #expect(created.status == 201)
         let id = created.data["id"]!.stringValue!
         #expect(try h.request("GET", "/api/v1/wellness/mood-entries/\(id)").data["notes"] == .string("Great day!"))
-        #expect(try h.request("PUT", "/api/v1/wellness/mood-entries/\(id)", json: #"{"valence":0.5}"#).data["valence"] == .double(0.5))
-        let analytics = try h.request("GET", "/api/v1/wellness/mood-entries/analytics?from=2026-11-01&to=2026-11-30&include_daily_breakdown=true")
+        #expect(
+            try h.request("PUT", "/api/v1/wellness/mood-entries/\(id)", json: #"{"valence":0.5}"#).data["valence"]
+                == .double(0.5))
+        let analytics = try h.request(
+            "GET", "/api/v1/wellness/mood-entries/analytics?from=2026-11-01&to=2026-11-30&include_daily_breakdown=true")
         for key in ["period", "summary", "trends", "top_labels", "top_associations", "daily_aggregates"] {
             #expect(analytics.data[key] != nil, "wellness analytics has \(key)")
         }
-        let progress = try h.request("POST", "/api/v1/progress",
-                                     json: #"{"type":"mood_score","quantity":8.0,"logged_at":"2026-11-21T10:00:00Z","notes":"run"}"#)
-        #expect(progress.status == 201 && progress.data["quantity"] == .double(8) && progress.data["type"] == .string("mood_score"))
+        let progress = try h.request(
+            "POST", "/api/v1/progress",
+            json: #"{"type":"mood_score","quantity":8.0,"logged_at":"2026-11-21T10:00:00Z","notes":"run"}"#)
+        #expect(
+            progress.status == 201 && progress.data["quantity"] == .double(8)
+                && progress.data["type"] == .string("mood_score"))
         let records = try h.request("GET", "/api/v1/progress?type=mood_score&from=2026-11-01&to=2026-11-30")
         #expect(records.data.arrayValue?.count == 2)
         #expect(try h.request("DELETE", "/api/v1/wellness/mood-entries/\(id)").status == 204)

@@ -37,15 +37,20 @@ struct EndToEndTests {
             text += String(decoding: chunk, as: UTF8.self)
         }
         guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-              let port = UInt16(text[range].split(separator: ":")[1]) else {
+            let port = UInt16(text[range].split(separator: ":")[1])
+        else {
             process.terminate()
             throw POSIXError(.EADDRNOTAVAIL)
         }
         return (process, port)
     }
 
-    static func call(_ port: UInt16, _ method: String, _ target: String, auth: [String], json: String? = nil) throws -> RawResponse {
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + auth.map { $0 + "\r\n" }.joined()
+    static func call(
+        _ port: UInt16, _ method: String, _ target: String, auth: [String], json: String? = nil
+    ) throws -> RawResponse {
+        var head =
+            "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            + auth.map { $0 + "\r\n" }.joined()
         if let json { head += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
         let client = try RawClient(port: port)
         defer { client.close() }
@@ -53,28 +58,40 @@ struct EndToEndTests {
         return try client.readResponse()
     }
 
-    @Test("Every route through the real binary; SIGKILL mid-load, restart: every acknowledged write is there, nothing else")
+    @Test(
+        "Every route through the real binary; SIGKILL mid-load, restart: every acknowledged write is there, nothing else"
+    )
     func killUnderLoad() throws {
         let dir = TemporaryDirectory("serve-e2e")
         let data = dir.sub("data")
-        let key = try Self.run(["serve", "user", "add", "alice", "--data", data]).split(separator: "\n").last.map(String.init)!
-        let token = try Self.run(["serve", "token", "--user", "alice", "--data", data]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.run(["serve", "user", "add", "alice", "--data", data]).split(separator: "\n").last.map(
+            String.init)!
+        let token = try Self.run(["serve", "token", "--user", "alice", "--data", data]).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let auth = ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
-        #expect(try FileManager.default.attributesOfItem(atPath: data + "/accounts/events.log")[.posixPermissions] as? Int == 0o600)
-        #expect(try FileManager.default.attributesOfItem(atPath: data + "/accounts")[.posixPermissions] as? Int == 0o700)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: data + "/accounts/events.log")[.posixPermissions] as? Int
+                == 0o600)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: data + "/accounts")[.posixPermissions] as? Int == 0o700)
         var (server, port) = try Self.start(data)
         // Every route once.
-        let created = try Self.call(port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5,"labels":["calm"],"notes":"first"}"#)
+        let created = try Self.call(
+            port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5,"labels":["calm"],"notes":"first"}"#)
         #expect(created.status == 201)
         let id = created.data["id"]!.stringValue!
-        for target in ["/api/v1/mood", "/api/v1/mood/\(id)", "/api/v1/mood/trends", "/api/v1/mood/analytics/labels",
-                       "/api/v1/mood/analytics/associations", "/api/v1/mood/changes?since=0", "/api/v1/wellness/mood-entries",
-                       "/api/v1/wellness/mood-entries/\(id)", "/api/v1/wellness/mood-entries/analytics", "/api/v1/progress"] {
+        for target in [
+            "/api/v1/mood", "/api/v1/mood/\(id)", "/api/v1/mood/trends", "/api/v1/mood/analytics/labels",
+            "/api/v1/mood/analytics/associations", "/api/v1/mood/changes?since=0", "/api/v1/wellness/mood-entries",
+            "/api/v1/wellness/mood-entries/\(id)", "/api/v1/wellness/mood-entries/analytics", "/api/v1/progress"
+        ] {
             #expect(try Self.call(port, "GET", target, auth: auth).status == 200, "\(target)")
         }
         #expect(try Self.call(port, "PUT", "/api/v1/mood/\(id)", auth: auth, json: #"{"valence":0.7}"#).status == 200)
         #expect(try Self.call(port, "DELETE", "/api/v1/mood/\(id)", auth: auth).status == 204)
-        #expect(try Self.call(port, "POST", "/api/v1/progress", auth: auth, json: #"{"type":"mood_score","quantity":6}"#).status == 201)
+        #expect(
+            try Self.call(port, "POST", "/api/v1/progress", auth: auth, json: #"{"type":"mood_score","quantity":6}"#)
+                .status == 201)
 
         // Load from 8 threads, then SIGKILL while requests are in flight.
         let acknowledged = Mutex<Set<String>>([])
@@ -90,7 +107,9 @@ struct EndToEndTests {
                     n += 1
                     sent.withLock { _ = $0.insert(source) }
                     let body = #"{"valence":0.1,"labels":["calm"],"source":"import","source_id":"\#(source)"}"#
-                    guard let response = try? Self.call(loadPort, "POST", "/api/v1/mood", auth: auth, json: body) else { continue }
+                    guard let response = try? Self.call(loadPort, "POST", "/api/v1/mood", auth: auth, json: body) else {
+                        continue
+                    }
                     if response.status == 201 { acknowledged.withLock { _ = $0.insert(source) } }
                 }
             }
@@ -112,7 +131,9 @@ struct EndToEndTests {
         var present: Set<String> = []
         var offset = 0
         while true {
-            let page = try Self.call(port, "GET", "/api/v1/mood?from=2000-01-01&to=2100-01-01&source=import&limit=100&offset=\(offset)", auth: auth)
+            let page = try Self.call(
+                port, "GET", "/api/v1/mood?from=2000-01-01&to=2100-01-01&source=import&limit=100&offset=\(offset)",
+                auth: auth)
             for entry in page.data["entries"]?.arrayValue ?? [] { present.insert(entry["source_id"]!.stringValue!) }
             offset += 100
             if page.data["has_more"] != .bool(true) { break }
@@ -129,12 +150,16 @@ struct EndToEndTests {
 @Suite("Accounts change while the server runs", .serialized)
 struct LiveAccountTests {
     static func credentials(_ user: String, data: String) throws -> [String] {
-        let key = try EndToEndTests.run(["serve", "user", "add", user, "--data", data]).split(separator: "\n").last.map(String.init)!
-        let token = try EndToEndTests.run(["serve", "token", "--user", user, "--data", data]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try EndToEndTests.run(["serve", "user", "add", user, "--data", data]).split(separator: "\n").last.map(
+            String.init)!
+        let token = try EndToEndTests.run(["serve", "token", "--user", user, "--data", data]).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         return ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
     }
 
-    @Test("An account added while serving signs in at once; one erased while its ledger is open is refused at once, its directory gone and not recreated")
+    @Test(
+        "An account added while serving signs in at once; one erased while its ledger is open is refused at once, its directory gone and not recreated"
+    )
     func addAndEraseWhileServing() throws {
         let dir = TemporaryDirectory("serve-accounts")
         let data = dir.sub("data")
@@ -142,24 +167,32 @@ struct LiveAccountTests {
         let (server, port) = try EndToEndTests.start(data)
         defer { server.terminate(); server.waitUntilExit() }
         let carol = try Self.credentials("carol", data: data)
-        let created = try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.4,"labels":["calm"]}"#)
+        let created = try EndToEndTests.call(
+            port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.4,"labels":["calm"]}"#)
         #expect(created.status == 201, "carol, added while the server runs, is served without a restart")
         let erase = try Tool.run(["serve", "user", "erase", "carol", "--data", data, "--yes"])
         #expect(erase.code == 0, "\(erase.err)")
         #expect(!FileManager.default.fileExists(atPath: data + "/users/carol"))
-        let after = try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.1,"labels":["calm"]}"#)
+        let after = try EndToEndTests.call(
+            port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.1,"labels":["calm"]}"#)
         #expect(after.status == 401)
-        #expect(!FileManager.default.fileExists(atPath: data + "/users/carol"), "an erased account's data does not come back")
+        #expect(
+            !FileManager.default.fileExists(atPath: data + "/users/carol"),
+            "an erased account's data does not come back")
     }
 
-    @Test("A key rotated while serving: the old key is refused from the next request, the new one is served, the data stays")
+    @Test(
+        "A key rotated while serving: the old key is refused from the next request, the new one is served, the data stays"
+    )
     func rotateKeyWhileServing() throws {
         let dir = TemporaryDirectory("serve-rotate")
         let data = dir.sub("data")
         let old = try Self.credentials("dora", data: data)
         let (server, port) = try EndToEndTests.start(data)
         defer { server.terminate(); server.waitUntilExit() }
-        #expect(try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: old, json: #"{"valence":0.4,"labels":["calm"]}"#).status == 201)
+        #expect(
+            try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: old, json: #"{"valence":0.4,"labels":["calm"]}"#)
+                .status == 201)
         let rotated = try Tool.run(["serve", "user", "rotate-key", "dora", "--data", data])
         #expect(rotated.code == 0, "\(rotated.err)")
         let key = try #require(rotated.out.split(separator: "\n").last.map(String.init))

@@ -1,6 +1,7 @@
 import Foundation
-@testable import MoodLedgerServer
 import Testing
+
+@testable import MoodLedgerServer
 
 /// RFC 9112 framing over raw sockets (`Specs/server.md`, *HTTP*).
 @Suite("HTTP/1.1 framing on raw sockets", .serialized)
@@ -16,8 +17,14 @@ struct FramingTests {
             ("GET /health HTTP/1.1\r\n\r\n", 400, "no Host"),
             ("GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "two Hosts"),
             ("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\nhello", 400, "CL sign"),
-            ("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400, "differing CL"),
-            ("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "CL+TE"),
+            (
+                "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400,
+                "differing CL"
+            ),
+            (
+                "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                400, "CL+TE"
+            ),
             ("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "gzip"),
             ("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", 413, "body cap"),
             ("GET /\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: a\r\n\r\n", 414, "long target"),
@@ -25,7 +32,7 @@ struct FramingTests {
             ("GET /health HTTP/1.1\r\nHost : a\r\n\r\n", 400, "space before colon"),
             ("GET /health HTTP/1.1\r\nHost: a\r\nExpect: teapot\r\n\r\n", 417, "odd Expect"),
             ("GET health HTTP/1.1\r\nHost: a\r\n\r\n", 400, "not origin-form"),
-            ("DELETE /health HTTP/1.1\r\nHost: a\r\n\r\n", 405, "405"),
+            ("DELETE /health HTTP/1.1\r\nHost: a\r\n\r\n", 405, "405")
         ]
         for (raw, status, name) in cases {
             let response = try exchange(h, raw)
@@ -59,13 +66,17 @@ struct FramingTests {
         defer { h.stop() }
         let auth = h.auth("alice").map { "\($0.0): \($0.1)\r\n" }.joined()
         let json = #"{"valence":0.25,"labels":["calm"]}"#
-        let chunked = try exchange(h, "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\n"
-            + "Transfer-Encoding: chunked\r\n\r\n5\r\n\(json.prefix(5))\r\n\(String(json.count - 5, radix: 16));ext=1\r\n\(json.dropFirst(5))\r\n0\r\nTrailer: x\r\n\r\n")
+        let chunked = try exchange(
+            h,
+            "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n5\r\n\(json.prefix(5))\r\n\(String(json.count - 5, radix: 16));ext=1\r\n\(json.dropFirst(5))\r\n0\r\nTrailer: x\r\n\r\n"
+        )
         #expect(chunked.status == 201, "\(chunked.text)")
         let client = try RawClient(port: h.server.port)
         defer { client.close() }
-        try client.send("POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\nExpect: 100-continue\r\n"
-            + "Content-Length: \(json.utf8.count)\r\n\r\n")
+        try client.send(
+            "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Content-Length: \(json.utf8.count)\r\n\r\n")
         #expect(try client.readResponse().status == 100)
         try client.send(json)
         #expect(try client.readResponse().status == 201)
@@ -81,9 +92,11 @@ struct FramingTests {
         var pipelined = ""
         for i in 1...5 {
             let json = #"{"valence":0.\#(i),"labels":["calm"],"source":"import","source_id":"p\#(i)"}"#
-            pipelined += "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+            pipelined +=
+                "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
         }
-        pipelined += "GET /api/v1/mood?limit=100&from=2000-01-01 HTTP/1.1\r\nHost: a\r\n\(auth)Connection: close\r\n\r\n"
+        pipelined +=
+            "GET /api/v1/mood?limit=100&from=2000-01-01 HTTP/1.1\r\nHost: a\r\n\(auth)Connection: close\r\n\r\n"
         try client.send(pipelined)
         for i in 1...5 {
             let response = try client.readResponse()
@@ -103,7 +116,9 @@ struct FramingTests {
         let slow = try RawClient(port: h.server.port)
         defer { slow.close() }
         try slow.send("GET /health HTTP/1.1\r\nHost: a\r\n")
-        #expect(try exchange(h, "GET /health HTTP/1.1\r\nHost: a\r\n\r\n").status == 200, "one bad connection affects no other")
+        #expect(
+            try exchange(h, "GET /health HTTP/1.1\r\nHost: a\r\n\r\n").status == 200,
+            "one bad connection affects no other")
         for _ in 0..<4 {
             Thread.sleep(forTimeInterval: 0.2)
             try? slow.send("X-Slow: 1\r\n")
@@ -112,7 +127,9 @@ struct FramingTests {
         #expect(slow.closedByPeer())
     }
 
-    @Test("At the connection cap the longest-idle connection makes room; with every slot mid-request, a 503 the client can read")
+    @Test(
+        "At the connection cap the longest-idle connection makes room; with every slot mid-request, a 503 the client can read"
+    )
     func connectionCap() throws {
         let h = try ServerHarness { $0.http.maxConnections = 300 }
         defer { h.stop() }

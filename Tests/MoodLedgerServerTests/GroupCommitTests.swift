@@ -1,11 +1,12 @@
 import EventLog
 import Foundation
 import MoodLedger
-@testable import MoodLedgerServer
+import Platform
 import Synchronization
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedgerServer
 
 /// Writes are appended on the event loops and answered by the sync threads once their group's `fdatasync` returned.
 @Suite("Group commit")
@@ -18,7 +19,8 @@ struct GroupCommitTests {
             group.enter()
             let thread = Thread {
                 defer { group.leave() }
-                let response = try? h.request("POST", "/api/v1/mood", json: #"{"valence":0.1,"labels":["calm"],"tags":["\#(tag)\#(i)"]}"#)
+                let response = try? h.request(
+                    "POST", "/api/v1/mood", json: #"{"valence":0.1,"labels":["calm"],"tags":["\#(tag)\#(i)"]}"#)
                 statuses.withLock { $0.append(response?.status ?? -1) }
             }
             thread.start()
@@ -81,7 +83,8 @@ struct GroupCommitTests {
         let key = ("Idempotency-Key", "slow-1")
         let first = Mutex<RawResponse?>(nil)
         let thread = Thread {
-            let response = try? h.request("POST", "/api/v1/mood", headers: [key], json: #"{"valence":0.5,"labels":["calm"]}"#)
+            let response = try? h.request(
+                "POST", "/api/v1/mood", headers: [key], json: #"{"valence":0.5,"labels":["calm"]}"#)
             first.withLock { $0 = response }
         }
         thread.start()
@@ -97,7 +100,9 @@ struct GroupCommitTests {
 
 @Suite("Long work off the event loops")
 struct LongWorkTests {
-    @Test("While long work (an erasure) holds a user's ledger, that user's requests are moved to workers, not waited for on the loop")
+    @Test(
+        "While long work (an erasure) holds a user's ledger, that user's requests are moved to workers, not waited for on the loop"
+    )
     func busyLedgerIsOffloaded() throws {
         let h = try ServerHarness()
         defer { h.stop() }
@@ -105,10 +110,16 @@ struct LongWorkTests {
         let alice = try h.backend.ledgers.lease("alice").user
         let entered = DispatchSemaphore(value: 0)
         let hold = DispatchSemaphore(value: 0)
-        Thread { alice.writingLong { entered.signal(); hold.wait() } }.start()
+        Thread {
+            alice.writingLong {
+                entered.signal(); hold.wait()
+            }
+        }.start()
         entered.wait()
         // Should the handler wait on the loop after all, release the hold after a while so the test ends (and fails).
-        Thread { Thread.sleep(forTimeInterval: 2); hold.signal() }.start()
+        Thread {
+            Thread.sleep(forTimeInterval: 2); hold.signal()
+        }.start()
         let pool = WorkerPool(count: 2, name: "test")
         defer { pool.stop() }
         let answer = Mutex<HTTPResponse?>(nil)
@@ -118,9 +129,10 @@ struct LongWorkTests {
             answered.signal()
         }
         let body = Array(#"{"valence":0.1,"labels":["calm"]}"#.utf8)
-        let request = HTTPRequest(method: "POST", path: "/api/v1/mood", query: "",
-                                  headers: h.auth("alice").map { ($0.0.lowercased(), $0.1) } + [("content-type", "application/json")],
-                                  body: body)
+        let request = HTTPRequest(
+            method: "POST", path: "/api/v1/mood", query: "",
+            headers: h.auth("alice").map { ($0.0.lowercased(), $0.1) } + [("content-type", "application/json")],
+            body: body)
         let immediate = h.backend.handle(request, responder: responder)
         #expect(immediate == nil, "the handler returned at once: the write waits on a worker")
         #expect(answer.withLock { $0 } == nil, "and not before the long work is done")

@@ -1,8 +1,9 @@
 import Foundation
 import MoodLedger
-@testable import MoodLedgerServer
 import TestSupport
 import Testing
+
+@testable import MoodLedgerServer
 
 /// What a security review found loose in the reference server, each through real sockets.
 @Suite("Server hardening", .serialized)
@@ -22,7 +23,9 @@ struct HardeningTests {
             #expect(response.status == 201, "valence \(number): \(response.status)")
         }
         let duplicate = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.1,"labels":["calm"],"valence":0.9}"#)
-        #expect(duplicate.status == 400 && duplicate.json["error"]?["message"]?.stringValue?.contains("\"valence\"") == true)
+        #expect(
+            duplicate.status == 400 && duplicate.json["error"]?["message"]?.stringValue?.contains("\"valence\"") == true
+        )
         let both = try h.request("POST", "/api/v1/mood", json: #"{"score":7,"mood_score":7}"#)
         #expect(both.status == 422)
     }
@@ -31,19 +34,24 @@ struct HardeningTests {
     func validateBeforeDeduplicating() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        let first = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
+        let first = try h.request(
+            "POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
         #expect(first.status == 201)
         let id = try #require(first.data["id"]?.stringValue)
         let labels = (0..<11).map { "\"w\($0)\"" }.joined(separator: ",")
         let tags = (0..<65).map { "\"t\($0)\"" }.joined(separator: ",")
-        for bad in [#""valence":5"#, #""valence":0.3,"notes":"\#(String(repeating: "n", count: 501))""#,
-                    #""valence":0.3,"labels":[\#(labels)]"#, #""valence":0.3,"tags":[\#(tags)]"#] {
-            let bySource = try h.request("POST", "/api/v1/mood", json: #"{\#(bad),"source":"backend","source_id":"dup-1"}"#)
+        for bad in [
+            #""valence":5"#, #""valence":0.3,"notes":"\#(String(repeating: "n", count: 501))""#,
+            #""valence":0.3,"labels":[\#(labels)]"#, #""valence":0.3,"tags":[\#(tags)]"#
+        ] {
+            let bySource = try h.request(
+                "POST", "/api/v1/mood", json: #"{\#(bad),"source":"backend","source_id":"dup-1"}"#)
             #expect(bySource.status == 422, "\(bad.prefix(30)): \(bySource.status)")
             let byID = try h.request("POST", "/api/v1/mood", json: #"{\#(bad),"id":"\#(id)"}"#)
             #expect(byID.status == 422, "\(bad.prefix(30)) by id: \(byID.status)")
         }
-        let repeatValid = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
+        let repeatValid = try h.request(
+            "POST", "/api/v1/mood", json: #"{"valence":0.3,"labels":["calm"],"source":"backend","source_id":"dup-1"}"#)
         #expect(repeatValid.status == 200 && repeatValid.data["id"]?.stringValue == id)
     }
 
@@ -52,25 +60,32 @@ struct HardeningTests {
         let h = try ServerHarness()
         defer { h.stop() }
         for value in ["", "1", "TRUE", "yes"] {
-            #expect(try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=\(value)").status == 422, "\(value)")
+            #expect(
+                try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=\(value)").status == 422, "\(value)"
+            )
         }
         #expect(try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=true").status == 200)
         let created = try h.request("POST", "/api/v1/mood", json: Self.body)
         let id = try #require(created.data["id"]?.stringValue)
         let etag = try #require(created.header("ETag"))
-        let weak = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("If-Match", "W/" + etag)], json: #"{"valence":0.2}"#)
+        let weak = try h.request(
+            "PUT", "/api/v1/mood/\(id)", headers: [("If-Match", "W/" + etag)], json: #"{"valence":0.2}"#)
         #expect(weak.status == 412, "a weak tag never matches")
-        let strong = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("If-Match", etag)], json: #"{"valence":0.2}"#)
+        let strong = try h.request(
+            "PUT", "/api/v1/mood/\(id)", headers: [("If-Match", etag)], json: #"{"valence":0.2}"#)
         #expect(strong.status == 200)
         let twoTokens = try h.request("GET", "/api/v1/mood", headers: [("Authorization", "Bearer \(h.token("alice"))")])
         #expect(twoTokens.status == 400)
         let twoKeys = try h.request("GET", "/api/v1/mood", headers: [("X-API-Key", h.keys["alice"]!)])
         #expect(twoKeys.status == 400)
-        let tokenOnly = try h.request("GET", "/api/v1/mood", user: nil, headers: [("Authorization", "Bearer \(h.token("alice"))")])
+        let tokenOnly = try h.request(
+            "GET", "/api/v1/mood", user: nil, headers: [("Authorization", "Bearer \(h.token("alice"))")])
         #expect(tokenOnly.status == 401 && tokenOnly.json["error"]?["message"]?.stringValue == "X-API-Key is required")
     }
 
-    @Test("Methods HTTP does not define are 501; a standard one a route does not take is 405 with the Allow list OPTIONS gives; /health is in the envelope")
+    @Test(
+        "Methods HTTP does not define are 501; a standard one a route does not take is 405 with the Allow list OPTIONS gives; /health is in the envelope"
+    )
     func methods() throws {
         let h = try ServerHarness()
         defer { h.stop() }
@@ -92,25 +107,32 @@ struct HardeningTests {
 
 @Suite("Idempotent replays", .serialized)
 struct ReplayTests {
-    @Test("A replayed POST and PUT answer with the first answer's ETag and Location; progress has no Location it cannot serve; after an erasure a replay is 410")
+    @Test(
+        "A replayed POST and PUT answer with the first answer's ETag and Location; progress has no Location it cannot serve; after an erasure a replay is 410"
+    )
     func replays() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        let first = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
-        let again = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        let first = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        let again = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
         #expect(first.status == 201 && again.status == 201 && again.header("Idempotent-Replayed") == "true")
         #expect(first.header("ETag") != nil && again.header("ETag") == first.header("ETag"))
         #expect(first.header("Location") != nil && again.header("Location") == first.header("Location"))
         #expect(again.body == first.body)
         let id = try #require(first.data["id"]?.stringValue)
-        let put = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
-        let putAgain = try h.request("PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
+        let put = try h.request(
+            "PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
+        let putAgain = try h.request(
+            "PUT", "/api/v1/mood/\(id)", headers: [("Idempotency-Key", "k-put")], json: #"{"valence":-0.2}"#)
         #expect(put.status == 200 && putAgain.status == 200 && putAgain.header("ETag") == put.header("ETag"))
         let progress = try h.request("POST", "/api/v1/progress", json: #"{"type":"mood_score","quantity":7}"#)
         #expect(progress.status == 201 && progress.header("Location") == nil)
         // Erased since: the first answer (the entry's data) is gone, and the request is not applied again.
         #expect(try h.request("DELETE", "/api/v1/mood/\(id)?erase=true").status == 204)
-        let afterErasure = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
+        let afterErasure = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-post")], json: HardeningTests.body)
         #expect(afterErasure.status == 410 && afterErasure.json["error"]?["code"] == .string("erased"))
     }
 }
@@ -119,19 +141,28 @@ struct ReplayTests {
 struct TargetTests {
     func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse { try harness.exchange(raw) }
 
-    @Test("absolute-form targets are served as their path; a fragment never reaches the query; a bare LF is 400 at once")
+    @Test(
+        "absolute-form targets are served as their path; a fragment never reaches the query; a bare LF is 400 at once")
     func targets() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        #expect(try exchange(h, "GET http://localhost/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").status == 200)
-        #expect(try exchange(h, "GET HTTP://localhost:8080/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status == 200)
+        #expect(
+            try exchange(h, "GET http://localhost/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .status == 200)
+        #expect(
+            try exchange(h, "GET HTTP://localhost:8080/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status
+                == 200)
         #expect(try exchange(h, "GET http:///health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status == 400)
         let auth = h.auth("alice").map { "\($0.0): \($0.1)\r\n" }.joined()
-        let fragment = try exchange(h, "GET /api/v1/mood/daily/2026-11-20?include_entries=true#x=1 HTTP/1.1\r\nHost: a\r\n\(auth)Connection: close\r\n\r\n")
+        let fragment = try exchange(
+            h,
+            "GET /api/v1/mood/daily/2026-11-20?include_entries=true#x=1 HTTP/1.1\r\nHost: a\r\n\(auth)Connection: close\r\n\r\n"
+        )
         #expect(fragment.status == 200, "the fragment is not part of include_entries")
         let started = Date()
         let bare = try exchange(h, "GET /health HTTP/1.1\nHost: a\n\n")
-        #expect(bare.status == 400 && Date().timeIntervalSince(started) < 5, "answered at once, not after the read timeout")
+        #expect(
+            bare.status == 400 && Date().timeIntervalSince(started) < 5, "answered at once, not after the read timeout")
     }
 }
 
@@ -143,7 +174,8 @@ struct StuckConnectionTests {
         defer { h.stop() }
         let client = try RawClient(port: h.server.port)
         defer { client.close() }
-        let head = "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let head =
+            "POST /api/v1/mood HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         let chunk = "1;" + String(repeating: "e", count: 1000) + "\r\n{\r\n"
         try client.send(head + String(repeating: chunk, count: 1_200))
         let response = try client.readResponse()
@@ -155,12 +187,15 @@ struct StuckConnectionTests {
 
 @Suite("HTTP parser corpus")
 struct HTTPCorpusTests {
-    @Test("The fuzz corpus of the HTTP parser, replayed: a framed request frames alike alone, and each prefix asks for more")
+    @Test(
+        "The fuzz corpus of the HTTP parser, replayed: a framed request frames alike alone, and each prefix asks for more"
+    )
     func corpus() throws {
         var inputs: [(String, [UInt8])] = []
         for folder in ["Seeds", "Regressions"] {
             let dir = Repository.root + "/Tests/Fuzz/\(folder)/http"
-            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() where name != ".keep" {
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted()
+            where name != ".keep" {
                 inputs.append((name, Bytes.read(dir + "/" + name)))
             }
         }
@@ -177,7 +212,9 @@ struct HTTPCorpusTests {
                 }
                 let alone = parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<consumed]))
                 guard case .request(let again, consumed) = alone else { throw CorpusError(name: name) }
-                #expect(again.method == request.method && again.path == request.path && again.body == request.body, "\(name)")
+                #expect(
+                    again.method == request.method && again.path == request.path && again.body == request.body,
+                    "\(name)")
             }
         }
     }
@@ -191,11 +228,17 @@ struct ReplayBudgetTests {
     func replayAfterBudget() throws {
         let h = try ServerHarness { $0.writesPerHour = 2 }
         defer { h.stop() }
-        let first = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
+        let first = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
         #expect(first.status == 201)
-        #expect(try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-2")], json: HardeningTests.body).status == 201)
-        #expect(try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-3")], json: HardeningTests.body).status == 429)
-        let replay = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
+        #expect(
+            try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-2")], json: HardeningTests.body)
+                .status == 201)
+        #expect(
+            try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-3")], json: HardeningTests.body)
+                .status == 429)
+        let replay = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)
         #expect(replay.status == 201 && replay.header("Idempotent-Replayed") == "true" && replay.body == first.body)
     }
 }

@@ -1,11 +1,12 @@
 import EventLog
 import Foundation
-import Synchronization
 import MoodLedger
-@testable import MoodLedgerServer
-import Testing
-import TestSupport
 import Platform
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MoodLedgerServer
 
 @Suite("Many accounts: a bounded pool of open ledgers")
 struct ManyAccountsTests {
@@ -20,7 +21,8 @@ struct ManyAccountsTests {
         defer { h.stop() }
         for round in 0..<2 {
             for user in users.shuffled() {
-                let created = try h.request("POST", "/api/v1/mood", user: user, json: #"{"valence":0.\#(round + 1),"labels":["calm"]}"#)
+                let created = try h.request(
+                    "POST", "/api/v1/mood", user: user, json: #"{"valence":0.\#(round + 1),"labels":["calm"]}"#)
                 #expect(created.status == 201, "\(user): \(created.text)")
                 #expect(h.backend.ledgers.count <= 3)
             }
@@ -30,7 +32,9 @@ struct ManyAccountsTests {
             #expect(listed.status == 200 && listed.data["entries"]?.arrayValue?.count == 2, "\(user): \(listed.text)")
         }
         #expect(h.backend.ledgers.count <= 3)
-        #expect(notices.withLock { $0 }.isEmpty, "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
+        #expect(
+            notices.withLock { $0 }.isEmpty,
+            "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
     }
 
     @Test("Under ulimit -n 256, 400 users of the built server each write once: 400 × 2xx", .timeLimit(.minutes(2)))
@@ -42,7 +46,10 @@ struct ManyAccountsTests {
         try credentials.save(directory: dir.path)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -n 256 && exec \"$0\" serve --data \"$1\" --port 0 --writes-per-hour 0 --reads-per-hour 0", Repository.executable("moodledger"), dir.path]
+        process.arguments = [
+            "-c", "ulimit -n 256 && exec \"$0\" serve --data \"$1\" --port 0 --writes-per-hour 0 --reads-per-hour 0",
+            Repository.executable("moodledger"), dir.path
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -64,12 +71,15 @@ struct ManyAccountsTests {
         var statuses: [Int: Int] = [:]
         for index in 0..<400 {
             let user = "u\(index)"
-            let token = JWT.sign(subject: user, now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
+            let token = JWT.sign(
+                subject: user, now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
             let body = #"{"valence":0.5,"labels":["calm"]}"#
             let client = try RawClient(port: server)
             defer { client.close() }
-            try client.send("POST /api/v1/mood HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(token)\r\n"
-                + "X-API-Key: \(keys[user]!)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            try client.send(
+                "POST /api/v1/mood HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer \(token)\r\n"
+                    + "X-API-Key: \(keys[user]!)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            )
             statuses[try client.readResponse().status, default: 0] += 1
         }
         #expect(statuses == [201: 400], "\(statuses)")
@@ -83,7 +93,8 @@ struct AccountsLogTests {
         let dir = TemporaryDirectory("accounts-migration")
         let secret = [UInt8](repeating: 7, count: 32)
         let key = "mlk_" + String(repeating: "ab", count: 24)
-        let json = #"{"version": 1, "secret": "\#(ByteText.hex(secret))", "users": [{"name": "alice", "key_sha256": "\#(ByteText.hex(SHA256.hash(Array(key.utf8))))"}]}"#
+        let json =
+            #"{"version": 1, "secret": "\#(ByteText.hex(secret))", "users": [{"name": "alice", "key_sha256": "\#(ByteText.hex(SHA256.hash(Array(key.utf8))))"}]}"#
         try json.write(toFile: dir.sub("credentials.json"), atomically: true, encoding: .utf8)
         let loaded = try Credentials.load(directory: dir.path, create: false)
         #expect(loaded.secret == secret && loaded.user(named: "alice", apiKey: key) != nil)
@@ -104,7 +115,8 @@ struct AccountsLogTests {
         let size = try #require(SystemIO().size(ofPath: Credentials.logPath(in: dir.path)))
         _ = try credentials.addUser("carl")
         try credentials.save(directory: dir.path)
-        #expect(try #require(SystemIO().size(ofPath: Credentials.logPath(in: dir.path))) - size < 200, "one small append")
+        #expect(
+            try #require(SystemIO().size(ofPath: Credentials.logPath(in: dir.path))) - size < 200, "one small append")
         _ = credentials.removeUser("bert")
         try credentials.save(directory: dir.path)
         let reloaded = try Credentials.load(directory: dir.path, create: false)
@@ -131,6 +143,7 @@ struct AccountsLogTests {
         try "dee\nbob\n".write(toFile: dir.sub("again.txt"), atomically: true, encoding: .utf8)
         let refused = try Tool.run(["serve", "user", "import", dir.sub("again.txt"), "--data", dir.sub("data")])
         #expect(refused.code == 65 && refused.err.contains("line 2"), "\(refused.err)")
-        #expect(try Credentials.load(directory: dir.sub("data"), create: false).users.map(\.name) == ["ada", "bob", "cyd"])
+        #expect(
+            try Credentials.load(directory: dir.sub("data"), create: false).users.map(\.name) == ["ada", "bob", "cyd"])
     }
 }

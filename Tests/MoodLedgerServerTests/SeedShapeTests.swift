@@ -1,8 +1,9 @@
 import Foundation
 import MoodLedger
-@testable import MoodLedgerServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import MoodLedgerServer
 
 @Suite("Server JSON against the seed API's own examples")
 struct SeedShapeTests {
@@ -31,21 +32,37 @@ struct SeedShapeTests {
     func shapes() throws {
         let h = try ServerHarness()
         defer { h.stop() }
-        let fixture = try JSONParser.parse(String(contentsOfFile: Repository.root + "/Tests/Server/seed-examples.json", encoding: .utf8))
-        let created = try h.request("POST", "/api/v1/mood", json: #"{"valence": 0.6, "labels": ["happy", "excited"], "associations": ["fitness", "friends"], "logged_at": "2026-11-20T14:30:00Z", "source": "healthkit", "source_id": "HK-MOOD-1", "notes": "after a run"}"#)
-        _ = try h.request("POST", "/api/v1/mood", json: #"{"valence": -0.4, "labels": ["stressed"], "associations": ["work"], "logged_at": "2026-11-20T18:00:00Z"}"#)
+        let fixture = try JSONParser.parse(
+            String(contentsOfFile: Repository.root + "/Tests/Server/seed-examples.json", encoding: .utf8))
+        let created = try h.request(
+            "POST", "/api/v1/mood",
+            json:
+                #"{"valence": 0.6, "labels": ["happy", "excited"], "associations": ["fitness", "friends"], "logged_at": "2026-11-20T14:30:00Z", "source": "healthkit", "source_id": "HK-MOOD-1", "notes": "after a run"}"#
+        )
+        _ = try h.request(
+            "POST", "/api/v1/mood",
+            json:
+                #"{"valence": -0.4, "labels": ["stressed"], "associations": ["work"], "logged_at": "2026-11-20T18:00:00Z"}"#
+        )
         let answers: [String: JSONValue] = [
             "POST /api/v1/mood": created.json,
             "GET /api/v1/mood": try h.request("GET", "/api/v1/mood?from=2026-11-01&to=2026-11-30").json,
-            "GET /api/v1/mood/daily/{date}": try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=true").json,
+            "GET /api/v1/mood/daily/{date}": try h.request("GET", "/api/v1/mood/daily/2026-11-20?include_entries=true")
+                .json,
             "GET /api/v1/mood/trends": try h.request("GET", "/api/v1/mood/trends?from=2026-11-01&to=2026-11-30").json,
-            "GET /api/v1/mood/analytics/labels": try h.request("GET", "/api/v1/mood/analytics/labels?from=2026-11-01&to=2026-11-30").json,
-            "GET /api/v1/mood/analytics/associations": try h.request("GET", "/api/v1/mood/analytics/associations?from=2026-11-01&to=2026-11-30").json,
+            "GET /api/v1/mood/analytics/labels": try h.request(
+                "GET", "/api/v1/mood/analytics/labels?from=2026-11-01&to=2026-11-30"
+            ).json,
+            "GET /api/v1/mood/analytics/associations": try h.request(
+                "GET", "/api/v1/mood/analytics/associations?from=2026-11-01&to=2026-11-30"
+            ).json
         ]
         for example in fixture["examples"]!.arrayValue! {
             let route = example["route"]!.stringValue!
             let ours = try #require(answers[route], "\(route)")
-            #expect(Self.missing(example["example"]!, in: ours).isEmpty, "\(route): \(Self.missing(example["example"]!, in: ours))")
+            #expect(
+                Self.missing(example["example"]!, in: ours).isEmpty,
+                "\(route): \(Self.missing(example["example"]!, in: ours))")
         }
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
-@testable import MoodLedgerServer
 import Synchronization
 import TestSupport
+
+@testable import MoodLedgerServer
 
 /// A server running in-process on an ephemeral loopback port, with users and tokens, and a raw-socket client.
 final class ServerHarness: @unchecked Sendable {
@@ -16,8 +17,10 @@ final class ServerHarness: @unchecked Sendable {
     var keys: [String: String] = [:]
 
     /// Starts a server over `dir` (a fresh one by default) with users `alice` and `bob`.
-    init(dir: TemporaryDirectory = TemporaryDirectory("server"), users: [String] = ["alice", "bob"],
-         configure: (inout MoodServer.Configuration) -> Void = { _ in }) throws {
+    init(
+        dir: TemporaryDirectory = TemporaryDirectory("server"), users: [String] = ["alice", "bob"],
+        configure: (inout MoodServer.Configuration) -> Void = { _ in }
+    ) throws {
         self.dir = dir
         let clock = self.clock
         var credentials = try Credentials.load(directory: dir.path, create: true)
@@ -71,15 +74,19 @@ final class ServerHarness: @unchecked Sendable {
     }
 
     /// One request on a fresh connection; the parsed response.
-    func request(_ method: String, _ target: String, user: String? = "alice", headers: [(String, String)] = [],
-                 json: String? = nil) throws -> RawResponse {
+    func request(
+        _ method: String, _ target: String, user: String? = "alice", headers: [(String, String)] = [],
+        json: String? = nil
+    ) throws -> RawResponse {
         var lines = ["\(method) \(target) HTTP/1.1", "Host: localhost", "Connection: close"]
         if let user { lines += auth(user).map { "\($0.0): \($0.1)" } }
         lines += headers.map { "\($0.0): \($0.1)" }
         var body: [UInt8] = []
         if let json {
             body = Array(json.utf8)
-            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) { lines.append("Content-Type: application/json") }
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                lines.append("Content-Type: application/json")
+            }
             lines.append("Content-Length: \(body.count)")
         }
         let client = try RawClient(port: server.port)
@@ -119,6 +126,7 @@ final class RawClient {
     func closedNow() -> Bool { client.closedByPeerWithoutWaiting() }
     func readResponse(head: Bool = false) throws -> RawResponse {
         let response = try client.readResponse(head: head)
-        return RawResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+        return RawResponse(
+            status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import MoodLedger
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Erasure across SIGKILL (the built binary)")
 struct EraseCrashTests {
-    @Test("Killed at a random moment of erase: reopening shows the entry untouched or the erasure finished, never a mix")
+    @Test(
+        "Killed at a random moment of erase: reopening shows the entry untouched or the erasure finished, never a mix")
     func killed() throws {
         var random = SeededRandom()
         for round in 0..<5 {
@@ -16,14 +17,19 @@ struct EraseCrashTests {
             let ledger = try Ledger.open(at: path, options: options)
             var plan = ImportPlan(format: .moodAPI)
             for i in 0..<10_000 {
-                plan.rows.append(ImportRow(line: i + 1, draft: MoodDraft(valence: Double(i % 20) / 20, labels: ["calm"],
-                                                                        notes: "ordinary \(i)", suggestLabels: false)))
+                plan.rows.append(
+                    ImportRow(
+                        line: i + 1,
+                        draft: MoodDraft(
+                            valence: Double(i % 20) / 20, labels: ["calm"],
+                            notes: "ordinary \(i)", suggestLabels: false)))
             }
             _ = try ledger.importPlan(plan)
             let secret = try ledger.log(MoodDraft(valence: -0.5, labels: ["sad"], notes: "kill secret")).entry.id
             for i in 0..<50 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"], notes: "after \(i)")) }
             try ledger.sync()
-            let others = ledger.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }.sorted()
+            let others = ledger.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }
+                .sorted()
             ledger.close()
 
             let process = Process()
@@ -39,7 +45,8 @@ struct EraseCrashTests {
 
             let reopened = try Ledger.open(at: path)
             defer { reopened.close() }
-            let now = reopened.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }.sorted()
+            let now = reopened.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }
+                .sorted()
             #expect(now == others, "round \(round), delay \(delay): no other entry changed or lost")
             #expect(reopened.state.pendingErasures.isEmpty)
             let log = try Data(contentsOf: URL(fileURLWithPath: path + "/events.log"))
@@ -53,7 +60,9 @@ struct EraseCrashTests {
             } else {
                 #expect(log.range(of: Data("kill secret".utf8)) != nil, "round \(round): untouched")
             }
-            #expect(leftovers.isEmpty || reopened.entry(secret) != nil, "a finished erasure leaves no temp file: \(leftovers)")
+            #expect(
+                leftovers.isEmpty || reopened.entry(secret) != nil,
+                "a finished erasure leaves no temp file: \(leftovers)")
             #expect(try Ledger.verify(at: path).ok)
         }
     }

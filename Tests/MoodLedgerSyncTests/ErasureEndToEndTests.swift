@@ -2,8 +2,8 @@ import Foundation
 import MoodLedger
 import MoodLedgerCLI
 import MoodLedgerSync
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Erasure end to end with moodledger serve")
 struct ErasureEndToEndTests {
@@ -20,7 +20,9 @@ struct ErasureEndToEndTests {
         var hits: [String] = []
         while let name = enumerator?.nextObject() as? String {
             let path = directory + "/" + name
-            if let data = FileManager.default.contents(atPath: path), data.range(of: Data(needle.utf8)) != nil { hits.append(path) }
+            if let data = FileManager.default.contents(atPath: path), data.range(of: Data(needle.utf8)) != nil {
+                hits.append(path)
+            }
         }
         return hits
     }
@@ -34,7 +36,9 @@ struct ErasureEndToEndTests {
         let credentials = server.credentials
         let env = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
         #expect(Self.cli(["init", "--ledger", ledger]).0 == 0)
-        let (_, id) = Self.cli(["log", "--valence", "0.4", "--label", "calm", "--note", "server secret note", "--ledger", ledger])
+        let (_, id) = Self.cli([
+            "log", "--valence", "0.4", "--label", "calm", "--note", "server secret note", "--ledger", ledger
+        ])
         let entry = id.trimmingCharacters(in: .whitespacesAndNewlines)
         _ = Self.cli(["log", "--valence", "0.1", "--label", "calm", "--note", "keep me", "--ledger", ledger])
         #expect(Self.cli(["remote", "set", server.url, "--ledger", ledger]).0 == 0)
@@ -83,11 +87,17 @@ struct ErasureEndToEndTests {
         try device.log(0.2, notes: "other note")
         try device.sync(server.credentials)
         let transport = HTTPTransport(url: try RemoteURL(server.url))
-        guard case .response(let status, _, _) = transport.perform(SyncRequest(method: "DELETE", path: "/api/v1/mood/\(secret)?erase=true"),
-                                                                   credentials: server.credentials) else { Issue.record("no answer"); return }
+        guard
+            case .response(let status, _, _) = transport.perform(
+                SyncRequest(method: "DELETE", path: "/api/v1/mood/\(secret)?erase=true"),
+                credentials: server.credentials)
+        else { Issue.record("no answer"); return }
         #expect(status == 204)
-        guard case .response(let again, _, _) = transport.perform(SyncRequest(method: "GET", path: "/api/v1/mood/\(secret)"),
-                                                                  credentials: server.credentials) else { return }
+        guard
+            case .response(let again, _, _) = transport.perform(
+                SyncRequest(method: "GET", path: "/api/v1/mood/\(secret)"),
+                credentials: server.credentials)
+        else { return }
         #expect(again == 404)
         server.stop()
         #expect(Self.filesContaining("api secret", in: dir.sub("server")).isEmpty)
@@ -97,6 +107,8 @@ struct ErasureEndToEndTests {
         #expect(code == 0, "\(output)")
         #expect(Self.filesContaining("other note", in: dir.sub("server")).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: dir.sub("server") + "/users/alice"))
-        #expect(Self.filesContaining("alice", in: dir.sub("server") + "/accounts").isEmpty, "the account's records are redacted")
+        #expect(
+            Self.filesContaining("alice", in: dir.sub("server") + "/accounts").isEmpty,
+            "the account's records are redacted")
     }
 }

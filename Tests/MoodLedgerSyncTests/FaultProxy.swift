@@ -43,8 +43,10 @@ final class FaultProxy: @unchecked Sendable {
     }
 
     /// Starts a proxy to `upstream` (a loopback port); `decide(index, method, path)` picks each request's fate.
-    init(upstream: UInt16, handler: (@Sendable (String, String, [UInt8]?) -> (Int, String))? = nil,
-         decide: @escaping @Sendable (Int, String, String) -> Action) throws {
+    init(
+        upstream: UInt16, handler: (@Sendable (String, String, [UInt8]?) -> (Int, String))? = nil,
+        decide: @escaping @Sendable (Int, String, String) -> Action
+    ) throws {
         self.upstream = upstream
         self.decide = decide
         self.handler = handler
@@ -91,21 +93,29 @@ final class FaultProxy: @unchecked Sendable {
             let index = count.wrappingAdd(1, ordering: .relaxed).oldValue
             if let handler {
                 let (status, body) = handler(method, path, request.body)
-                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false)) }
-                let text = "HTTP/1.1 \(status) Answered\r\n" + (status == 204 ? "" : "Content-Type: application/json\r\n")
+                seen.withLock {
+                    $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false))
+                }
+                let text =
+                    "HTTP/1.1 \(status) Answered\r\n" + (status == 204 ? "" : "Content-Type: application/json\r\n")
                     + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
                 guard Self.sendAll(client, Array(text.utf8)) else { return }
                 continue
             }
             let action = decide(index, method, path)
             if case .raw(let text) = action {
-                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false)) }
+                seen.withLock {
+                    $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false))
+                }
                 _ = Self.sendAll(client, Array(text.utf8))
                 return
             }
             if case .answer(let status, let headers, let body) = action {
-                seen.withLock { $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false)) }
-                let text = "HTTP/1.1 \(status) Injected\r\n" + headers.map { $0 + "\r\n" }.joined()
+                seen.withLock {
+                    $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status, replayed: false))
+                }
+                let text =
+                    "HTTP/1.1 \(status) Injected\r\n" + headers.map { $0 + "\r\n" }.joined()
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
                 guard Self.sendAll(client, Array(text.utf8)) else { return }
                 continue
@@ -117,8 +127,10 @@ final class FaultProxy: @unchecked Sendable {
             let responseHead = String(decoding: response.head, as: UTF8.self)
             let status = Int(responseHead.dropFirst(9).prefix(3))
             seen.withLock {
-                $0.append(Seen(method: method, path: path, idempotencyKey: key, status: status,
-                               replayed: Self.header(responseHead, "idempotent-replayed") != nil))
+                $0.append(
+                    Seen(
+                        method: method, path: path, idempotencyKey: key, status: status,
+                        replayed: Self.header(responseHead, "idempotent-replayed") != nil))
             }
             switch action {
             case .dropAfterCommit: return
@@ -132,7 +144,9 @@ final class FaultProxy: @unchecked Sendable {
     private static func header(_ head: String, _ name: String) -> String? {
         for line in head.split(separator: "\r\n").dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            if line[..<colon].lowercased() == name { return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+            if line[..<colon].lowercased() == name {
+                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
         }
         return nil
     }
@@ -154,7 +168,8 @@ final class FaultProxy: @unchecked Sendable {
 
     private static func find(_ buffer: [UInt8]) -> Int? {
         guard buffer.count >= 4 else { return nil }
-        for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 { return i }
+        for i in 0...(buffer.count - 4)
+        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 { return i }
         return nil
     }
 
@@ -170,7 +185,9 @@ final class FaultProxy: @unchecked Sendable {
                 return true
             }
             var watch = [Socket.Watch(fd: fd, interest: .readable)]
-            guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else { return false }
+            guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else {
+                return false
+            }
         }
     }
 
@@ -182,7 +199,9 @@ final class FaultProxy: @unchecked Sendable {
             offset += sent
             if sent == 0 {
                 var watch = [Socket.Watch(fd: fd, interest: .writable)]
-                guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else { return false }
+                guard (try? Socket.poll(&watch, timeoutMilliseconds: 30_000)) != nil, !watch[0].ready.isEmpty else {
+                    return false
+                }
             }
         }
         return true

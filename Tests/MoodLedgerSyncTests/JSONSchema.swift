@@ -17,7 +17,7 @@ struct JSONSchema: Sendable {
 
     private static let known: Set<String> = [
         "$schema", "title", "description", "type", "properties", "additionalProperties", "required", "enum", "minimum",
-        "maximum", "minItems", "maxItems", "items", "minLength", "maxLength", "anyOf", "format",
+        "maximum", "minItems", "maxItems", "items", "minLength", "maxLength", "anyOf", "format"
     ]
 
     /// Every violation of `value`, as `path: rule` (empty when valid).
@@ -27,28 +27,52 @@ struct JSONSchema: Sendable {
         return found
     }
 
-    private static func check(_ value: JSONValue, against schema: JSONValue, at path: String, into found: inout [String]) {
+    private static func check(
+        _ value: JSONValue, against schema: JSONValue, at path: String, into found: inout [String]
+    ) {
         guard case .object(let pairs) = schema else { found.append("\(path): schema is not an object"); return }
-        for (keyword, _) in pairs where !known.contains(keyword) { found.append("\(path): unsupported keyword \(keyword)") }
+        for (keyword, _) in pairs where !known.contains(keyword) {
+            found.append("\(path): unsupported keyword \(keyword)")
+        }
         if let type = schema["type"] {
             let allowed = type.arrayValue?.compactMap(\.stringValue) ?? [type.stringValue ?? ""]
-            if !allowed.contains(where: { matches(value, $0) }) { found.append("\(path): must be \(allowed.joined(separator: " or "))") }
+            if !allowed.contains(where: { matches(value, $0) }) {
+                found.append("\(path): must be \(allowed.joined(separator: " or "))")
+            }
         }
-        if let options = schema["enum"]?.arrayValue, !options.contains(value) { found.append("\(path): not one of the enum") }
+        if let options = schema["enum"]?.arrayValue, !options.contains(value) {
+            found.append("\(path): not one of the enum")
+        }
         if let number = value.doubleValue, !(value.stringValue != nil) {
-            if let minimum = schema["minimum"]?.doubleValue, number < minimum { found.append("\(path): below \(minimum)") }
-            if let maximum = schema["maximum"]?.doubleValue, number > maximum { found.append("\(path): above \(maximum)") }
+            if let minimum = schema["minimum"]?.doubleValue, number < minimum {
+                found.append("\(path): below \(minimum)")
+            }
+            if let maximum = schema["maximum"]?.doubleValue, number > maximum {
+                found.append("\(path): above \(maximum)")
+            }
         }
         if let text = value.stringValue {
-            if let minimum = schema["minLength"]?.intValue, text.count < minimum { found.append("\(path): shorter than \(minimum)") }
-            if let maximum = schema["maxLength"]?.intValue, text.count > maximum { found.append("\(path): longer than \(maximum)") }
-            if schema["format"]?.stringValue == "date-time", !isDateTime(text) { found.append("\(path): not an RFC 3339 date-time") }
+            if let minimum = schema["minLength"]?.intValue, text.count < minimum {
+                found.append("\(path): shorter than \(minimum)")
+            }
+            if let maximum = schema["maxLength"]?.intValue, text.count > maximum {
+                found.append("\(path): longer than \(maximum)")
+            }
+            if schema["format"]?.stringValue == "date-time", !isDateTime(text) {
+                found.append("\(path): not an RFC 3339 date-time")
+            }
         }
         if let items = value.arrayValue {
-            if let minimum = schema["minItems"]?.intValue, items.count < minimum { found.append("\(path): fewer than \(minimum) items") }
-            if let maximum = schema["maxItems"]?.intValue, items.count > maximum { found.append("\(path): more than \(maximum) items") }
+            if let minimum = schema["minItems"]?.intValue, items.count < minimum {
+                found.append("\(path): fewer than \(minimum) items")
+            }
+            if let maximum = schema["maxItems"]?.intValue, items.count > maximum {
+                found.append("\(path): more than \(maximum) items")
+            }
             if let itemSchema = schema["items"] {
-                for (index, item) in items.enumerated() { check(item, against: itemSchema, at: "\(path)[\(index)]", into: &found) }
+                for (index, item) in items.enumerated() {
+                    check(item, against: itemSchema, at: "\(path)[\(index)]", into: &found)
+                }
             }
         }
         if case .object(let fields) = value {
@@ -76,7 +100,8 @@ struct JSONSchema: Sendable {
 
     private static func matches(_ value: JSONValue, _ type: String) -> Bool {
         switch (type, value) {
-        case ("object", .object), ("array", .array), ("string", .string), ("boolean", .bool), ("null", .null): return true
+        case ("object", .object), ("array", .array), ("string", .string), ("boolean", .bool), ("null", .null):
+            return true
         case ("number", .int), ("number", .double), ("integer", .int): return true
         case ("integer", .double(let d)): return d.rounded() == d
         default: return false

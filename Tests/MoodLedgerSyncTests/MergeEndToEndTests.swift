@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
 import MoodLedger
 import MoodLedgerSync
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// Two devices of one account (two ledgers driven through the built `moodledger`) and one `moodledger serve`:
 /// concurrent edits merge field by field; a field changed on both sides is a conflict you can list and resolve.
@@ -21,8 +21,10 @@ struct MergeEndToEndTests {
 
         /// An account whose devices share one entry; with `decide`, device `a` reaches the server through a
         /// fault-injecting proxy.
-        init(_ name: String, notes: String = "orig", labels: [String] = ["calm"],
-             decide: (@Sendable (Int, String, String) -> FaultProxy.Action)? = nil) throws {
+        init(
+            _ name: String, notes: String = "orig", labels: [String] = ["calm"],
+            decide: (@Sendable (Int, String, String) -> FaultProxy.Action)? = nil
+        ) throws {
             dir = TemporaryDirectory(name)
             server = try SyncServer(dir: dir.sub("server"))
             let credentials = server.credentials
@@ -36,8 +38,9 @@ struct MergeEndToEndTests {
                 let url = ledger == a ? proxy?.url ?? server.url : server.url
                 _ = try Self.cli(["remote", "set", url, "--dialect", "mood-api", "--ledger", ledger])
             }
-            let (_, logged) = try Self.cli(["log", "--valence", "0.2", "--note", notes, "--json", "--ledger", a]
-                                           + labels.flatMap { ["--label", $0] })
+            let (_, logged) = try Self.cli(
+                ["log", "--valence", "0.2", "--note", notes, "--json", "--ledger", a]
+                    + labels.flatMap { ["--label", $0] })
             id = try #require(try JSONParser.parse(logged)["id"]?.stringValue)
             try sync(a)
             try sync(b)
@@ -63,7 +66,9 @@ struct MergeEndToEndTests {
             for ledger in [a, b, a] { try sync(ledger) }
         }
 
-        func entry(_ ledger: String) throws -> JSONValue { try JSONParser.parse(try run(ledger, ["show", id, "--json"])) }
+        func entry(_ ledger: String) throws -> JSONValue {
+            try JSONParser.parse(try run(ledger, ["show", id, "--json"]))
+        }
 
         func conflicts(_ ledger: String, _ extra: [String] = []) throws -> [JSONValue] {
             try JSONParser.parse(try run(ledger, ["conflicts", "--json"] + extra)).arrayValue ?? []
@@ -93,12 +98,14 @@ struct MergeEndToEndTests {
         let account = try Account("merge-labels")
         try account.apart(a: ["labels", account.id, "--add", "grateful"], b: ["labels", account.id, "--add", "hopeful"])
         for ledger in [account.a, account.b] {
-            #expect(Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            #expect(
+                Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
                     == ["calm", "grateful", "hopeful"])
         }
         try account.apart(a: ["labels", account.id, "--remove", "calm"], b: ["labels", account.id, "--add", "proud"])
         for ledger in [account.a, account.b] {
-            #expect(Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            #expect(
+                Set(try account.entry(ledger)["labels"]?.arrayValue?.compactMap(\.stringValue) ?? [])
                     == ["grateful", "hopeful", "proud"])
         }
     }
@@ -113,7 +120,9 @@ struct MergeEndToEndTests {
         }
     }
 
-    @Test("Both edit the note: the last to reach the server wins, the conflict lists both values, resolve takes the other")
+    @Test(
+        "Both edit the note: the last to reach the server wins, the conflict lists both values, resolve takes the other"
+    )
     func sameField() throws {
         let account = try Account("merge-same")
         try account.apart(a: ["update", account.id, "--note", "from A"], b: ["update", account.id, "--note", "from B"])
@@ -122,7 +131,8 @@ struct MergeEndToEndTests {
         let open = try account.conflicts(account.b)
         #expect(open.count == 1)
         let conflict = try #require(open.first)
-        #expect(conflict["field"]?.stringValue == "notes" && conflict["base"]?.stringValue == "orig"
+        #expect(
+            conflict["field"]?.stringValue == "notes" && conflict["base"]?.stringValue == "orig"
                 && conflict["here"]?.stringValue == "from B" && conflict["server"]?.stringValue == "from A"
                 && conflict["won"]?.stringValue == "here", "\(conflict)")
         let seq = try #require(conflict["seq"]?.intValue)
@@ -134,7 +144,8 @@ struct MergeEndToEndTests {
 
         try account.run(account.b, ["conflicts", "resolve", String(account.id.prefix(8)), "--take", "server"])
         #expect(try account.conflicts(account.b).isEmpty)
-        #expect(try account.conflicts(account.b, ["--at", String(seq)]).count == 1, "resolved conflicts stay in the past")
+        #expect(
+            try account.conflicts(account.b, ["--at", String(seq)]).count == 1, "resolved conflicts stay in the past")
         for ledger in [account.b, account.a] { try account.sync(ledger) }
         for ledger in [account.a, account.b] { #expect(try account.entry(ledger)["notes"]?.stringValue == "from A") }
         let history = try account.run(account.b, ["history", account.id])
@@ -156,7 +167,9 @@ struct MergeEndToEndTests {
         #expect(code == 66, "deleted everywhere")
     }
 
-    @Test("A deletion here whose send failed meets the server's edit in a pull: the deletion still wins, listed as a conflict")
+    @Test(
+        "A deletion here whose send failed meets the server's edit in a pull: the deletion still wins, listed as a conflict"
+    )
     func unsentDeletionMeetsPull() throws {
         let flag = FaultSwitch()
         let account = try Account("merge-unsent-delete") { _, method, _ in
@@ -167,7 +180,8 @@ struct MergeEndToEndTests {
         try account.run(account.b, ["update", account.id, "--score", "2"])
         try account.sync(account.b)
         flag.set(true)
-        _ = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)  // the DELETE fails; the pull meets B's edit
+        // the DELETE fails; the pull meets B's edit
+        _ = try Account.cli(["sync", "--ledger", account.a], environment: account.environment)
         let (gone, _) = try Account.cli(["show", account.id, "--ledger", account.a])
         #expect(gone == 66, "the pull did not bring the entry back")
         #expect(try account.conflicts(account.a).first?["field"]?.stringValue == "entry")

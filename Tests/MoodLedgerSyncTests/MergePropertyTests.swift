@@ -2,8 +2,8 @@ import Foundation
 import MoodLedger
 import MoodLedgerSync
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// 2–4 devices of one account edit random fields of shared entries concurrently, sync in random orders through
 /// random faults (lost answers, failures before sending, 5xx, a kill between an attempt and its outcome), then converge. Every edit survives unless a later
@@ -29,8 +29,9 @@ struct MergePropertyTests {
         }
     }
 
-    @Test("Concurrent edits on 2–4 devices with faults: converged, no tag lost, every lost value a listed conflict",
-          arguments: [nil, 7_493_122_058_111_004_311] as [UInt64?])
+    @Test(
+        "Concurrent edits on 2–4 devices with faults: converged, no tag lost, every lost value a listed conflict",
+        arguments: [nil, 7_493_122_058_111_004_311] as [UInt64?])
     func concurrentEdits(seed: UInt64?) throws {
         var random = SeededRandom(seed: seed)
         let dir = TemporaryDirectory("merge-property")
@@ -58,17 +59,22 @@ struct MergePropertyTests {
                     case 0, 1:
                         let field: MergeFields = Bool.random(using: &random) ? .notes : .mood
                         let before = Self.value(field, of: device.ledger.entry(id))
-                        for w in writes.indices where writes[w].entry == id && writes[w].field == field
-                            && (writes[w].value == before || writes[w].device == index) {
+                        for w in writes.indices
+                        where writes[w].entry == id && writes[w].field == field
+                            && (writes[w].value == before || writes[w].device == index)
+                        {
                             writes[w].replacedKnowingly = true
                         }
                         let entry: MoodEntry
                         if field == .notes {
-                            entry = try device.ledger.update(id, MoodChanges(notes: .set("d\(index)-r\(round)-\(serial)")))
+                            entry = try device.ledger.update(
+                                id, MoodChanges(notes: .set("d\(index)-r\(round)-\(serial)")))
                         } else {
-                            entry = try device.ledger.update(id, MoodChanges(valence: Double(serial % 997) / 1000 - 0.4))
+                            entry = try device.ledger.update(
+                                id, MoodChanges(valence: Double(serial % 997) / 1000 - 0.4))
                         }
-                        writes.append(Write(device: index, entry: id, field: field, value: Self.value(field, of: entry)!))
+                        writes.append(
+                            Write(device: index, entry: id, field: field, value: Self.value(field, of: entry)!))
                     default:
                         let tag = "t\(index)-\(round)-\(serial)"
                         _ = try device.ledger.editTags(id, .add(tag))
@@ -82,7 +88,8 @@ struct MergePropertyTests {
                 let device = devices.randomElement(using: &random)!
                 let engine = try SyncEngine(ledger: device.ledger, credentials: { server.credentials })
                 if let request = engine.plannedRequests().filter({ $0.method != "POST" }).randomElement(using: &random),
-                   let key = request.idempotencyKey, let id = EntryID(String(key.prefix(36))) {
+                    let key = request.idempotencyKey, let id = EntryID(String(key.prefix(36)))
+                {
                     try device.ledger.recordSyncAttempt(id, to: .backend, key: key)
                     _ = plain.perform(request, credentials: server.credentials)
                     kills += 1
@@ -106,8 +113,9 @@ struct MergePropertyTests {
             #expect(Content.of(device.ledger.state.entries.all) == first, "converged: \(context)")
             #expect(device.ledger.state.outboxItems(destination: .backend).isEmpty, "\(context)")
             let replayed = try device.replayed()
-            #expect(replayed.outbox == device.ledger.state.outbox && replayed.entries == device.ledger.state.entries,
-                    "replay == live: \(context)")
+            #expect(
+                replayed.outbox == device.ledger.state.outbox && replayed.entries == device.ledger.state.entries,
+                "replay == live: \(context)")
         }
         // Adds never conflict: every tag is there.
         for id in ids {
@@ -122,18 +130,24 @@ struct MergePropertyTests {
                 guard case .syncMerged(let merge) = recorded.event else { continue }
                 for field in [MergeFields.notes, .mood] where merge.conflicts.contains(field) {
                     for version in [merge.here, merge.theirs] {
-                        if let value = Self.value(field, of: version) { listed.insert("\(merge.entryID) \(field.rawValue) \(value)") }
+                        if let value = Self.value(field, of: version) {
+                            listed.insert("\(merge.entryID) \(field.rawValue) \(value)")
+                        }
                     }
                 }
             }
         }
         let merges = try devices.reduce(0) { $0 + (try $1.ledger.events(ofType: .syncMerged).count) }
-        print("[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(kills) kills, \(listed.count) conflicting values listed")
+        print(
+            "[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(kills) kills, \(listed.count) conflicting values listed"
+        )
         for write in writes where !write.replacedKnowingly {
             let final = Self.value(write.field, of: devices[0].ledger.entry(write.entry))
             if final == write.value { continue }
-            #expect(listed.contains("\(write.entry) \(write.field.rawValue) \(write.value)"),
-                    "device \(write.device)'s \(write.field.names) \(write.value) on \(write.entry) vanished unlisted: \(context)")
+            #expect(
+                listed.contains("\(write.entry) \(write.field.rawValue) \(write.value)"),
+                "device \(write.device)'s \(write.field.names) \(write.value) on \(write.entry) vanished unlisted: \(context)"
+            )
         }
         // The conflicts are a fold over the log: at every point, folding the events so far equals asking as of
         // that point (time travel), and a snapshot changes nothing.
@@ -142,7 +156,9 @@ struct MergePropertyTests {
             for recorded in try device.ledger.events() {
                 fold.apply(recorded)
                 if recorded.seq % 7 == 0 || recorded.seq == device.ledger.lastSeq {
-                    #expect(try device.ledger.conflicts(through: recorded.seq) == fold.conflicts, "seq \(recorded.seq): \(context)")
+                    #expect(
+                        try device.ledger.conflicts(through: recorded.seq) == fold.conflicts,
+                        "seq \(recorded.seq): \(context)")
                 }
             }
             let live = try device.ledger.conflicts()

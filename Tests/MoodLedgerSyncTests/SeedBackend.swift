@@ -45,7 +45,8 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
             return .response(status: 401, headers: [], body: Array(#"{"error":"missing credentials"}"#.utf8))
         }
         let (status, body) = handle(request.method, request.path, request.body)
-        return .response(status: status, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
+        return .response(
+            status: status, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
     }
 
     /// One request: `(status, JSON body)`.
@@ -67,17 +68,31 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
         }
     }
 
-    private func route(_ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?, _ store: inout Store) -> (Int, String) {
+    private func route(
+        _ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?, _ store: inout Store
+    ) -> (Int, String) {
         let itemID = path.hasPrefix(collection + "/") ? String(path.dropFirst(collection.count + 1)) : nil
         switch (method, path == collection, itemID) {
         case ("GET", true, _):
             let entries = store.entries.map(\.body)
-            return (200, JSONValue.object([("success", .bool(true)), ("data", .object([
-                ("entries", .array(entries)), ("total", .int(Int64(entries.count))), ("has_more", .bool(false))]))]).serialized)
+            return (
+                200,
+                JSONValue.object([
+                    ("success", .bool(true)),
+                    (
+                        "data",
+                        .object([
+                            ("entries", .array(entries)), ("total", .int(Int64(entries.count))),
+                            ("has_more", .bool(false))
+                        ])
+                    )
+                ]).serialized
+            )
         case ("POST", true, _):
             guard let body = validated(method, path, bytes, json, &store) else { return bad("invalid request body") }
             if dialect == .moodAPI, let sourceID = body["source_id"]?.stringValue,
-               let existing = store.entries.first(where: { $0.body["source_id"]?.stringValue == sourceID }) {
+                let existing = store.entries.first(where: { $0.body["source_id"]?.stringValue == sourceID })
+            {
                 return (200, envelope(existing.body))  // the seed's idempotency by source_id
             }
             let id = UUID().uuidString.lowercased()
@@ -86,11 +101,15 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
             return (201, envelope(stored))
         case ("PUT", false, let id?) where dialect == .wellness:
             guard let body = validated(method, path, bytes, json, &store) else { return bad("invalid request body") }
-            guard let index = store.entries.firstIndex(where: { $0.id == id }) else { return (404, #"{"error":"not found"}"#) }
+            guard let index = store.entries.firstIndex(where: { $0.id == id }) else {
+                return (404, #"{"error":"not found"}"#)
+            }
             store.entries[index].body = record(id: id, from: body)
             return (200, envelope(store.entries[index].body))
         case ("DELETE", false, let id?) where dialect == .wellness:
-            guard let index = store.entries.firstIndex(where: { $0.id == id }) else { return (404, #"{"error":"not found"}"#) }
+            guard let index = store.entries.firstIndex(where: { $0.id == id }) else {
+                return (404, #"{"error":"not found"}"#)
+            }
             store.entries.remove(at: index)
             return (204, "")
         default:
@@ -99,10 +118,14 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
         }
     }
 
-    private func bad(_ message: String) -> (Int, String) { (400, JSONValue.object([("error", .string(message))]).serialized) }
+    private func bad(_ message: String) -> (Int, String) {
+        (400, JSONValue.object([("error", .string(message))]).serialized)
+    }
 
-    private func validated(_ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?,
-                           _ store: inout Store) -> JSONValue? {
+    private func validated(
+        _ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?,
+        _ store: inout Store
+    ) -> JSONValue? {
         guard let json else {
             store.violations.append("\(method) \(path): body is not JSON")
             return nil

@@ -1,8 +1,8 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
-import Testing
 import TestSupport
+import Testing
 
 /// Sync against backends that are exactly the seed documents (`SeedBackend`, schemas in `Tests/Seed/schemas`).
 @Suite("Seed backends as documented")
@@ -13,35 +13,50 @@ struct SeedDialectTests {
         var ids: [String: EntryID] = [:]
         ids["score"] = try device.ledger.log(MoodDraft(score: 8)).entry.id
         ids["score5"] = try device.ledger.log(MoodDraft(score: 5, notes: "five")).entry.id
-        ids["valence"] = try device.ledger.log(MoodDraft(valence: 0.35, labels: ["happy", "calm"],
-                                                         associations: ["current events", "self care"], notes: "walk")).entry.id
+        ids["valence"] = try device.ledger.log(
+            MoodDraft(
+                valence: 0.35, labels: ["happy", "calm"],
+                associations: ["current events", "self care"], notes: "walk")
+        ).entry.id
         ids["labelsOnly"] = try device.ledger.log(MoodDraft(labels: ["grateful"])).entry.id
-        ids["custom"] = try device.ledger.log(MoodDraft(valence: -0.2, labels: ["sad", "homesick"], associations: ["garden"],
-                                                        tags: ["rainy"])).entry.id
+        ids["custom"] = try device.ledger.log(
+            MoodDraft(
+                valence: -0.2, labels: ["sad", "homesick"], associations: ["garden"],
+                tags: ["rainy"])
+        ).entry.id
         ids["daily"] = try device.ledger.log(MoodDraft(valence: 0.9, kind: .dailyMood)).entry.id
         return ids
     }
 
     /// What a seed backend must hold for an entry, field by field, per the translation table of `Specs/sync.md`.
     static func expected(_ entry: MoodEntry, _ dialect: RemoteDialect) -> [String: JSONValue] {
-        let valence: JSONValue = entry.enteredScore.map { .double((Double($0) - 5.5) / 4.5) }
+        let valence: JSONValue =
+            entry.enteredScore.map { .double((Double($0) - 5.5) / 4.5) }
             ?? entry.valence.map { .double(Valence.display($0)) } ?? .null
         switch dialect {
         case .progress:
-            return ["type": .string("mood_score"), "quantity": .int(Int64(entry.enteredScore ?? entry.score!)),
-                    "logged_at": .string(entry.loggedAt.iso8601), "notes": entry.notes.map { .string($0) } ?? .null]
+            return [
+                "type": .string("mood_score"), "quantity": .int(Int64(entry.enteredScore ?? entry.score!)),
+                "logged_at": .string(entry.loggedAt.iso8601), "notes": entry.notes.map { .string($0) } ?? .null
+            ]
         case .moodAPI:
-            return ["valence": valence,
-                    "labels": entry.labels.isEmpty ? .null : .array(entry.labels.map { .string($0.wireName) }),
-                    "associations": .array(entry.associations.map { .string($0.wireName) }),
-                    "logged_at": .string(entry.loggedAt.iso8601), "source": .string("manual"),
-                    "source_id": .string(entry.id.description), "notes": entry.notes.map { .string($0) } ?? .null]
+            return [
+                "valence": valence,
+                "labels": entry.labels.isEmpty ? .null : .array(entry.labels.map { .string($0.wireName) }),
+                "associations": .array(entry.associations.map { .string($0.wireName) }),
+                "logged_at": .string(entry.loggedAt.iso8601), "source": .string("manual"),
+                "source_id": .string(entry.id.description), "notes": entry.notes.map { .string($0) } ?? .null
+            ]
         case .wellness:
-            return ["valence": valence,
-                    "labels": .array(entry.labels.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
-                    "associations": .array(entry.associations.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
-                    "logged_at": .string(entry.loggedAt.iso8601), "source": .string("manual"),
-                    "notes": entry.notes.map { .string($0) } ?? .null]
+            return [
+                "valence": valence,
+                "labels": .array(
+                    entry.labels.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
+                "associations": .array(
+                    entry.associations.filter { !$0.isCustom }.map { .string(SyncDialect.wellnessSpelling($0.name)) }),
+                "logged_at": .string(entry.loggedAt.iso8601), "source": .string("manual"),
+                "notes": entry.notes.map { .string($0) } ?? .null
+            ]
         }
     }
 
@@ -51,7 +66,8 @@ struct SeedDialectTests {
         let sent = state.entries.all.filter { !held.contains($0.id) }
         #expect(stored.count == sent.count, "one record per entry, nothing duplicated")
         for entry in sent {
-            let remoteID = try #require(state.outbox.record(OutboxKey(entryID: entry.id, destination: .backend))?.remoteID)
+            let remoteID = try #require(
+                state.outbox.record(OutboxKey(entryID: entry.id, destination: .backend))?.remoteID)
             let record = try #require(stored.first { $0.id == remoteID }?.body, "\(entry.id) not stored")
             for (field, value) in expected(entry, backend.dialect) {
                 #expect((record[field] ?? .null) == value, "\(backend.dialect.rawValue) \(field) of \(entry.id)")
@@ -63,7 +79,9 @@ struct SeedDialectTests {
         SyncStatus.of(device.ledger.state, now: device.ledger.options.clock()).first { $0.destination == .backend }!
     }
 
-    @Test("mood-api (seed 001): documented bodies only, valence from the score by the seed's formula, edits held", arguments: [false, true])
+    @Test(
+        "mood-api (seed 001): documented bodies only, valence from the score by the seed's formula, edits held",
+        arguments: [false, true])
     func moodAPI(overHTTP: Bool) throws {
         let dir = TemporaryDirectory("seed-mood-api")
         let backend = try SeedBackend(.moodAPI)
@@ -98,7 +116,9 @@ struct SeedDialectTests {
         #expect(backend.violations.isEmpty, "\(backend.violations)")
     }
 
-    @Test("wellness (seed 002): CreateMoodRequest with its enum spellings; labels-only held; custom words said; edits and deletes")
+    @Test(
+        "wellness (seed 002): CreateMoodRequest with its enum spellings; labels-only held; custom words said; edits and deletes"
+    )
     func wellness() throws {
         let dir = TemporaryDirectory("seed-wellness")
         let backend = try SeedBackend(.wellness)
@@ -112,20 +132,26 @@ struct SeedDialectTests {
         let posted = backend.requests.compactMap(\.body)
         #expect(posted.contains { $0["associations"] == .array([.string("currentEvents"), .string("selfCare")]) })
         var status = Self.status(device)
-        #expect(status.held.map(\.entryID) == [ids["labelsOnly"]!] && status.held[0].text.contains("requires a valence"))
-        #expect(status.notCarried.first { $0.entryID == ids["custom"]! }?.text
-                == "1 custom label (the seed's labels are a fixed list), 1 custom association (the seed's associations are a fixed list), tags")
+        #expect(
+            status.held.map(\.entryID) == [ids["labelsOnly"]!] && status.held[0].text.contains("requires a valence"))
+        #expect(
+            status.notCarried.first { $0.entryID == ids["custom"]! }?.text
+                == "1 custom label (the seed's labels are a fixed list), 1 custom association (the seed's associations are a fixed list), tags"
+        )
 
         _ = try device.ledger.update(ids["valence"]!, MoodChanges(score: 3, notes: .clear))
         try device.ledger.delete(ids["score"]!)
         let second = try device.sync(credentials, transport: backend)
         #expect(second.isComplete && second.delivered == 2, "\(second)")
         try Self.checkStored(device, backend, skipping: [ids["labelsOnly"]!])
-        #expect(try SyncExplanation.explain(ids["valence"]!, in: device.ledger).text.contains("Unconditional: the remote has no revisions"))
+        #expect(
+            try SyncExplanation.explain(ids["valence"]!, in: device.ledger).text.contains(
+                "Unconditional: the remote has no revisions"))
 
         // Deleted on another client of the seed: the PUT's 404 means the entry is gone there (the route exists), so
         // the edit creates it again — one record, not two.
-        let remoteID = try #require(device.ledger.state.outbox.record(OutboxKey(entryID: ids["daily"]!, destination: .backend))?.remoteID)
+        let remoteID = try #require(
+            device.ledger.state.outbox.record(OutboxKey(entryID: ids["daily"]!, destination: .backend))?.remoteID)
         #expect(backend.handle("DELETE", "/api/v1/wellness/mood-entries/\(remoteID)", nil).0 == 204)
         _ = try device.ledger.update(ids["daily"]!, MoodChanges(valence: 0.5))
         let third = try device.sync(credentials, transport: backend)
@@ -213,17 +239,28 @@ struct SeedDialectTests {
         let labels = MoodLabel.allCanonical.map(\.wireName)
         let associations = MoodAssociation.allCanonical.map(\.wireName)
         let associationChunks = [Array(associations.prefix(10)), Array(associations.dropFirst(10))]
-        for (index, chunk) in stride(from: 0, to: labels.count, by: 10).map({ Array(labels[$0..<min($0 + 10, labels.count)]) }).enumerated() {
-            let entry = try MoodRules.validate(MoodDraft(valence: 0.1, labels: chunk, associations: associationChunks[index % 2]),
-                                               now: 0, bounds: .storage, newID: { EntryID.random() })
+        for (index, chunk) in stride(from: 0, to: labels.count, by: 10).map({
+            Array(labels[$0..<min($0 + 10, labels.count)])
+        }).enumerated() {
+            let entry = try MoodRules.validate(
+                MoodDraft(valence: 0.1, labels: chunk, associations: associationChunks[index % 2]),
+                now: 0, bounds: .storage, newID: { EntryID.random() })
             for dialect in [wellness, moodAPI] {
-                let body = try JSONParser.parse(String(decoding: dialect.request(.create, entryID: entry.id, entry: entry,
-                                                                                 remoteID: nil, key: "k").body!, as: UTF8.self))
+                let body = try JSONParser.parse(
+                    String(
+                        decoding: dialect.request(
+                            .create, entryID: entry.id, entry: entry,
+                            remoteID: nil, key: "k"
+                        ).body!, as: UTF8.self))
                 let words = try body["labels"]!.arrayValue!.map { try MoodLabel.parse($0.stringValue!) }
                 #expect(words == entry.labels)
-                let associationWords = try body["associations"]!.arrayValue!.map { try MoodAssociation.parse($0.stringValue!) }
+                let associationWords = try body["associations"]!.arrayValue!.map {
+                    try MoodAssociation.parse($0.stringValue!)
+                }
                 #expect(associationWords == entry.associations)
-                if dialect.dialect == .wellness { #expect(schema.violations(of: body).isEmpty, "\(schema.violations(of: body))") }
+                if dialect.dialect == .wellness {
+                    #expect(schema.violations(of: body).isEmpty, "\(schema.violations(of: body))")
+                }
             }
         }
     }
@@ -233,18 +270,32 @@ struct SeedDialectTests {
 struct SeedSchemaTests {
     @Test("The seed schemas refuse the reference server's extended bodies (the checks can fail)")
     func refuseExtensions() throws {
-        let entry = try MoodRules.validate(MoodDraft(score: 10, labels: ["happy"], associations: ["current events"], tags: ["x"]),
-                                           now: 0, bounds: .storage, newID: { EntryID.random() })
+        let entry = try MoodRules.validate(
+            MoodDraft(score: 10, labels: ["happy"], associations: ["current events"], tags: ["x"]),
+            now: 0, bounds: .storage, newID: { EntryID.random() })
         for (dialect, schema) in [(RemoteDialect.moodAPI, "mood-api-create"), (.wellness, "wellness-mood-request")] {
-            let extended = SyncDialect(RemoteConfig(url: "http://x", dialect: dialect, capabilities: .all, source: .set))
-            let body = try JSONParser.parse(String(decoding: extended.request(.create, entryID: entry.id, entry: entry,
-                                                                              remoteID: nil, key: "k").body!, as: UTF8.self))
+            let extended = SyncDialect(
+                RemoteConfig(url: "http://x", dialect: dialect, capabilities: .all, source: .set))
+            let body = try JSONParser.parse(
+                String(
+                    decoding: extended.request(
+                        .create, entryID: entry.id, entry: entry,
+                        remoteID: nil, key: "k"
+                    ).body!, as: UTF8.self))
             let violations = try JSONSchema.seed(schema).violations(of: body)
-            #expect(violations.contains("$: unknown field id") && violations.contains("$: unknown field tags"), "\(violations)")
+            #expect(
+                violations.contains("$: unknown field id") && violations.contains("$: unknown field tags"),
+                "\(violations)")
         }
         let wellness = try JSONSchema.seed("wellness-mood-request")
-        #expect(!wellness.violations(of: try JSONParser.parse(#"{"valence": 0.1, "labels": ["happy"], "associations": ["current_events"], "logged_at": "2025-01-15T14:30:00Z", "source": "manual"}"#)).isEmpty,
-                "snake_case associations are not the seed's enum")
-        #expect(!(try JSONSchema.seed("mood-api-create")).violations(of: try JSONParser.parse(#"{"labels": []}"#)).isEmpty)
+        #expect(
+            !wellness.violations(
+                of: try JSONParser.parse(
+                    #"{"valence": 0.1, "labels": ["happy"], "associations": ["current_events"], "logged_at": "2025-01-15T14:30:00Z", "source": "manual"}"#
+                )
+            ).isEmpty,
+            "snake_case associations are not the seed's enum")
+        #expect(
+            !(try JSONSchema.seed("mood-api-create")).violations(of: try JSONParser.parse(#"{"labels": []}"#)).isEmpty)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Sync across a crash (the built binary, SIGKILL)")
 struct SyncCrashTests {
@@ -26,21 +26,28 @@ struct SyncCrashTests {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
-    @Test("Killed between sync.attempted and its outcome: the restart resends with the same key, no duplicate, the queue drains")
+    @Test(
+        "Killed between sync.attempted and its outcome: the restart resends with the same key, no duplicate, the queue drains"
+    )
     func killedInFlight() throws {
         let dir = TemporaryDirectory("sync-kill")
         let server = try SyncServer(dir: dir.sub("server"))
         defer { server.stop() }
         // The server commits the first POST; its answer is held long enough for the kill.
-        let proxy = try FaultProxy(upstream: server.port) { index, _, _ in index == 0 ? .delay(milliseconds: 30_000) : .relay }
+        let proxy = try FaultProxy(upstream: server.port) { index, _, _ in
+            index == 0 ? .delay(milliseconds: 30_000) : .relay
+        }
         defer { proxy.stop() }
         let ledger = dir.sub("device")
         #expect(try Self.run(["init", "--ledger", ledger]).0 == 0)
         for valence in ["0.3", "-0.4", "0.7"] {
             #expect(try Self.run(["log", "--valence", valence, "--label", "calm", "--ledger", ledger]).0 == 0)
         }
-        #expect(try Self.run(["remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
-                                       "changes,revisions,update,delete,extensions", "--ledger", ledger]).0 == 0)
+        #expect(
+            try Self.run([
+                "remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
+                "changes,revisions,update,delete,extensions", "--ledger", ledger
+            ]).0 == 0)
         let credentials = server.credentials
         let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
         let (process, _) = try Self.start(["sync", "--concurrency", "1", "--ledger", ledger], environment: environment)
@@ -71,14 +78,18 @@ struct SyncCrashTests {
         #expect(outbox.contains("\"backend\"") == false, "\(outbox)")
     }
 
-    @Test("CLI manners: no remote → 78; a credentials file not 0600 → 78; refused credentials → 77; --dry-run appends nothing")
+    @Test(
+        "CLI manners: no remote → 78; a credentials file not 0600 → 78; refused credentials → 77; --dry-run appends nothing"
+    )
     func manners() throws {
         let dir = TemporaryDirectory("sync-cli")
         let server = try SyncServer(dir: dir.sub("server"))
         defer { server.stop() }
         let ledger = dir.sub("device")
         _ = try Self.run(["init", "--ledger", ledger])
-        #expect(try Self.run(["log", "--valence", "0.3", "--label", "calm", "--note", "secret words", "--ledger", ledger]).0 == 0)
+        #expect(
+            try Self.run(["log", "--valence", "0.3", "--label", "calm", "--note", "secret words", "--ledger", ledger]).0
+                == 0)
         #expect(try Self.run(["sync", "--ledger", ledger]).0 == 78)
         #expect(try Self.run(["remote", "set", "ftp://x", "--ledger", ledger]).0 == 65)
         #expect(try Self.run(["remote", "set", server.url, "--dialect", "carrier-pigeon", "--ledger", ledger]).0 == 64)
@@ -87,7 +98,8 @@ struct SyncCrashTests {
         #expect(shown.contains(server.url) && shown.contains("mood-api"))
         let file = dir.sub("credentials.json")
         let credentials = server.credentials
-        try #"{"api_key": "\#(credentials.apiKey!)", "token": "\#(credentials.token!)"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        try #"{"api_key": "\#(credentials.apiKey!)", "token": "\#(credentials.token!)"}"#.write(
+            toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o644)
         let (loose, looseOutput) = try Self.run(["sync", "--credentials", file, "--ledger", ledger])
         #expect(loose == 78 && looseOutput.contains("chmod 600"))
@@ -97,15 +109,17 @@ struct SyncCrashTests {
         let (dry, plan) = try Self.run(["sync", "--dry-run", "--credentials", file, "--ledger", ledger])
         #expect(dry == 0 && plan.contains("POST /api/v1/mood"), "\(plan)")
         #expect(try Self.run(["events", "--json", "--ledger", ledger]).1 == before)
-        let (refused, refusedOutput) = try Self.run(["sync", "--ledger", ledger],
-                                                    environment: ["MOODLEDGER_API_KEY": "mlk_nope", "MOODLEDGER_TOKEN": "x.y.z"])
+        let (refused, refusedOutput) = try Self.run(
+            ["sync", "--ledger", ledger],
+            environment: ["MOODLEDGER_API_KEY": "mlk_nope", "MOODLEDGER_TOKEN": "x.y.z"])
         #expect(refused == 77 && refusedOutput.contains("refused the credentials"))
         #expect(!refusedOutput.contains("mlk_nope"))
         let (ok, okOutput) = try Self.run(["sync", "--credentials", file, "--ledger", ledger])
         #expect(ok == 0, "\(okOutput)")
         // Credentials never reach the log, and neither do notes reach an error.
         let log = try Data(contentsOf: URL(fileURLWithPath: ledger + "/events.log"))
-        #expect(log.range(of: Data(credentials.apiKey!.utf8)) == nil && log.range(of: Data(credentials.token!.utf8)) == nil)
+        #expect(
+            log.range(of: Data(credentials.apiKey!.utf8)) == nil && log.range(of: Data(credentials.token!.utf8)) == nil)
         #expect(!refusedOutput.contains("secret words"))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Sync end to end against moodledger serve")
 struct SyncEndToEndTests {
@@ -58,16 +58,18 @@ struct SyncEndToEndTests {
         let id = try ahead.log(0.1)
         try ahead.sync(server.credentials)
         try behind.sync(server.credentials)
-        _ = try ahead.ledger.update(id, MoodChanges(valence: 0.9))   // "later" by its clock, sent first
+        _ = try ahead.ledger.update(id, MoodChanges(valence: 0.9))  // "later" by its clock, sent first
         try ahead.sync(server.credentials)
-        _ = try behind.ledger.update(id, MoodChanges(valence: -0.9)) // "earlier" by its clock, sent last
+        _ = try behind.ledger.update(id, MoodChanges(valence: -0.9))  // "earlier" by its clock, sent last
         try behind.sync(server.credentials)
         try ahead.sync(server.credentials)
         #expect(ahead.ledger.entry(id)?.valence == Valence.quantized(-0.9))
         #expect(behind.ledger.entry(id)?.valence == Valence.quantized(-0.9))
     }
 
-    @Test("A remote change to an entry with an unsent local change is merged; the same field changed on both is a recorded conflict and the local change wins")
+    @Test(
+        "A remote change to an entry with an unsent local change is merged; the same field changed on both is a recorded conflict and the local change wins"
+    )
     func conflict() throws {
         let shared = try SharedEntry(TemporaryDirectory("sync-conflict"))
         let (server, a, b, id) = (shared.server, shared.a, shared.b, shared.id)
@@ -77,15 +79,22 @@ struct SyncEndToEndTests {
         _ = try a.ledger.update(id, MoodChanges(valence: -0.5))
         // a's PUT fails (503), then its pull meets b's change while a's is unsent.
         let failing = FaultyTransport(HTTPTransport(url: try RemoteURL(server.url))) { _, request in
-            request.method == "PUT" ? .answer(503, [], #"{"success":false,"error":{"code":"down","message":"maintenance"}}"#) : nil
+            request.method == "PUT"
+                ? .answer(503, [], #"{"success":false,"error":{"code":"down","message":"maintenance"}}"#) : nil
         }
         let report = try a.sync(server.credentials, transport: failing)
         #expect(report.conflicts == 1)
         #expect(a.ledger.entry(id)?.valence == Valence.quantized(-0.5), "the local change is kept")
         let history = try a.ledger.history(of: id).map(\.event.event)
-        #expect(history.contains { if case .syncMerged(let merge) = $0 { return merge.conflicts == .mood } else { return false } })
+        #expect(
+            history.contains {
+                if case .syncMerged(let merge) = $0 { return merge.conflicts == .mood } else { return false }
+            })
         let story = try SyncExplanation.explain(id, in: a.ledger)
-        #expect(story.steps.contains { $0.text.contains("mood: conflict — base valence 0.1, here valence -0.5, server valence 0.5") }, "\(story.text)")
+        #expect(
+            story.steps.contains {
+                $0.text.contains("mood: conflict — base valence 0.1, here valence -0.5, server valence 0.5")
+            }, "\(story.text)")
         #expect(story.steps.contains { $0.text.contains("HTTP 503: maintenance") })
         // The retry (no new local write needed) lands last and wins everywhere.
         a.advance(20 * 60_000)
@@ -152,10 +161,13 @@ struct SyncDialectTests {
         let onServer = try server.entries()
         #expect(onServer.contains { $0.id == id && $0.valence == Valence.quantized(-0.4) })
         #expect(!onServer.contains { $0.id == other })
-        #expect(onServer.contains { $0.enteredScore == 8 && $0.labels.isEmpty }, "a progress record carries the score only")
+        #expect(
+            onServer.contains { $0.enteredScore == 8 && $0.labels.isEmpty }, "a progress record carries the score only")
     }
 
     func plannedPaths(_ device: Device) -> [String] {
-        (try? SyncEngine(ledger: device.ledger, credentials: { SyncCredentials() }).plannedRequests().map(\.path)) ?? ["error"]
+        (try? SyncEngine(ledger: device.ledger, credentials: { SyncCredentials() }).plannedRequests().map(\.path)) ?? [
+            "error"
+        ]
     }
 }

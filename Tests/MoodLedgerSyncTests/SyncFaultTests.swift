@@ -2,8 +2,8 @@ import Foundation
 import MoodLedger
 import MoodLedgerSync
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Sync under faults (a fault-injecting TCP proxy in front of moodledger serve)")
 struct SyncFaultTests {
@@ -20,7 +20,9 @@ struct SyncFaultTests {
             device = try Device(dir.sub("device"), remote: proxy.url)
         }
 
-        func transport(timeout: Double = 30) throws -> HTTPTransport { HTTPTransport(url: try RemoteURL(proxy.url), timeout: timeout) }
+        func transport(timeout: Double = 30) throws -> HTTPTransport {
+            HTTPTransport(url: try RemoteURL(proxy.url), timeout: timeout)
+        }
 
         func stop() {
             proxy.stop()
@@ -38,7 +40,8 @@ struct SyncFaultTests {
     func dropAfterCommit() throws {
         // The first two runs' pulls fail too, so they cannot learn that the server has the entry.
         let rig = try Rig { index, method, _ in
-            index == 0 ? .dropAfterCommit : method == "GET" && index < 3 ? .answer(503, [], #"{"success":false}"#) : .relay
+            index == 0
+                ? .dropAfterCommit : method == "GET" && index < 3 ? .answer(503, [], #"{"success":false}"#) : .relay
         }
         defer { rig.stop() }
         let id = try rig.device.log(0.4)
@@ -46,7 +49,9 @@ struct SyncFaultTests {
         #expect(first.retrying == 1)
         let failure = try #require(try rig.failures().first)
         #expect(failure.retryable && failure.status == nil && failure.error.hasPrefix("network:"))
-        #expect(try rig.device.sync(rig.server.credentials, transport: try rig.transport()).sent == 0, "not due before its retry time")
+        #expect(
+            try rig.device.sync(rig.server.credentials, transport: try rig.transport()).sent == 0,
+            "not due before its retry time")
         rig.device.advance(20 * 60_000)
         try rig.device.sync(rig.server.credentials, transport: try rig.transport())
         let posts = rig.proxy.requests.filter { $0.method == "POST" }
@@ -75,7 +80,10 @@ struct SyncFaultTests {
 
     @Test("500s are retried with full-jitter backoff recorded in sync.failed; replay reproduces next_attempt_at")
     func serverErrors() throws {
-        let rig = try Rig { index, _, _ in index < 3 ? .answer(500, [], #"{"success":false,"error":{"code":"internal_error","message":"boom"}}"#) : .relay }
+        let rig = try Rig { index, _, _ in
+            index < 3
+                ? .answer(500, [], #"{"success":false,"error":{"code":"internal_error","message":"boom"}}"#) : .relay
+        }
         defer { rig.stop() }
         for i in 0..<3 { try rig.device.log(Double(i) / 5) }
         let before = rig.device.ledger.options.clock()
@@ -98,7 +106,12 @@ struct SyncFaultTests {
 
     @Test("429 with Retry-After is honoured (seconds and HTTP date)")
     func rateLimited() throws {
-        let rig = try Rig { index, _, _ in index == 0 ? .answer(429, ["Retry-After: 120"], #"{"success":false,"error":{"code":"rate_limited","message":"slow down"}}"#) : .relay }
+        let rig = try Rig { index, _, _ in
+            index == 0
+                ? .answer(
+                    429, ["Retry-After: 120"],
+                    #"{"success":false,"error":{"code":"rate_limited","message":"slow down"}}"#) : .relay
+        }
         defer { rig.stop() }
         try rig.device.log(0.2)
         try rig.device.sync(rig.server.credentials, transport: try rig.transport())
@@ -127,10 +140,12 @@ struct SyncFaultTests {
         // A source that hands out the right credentials only when asked again (a refreshed token).
         let good = rig.server.credentials
         let calls = Calls()
-        let engine = try SyncEngine(ledger: rig.device.ledger, transport: try rig.transport(), credentials: {
-            calls.count += 1
-            return calls.count == 1 ? wrong : good
-        })
+        let engine = try SyncEngine(
+            ledger: rig.device.ledger, transport: try rig.transport(),
+            credentials: {
+                calls.count += 1
+                return calls.count == 1 ? wrong : good
+            })
         let report = try engine.run()
         #expect(report.delivered == 1 && calls.count == 2)
     }
@@ -139,7 +154,13 @@ struct SyncFaultTests {
 
     @Test("One 422 poison item is parked while 50 others go through; it is not sent again until the entry changes")
     func poison() throws {
-        let rig = try Rig { index, _, _ in index == 7 ? .answer(422, [], #"{"success":false,"error":{"code":"validation_error","message":"labels: unknown","field":"labels"}}"#) : .relay }
+        let rig = try Rig { index, _, _ in
+            index == 7
+                ? .answer(
+                    422, [],
+                    #"{"success":false,"error":{"code":"validation_error","message":"labels: unknown","field":"labels"}}"#
+                ) : .relay
+        }
         defer { rig.stop() }
         for i in 0..<51 { try rig.device.log(Double(i % 20) / 20) }
         let report = try rig.device.sync(rig.server.credentials, transport: try rig.transport())
@@ -174,22 +195,32 @@ struct SyncFramingTests {
     func framings() throws {
         let body = #"{"success":true,"data":{"id":"8b1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"}}"#
         let half = body.utf8.count / 2
-        let chunked = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nETag: \"7\"\r\n\r\n"
+        let chunked =
+            "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nETag: \"7\"\r\n\r\n"
             + String(half, radix: 16) + ";ext=1\r\n" + String(body.prefix(half)) + "\r\n"
-            + String(body.utf8.count - half, radix: 16) + "\r\n" + String(body.dropFirst(half)) + "\r\n0\r\nX-Trailer: t\r\n\r\n"
+            + String(body.utf8.count - half, radix: 16) + "\r\n" + String(body.dropFirst(half))
+            + "\r\n0\r\nX-Trailer: t\r\n\r\n"
         let delimited = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body
         for answer in [chunked, delimited] {
             let proxy = try FaultProxy(upstream: 1) { _, _, _ in .raw(answer) }
             defer { proxy.stop() }
             let transport = HTTPTransport(url: try RemoteURL(proxy.url), timeout: 5)
-            guard case .response(let status, let headers, let received) = transport.perform(
-                SyncRequest(method: "POST", path: "/api/v1/mood", body: Array("{}".utf8)), credentials: SyncCredentials()) else {
+            guard
+                case .response(let status, let headers, let received) = transport.perform(
+                    SyncRequest(method: "POST", path: "/api/v1/mood", body: Array("{}".utf8)),
+                    credentials: SyncCredentials())
+            else {
                 Issue.record("no response"); continue
             }
             #expect(status == 201 || status == 200)
             #expect(String(decoding: received, as: UTF8.self) == body)
-            if status == 201 { #expect(SyncPolicy.classify(.create, status: status, headers: headers, body: received,
-                                                            entryID: .none, now: 0) == .delivered(remoteID: "8b1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", revision: 7)) }
+            if status == 201 {
+                #expect(
+                    SyncPolicy.classify(
+                        .create, status: status, headers: headers, body: received,
+                        entryID: .none, now: 0)
+                        == .delivered(remoteID: "8b1c2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", revision: 7))
+            }
         }
     }
 }
@@ -199,11 +230,15 @@ struct RemoteURLTests {
     @Test("Parsed strictly: http with a host, optional port and path prefix; nothing that could break a request line")
     func parsing() throws {
         let url = try RemoteURL("http://Example.org:8080/base/")
-        #expect(url.host == "Example.org" && url.port == 8080 && url.prefix == "/base" && url.description == "http://Example.org:8080/base")
+        #expect(
+            url.host == "Example.org" && url.port == 8080 && url.prefix == "/base"
+                && url.description == "http://Example.org:8080/base")
         #expect(try RemoteURL("http://[::1]:9/").description == "http://[::1]:9")
         #expect(try RemoteURL("http://127.0.0.1").port == 80)
-        for bad in ["https://x", "ftp://x", "http://", "http://user:pw@x", "http://x:0", "http://x:70000", "http://x/a b",
-                    "http://x/a\r\nHost: y", "http://x/?q=1", "http://[::1", "http://x y"] {
+        for bad in [
+            "https://x", "ftp://x", "http://", "http://user:pw@x", "http://x:0", "http://x:70000", "http://x/a b",
+            "http://x/a\r\nHost: y", "http://x/?q=1", "http://[::1", "http://x y"
+        ] {
             #expect(throws: MoodError.self, "\(bad)") { try RemoteURL(bad) }
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
 import MoodLedger
-@testable import MoodLedgerServer
 import MoodLedgerSync
 import Synchronization
 import TestSupport
+
+@testable import MoodLedgerServer
 
 /// The real `moodledger serve` in-process on an ephemeral loopback port, with user `alice`.
 final class SyncServer: @unchecked Sendable {
@@ -49,15 +50,22 @@ final class SyncServer: @unchecked Sendable {
 
     /// Valid credentials for alice.
     var credentials: SyncCredentials {
-        SyncCredentials(apiKey: key, token: JWT.sign(subject: "alice", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                                                     secret: backend.credentials.secret))
+        SyncCredentials(
+            apiKey: key,
+            token: JWT.sign(
+                subject: "alice", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
+                secret: backend.credentials.secret))
     }
 
     private let stopped = Mutex(false)
 
     /// Stops the server and closes its ledgers (idempotent).
     func stop() {
-        guard stopped.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        guard
+            stopped.withLock({
+                let was = $0; $0 = true; return !was
+            })
+        else { return }
         server.stop()
         done.wait()
         backend.close()
@@ -83,8 +91,10 @@ final class Device: @unchecked Sendable {
 
     /// A device whose remote is believed to have `capabilities` (`nil`: not known, the first sync probes). The
     /// reference server has them all; setting them keeps the probe out of tests that count requests.
-    init(_ path: String, remote: String, dialect: RemoteDialect = .moodAPI, skewMilliseconds: Int64 = 0,
-         capabilities: RemoteCapabilities? = .all) throws {
+    init(
+        _ path: String, remote: String, dialect: RemoteDialect = .moodAPI, skewMilliseconds: Int64 = 0,
+        capabilities: RemoteCapabilities? = .all
+    ) throws {
         self.path = path
         var options = Ledger.Options()
         options.createIfMissing = true
@@ -93,20 +103,26 @@ final class Device: @unchecked Sendable {
         offset.value.store(skewMilliseconds, ordering: .relaxed)
         options.clock = { Int64(Date().timeIntervalSince1970 * 1000) + offset.value.load(ordering: .relaxed) }
         ledger = try Ledger.open(at: path, options: options)
-        let config = RemoteConfig(url: remote, dialect: dialect, capabilities: capabilities ?? [],
-                                  source: capabilities == nil ? .unknown : .set)
-        _ = try ledger.execute { state, _ in (state.outbox.progress(.backend).remote == config ? [] : [.remoteConfigured(config)], .none, false) }
+        let config = RemoteConfig(
+            url: remote, dialect: dialect, capabilities: capabilities ?? [],
+            source: capabilities == nil ? .unknown : .set)
+        _ = try ledger.execute { state, _ in
+            (state.outbox.progress(.backend).remote == config ? [] : [.remoteConfigured(config)], .none, false)
+        }
     }
 
     /// Runs a sync with these credentials through `transport` (plain HTTP to the configured URL by default).
     @discardableResult
-    func sync(_ credentials: SyncCredentials, transport: (any SyncTransport)? = nil, once: Bool = false,
-              seed: UInt64 = 1, concurrency: Int = 8) throws -> SyncReport {
+    func sync(
+        _ credentials: SyncCredentials, transport: (any SyncTransport)? = nil, once: Bool = false,
+        seed: UInt64 = 1, concurrency: Int = 8
+    ) throws -> SyncReport {
         var configuration = SyncEngine.Configuration()
         configuration.seed = seed
         configuration.concurrency = concurrency
-        let engine = try SyncEngine(ledger: ledger, transport: transport, credentials: { credentials },
-                                    configuration: configuration)
+        let engine = try SyncEngine(
+            ledger: ledger, transport: transport, credentials: { credentials },
+            configuration: configuration)
         return try engine.run(once: once)
     }
 

@@ -2,8 +2,8 @@ import Foundation
 import MoodLedger
 import MoodLedgerSync
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Sync properties and time travel")
 struct SyncPropertyTests {
@@ -21,7 +21,9 @@ struct SyncPropertyTests {
                 switch Int.random(in: 0..<4, using: &random) {
                 case 0: return .networkBefore
                 case 1: return .dropAfter
-                case 2: return .answer(500, [], #"{"success":false,"error":{"code":"internal_error","message":"injected"}}"#)
+                case 2:
+                    return .answer(
+                        500, [], #"{"success":false,"error":{"code":"internal_error","message":"injected"}}"#)
                 default: return .answer(503, [("Retry-After", "1")], "")
                 }
             }
@@ -31,8 +33,9 @@ struct SyncPropertyTests {
     /// Seeds that once failed, replayed on every run beside a fresh one: 10100829338763455182 had both devices send
     /// an update of one entry under the same Idempotency-Key (each numbered it by its own ledger's seq, 88), and the
     /// server refused the second as a different request, parked for good.
-    @Test("Random local and remote edits with random faults end converged: server == devices, no duplicates, empty outboxes",
-          arguments: [nil, 10_100_829_338_763_455_182] as [UInt64?])
+    @Test(
+        "Random local and remote edits with random faults end converged: server == devices, no duplicates, empty outboxes",
+        arguments: [nil, 10_100_829_338_763_455_182] as [UInt64?])
     func convergesUnderFaults(seed: UInt64?) throws {
         var random = SeededRandom(seed: seed)
         let dir = TemporaryDirectory("sync-property")
@@ -47,16 +50,24 @@ struct SyncPropertyTests {
             let ids = device.ledger.state.entries.all.map(\.id)
             switch Int.random(in: 0..<10, using: &random) {
             case 0..<3:
-                try device.log(Double(Int.random(in: -10...10, using: &random)) / 10, notes: Bool.random(using: &random) ? "n\(random.next() % 100)" : nil)
+                try device.log(
+                    Double(Int.random(in: -10...10, using: &random)) / 10,
+                    notes: Bool.random(using: &random) ? "n\(random.next() % 100)" : nil)
             case 3..<5 where !ids.isEmpty:
-                _ = try device.ledger.update(ids.randomElement(using: &random)!, MoodChanges(valence: Double(Int.random(in: -10...10, using: &random)) / 10))
+                _ = try device.ledger.update(
+                    ids.randomElement(using: &random)!,
+                    MoodChanges(valence: Double(Int.random(in: -10...10, using: &random)) / 10))
             case 5 where !ids.isEmpty:
                 try device.ledger.delete(ids.randomElement(using: &random)!)
             case 6 where !ids.isEmpty:
-                _ = try device.ledger.editLabels(ids.randomElement(using: &random)!, .set([["calm", "sad", "happy", "tired"].randomElement(using: &random)!]))
+                _ = try device.ledger.editLabels(
+                    ids.randomElement(using: &random)!,
+                    .set([["calm", "sad", "happy", "tired"].randomElement(using: &random)!]))
             default:
                 device.advance(Int64.random(in: 0...5_000, using: &random))
-                try device.sync(server.credentials, transport: faulty, seed: random.next(), concurrency: Int.random(in: 1...4, using: &random))
+                try device.sync(
+                    server.credentials, transport: faulty, seed: random.next(),
+                    concurrency: Int.random(in: 1...4, using: &random))
             }
         }
         // Fault-free: every retry is due, both devices sync until nothing moves.
@@ -79,7 +90,8 @@ struct SyncPropertyTests {
         #expect(Set(onServer.map(\.id)).count == onServer.count)
     }
 
-    @Test("Two devices of one account never send one Idempotency-Key for different requests, even at the same ledger seq")
+    @Test(
+        "Two devices of one account never send one Idempotency-Key for different requests, even at the same ledger seq")
     func keysDifferAcrossDevices() throws {
         let shared = try SharedEntry(TemporaryDirectory("sync-keys"))
         let (server, a, b, id) = (shared.server, shared.a, shared.b, shared.id)
@@ -94,7 +106,8 @@ struct SyncPropertyTests {
             let engine = try SyncEngine(ledger: device.ledger, credentials: { server.credentials })
             return engine.plannedRequests().first { $0.path.contains(id.description) && $0.method != "POST" }
         }
-        let fromA = try #require(try update(a)), fromB = try #require(try update(b))
+        let fromA = try #require(try update(a))
+        let fromB = try #require(try update(b))
         #expect(fromA.body != fromB.body)
         #expect(fromA.idempotencyKey != fromB.idempotencyKey, "\(fromA.idempotencyKey ?? "-")")
         #expect(fromA.idempotencyKey?.hasPrefix("\(id).") == true)
@@ -122,7 +135,8 @@ struct SyncPropertyTests {
         #expect(item.entryID == id && item.status == "pending" && item.lastError == "HTTP 503: database is down")
         let story = try SyncExplanation.explain(id, in: device.ledger, at: .seq(failedAt))
         #expect(story.status == "pending")
-        #expect(story.steps.last?.text.hasPrefix("Failed: HTTP 503: database is down. Retryable: next attempt at") == true)
+        #expect(
+            story.steps.last?.text.hasPrefix("Failed: HTTP 503: database is down. Retryable: next attempt at") == true)
         #expect(story.next.contains("is due at"))
         #expect(!story.text.contains("private"), "explain never shows notes")
         // And now.

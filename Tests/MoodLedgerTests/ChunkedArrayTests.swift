@@ -1,6 +1,7 @@
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 @Suite("ChunkedArray")
 struct ChunkedArrayTests {

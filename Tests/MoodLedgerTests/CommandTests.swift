@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 @Suite("Commands")
 struct CommandTests {
@@ -52,7 +53,8 @@ struct CommandTests {
         try ledger.editTags(id, .set([]))
         #expect(ledger.lastSeq == seq)
         #expect { try ledger.update(id, MoodChanges(valence: 2)) } throws: { ($0 as! MoodError).field == "valence" }
-        #expect { try ledger.log(MoodDraft(valence: 0.1, notes: String(repeating: "x", count: 501))) } throws: { error in
+        #expect { try ledger.log(MoodDraft(valence: 0.1, notes: String(repeating: "x", count: 501))) } throws: {
+            error in
             let error = error as! MoodError
             return error.field == "notes" && !error.description.contains("xxxx")
         }
@@ -68,9 +70,11 @@ struct CommandTests {
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
         defer { ledger.close() }
         let id = try ledger.log(MoodDraft(valence: 0.5, source: .healthkit, sourceID: "HK-1")).entry.id
-        for attempt in [{ _ = try ledger.update(id, MoodChanges(valence: 0.1)) },
-                        { _ = try ledger.editLabels(id, .add("calm")) },
-                        { try ledger.delete(id) }] as [() throws -> Void] {
+        for attempt in [
+            { _ = try ledger.update(id, MoodChanges(valence: 0.1)) },
+            { _ = try ledger.editLabels(id, .add("calm")) },
+            { try ledger.delete(id) }
+        ] as [() throws -> Void] {
             #expect { try attempt() } throws: { ($0 as! MoodError).code == .readOnly }
         }
         #expect(ledger.lastSeq == 1)
@@ -93,8 +97,11 @@ struct CommandTests {
         try ledger.recordSyncFailure(id, to: .backend, SyncFailure(status: 503, error: "down", retryable: true))
         try ledger.delete(other)
         let history = try ledger.history(of: id)
-        #expect(history.map(\.event.event.type.name) == ["mood.created", "mood.updated", "mood.labels_edited",
-                                                          "sync.attempted", "sync.failed"])
+        #expect(
+            history.map(\.event.event.type.name) == [
+                "mood.created", "mood.updated", "mood.labels_edited",
+                "sync.attempted", "sync.failed"
+            ])
         #expect(history[0].changes.contains { $0.field == "score" && $0.after == .int(4) })
         let scoreChange = history[1].changes.first { $0.field == "score" }!
         #expect(scoreChange.before == .int(4) && scoreChange.after == .int(8))

@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
-import Testing
 import TestSupport
+import Testing
+
+@testable import MoodLedger
 
 @Suite("Erasure: an entry's personal data removed from an append-only log")
 struct ErasureTests {
@@ -13,7 +14,9 @@ struct ErasureTests {
         while let name = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
             let path = directory + "/" + name
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue { paths.append(path) }
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                paths.append(path)
+            }
         }
         return paths
     }
@@ -30,11 +33,16 @@ struct ErasureTests {
     static func populate(_ ledger: Ledger) throws -> (EntryID, [String]) {
         var others: [EntryID] = []
         for i in 0..<30 {
-            others.append(try ledger.log(MoodDraft(valence: Double(i % 10) / 10, labels: ["calm"], notes: "ordinary \(i)")).entry.id)
+            others.append(
+                try ledger.log(MoodDraft(valence: Double(i % 10) / 10, labels: ["calm"], notes: "ordinary \(i)")).entry
+                    .id)
         }
-        let secret = try ledger.log(MoodDraft(valence: -0.7, labels: ["sad", "Zorblatt"], associations: ["family"],
-                                              tags: ["tagsecret"], notes: "my secret note", source: .import,
-                                              sourceID: "source-secret")).entry.id
+        let secret = try ledger.log(
+            MoodDraft(
+                valence: -0.7, labels: ["sad", "Zorblatt"], associations: ["family"],
+                tags: ["tagsecret"], notes: "my secret note", source: .import,
+                sourceID: "source-secret")
+        ).entry.id
         _ = try ledger.update(secret, MoodChanges(notes: .set("edited secret")))
         _ = try ledger.editTags(secret, .add("tagsecret2"))
         try ledger.recordSyncAttempt(secret, to: .healthkit)
@@ -44,10 +52,13 @@ struct ErasureTests {
     }
 
     static func exportOthers(_ ledger: Ledger, except id: EntryID) -> String {
-        ledger.state.entries.all.filter { $0.id != id }.sorted { $0.id < $1.id }.map { $0.exportJSON.serialized() }.joined(separator: "\n")
+        ledger.state.entries.all.filter { $0.id != id }.sorted { $0.id < $1.id }.map { $0.exportJSON.serialized() }
+            .joined(separator: "\n")
     }
 
-    @Test("After erase: no trace of the entry's data in any file; verify passes; live == replay == snapshot + tail == time travel; others unchanged")
+    @Test(
+        "After erase: no trace of the entry's data in any file; verify passes; live == replay == snapshot + tail == time travel; others unchanged"
+    )
     func erase() throws {
         let dir = TemporaryDirectory("erase")
         var options = Ledger.Options()
@@ -62,7 +73,8 @@ struct ErasureTests {
         #expect(report.erased == [secret] && report.recordsRedacted >= 5)
         #expect(ledger.entry(secret) == nil)
         #expect(Self.exportOthers(ledger, except: secret) == before)
-        for _ in 0..<12 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"])) }  // a tail after the new snapshot
+        // a tail after the new snapshot
+        for _ in 0..<12 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"])) }
         let live = ledger.state
         ledger.close()
         #expect(Self.containing(needles, in: dir.path).isEmpty, "\(Self.containing(needles, in: dir.path))")
@@ -88,14 +100,24 @@ struct ErasureTests {
         let timeTravel = travelled == replayedTo
         #expect(timeTravel)
         let history = try reopened.history(of: secret)
-        #expect(history.last.map { if case .entryErased(_, let erasure) = $0.event.event { return erasure.complete && erasure.reason == "GDPR art. 17 request" } else { return false } } == true)
-        #expect(history.dropLast().allSatisfy { if case .redacted = $0.event.event { return true } else { return false } })
+        #expect(
+            history.last.map {
+                if case .entryErased(_, let erasure) = $0.event.event {
+                    return erasure.complete && erasure.reason == "GDPR art. 17 request"
+                } else {
+                    return false
+                }
+            } == true)
+        #expect(
+            history.dropLast().allSatisfy { if case .redacted = $0.event.event { return true } else { return false } })
         #expect(throws: MoodError.self) { try reopened.erase([secret]) }
         reopened.close()
         replayed.close()
     }
 
-    @Test("Erasures in the middle of a random workload: live == snapshot + tail == full replay == time travel (over the rewritten log)")
+    @Test(
+        "Erasures in the middle of a random workload: live == snapshot + tail == full replay == time travel (over the rewritten log)"
+    )
     func workload() throws {
         let dir = TemporaryDirectory("erase-workload")
         let clock = TestClock()
@@ -115,7 +137,9 @@ struct ErasureTests {
             var folded = LedgerState()
             for event in try ledger.events(after: 0, through: seq) { folded.apply(event) }
             let travelled = try ledger.state(at: .seq(seq))
-            let same = travelled.entries == folded.entries && travelled.outbox == folded.outbox && travelled.analytics == folded.analytics
+            let same =
+                travelled.entries == folded.entries && travelled.outbox == folded.outbox
+                && travelled.analytics == folded.analytics
             #expect(same, "time travel to \(seq)")
         }
         ledger.close()
@@ -137,7 +161,9 @@ struct ErasureTests {
         var description: String { rawValue }
     }
 
-    @Test("A fault at every step of the rewrite: reopening gives the pre-erasure ledger or the finished erasure, never a mix", arguments: Step.allCases)
+    @Test(
+        "A fault at every step of the rewrite: reopening gives the pre-erasure ledger or the finished erasure, never a mix",
+        arguments: Step.allCases)
     func faults(step: Step) throws {
         let dir = TemporaryDirectory("erase-fault")
         let io = FaultInjectingIO()
@@ -164,7 +190,9 @@ struct ErasureTests {
         #expect(try Ledger.verify(at: dir.path).ok)
         if reopened.entry(secret) == nil {
             #expect(reopened.state.pendingErasures.isEmpty)
-            #expect(Self.containing(needles, in: dir.path).isEmpty, "finished on open: \(Self.containing(needles, in: dir.path))")
+            #expect(
+                Self.containing(needles, in: dir.path).isEmpty,
+                "finished on open: \(Self.containing(needles, in: dir.path))")
         } else {
             #expect(step == .appendWrite || step == .appendSync, "only a failed append leaves the entry")
         }

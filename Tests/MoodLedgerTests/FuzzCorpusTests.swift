@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
+import Platform
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedger
 
 /// The libFuzzer corpora kept in the repository (`Tests/Fuzz/Seeds`, and every crash found, once fixed, in
 /// `Tests/Fuzz/Regressions`) replayed through the harnesses' checks on every `swift test`.
@@ -13,7 +14,8 @@ struct FuzzCorpusTests {
         var found: [(String, [UInt8])] = []
         for folder in ["Seeds", "Regressions"] {
             let dir = Repository.root + "/Tests/Fuzz/\(folder)/\(target)"
-            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() where name != ".keep" {
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted()
+            where name != ".keep" {
                 found.append(("\(folder)/\(target)/\(name)", Bytes.read(dir + "/" + name)))
             }
         }
@@ -27,7 +29,9 @@ struct FuzzCorpusTests {
         for (name, bytes) in inputs where bytes.count >= 2 {
             let type = UInt16(bytes[0]) | UInt16(bytes[1]) << 8
             let payload = Array(bytes[2...])
-            guard let (command, event) = try? payload.withUnsafeBytes({ try EventCodec.decode(type: type, payload: $0) }) else {
+            guard
+                let (command, event) = try? payload.withUnsafeBytes({ try EventCodec.decode(type: type, payload: $0) })
+            else {
                 continue
             }
             let again = EventCodec.encode(event, commandID: command)
@@ -60,11 +64,15 @@ struct FuzzCorpusTests {
         }
         for (_, bytes) in Self.inputs("json") {
             let text = String(decoding: bytes, as: UTF8.self)
-            for format in [ImportFormat.progress, .legacyMood, .moodAPI, .healthkit] { _ = try? Importer.plan(text, format: format) }
+            for format in [ImportFormat.progress, .legacyMood, .moodAPI, .healthkit] {
+                _ = try? Importer.plan(text, format: format)
+            }
         }
     }
 
-    @Test("Log files: verify, open and salvage never trap; an open's visitor sees the log's records; a salvaged log verifies")
+    @Test(
+        "Log files: verify, open and salvage never trap; an open's visitor sees the log's records; a salvaged log verifies"
+    )
     func logs() throws {
         #expect(!Self.inputs("log").isEmpty, "the log corpus is there")
         for (name, bytes) in Self.inputs("log") {
@@ -76,7 +84,9 @@ struct FuzzCorpusTests {
             var readOnly = EventLog.Configuration()
             readOnly.access = .readOnly
             var visited: [(seq: UInt64, payload: [UInt8])] = []
-            if let log = try? EventLog.open(directory: dir.path, configuration: readOnly, visiting: { visited.append(($0.seq, Array($0.payload))) }) {
+            if let log = try? EventLog.open(
+                directory: dir.path, configuration: readOnly, visiting: { visited.append(($0.seq, Array($0.payload))) })
+            {
                 let records = try log.records()
                 #expect(visited.prefix { $0.seq <= log.lastSeq }.map(\.payload) == records.map(\.payload), "\(name)")
                 #expect(visited.allSatisfy { $0.seq <= log.lastSeq } || log.recoveryNotice != nil, "\(name)")

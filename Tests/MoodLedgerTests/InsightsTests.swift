@@ -1,11 +1,13 @@
 import Foundation
-@testable import MoodLedger
-import Testing
 import TestSupport
+import Testing
+
+@testable import MoodLedger
 
 @Suite("Insights equal brute force over the entries")
 struct InsightsTests {
-    @Test("Random workloads with updates and deletes: every insight equals a brute-force computation", arguments: [1, 2])
+    @Test(
+        "Random workloads with updates and deletes: every insight equals a brute-force computation", arguments: [1, 2])
     func bruteForce(round: Int) throws {
         let dir = TemporaryDirectory("insights")
         let clock = TestClock()
@@ -17,7 +19,9 @@ struct InsightsTests {
             guard step % 150 == 149 else { continue }
             let state = ledger.state
             let entries = state.entries.all
-            guard let first = entries.map(\.loggedAt.localDate).min(), let last = entries.map(\.loggedAt.localDate).max() else { continue }
+            guard let first = entries.map(\.loggedAt.localDate).min(),
+                let last = entries.map(\.loggedAt.localDate).max()
+            else { continue }
             let from = first.advanced(by: 2)
             let to = last
             let report = try state.insights(from: from, to: to)
@@ -67,7 +71,8 @@ struct InsightsTests {
                 #expect(factor.daysWith == with.count && factor.daysWithout == without.count, "\(factor.word)")
                 if let interval = factor.interval {
                     #expect(with.count >= 3 && without.count >= 3)
-                    let difference = with.reduce(0, +) / Double(with.count) - without.reduce(0, +) / Double(without.count)
+                    let difference =
+                        with.reduce(0, +) / Double(with.count) - without.reduce(0, +) / Double(without.count)
                     #expect(abs(interval.difference - difference) < 1e-9, "\(factor.word)")
                 } else {
                     #expect(with.count < 3 || without.count < 3)
@@ -75,8 +80,10 @@ struct InsightsTests {
             }
             // Often together.
             let wordSets = inRange.map { entry in
-                Set(entry.labels.map { "label:" + $0.wireName } + entry.associations.map { "association:" + $0.wireName }
-                    + entry.tags.map { "tag:" + $0.lowercased() })
+                Set(
+                    entry.labels.map { "label:" + $0.wireName }
+                        + entry.associations.map { "association:" + $0.wireName }
+                        + entry.tags.map { "tag:" + $0.lowercased() })
             }
             for pair in report.pairs {
                 let both = wordSets.filter { $0.contains(pair.first) && $0.contains(pair.second) }.count
@@ -92,7 +99,9 @@ struct InsightsTests {
         #expect(bucket.entries == entries.count, "\(bucket.name)")
         let valences = entries.compactMap(\.valence)
         #expect(bucket.valenceCount == valences.count)
-        if let average = bucket.averageValence { #expect(abs(average - valences.reduce(0, +) / Double(valences.count)) < 1e-9) }
+        if let average = bucket.averageValence {
+            #expect(abs(average - valences.reduce(0, +) / Double(valences.count)) < 1e-9)
+        }
         let scores = entries.compactMap(\.score)
         #expect(bucket.scoreCount == scores.count && bucket.scoreSum == scores.reduce(0, +))
     }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// The direct JSON writer the server answers with must write exactly what the JSON trees serialize to.
 @Suite("JSONBytes against JSONValue")
@@ -15,9 +16,13 @@ struct JSONBytesTests {
         defer { ledger.close() }
         for _ in 0..<400 { try workload.step(ledger) }
         // Entries the workload does not make: hostile text, milliseconds, odd offsets, spilled word lists.
-        var draft = MoodDraft(valence: -0.123456789, labels: ["calm", "happy", "sad", "proud", "joyful", "lonely", "angry",
-                                                                 "brave", "amazed", "my \"own\" word"],
-                              associations: ["currentEvents", "selfCare"])
+        var draft = MoodDraft(
+            valence: -0.123456789,
+            labels: [
+                "calm", "happy", "sad", "proud", "joyful", "lonely", "angry",
+                "brave", "amazed", "my \"own\" word"
+            ],
+            associations: ["currentEvents", "selfCare"])
         draft.notes = "quote \" backslash \\ tab \t nl \n cr \r bell \u{7} del \u{7F} é 🙂"
         draft.tags = ["a\"b", "ü"]
         draft.loggedAt = LoggedAt(milliseconds: clock.now - 1_234, utcOffsetMinutes: -570)
@@ -41,7 +46,9 @@ struct JSONBytesTests {
             entry.writeJSON(to: &typed, typedScore: true)
             let parsed = try JSONParser.parse(String(decoding: typed.bytes, as: UTF8.self))
             #expect(parsed["typed_score"] == .optional(entry.enteredScore) { .int(Int64($0)) })
-            #expect(Self.keys(of: parsed, insertingTypedScoreAfterScore: false) == Self.keys(of: entry.json, insertingTypedScoreAfterScore: true))
+            #expect(
+                Self.keys(of: parsed, insertingTypedScoreAfterScore: false)
+                    == Self.keys(of: entry.json, insertingTypedScoreAfterScore: true))
         }
         for offset in [0, 5, 30] {
             var query = EntryQuery()
@@ -77,9 +84,14 @@ struct JSONBytesTests {
         out.instant(milliseconds: 1_767_225_600_001, offsetMinutes: 330)
         out.endObject()
         let tree = JSONValue.object([
-            ("a", .array([.int(-3), .double(0.1), .double(2), .bool(false), .null, .string("x\u{1}"), .object([]), .array([])])),
+            (
+                "a",
+                .array([
+                    .int(-3), .double(0.1), .double(2), .bool(false), .null, .string("x\u{1}"), .object([]), .array([])
+                ])
+            ),
             ("b", .object([("c", .string("d"))])),
-            ("t", .string(ISO8601.format(milliseconds: 1_767_225_600_001, offsetMinutes: 330))),
+            ("t", .string(ISO8601.format(milliseconds: 1_767_225_600_001, offsetMinutes: 330)))
         ])
         #expect(out.bytes == tree.serializedBytes())
         #expect(ISO8601.format(milliseconds: 1_767_225_600_001, offsetMinutes: 330) == "2026-01-01T05:30:00.001+05:30")

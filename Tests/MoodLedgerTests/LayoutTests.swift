@@ -1,6 +1,7 @@
 import EventLog
-@testable import MoodLedger
 import Testing
+
+@testable import MoodLedger
 
 /// The in-memory sizes the design counts on, held as code: a field added to a type held by the million fails here,
 /// where it is a decision to make, not later as a slower, larger replay.

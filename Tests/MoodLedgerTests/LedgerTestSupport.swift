@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// A clock tests move by hand: starts at 2026-01-01T00:00:00Z.
 final class TestClock: Sendable {
@@ -47,8 +48,10 @@ struct Workload {
     let clock: TestClock
     var ids: [EntryID] = []
 
-    static let labelPool = ["calm", "happy", "indifferent", "stressed", "content", "surprised", "drained", "anxious",
-                            "grateful", "joyful", "hopeless", "proud", "my own word"]
+    static let labelPool = [
+        "calm", "happy", "indifferent", "stressed", "content", "surprised", "drained", "anxious",
+        "grateful", "joyful", "hopeless", "proud", "my own word"
+    ]
     static let associationPool = ["work", "family", "friends", "fitness", "weather", "hobbies", "sport", "gardening"]
 
     mutating func valence() -> Double { (Double.random(in: -1...1, using: &random) * 1000).rounded() / 1000 }
@@ -60,25 +63,35 @@ struct Workload {
         do {
             switch roll {
             case 0..<35 where true:
-                var draft = MoodDraft(labels: (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                    Self.labelPool.randomElement(using: &random)!
-                }, associations: (0..<Int.random(in: 0...2, using: &random)).map { _ in
-                    Self.associationPool.randomElement(using: &random)!
-                })
+                var draft = MoodDraft(
+                    labels: (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                        Self.labelPool.randomElement(using: &random)!
+                    },
+                    associations: (0..<Int.random(in: 0...2, using: &random)).map { _ in
+                        Self.associationPool.randomElement(using: &random)!
+                    })
                 if Bool.random(using: &random) || draft.labels.isEmpty {
-                    if Int.random(in: 0..<4, using: &random) == 0 { draft.score = Int.random(in: 1...10, using: &random) }
-                    else { draft.valence = valence() }
+                    if Int.random(in: 0..<4, using: &random) == 0 {
+                        draft.score = Int.random(in: 1...10, using: &random)
+                    } else {
+                        draft.valence = valence()
+                    }
                 }
-                if Int.random(in: 0..<3, using: &random) == 0 { draft.notes = "note \(Int.random(in: 0..<999, using: &random))" }
+                if Int.random(in: 0..<3, using: &random) == 0 {
+                    draft.notes = "note \(Int.random(in: 0..<999, using: &random))"
+                }
                 if Int.random(in: 0..<6, using: &random) == 0 { draft.kind = .dailyMood }
                 if Int.random(in: 0..<8, using: &random) == 0 {
                     draft.source = .healthkit
                     draft.sourceID = "HK-\(Int.random(in: 0..<40, using: &random))"
                 }
-                if Int.random(in: 0..<10, using: &random) == 0 { draft.source = .backend; draft.sourceID = "B-\(ids.count)" }
+                if Int.random(in: 0..<10, using: &random) == 0 {
+                    draft.source = .backend; draft.sourceID = "B-\(ids.count)"
+                }
                 let offset = Int64.random(in: -3 * 86_400_000...0, using: &random)
-                draft.loggedAt = LoggedAt(milliseconds: clock.now + offset,
-                                          utcOffsetMinutes: [0, 60, -300, 330].randomElement(using: &random)!)
+                draft.loggedAt = LoggedAt(
+                    milliseconds: clock.now + offset,
+                    utcOffsetMinutes: [0, 60, -300, 330].randomElement(using: &random)!)
                 let outcome = try ledger.log(draft)
                 if outcome.created { ids.append(outcome.entry.id) }
             case 35..<47:
@@ -88,13 +101,18 @@ struct Workload {
                 case 0: changes.valence = valence()
                 case 1: changes.score = Int.random(in: 1...10, using: &random)
                 case 2: changes.notes = Bool.random(using: &random) ? .set("changed") : .clear
-                default: changes.loggedAt = LoggedAt(milliseconds: clock.now - Int64.random(in: 0...900_000_000, using: &random))
+                default:
+                    changes.loggedAt = LoggedAt(
+                        milliseconds: clock.now - Int64.random(in: 0...900_000_000, using: &random))
                 }
                 try ledger.update(target, changes)
             case 47..<55:
                 guard let target else { return }
-                try ledger.editLabels(target, Bool.random(using: &random) ? .add(Self.labelPool.randomElement(using: &random)!)
-                                      : .remove(Self.labelPool.randomElement(using: &random)!))
+                try ledger.editLabels(
+                    target,
+                    Bool.random(using: &random)
+                        ? .add(Self.labelPool.randomElement(using: &random)!)
+                        : .remove(Self.labelPool.randomElement(using: &random)!))
             case 55..<60:
                 guard let target else { return }
                 try ledger.editAssociations(target, .set([Self.associationPool.randomElement(using: &random)!]))
@@ -106,18 +124,23 @@ struct Workload {
                 try ledger.delete(target)
             case 70..<80:
                 guard let target else { return }
-                try ledger.recordSyncAttempt(target, to: SyncDestination.allCases.randomElement(using: &random)!,
-                                             key: Bool.random(using: &random) ? "\(target).\(ledger.lastSeq)" : "")
+                try ledger.recordSyncAttempt(
+                    target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                    key: Bool.random(using: &random) ? "\(target).\(ledger.lastSeq)" : "")
             case 80..<88:
                 guard let target else { return }
-                try ledger.recordSyncSuccess(target, to: SyncDestination.allCases.randomElement(using: &random)!,
-                                             remoteID: "r-\(Int.random(in: 0..<1000, using: &random))",
-                                             revision: UInt64.random(in: 0...500, using: &random))
+                try ledger.recordSyncSuccess(
+                    target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                    remoteID: "r-\(Int.random(in: 0..<1000, using: &random))",
+                    revision: UInt64.random(in: 0...500, using: &random))
             case 88..<95:
                 guard let target else { return }
-                try ledger.recordSyncFailure(target, to: SyncDestination.allCases.randomElement(using: &random)!,
-                                             SyncFailure(status: 503, error: "unavailable", retryable: Bool.random(using: &random),
-                                                         nextAttemptAt: Bool.random(using: &random) ? clock.now + Int64.random(in: 0...60_000, using: &random) : nil))
+                try ledger.recordSyncFailure(
+                    target, to: SyncDestination.allCases.randomElement(using: &random)!,
+                    SyncFailure(
+                        status: 503, error: "unavailable", retryable: Bool.random(using: &random),
+                        nextAttemptAt: Bool.random(using: &random)
+                            ? clock.now + Int64.random(in: 0...60_000, using: &random) : nil))
             case 95..<98:
                 // The sync engine's bookkeeping events.
                 let event: MoodEvent
@@ -130,23 +153,30 @@ struct Workload {
                     theirs.valence = valence()
                     theirs.labels = [try MoodLabel.parse(Self.labelPool.randomElement(using: &random)!)]
                     let merged = here.map { ThreeWayMerge.merge(base: nil, here: $0, theirs: theirs) }
-                    event = .syncMerged(SyncMerge(entryID: target, remoteID: "srv-\(target.low % 1000)",
-                                                  serverRevision: UInt64.random(in: 0...500, using: &random),
-                                                  baseRevision: 0, base: nil, here: here,
-                                                  theirs: Int.random(in: 0..<5, using: &random) == 0 && here != nil ? nil : theirs,
-                                                  merged: Int.random(in: 0..<5, using: &random) == 0 ? nil : merged))
+                    event = .syncMerged(
+                        SyncMerge(
+                            entryID: target, remoteID: "srv-\(target.low % 1000)",
+                            serverRevision: UInt64.random(in: 0...500, using: &random),
+                            baseRevision: 0, base: nil, here: here,
+                            theirs: Int.random(in: 0..<5, using: &random) == 0 && here != nil ? nil : theirs,
+                            merged: Int.random(in: 0..<5, using: &random) == 0 ? nil : merged))
                 case 4:
                     guard let target else { return }
                     event = .conflictResolved(target, [.mood, .labels], .here)
                 case 0:
-                    event = .syncPulled(SyncPull(cursor: UInt64.random(in: 0...500, using: &random),
-                                                 serverRevision: UInt64.random(in: 0...500, using: &random),
-                                                 applied: Int.random(in: 0...5, using: &random), serverWentBack: Bool.random(using: &random)))
+                    event = .syncPulled(
+                        SyncPull(
+                            cursor: UInt64.random(in: 0...500, using: &random),
+                            serverRevision: UInt64.random(in: 0...500, using: &random),
+                            applied: Int.random(in: 0...5, using: &random), serverWentBack: Bool.random(using: &random))
+                    )
                 case 1:
-                    event = .remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(Int.random(in: 8080...8081, using: &random))",
-                                                           dialect: RemoteDialect.allCases.randomElement(using: &random)!,
-                                                           capabilities: RemoteCapabilities(rawValue: UInt8.random(in: 0...31, using: &random)),
-                                                           source: Bool.random(using: &random) ? .probed : .unknown))
+                    event = .remoteConfigured(
+                        RemoteConfig(
+                            url: "http://127.0.0.1:\(Int.random(in: 8080...8081, using: &random))",
+                            dialect: RemoteDialect.allCases.randomElement(using: &random)!,
+                            capabilities: RemoteCapabilities(rawValue: UInt8.random(in: 0...31, using: &random)),
+                            source: Bool.random(using: &random) ? .probed : .unknown))
                 default:
                     guard let target else { return }
                     event = .syncRequeued(target, .backend, reason: "the server lost it")
@@ -157,10 +187,12 @@ struct Workload {
                 var entry = ledger.entry(target) ?? MoodEntry(id: target, loggedAt: LoggedAt(milliseconds: clock.now))
                 entry.valence = valence()
                 let deleted = Int.random(in: 0..<5, using: &random) == 0
-                try ledger.applyRemote(RemoteChange(origin: .backend, remoteID: "srv-\(target.low % 1000)",
-                                                    entry: deleted ? nil : entry, entryID: target,
-                                                    revision: UInt64.random(in: 0...500, using: &random),
-                                                    conflict: Int.random(in: 0..<4, using: &random) == 0))
+                try ledger.applyRemote(
+                    RemoteChange(
+                        origin: .backend, remoteID: "srv-\(target.low % 1000)",
+                        entry: deleted ? nil : entry, entryID: target,
+                        revision: UInt64.random(in: 0...500, using: &random),
+                        conflict: Int.random(in: 0..<4, using: &random) == 0))
             }
         } catch let error as MoodError where [.notFound, .readOnly].contains(error.code) {
             // Deleted or HealthKit targets: refused, nothing appended. That is part of the workload.

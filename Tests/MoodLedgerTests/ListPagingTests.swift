@@ -1,7 +1,8 @@
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 @Suite("Listing pages")
 struct ListPagingTests {
@@ -18,9 +19,13 @@ struct ListPagingTests {
             // Half the entries crowd two days (hundreds per day: the selection path), the rest spread out.
             let day = i % 2 == 0 ? Int64(i % 4 == 0 ? 3 : 4) : Int64.random(in: 0..<40, using: &random)
             let ms = base + day * 86_400_000 + Int64.random(in: 0..<86_000_000, using: &random) / 1000 * 1000
-            plan.rows.append(ImportRow(line: i + 1, draft: MoodDraft(
-                valence: Double(Int.random(in: -100...100, using: &random)) / 100, labels: ["calm"],
-                loggedAt: LoggedAt(milliseconds: ms), source: .import, sourceID: "s\(i)", suggestLabels: false)))
+            plan.rows.append(
+                ImportRow(
+                    line: i + 1,
+                    draft: MoodDraft(
+                        valence: Double(Int.random(in: -100...100, using: &random)) / 100, labels: ["calm"],
+                        loggedAt: LoggedAt(milliseconds: ms), source: .import, sourceID: "s\(i)", suggestLabels: false))
+            )
         }
         _ = try ledger.importPlan(plan)
         for id in ledger.state.entries.all.shuffled(using: &random).prefix(50).map(\.id) { try ledger.delete(id) }
@@ -28,7 +33,8 @@ struct ListPagingTests {
         for id in ledger.state.entries.all.shuffled(using: &random).prefix(40).map(\.id) {
             var changes = MoodChanges()
             let day = Int64([3, 4, 7].randomElement(using: &random)!)
-            changes.loggedAt = LoggedAt(milliseconds: base + day * 86_400_000 + Int64.random(in: 0..<86_000, using: &random) * 1000)
+            changes.loggedAt = LoggedAt(
+                milliseconds: base + day * 86_400_000 + Int64.random(in: 0..<86_000, using: &random) * 1000)
             try ledger.update(id, changes)
         }
         let state = ledger.state
@@ -51,8 +57,10 @@ struct ListPagingTests {
             }
             let page = try state.list(query)
             #expect(page.total == matching.count)
-            #expect(page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id),
-                    "from \(String(describing: query.from)) to \(String(describing: query.to)) offset \(query.offset) limit \(query.limit)")
+            #expect(
+                page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id),
+                "from \(String(describing: query.from)) to \(String(describing: query.to)) offset \(query.offset) limit \(query.limit)"
+            )
             // listAll: the whole match from the offset in one pass, as every page to the end would give it.
             let everything = try state.listAll(query)
             #expect(everything.total == matching.count)
@@ -83,11 +91,14 @@ struct ListFilterTests {
         let tags = ["Garden", "office", "rain"]
         var plan = ImportPlan(format: .moodAPI)
         for i in 0..<400 {
-            var draft = MoodDraft(loggedAt: LoggedAt(milliseconds: 1_760_000_000_000 + Int64(i) * 7_200_000 / 3),
-                                  source: [.manual, .import, .healthkit, .backend][i % 4], sourceID: "s\(i)")
+            var draft = MoodDraft(
+                loggedAt: LoggedAt(milliseconds: 1_760_000_000_000 + Int64(i) * 7_200_000 / 3),
+                source: [.manual, .import, .healthkit, .backend][i % 4], sourceID: "s\(i)")
             if i % 5 != 0 { draft.valence = Double(Int.random(in: -100...100, using: &random)) / 100 }
-            draft.labels = Array(labels.shuffled(using: &random).prefix(Int.random(in: i % 5 == 0 ? 1...2 : 0...2, using: &random)))
-            draft.associations = Array(associations.shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random)))
+            draft.labels = Array(
+                labels.shuffled(using: &random).prefix(Int.random(in: i % 5 == 0 ? 1...2 : 0...2, using: &random)))
+            draft.associations = Array(
+                associations.shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random)))
             draft.tags = Array(tags.shuffled(using: &random).prefix(Int.random(in: 0...2, using: &random)))
             draft.notes = i % 3 == 0 ? "Walked in the Garden \(i)" : nil
             plan.rows.append(ImportRow(line: i + 1, draft: draft))
@@ -101,15 +112,25 @@ struct ListFilterTests {
             if Bool.random(using: &random) { query.from = days.randomElement(using: &random) }
             if Bool.random(using: &random) { query.to = days.randomElement(using: &random) }
             if let from = query.from, let to = query.to, from > to { (query.from, query.to) = (to, from) }
-            if Int.random(in: 0..<3, using: &random) == 0 { query.source = MoodSource.allCases.randomElement(using: &random) }
-            if Int.random(in: 0..<3, using: &random) == 0 { query.label = try MoodLabel.parse(labels.randomElement(using: &random)!) }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                query.source = MoodSource.allCases.randomElement(using: &random)
+            }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                query.label = try MoodLabel.parse(labels.randomElement(using: &random)!)
+            }
             if Int.random(in: 0..<3, using: &random) == 0 {
                 query.association = try MoodAssociation.parse(associations.randomElement(using: &random)!)
             }
-            if Int.random(in: 0..<4, using: &random) == 0 { query.tag = tags.randomElement(using: &random)!.uppercased() }
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                query.tag = tags.randomElement(using: &random)!.uppercased()
+            }
             if Int.random(in: 0..<5, using: &random) == 0 { query.search = "garden" }
-            if Int.random(in: 0..<4, using: &random) == 0 { query.minValence = Double.random(in: -1...0.5, using: &random) }
-            if Int.random(in: 0..<4, using: &random) == 0 { query.maxValence = Double.random(in: -0.5...1, using: &random) }
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                query.minValence = Double.random(in: -1...0.5, using: &random)
+            }
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                query.maxValence = Double.random(in: -0.5...1, using: &random)
+            }
             query.limit = [1, 2, 30, 100].randomElement(using: &random)!
             query.offset = [0, 1, 29, 30, 399, 400, 1000].randomElement(using: &random)!
             let matching = all.filter { e in
@@ -119,15 +140,23 @@ struct ListFilterTests {
                     && (query.association.map { e.associations.contains($0) } ?? true)
                     && (query.tag.map { t in e.tags.contains { $0.lowercased() == t.lowercased() } } ?? true)
                     && (query.search.map { s in e.notes?.lowercased().contains(s) ?? false } ?? true)
-                    && (query.minValence.map { m in e.valence.map { Valence.fixed($0) >= Valence.fixed(m) } ?? false } ?? true)
-                    && (query.maxValence.map { m in e.valence.map { Valence.fixed($0) <= Valence.fixed(m) } ?? false } ?? true)
+                    && (query.minValence.map { m in e.valence.map { Valence.fixed($0) >= Valence.fixed(m) } ?? false }
+                        ?? true)
+                    && (query.maxValence.map { m in e.valence.map { Valence.fixed($0) <= Valence.fixed(m) } ?? false }
+                        ?? true)
             }
             let page = try state.list(query)
             #expect(page.total == matching.count, "round \(round)")
-            #expect(page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id), "round \(round)")
+            #expect(
+                page.entries.map(\.id) == Array(matching.dropFirst(query.offset).prefix(query.limit)).map(\.id),
+                "round \(round)")
             #expect(page.hasMore == (query.offset + page.entries.count < matching.count))
         }
-        #expect(throws: MoodError.self) { var q = EntryQuery(); q.limit = 0; _ = try state.list(q) }
-        #expect(throws: MoodError.self) { var q = EntryQuery(); q.offset = -1; _ = try state.list(q) }
+        #expect(throws: MoodError.self) {
+            var q = EntryQuery(); q.limit = 0; _ = try state.list(q)
+        }
+        #expect(throws: MoodError.self) {
+            var q = EntryQuery(); q.offset = -1; _ = try state.list(q)
+        }
     }
 }

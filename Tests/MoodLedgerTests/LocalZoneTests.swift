@@ -1,6 +1,7 @@
 import Foundation
-@testable import MoodLedger
 import Testing
+
+@testable import MoodLedger
 
 /// Zones, not offsets (`Specs/mood-model.md`, *Local times and zones*), with fixed zone names so the machine's
 /// zone never matters.
@@ -16,13 +17,14 @@ struct LocalZoneTests {
         let cases: [(LocalZone, String, Int)] = [
             (newYork, "2026-05-16T08:30:00", -240), (newYork, "2026-01-16T08:30:00", -300),
             (lordHowe, "2026-07-10T12:00:00", 630), (lordHowe, "2026-01-10T12:00:00", 660),
-            (kolkata, "2026-07-10T12:00:00", 330),
+            (kolkata, "2026-07-10T12:00:00", 330)
         ]
         for (zone, text, offset) in cases {
             let (loggedAt, adjustment) = zone.resolve(localMilliseconds: local(text))
             #expect(loggedAt.utcOffsetMinutes == offset, "\(zone) \(text)")
             #expect(adjustment == nil)
-            #expect(loggedAt.iso8601.hasPrefix(String(text.prefix(16))), "the local time reads back: \(loggedAt.iso8601)")
+            #expect(
+                loggedAt.iso8601.hasPrefix(String(text.prefix(16))), "the local time reads back: \(loggedAt.iso8601)")
         }
     }
 
@@ -32,7 +34,8 @@ struct LocalZoneTests {
         let (back, ambiguous) = newYork.resolve(localMilliseconds: local("2026-11-01T01:30:00"))
         #expect(ambiguous == .ambiguous && back.iso8601 == "2026-11-01T01:30:00-04:00", "\(back.iso8601)")
         let (forward, skipped) = newYork.resolve(localMilliseconds: local("2026-03-08T02:30:00"))
-        #expect(skipped == .skipped(gapMinutes: 60) && forward.iso8601 == "2026-03-08T03:30:00-04:00", "\(forward.iso8601)")
+        #expect(
+            skipped == .skipped(gapMinutes: 60) && forward.iso8601 == "2026-03-08T03:30:00-04:00", "\(forward.iso8601)")
         let lordHowe = try #require(LocalZone(identifier: "Australia/Lord_Howe"))  // a 30-minute DST shift
         let (gap, lordSkipped) = lordHowe.resolve(localMilliseconds: local("2026-10-04T02:10:00"))
         #expect(lordSkipped == .skipped(gapMinutes: 30) && gap.iso8601 == "2026-10-04T02:40:00+11:00", "\(gap.iso8601)")

@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 @Suite("Outbox")
 struct OutboxTests {
@@ -11,8 +12,9 @@ struct OutboxTests {
     }
 
     func items(_ ledger: Ledger, _ id: EntryID, includeSynced: Bool = true) -> [SyncDestination: OutboxItem] {
-        Dictionary(uniqueKeysWithValues: ledger.state.outboxItems(includeSynced: includeSynced)
-            .filter { $0.entryID == id }.map { ($0.destination, $0) })
+        Dictionary(
+            uniqueKeysWithValues: ledger.state.outboxItems(includeSynced: includeSynced)
+                .filter { $0.entryID == id }.map { ($0.destination, $0) })
     }
 
     @Test("Coalescing: create+update → one create; create+delete before sync → nothing; after sync → update/delete")
@@ -69,7 +71,8 @@ struct OutboxTests {
         var expected: [Int64] = []
         for attempt in 1...5 {
             try ledger.recordSyncAttempt(id, to: .backend)
-            try ledger.recordSyncFailure(id, to: .backend, SyncFailure(status: 503, error: "unavailable", retryable: true))
+            try ledger.recordSyncFailure(
+                id, to: .backend, SyncFailure(status: 503, error: "unavailable", retryable: true))
             let item = items(ledger, id)[.backend]!
             #expect(item.attempts == attempt)
             #expect(item.status == "pending")

@@ -1,6 +1,7 @@
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 @Suite("Parsers never trap on hostile input")
 struct ParserFuzzTests {
@@ -22,8 +23,10 @@ struct ParserFuzzTests {
     @Test("Mutated JSON, CSV and Daylio files either parse or fail with an ImportError")
     func fuzz() {
         var random = SeededRandom()
-        let json = #"{"data": {"entries": [{"valence": 0.42, "labels": ["calm", 17], "logged_at": "2025-06-01T07:15:00+01:00", "notes": "a\n\u00e9"}]}}"#
-        let daylio = "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00 pm,rad,\"work | x\",,\"<br>hi \"\"there\"\"\"\n"
+        let json =
+            #"{"data": {"entries": [{"valence": 0.42, "labels": ["calm", 17], "logged_at": "2025-06-01T07:15:00+01:00", "notes": "a\n\u00e9"}]}}"#
+        let daylio =
+            "full_date,date,weekday,time,mood,activities,note_title,note\n2024-01-01,1 Jan,Mon,10:00 pm,rad,\"work | x\",,\"<br>hi \"\"there\"\"\"\n"
         for _ in 0..<3_000 {
             let mutatedJSON = Self.mutate(json, &random)
             _ = try? JSONParser.parse(mutatedJSON)

@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// A read that replayed a long way leaves a snapshot, when no writer holds the ledger.
 @Suite("Snapshots left by reads")
@@ -14,8 +15,12 @@ struct ReadSnapshotTests {
         let ledger = try Ledger.open(at: dir.sub("l"), options: options)
         var plan = ImportPlan(format: .moodAPI)
         for i in 0..<count {
-            plan.rows.append(ImportRow(line: i + 1, draft: MoodDraft(valence: Double(i % 200 - 100) / 100, source: .import,
-                                                                     sourceID: "r\(i)", suggestLabels: false)))
+            plan.rows.append(
+                ImportRow(
+                    line: i + 1,
+                    draft: MoodDraft(
+                        valence: Double(i % 200 - 100) / 100, source: .import,
+                        sourceID: "r\(i)", suggestLabels: false)))
         }
         _ = try ledger.importPlan(plan)
         ledger.close()

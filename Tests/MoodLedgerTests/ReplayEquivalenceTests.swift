@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
+import Platform
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedger
 
 @Suite("Replay equivalence", .serialized)
 struct ReplayEquivalenceTests {
@@ -24,7 +25,9 @@ struct ReplayEquivalenceTests {
         }
         let live = ledger.state
         #expect(live.seq > 500)
-        #expect(ledger.snapshotFiles.count >= 3, "snapshots every 97 events, the newest and sparse ones (every 50 events) kept")
+        #expect(
+            ledger.snapshotFiles.count >= 3,
+            "snapshots every 97 events, the newest and sparse ones (every 50 events) kept")
 
         // Time travel to every recorded point equals the live state recorded then.
         for (seq, expected) in recorded.sorted(by: { $0.key < $1.key }) {
@@ -32,7 +35,9 @@ struct ReplayEquivalenceTests {
             #expect(travelled.entries == expected.entries, "time travel to seq \(seq): entries")
             #expect(travelled.outbox == expected.outbox, "time travel to seq \(seq): outbox")
             #expect(travelled.analytics == expected.analytics, "time travel to seq \(seq): analytics")
-            #expect(travelled.seq == expected.seq && travelled.recordedAt == expected.recordedAt, "time travel to seq \(seq)")
+            #expect(
+                travelled.seq == expected.seq && travelled.recordedAt == expected.recordedAt,
+                "time travel to seq \(seq)")
         }
         #expect(try ledger.state(at: .seq(live.seq)) == live)
         ledger.close()
@@ -63,7 +68,9 @@ struct ReplayEquivalenceTests {
         bare.close()
     }
 
-    @Test("Snapshot + tail with the outbox's filter of the snapshot's records == live, built at once or after 4,096 questions; and with days' analytics copied after 1 or 2 pending changes")
+    @Test(
+        "Snapshot + tail with the outbox's filter of the snapshot's records == live, built at once or after 4,096 questions; and with days' analytics copied after 1 or 2 pending changes"
+    )
     func outboxFilterEquivalence() throws {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
@@ -90,7 +97,9 @@ struct ReplayEquivalenceTests {
         #expect(warm.state == live)
         // The filter from the first question on: every entry the snapshot holds records for is asked about through it.
         let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
-        guard let seq = store.list().first, case .success(let image) = store.load(seq: seq, fileID: warm.eventLog.fileID) else {
+        guard let seq = store.list().first,
+            case .success(let image) = store.load(seq: seq, fileID: warm.eventLog.fileID)
+        else {
             Issue.record("the snapshot did not load")
             return
         }
@@ -104,9 +113,11 @@ struct ReplayEquivalenceTests {
         for foldAfter in [1, 2] {
             var folded = LedgerState(image: image)
             folded.analytics.foldAfter = foldAfter
-            try Replayer.replay(warm.eventLog, from: .after(image.header.location), into: &folded, pipelineThreshold: .max)
+            try Replayer.replay(
+                warm.eventLog, from: .after(image.header.location), into: &folded, pipelineThreshold: .max)
             let same = folded == live
-            #expect(same, "snapshot + tail with days copied after \(foldAfter) pending changes differs from the live state")
+            #expect(
+                same, "snapshot + tail with days copied after \(foldAfter) pending changes differs from the live state")
         }
     }
 
@@ -134,14 +145,22 @@ struct ReplayEquivalenceTests {
             for _ in 0..<Int.random(in: 1...3_000, using: &random) {
                 let day = Int64.random(in: 0..<Int64(span), using: &random)
                 var labels: [MoodLabel] = [MoodLabel(appleRawValue: Int.random(in: 1...38, using: &random))!]
-                if Int.random(in: 0..<8, using: &random) == 0 { labels.append(MoodLabel(custom: "own \(Int.random(in: 0..<3, using: &random))")) }
-                let associations = Bool.random(using: &random) ? [] : [MoodAssociation(appleRawValue: Int.random(in: 1...18, using: &random))!]
-                let valence: Double? = Int.random(in: 0..<5, using: &random) == 0 ? nil : Double.random(in: -1...1, using: &random)
-                entries.append(MoodEntry(id: EntryID.random(using: &random),
-                                         loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + day * 86_400_000
-                                                                + Int64.random(in: 0..<86_400_000, using: &random),
-                                                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
-                                         valence: valence, labels: labels, associations: associations))
+                if Int.random(in: 0..<8, using: &random) == 0 {
+                    labels.append(MoodLabel(custom: "own \(Int.random(in: 0..<3, using: &random))"))
+                }
+                let associations =
+                    Bool.random(using: &random)
+                    ? [] : [MoodAssociation(appleRawValue: Int.random(in: 1...18, using: &random))!]
+                let valence: Double? =
+                    Int.random(in: 0..<5, using: &random) == 0 ? nil : Double.random(in: -1...1, using: &random)
+                entries.append(
+                    MoodEntry(
+                        id: EntryID.random(using: &random),
+                        loggedAt: LoggedAt(
+                            milliseconds: 1_700_000_000_000 + day * 86_400_000
+                                + Int64.random(in: 0..<86_400_000, using: &random),
+                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
+                        valence: valence, labels: labels, associations: associations))
             }
             let serial = AnalyticsState.recomputed(from: entries, parallel: false)
             let parallel = AnalyticsState.recomputed(from: entries, parallel: true)
@@ -150,7 +169,9 @@ struct ReplayEquivalenceTests {
         }
     }
 
-    @Test("The days' keys and daily moods built at the end of a replay equal the event-by-event fold's, on two threads as on one")
+    @Test(
+        "The days' keys and daily moods built at the end of a replay equal the event-by-event fold's, on two threads as on one"
+    )
     func daysBulkParallel() {
         var random = SeededRandom()
         for round in 0..<20 {
@@ -160,11 +181,14 @@ struct ReplayEquivalenceTests {
             for _ in 0..<Int.random(in: 1...3_000, using: &random) {
                 let day = Int64.random(in: 0..<Int64(span), using: &random)
                 let minute = Int64.random(in: 0..<4, using: &random) * 60_000
-                entries.append(MoodEntry(id: EntryID.random(using: &random),
-                                         loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + day * 86_400_000 + minute,
-                                                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
-                                         kind: Int.random(in: 0..<4, using: &random) == 0 ? .dailyMood : .momentaryEmotion,
-                                         valence: 0.1))
+                entries.append(
+                    MoodEntry(
+                        id: EntryID.random(using: &random),
+                        loggedAt: LoggedAt(
+                            milliseconds: 1_700_000_000_000 + day * 86_400_000 + minute,
+                            utcOffsetMinutes: Int.random(in: -720...720, using: &random)),
+                        kind: Int.random(in: 0..<4, using: &random) == 0 ? .dailyMood : .momentaryEmotion,
+                        valence: 0.1))
             }
             var folded = EntriesState()
             for entry in entries { folded.insert(entry) }
@@ -178,14 +202,20 @@ struct ReplayEquivalenceTests {
         }
     }
 
-    @Test("What an event did, as the fold tells the outbox, is what the whole change says; not keeping the change folds the same")
+    @Test(
+        "What an event did, as the fold tells the outbox, is what the whole change says; not keeping the change folds the same"
+    )
     func changeKinds() {
         var random = SeededRandom()
         let ids = (0..<8).map { EntryID(high: 7, low: UInt64($0)) }
         func entry(_ id: EntryID) -> MoodEntry {
-            MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 1_700_000_000_000 + Int64.random(in: 0..<4, using: &random) * 86_400_000,
-                                                 utcOffsetMinutes: 60),
-                      kind: Bool.random(using: &random) ? .dailyMood : .momentaryEmotion, valence: Double.random(in: -1...1, using: &random))
+            MoodEntry(
+                id: id,
+                loggedAt: LoggedAt(
+                    milliseconds: 1_700_000_000_000 + Int64.random(in: 0..<4, using: &random) * 86_400_000,
+                    utcOffsetMinutes: 60),
+                kind: Bool.random(using: &random) ? .dailyMood : .momentaryEmotion,
+                valence: Double.random(in: -1...1, using: &random))
         }
         var kept = EntriesState()
         var plain = EntriesState()
@@ -196,28 +226,37 @@ struct ReplayEquivalenceTests {
             let event: MoodEvent
             switch Int.random(in: 0..<8, using: &random) {
             case 0: event = .created(entry(id))
-            case 1: event = .updated(id, MoodUpdate(valence: .set(Valence.quantized(Double.random(in: -1...1, using: &random)))))
+            case 1:
+                event = .updated(
+                    id, MoodUpdate(valence: .set(Valence.quantized(Double.random(in: -1...1, using: &random)))))
             case 2: event = .updated(id, MoodUpdate(loggedAt: entry(id).loggedAt))
             case 3: event = .labelsEdited(id, [MoodLabel(appleRawValue: Int.random(in: 1...38, using: &random))!])
             case 4: event = .deleted(id)
             case 5: event = .entryErased(id, Erasure(reason: "", requestedBy: "test", complete: true))
             case 6: event = .remoteApplied(RemoteChange(origin: origin, remoteID: "r", entry: nil, entryID: id))
             default:
-                event = .remoteApplied(RemoteChange(origin: origin, remoteID: "r", entry: entry(id), entryID: id,
-                                                    revision: 1, conflict: Int.random(in: 0..<4, using: &random) == 0))
+                event = .remoteApplied(
+                    RemoteChange(
+                        origin: origin, remoteID: "r", entry: entry(id), entryID: id,
+                        revision: 1, conflict: Int.random(in: 0..<4, using: &random) == 0))
             }
             var change = EntryChange.Kept()
             let kind = kept.apply(event, at: Int64(step), into: &change)
             var none = EntryChange.Discarded()
             let plainKind = plain.apply(event, at: Int64(step), into: &none)
-            let derived: EntryChange.Kind? = change.change.map { $0.after == nil ? .deleted : $0.before == nil ? .created : .changed }
+            let derived: EntryChange.Kind? = change.change.map {
+                $0.after == nil ? .deleted : $0.before == nil ? .created : .changed
+            }
             #expect(kind == derived, "step \(step): \(event.type), seed \(random.seed)")
             #expect(plainKind == kind, "step \(step), seed \(random.seed)")
             if let kind { seen.insert("\(event.type) \(kind)") }
         }
         #expect(kept == plain, "seed \(random.seed)")
-        #expect(seen.isSuperset(of: ["remoteApplied created", "remoteApplied changed", "remoteApplied deleted",
-                                     "created created", "updated changed", "deleted deleted"]), "\(seen.sorted())")
+        #expect(
+            seen.isSuperset(of: [
+                "remoteApplied created", "remoteApplied changed", "remoteApplied deleted",
+                "created created", "updated changed", "deleted deleted"
+            ]), "\(seen.sorted())")
     }
 
     @Test("Analytics equal a brute-force recomputation over the current entries")
@@ -244,7 +283,9 @@ struct ReplayEquivalenceTests {
         #expect(trend.statistics.count == valences.count)
         #expect(trend.averageValence == Double(valences.reduce(0, +)) / Double(valences.count) / Double(Valence.scale))
         let sorted = valences.sorted()
-        let median = sorted.count % 2 == 1 ? Double(sorted[sorted.count / 2])
+        let median =
+            sorted.count % 2 == 1
+            ? Double(sorted[sorted.count / 2])
             : (Double(sorted[sorted.count / 2 - 1]) + Double(sorted[sorted.count / 2])) / 2
         #expect(trend.statistics.median == median / Double(Valence.scale))
         let labels = state.labelAnalytics()

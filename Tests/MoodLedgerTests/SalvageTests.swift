@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// `repair --salvage` always leaves a log that verifies: records whose framing is sound but whose event does not
 /// decode are damage like any other, dropped with their batch and listed as lost.
@@ -24,7 +25,9 @@ struct SalvageTests {
         return path
     }
 
-    @Test("Every codec corpus input as an event record: salvage drops what does not decode, lists its seq as lost, and verify passes")
+    @Test(
+        "Every codec corpus input as an event record: salvage drops what does not decode, lists its seq as lost, and verify passes"
+    )
     func codecCorpus() throws {
         let inputs = FuzzCorpusTests.inputs("codec")
         #expect(!inputs.isEmpty)
@@ -49,7 +52,9 @@ struct SalvageTests {
         #expect(rejected > 0, "some corpus inputs do not decode")
     }
 
-    @Test("Every log corpus input and crafted file: salvage then verify passes, or repair refuses with a clear error; counts are records")
+    @Test(
+        "Every log corpus input and crafted file: salvage then verify passes, or repair refuses with a clear error; counts are records"
+    )
     func logCorpus() throws {
         let inputs = FuzzCorpusTests.inputs("log")
         #expect(!inputs.isEmpty)
@@ -64,9 +69,12 @@ struct SalvageTests {
                 let after = try Ledger.verify(at: path)
                 #expect(after.ok, "\(name): \(after.problems)")
                 // Verify counts the salvaged file's records: those kept and one *lost* record for each range lost.
-                #expect(report.keptRecords + UInt64(report.lostSeqs.count) == after.records || report.backupPath == nil,
-                        "\(name): kept \(report.keptRecords), lost \(report.lostSeqs), verify reads \(after.records)")
-                #expect(before.records <= UInt64(bytes.count / 32), "\(name): \(before.records) records in \(bytes.count) bytes")
+                #expect(
+                    report.keptRecords + UInt64(report.lostSeqs.count) == after.records || report.backupPath == nil,
+                    "\(name): kept \(report.keptRecords), lost \(report.lostSeqs), verify reads \(after.records)")
+                #expect(
+                    before.records <= UInt64(bytes.count / 32),
+                    "\(name): \(before.records) records in \(bytes.count) bytes")
             } catch let error as EventLogError {
                 #expect(!error.description.isEmpty, "\(name)")
             }

@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
+import Platform
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedger
 
 /// The version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.
@@ -16,24 +17,37 @@ struct SnapshotFormatTests {
         let day: Int64 = 1_780_000_000_000
         let ids = (1...4).map { EntryID(high: 0x0123_4567_89AB_4DEF, low: 0x8000_0000_0000_0000 | UInt64($0)) }
         let events: [MoodEvent] = [
-            .created(MoodEntry(id: ids[0], loggedAt: LoggedAt(milliseconds: day, utcOffsetMinutes: 120), valence: 0.5,
-                               labels: [MoodLabel(appleRawValue: 3)!, MoodLabel(custom: "mine")],
-                               associations: [MoodAssociation(appleRawValue: 2)!], notes: "a note")),
-            .created(MoodEntry(id: ids[1], loggedAt: LoggedAt(milliseconds: day + 3_600_000, utcOffsetMinutes: 120),
-                               kind: .dailyMood, valence: -0.25, enteredScore: 4, source: .healthkit, sourceID: "HK-1")),
-            .created(MoodEntry(id: ids[2], loggedAt: LoggedAt(milliseconds: day + 86_400_000, utcOffsetMinutes: 0),
-                               labels: [MoodLabel(appleRawValue: 5)!], tags: ["walk"])),
-            .created(MoodEntry(id: ids[3], loggedAt: LoggedAt(milliseconds: day + 90_000_000, utcOffsetMinutes: 0), valence: 1)),
+            .created(
+                MoodEntry(
+                    id: ids[0], loggedAt: LoggedAt(milliseconds: day, utcOffsetMinutes: 120), valence: 0.5,
+                    labels: [MoodLabel(appleRawValue: 3)!, MoodLabel(custom: "mine")],
+                    associations: [MoodAssociation(appleRawValue: 2)!], notes: "a note")),
+            .created(
+                MoodEntry(
+                    id: ids[1], loggedAt: LoggedAt(milliseconds: day + 3_600_000, utcOffsetMinutes: 120),
+                    kind: .dailyMood, valence: -0.25, enteredScore: 4, source: .healthkit, sourceID: "HK-1")),
+            .created(
+                MoodEntry(
+                    id: ids[2], loggedAt: LoggedAt(milliseconds: day + 86_400_000, utcOffsetMinutes: 0),
+                    labels: [MoodLabel(appleRawValue: 5)!], tags: ["walk"])),
+            .created(
+                MoodEntry(
+                    id: ids[3], loggedAt: LoggedAt(milliseconds: day + 90_000_000, utcOffsetMinutes: 0), valence: 1)),
             .deleted(ids[3]),
             .syncSucceeded(ids[0], .backend, remoteID: "srv-1", revision: 7),
             // Both destinations' records for one entry, and a failure with its retry time.
             .syncAttempted(ids[0], .healthkit, .create, key: "k-1"),
-            .syncFailed(ids[2], .backend, SyncFailure(status: 503, error: "down", retryable: true,
-                                                     nextAttemptAt: day + 60_000)),
+            .syncFailed(
+                ids[2], .backend,
+                SyncFailure(
+                    status: 503, error: "down", retryable: true,
+                    nextAttemptAt: day + 60_000))
         ]
         for (index, event) in events.enumerated() {
-            state.apply(RecordedEvent(seq: UInt64(index + 1), recordedAt: (day + Int64(index) * 1000) * 1000,
-                                      commandID: EntryID(high: 1, low: 1), event: event, offset: 0, size: 0))
+            state.apply(
+                RecordedEvent(
+                    seq: UInt64(index + 1), recordedAt: (day + Int64(index) * 1000) * 1000,
+                    commandID: EntryID(high: 1, low: 1), event: event, offset: 0, size: 0))
         }
         return state
     }
@@ -45,32 +59,39 @@ struct SnapshotFormatTests {
     func golden() throws {
         let bytes = try SnapshotWriter.file(of: Self.fixedState(), location: Self.location, fileID: Self.fileID)
         let path = Repository.root + "/Specs/vectors/snapshot-v4.hex"
-        let hex = stride(from: 0, to: bytes.count, by: 32).map { start in
-            bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
-        }.joined(separator: "\n") + "\n"
+        let hex =
+            stride(from: 0, to: bytes.count, by: 32).map { start in
+                bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
+            }.joined(separator: "\n") + "\n"
         if Repository.recordGolden { try hex.write(toFile: path, atomically: true, encoding: .utf8) }
         let golden = try String(contentsOfFile: path, encoding: .utf8)
         #expect(hex == golden, "re-record with MOODLEDGER_RECORD_GOLDEN=1 after bumping SnapshotCodec.schema")
-        #expect(golden.contains(String(format: "%08x", UInt32(SnapshotCodec.fingerprint).byteSwapped)),
-                "the golden file carries the current schema's fingerprint")
+        #expect(
+            golden.contains(String(format: "%08x", UInt32(SnapshotCodec.fingerprint).byteSwapped)),
+            "the golden file carries the current schema's fingerprint")
         // A reader written from the Spec computes the fingerprint from the schema string it names.
         let spec = try String(contentsOfFile: Repository.root + "/Specs/ledger.md", encoding: .utf8)
         #expect(spec.contains("`" + SnapshotCodec.schema + "`"), "Specs/ledger.md names today's schema string")
     }
 
-    @Test("A snapshot taken between an erasure's append and its rewrite carries the pending erasure: golden bytes, and it maps back equal")
+    @Test(
+        "A snapshot taken between an erasure's append and its rewrite carries the pending erasure: golden bytes, and it maps back equal"
+    )
     func pendingErasureGolden() throws {
         var state = Self.fixedState()
         let erased = EntryID(high: 0x0123_4567_89AB_4DEF, low: 0x8000_0000_0000_0003)
-        state.apply(RecordedEvent(seq: 9, recordedAt: 1_780_000_020_000_000, commandID: EntryID(high: 1, low: 2),
-                                  event: .entryErased(erased, Erasure(reason: "asked", requestedBy: "cli")), offset: 0, size: 0))
+        state.apply(
+            RecordedEvent(
+                seq: 9, recordedAt: 1_780_000_020_000_000, commandID: EntryID(high: 1, low: 2),
+                event: .entryErased(erased, Erasure(reason: "asked", requestedBy: "cli")), offset: 0, size: 0))
         #expect(state.pendingErasures[erased] == 9)
         let location = RecordLocation(seq: 9, offset: 4160, size: 64, crc: 0x8765_4321)
         let bytes = try SnapshotWriter.file(of: state, location: location, fileID: Self.fileID)
         let path = Repository.root + "/Specs/vectors/snapshot-v4-pending-erasure.hex"
-        let hex = stride(from: 0, to: bytes.count, by: 32).map { start in
-            bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
-        }.joined(separator: "\n") + "\n"
+        let hex =
+            stride(from: 0, to: bytes.count, by: 32).map { start in
+                bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
+            }.joined(separator: "\n") + "\n"
         if Repository.recordGolden { try hex.write(toFile: path, atomically: true, encoding: .utf8) }
         #expect(hex == (try String(contentsOfFile: path, encoding: .utf8)), "re-record with MOODLEDGER_RECORD_GOLDEN=1")
         let dir = TemporaryDirectory("snapshot-pending")
@@ -101,9 +122,13 @@ struct SnapshotFormatTests {
         #expect(loaded.outbox.record(OutboxKey(entryID: first, destination: .backend))?.remoteID == "srv-1")
         var changed = loaded
         var expected = state
-        for event in [MoodEvent.syncSucceeded(first, .healthkit, remoteID: "hk-1", revision: 0), .entryErased(first, Erasure(reason: "test", requestedBy: "test", complete: true))] {
-            let recorded = RecordedEvent(seq: 9, recordedAt: state.recordedAt + 1000, commandID: EntryID(high: 1, low: 1),
-                                         event: event, offset: 0, size: 0)
+        for event in [
+            MoodEvent.syncSucceeded(first, .healthkit, remoteID: "hk-1", revision: 0),
+            .entryErased(first, Erasure(reason: "test", requestedBy: "test", complete: true))
+        ] {
+            let recorded = RecordedEvent(
+                seq: 9, recordedAt: state.recordedAt + 1000, commandID: EntryID(high: 1, low: 1),
+                event: event, offset: 0, size: 0)
             changed.apply(recorded)
             expected.apply(recorded)
             #expect(changed.outbox == expected.outbox)
@@ -125,8 +150,10 @@ struct SnapshotFormatTests {
             let start = count == 0 ? 0 : Int.random(in: 0...min(7, count), using: &random)
             bytes.withUnsafeBytes { buffer in
                 let slice = UnsafeRawBufferPointer(rebasing: buffer[start...])
-                #expect(CRC32C.finish(CRC32C.extend(0xFFFF_FFFF, slice)) == CRC32C.finish(CRC32C.software(0xFFFF_FFFF, slice)),
-                        "seed \(random.seed)")
+                #expect(
+                    CRC32C.finish(CRC32C.extend(0xFFFF_FFFF, slice))
+                        == CRC32C.finish(CRC32C.software(0xFFFF_FFFF, slice)),
+                    "seed \(random.seed)")
             }
         }
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)  // the standard check value
@@ -138,11 +165,15 @@ struct SnapshotFormatTests {
         let directory = TemporaryDirectory("halves")
         let path = directory.sub("file")
         var bytes = [UInt8](repeating: 0, count: (9 << 20) + 4_321)
-        for index in stride(from: 0, to: bytes.count, by: 8) { bytes[index] = UInt8.random(in: 0...255, using: &random) }
+        for index in stride(from: 0, to: bytes.count, by: 8) {
+            bytes[index] = UInt8.random(in: 0...255, using: &random)
+        }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let file = try AtomicFile.map(path)
         for range in [0..<bytes.count, 13..<(bytes.count - 77), 4_096..<(4_096 + (4 << 20)), 8..<(8 + (4 << 20) - 1)] {
-            let whole = bytes.withUnsafeBytes { CRC32C.extend(0xFFFF_FFFF, UnsafeRawBufferPointer(rebasing: $0[range])) }
+            let whole = bytes.withUnsafeBytes {
+                CRC32C.extend(0xFFFF_FFFF, UnsafeRawBufferPointer(rebasing: $0[range]))
+            }
             #expect(SnapshotImage.checksumState(of: range, in: file) == whole, "\(range), seed \(random.seed)")
         }
     }
@@ -180,7 +211,9 @@ struct SnapshotFormatTests {
         print("snapshot mutations: seed \(random.seed)")
     }
 
-    @Test("A snapshot written through an earlier one (unchanged days copied as stored) has the bytes of one encoded from a replay")
+    @Test(
+        "A snapshot written through an earlier one (unchanged days copied as stored) has the bytes of one encoded from a replay"
+    )
     func copiedDays() throws {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
@@ -190,19 +223,22 @@ struct SnapshotFormatTests {
         for round in 0..<4 {
             for _ in 0..<60 { try workload.step(ledger) }
             try ledger.snapshot()  // the ledger now reads through it: the next one copies the days left unchanged
-            #expect(Bytes.read(ledger.snapshotFiles[0]) == (try snapshotEncodedFromReplay(ledger)),
-                    "round \(round): copied rows differ from encoded ones")
+            #expect(
+                Bytes.read(ledger.snapshotFiles[0]) == (try snapshotEncodedFromReplay(ledger)),
+                "round \(round): copied rows differ from encoded ones")
         }
     }
 
-    @Test("The outbox index search finds every entry and no other, whatever the ids' spread (random, equal first halves, skewed)")
+    @Test(
+        "The outbox index search finds every entry and no other, whatever the ids' spread (random, equal first halves, skewed)"
+    )
     func outboxSearch() throws {
         var random = SeededRandom()
         let day: Int64 = 1_780_000_000_000
         let shapes: [(String, (Int) -> EntryID)] = [
             ("random", { _ in EntryID.random(using: &random) }),
             ("equal first halves", { EntryID(high: 0x0123_4567_89AB_4DEF, low: UInt64($0) &* 0x9E37_79B9_7F4A_7C15) }),
-            ("skewed", { EntryID(high: UInt64($0 * $0 * $0), low: UInt64.random(in: 0...UInt64.max, using: &random)) }),
+            ("skewed", { EntryID(high: UInt64($0 * $0 * $0), low: UInt64.random(in: 0...UInt64.max, using: &random)) })
         ]
         for (shape, makeID) in shapes {
             var state = LedgerState()
@@ -210,8 +246,14 @@ struct SnapshotFormatTests {
             var others: [EntryID] = []
             for index in 0..<3_000 {
                 let id = makeID(index)
-                var events: [MoodEvent] = [.created(MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: day + Int64(index) * 60_000,
-                                                                                          utcOffsetMinutes: 0), valence: 0))]
+                var events: [MoodEvent] = [
+                    .created(
+                        MoodEntry(
+                            id: id,
+                            loggedAt: LoggedAt(
+                                milliseconds: day + Int64(index) * 60_000,
+                                utcOffsetMinutes: 0), valence: 0))
+                ]
                 if Int.random(in: 0..<3, using: &random) == 0 {
                     others.append(id)
                 } else {
@@ -219,8 +261,10 @@ struct SnapshotFormatTests {
                     events.append(.syncSucceeded(id, .backend, remoteID: "r", revision: 1))
                 }
                 for event in events {
-                    state.apply(RecordedEvent(seq: state.seq + 1, recordedAt: day * 1000, commandID: id, event: event,
-                                              offset: 0, size: 0))
+                    state.apply(
+                        RecordedEvent(
+                            seq: state.seq + 1, recordedAt: day * 1000, commandID: id, event: event,
+                            offset: 0, size: 0))
                 }
             }
             let dir = TemporaryDirectory("outbox-search")
@@ -236,7 +280,8 @@ struct SnapshotFormatTests {
             for (position, id) in ordered.enumerated() where image.outboxPosition(of: id) != position {
                 Issue.record("\(shape): \(id) not found at \(position), seed \(random.seed)")
             }
-            for id in others + [EntryID(high: 0, low: 0), EntryID(high: .max, low: .max)] where image.outboxPosition(of: id) != nil {
+            for id in others + [EntryID(high: 0, low: 0), EntryID(high: .max, low: .max)]
+            where image.outboxPosition(of: id) != nil {
                 Issue.record("\(shape): \(id) found without records, seed \(random.seed)")
             }
         }

@@ -1,16 +1,19 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
+import Platform
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedger
 
 /// Large snapshots are checked where they are read, a 4 KiB piece at a time (`Specs/ledger.md`, *Checking where
 /// read*): a damaged piece is found when read, and no answer, command or snapshot is ever taken from it.
 @Suite("Snapshot pieces checked where read")
 struct SnapshotPieceCheckTests {
     /// A ledger with a snapshot covering everything, the state a full replay gives, and the snapshot's path.
-    static func ledgerWithSnapshot(_ dir: TemporaryDirectory, steps: Int = 400) throws -> (truth: LedgerState, snapshot: String) {
+    static func ledgerWithSnapshot(
+        _ dir: TemporaryDirectory, steps: Int = 400
+    ) throws -> (truth: LedgerState, snapshot: String) {
         let clock = TestClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock, snapshotInterval: 0))
@@ -35,8 +38,10 @@ struct SnapshotPieceCheckTests {
     }
 
     /// A ledger with a snapshot whose `kind` section `damage` changed (offsets are the file's): its truth and path.
-    static func ledgerWithDamagedSnapshot(_ dir: TemporaryDirectory, _ kind: SnapshotLayout.Section,
-                                          _ damage: (inout [UInt8], Range<Int>) -> Void) throws -> (truth: LedgerState, snapshot: String) {
+    static func ledgerWithDamagedSnapshot(
+        _ dir: TemporaryDirectory, _ kind: SnapshotLayout.Section,
+        _ damage: (inout [UInt8], Range<Int>) -> Void
+    ) throws -> (truth: LedgerState, snapshot: String) {
         let (truth, path) = try ledgerWithSnapshot(dir)
         var bytes = Bytes.read(path)
         damage(&bytes, section(kind, of: bytes))
@@ -51,7 +56,9 @@ struct SnapshotPieceCheckTests {
         return options
     }
 
-    @Test("Each piece's stored checksum is the CRC-32C of that piece of its section, and the pieces section is checked on open")
+    @Test(
+        "Each piece's stored checksum is the CRC-32C of that piece of its section, and the pieces section is checked on open"
+    )
     func piecesSection() throws {
         let dir = TemporaryDirectory("pieces")
         let (_, path) = try Self.ledgerWithSnapshot(dir, steps: 200)
@@ -70,11 +77,15 @@ struct SnapshotPieceCheckTests {
         #expect(at == pieces.upperBound, "nothing left over in the pieces section")
     }
 
-    @Test("A flipped byte in the rows, found where read: read answers as a full replay, with a notice, and the state is rebuilt")
+    @Test(
+        "A flipped byte in the rows, found where read: read answers as a full replay, with a notice, and the state is rebuilt"
+    )
     func damagedRowFoundWhereRead() throws {
         let dir = TemporaryDirectory("pieces")
         // A logged_at of the first row: the section's own checksum now fails too.
-        let (truth, _) = try Self.ledgerWithDamagedSnapshot(dir, .rows) { bytes, rows in bytes[rows.lowerBound + 20] ^= 0x40 }
+        let (truth, _) = try Self.ledgerWithDamagedSnapshot(dir, .rows) { bytes, rows in
+            bytes[rows.lowerBound + 20] ^= 0x40
+        }
 
         // Checked whole on open (the default for a small snapshot): skipped with a notice, as always.
         let whole = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock(), snapshotInterval: 0))
@@ -111,15 +122,18 @@ struct SnapshotPieceCheckTests {
         #expect(updated.notes == "after the damage")
         #expect(ledger.metDamagedSnapshot)
         try ledger.snapshot()
-        #expect(Bytes.read(ledger.snapshotFiles[0]) == (try snapshotEncodedFromReplay(ledger)),
-                "the new snapshot holds the log's truth, not the damaged bytes")
+        #expect(
+            Bytes.read(ledger.snapshotFiles[0]) == (try snapshotEncodedFromReplay(ledger)),
+            "the new snapshot holds the log's truth, not the damaged bytes")
     }
 
     @Test("Open replays the tail onto the snapshot; a damaged piece the tail reads makes open skip the snapshot")
     func damageMetByTheTail() throws {
         let dir = TemporaryDirectory("pieces")
         // Every slot piece damaged: any lookup by id meets it.
-        _ = try Self.ledgerWithDamagedSnapshot(dir, .idSlots) { bytes, slots in for offset in slots { bytes[offset] ^= 0x10 } }
+        _ = try Self.ledgerWithDamagedSnapshot(dir, .idSlots) { bytes, slots in
+            for offset in slots { bytes[offset] ^= 0x10 }
+        }
         let clock = TestClock()
         var options = Self.pieceChecking(clock)
         let writer = try Ledger.open(at: dir.path, options: options)
@@ -129,8 +143,9 @@ struct SnapshotPieceCheckTests {
         options.readOnly = true
         let ledger = try Ledger.open(at: dir.path, options: options)
         defer { ledger.close() }
-        #expect(ledger.notices.contains { $0.hasPrefix("snapshot ") && $0.contains("skipped") && $0.contains("section 4") },
-                "\(ledger.notices)")
+        #expect(
+            ledger.notices.contains { $0.hasPrefix("snapshot ") && $0.contains("skipped") && $0.contains("section 4") },
+            "\(ledger.notices)")
         #expect(ledger.state.entries.image == nil)
         var replay = options
         replay.useSnapshots = false
@@ -139,7 +154,9 @@ struct SnapshotPieceCheckTests {
         #expect(ledger.state == full.state)
     }
 
-    @Test("Seeded mutations with stale piece checksums: reading everything where read never traps, and a read of a mutated piece is flagged")
+    @Test(
+        "Seeded mutations with stale piece checksums: reading everything where read never traps, and a read of a mutated piece is flagged"
+    )
     func mutationsCheckedWhereRead() throws {
         let dir = TemporaryDirectory("snapshot-fuzz")
         let source = TemporaryDirectory("snapshot-source")
@@ -163,23 +180,30 @@ struct SnapshotPieceCheckTests {
             Bytes.write(bytes, to: path)
             // Opens (nothing of the mutated section is checked yet), then reads everything.
             guard case .success(let image) = store.load(seq: seq, fileID: nil, checkWhereReadFrom: 0) else {
-                Issue.record("round \(round): a mutation of a section checked where read was refused on open (seed \(random.seed))")
+                Issue.record(
+                    "round \(round): a mutation of a section checked where read was refused on open (seed \(random.seed))"
+                )
                 continue
             }
             #expect(!image.isDamaged)
             SnapshotStore.readAll(LedgerState(image: image))
             // Every piece of the sections checked where read is then read by a full writer pass.
-            _ = try? SnapshotWriter.file(of: LedgerState(image: image), location: RecordLocation(seq: 1, offset: 0, size: 0, crc: 0),
-                                         fileID: Array(repeating: 0, count: 16))
+            _ = try? SnapshotWriter.file(
+                of: LedgerState(image: image), location: RecordLocation(seq: 1, offset: 0, size: 0, crc: 0),
+                fileID: Array(repeating: 0, count: 16))
             if range != slots {
                 // Every piece of these is read by the writer's pass (a lookup reads only the slots it probes).
                 mustFlag += 1
-                #expect(image.isDamaged, "round \(round): a read of the mutated piece at \(at) is not flagged (seed \(random.seed))")
+                #expect(
+                    image.isDamaged,
+                    "round \(round): a read of the mutated piece at \(at) is not flagged (seed \(random.seed))")
             }
             if image.isDamaged { flagged += 1 }
             try? FileManager.default.removeItem(atPath: path)
         }
-        print("snapshot piece mutations: \(flagged) of 200 flagged (\(mustFlag) outside the id slots), seed \(random.seed)")
+        print(
+            "snapshot piece mutations: \(flagged) of 200 flagged (\(mustFlag) outside the id slots), seed \(random.seed)"
+        )
         #expect(mustFlag > 100)
     }
 }

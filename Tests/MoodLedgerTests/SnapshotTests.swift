@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
+import Platform
 import TestSupport
 import Testing
-import Platform
+
+@testable import MoodLedger
 
 @Suite("Snapshots")
 struct SnapshotTests {
@@ -57,8 +58,9 @@ struct SnapshotDamageTests {
         try Ledger.open(at: dir.path, options: options)
     }
 
-    @Test("Damage to the newest snapshot: skipped with a notice, the older one is used",
-          arguments: ["truncate", "bitflip-payload", "bitflip-header", "fingerprint", "empty"])
+    @Test(
+        "Damage to the newest snapshot: skipped with a notice, the older one is used",
+        arguments: ["truncate", "bitflip-payload", "bitflip-header", "fingerprint", "empty"])
     func damaged(kind: String) throws {
         let dir = TemporaryDirectory("ledger")
         let (live, options, files) = try prepare(dir)
@@ -68,7 +70,8 @@ struct SnapshotDamageTests {
         case "bitflip-payload": bytes[bytes.count / 2] ^= 0x04
         case "bitflip-header": bytes[20] ^= 0x01
         case "fingerprint":
-            bytes[12] ^= 0xFF  // another projection schema: recompute the header checksum so only the fingerprint differs
+            // another projection schema: recompute the header checksum so only the fingerprint differs
+            bytes[12] ^= 0xFF
             let crc = CRC32C.mask(CRC32C.checksum(Array(bytes[0..<76])))
             withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[76 + i] = $0[i] } }
         default: bytes = []
@@ -134,7 +137,9 @@ struct SnapshotDamageTests {
         for seq in seqs { #expect(try ledger.state(at: .seq(seq)).seq == seq) }
     }
 
-    @Test("The sparse spacing doubles as the log grows (at most eight buckets), the snapshots stay within twice the log, and the rule on sizes alone (the benchmark's) keeps the same")
+    @Test(
+        "The sparse spacing doubles as the log grows (at most eight buckets), the snapshots stay within twice the log, and the rule on sizes alone (the benchmark's) keeps the same"
+    )
     func pruningBudget() throws {
         let dir = TemporaryDirectory("ledger")
         let store = SnapshotStore(ledgerDirectory: dir.path, io: SystemIO())
@@ -147,7 +152,9 @@ struct SnapshotDamageTests {
         for seq in stride(from: UInt64(10_000), through: 1_000_000, by: 10_000) {
             _ = FileManager.default.createFile(atPath: store.path(for: seq), contents: Data(count: Int(seq / 125)))
             store.prune(sparseInterval: 100_000, logBytes: Int64(seq / 100), floor: 0)
-            model = SnapshotStore.kept(newestFirst: [seq] + model, sparseInterval: 100_000, budget: 2 * Int64(seq / 100)) {
+            model = SnapshotStore.kept(
+                newestFirst: [seq] + model, sparseInterval: 100_000, budget: 2 * Int64(seq / 100)
+            ) {
                 Int64($0 / 125)
             }
             let kept = store.list()
@@ -159,8 +166,10 @@ struct SnapshotDamageTests {
         }
         // At 1M the spacing is 200,000: the oldest of each of its buckets, then the newest, less what the budget
         // removed on the way (the one nearest to the next newer one goes first).
-        #expect(SnapshotStore.kept(newestFirst: [1_000_000, 990_000, 800_000, 590_000, 400_000, 200_000, 10_000],
-                                   sparseInterval: 100_000) == [1_000_000, 800_000, 400_000, 200_000, 10_000])
+        #expect(
+            SnapshotStore.kept(
+                newestFirst: [1_000_000, 990_000, 800_000, 590_000, 400_000, 200_000, 10_000],
+                sparseInterval: 100_000) == [1_000_000, 800_000, 400_000, 200_000, 10_000])
         #expect(store.list() == [1_000_000, 590_000, 200_000, 10_000], "\(store.list())")
         // A smaller budget: the sparse one nearest to its newer neighbour goes each time the rest are over.
         store.prune(sparseInterval: 100_000, logBytes: 7_000, floor: 0)

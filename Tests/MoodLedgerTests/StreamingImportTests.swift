@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// Imports stream their rows into one batch: all or nothing across a crash, nothing left by a bad row.
 @Suite("Streaming imports are one atomic batch")
@@ -12,7 +13,8 @@ struct StreamingImportTests {
         for i in 0..<rows {
             let day = 1 + i % 28
             let mood = i == bad ? "ecstatic?" : ["rad", "good", "meh", "bad", "awful"][i % 5]
-            text += "2025-03-\(day < 10 ? "0" : "")\(day),March \(day),x,\(10 + i % 12):\(10 + i % 50),\(mood),reading | work,,\"note \(i), with a comma\"\n"
+            text +=
+                "2025-03-\(day < 10 ? "0" : "")\(day),March \(day),x,\(10 + i % 12):\(10 + i % 50),\(mood),reading | work,,\"note \(i), with a comma\"\n"
         }
         return Array(text.utf8)
     }

@@ -1,8 +1,9 @@
 import EventLog
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// Crafted payloads behind valid checksums: every decoded value is range-checked and named, never trapped on or
 /// silently replaced (`Specs/events.md`, strict decoding).
@@ -21,8 +22,10 @@ struct StrictDecodingTests {
     }
 
     /// A `mood.created` v2 payload with the given fields (momentary, manual, no words).
-    static func created(ms: Int64 = 1_700_000_000_000, offset: Int64 = 60, flags: UInt8 = 0, valence: Int64? = nil,
-                        score: UInt8? = nil, notes: [UInt8]? = nil, trailing: [UInt8] = [], version: UInt8 = 2) -> [UInt8] {
+    static func created(
+        ms: Int64 = 1_700_000_000_000, offset: Int64 = 60, flags: UInt8 = 0, valence: Int64? = nil,
+        score: UInt8? = nil, notes: [UInt8]? = nil, trailing: [UInt8] = [], version: UInt8 = 2
+    ) -> [UInt8] {
         var p = Payload()
         p.bytes[0] = version
         p.signed(ms)
@@ -60,16 +63,54 @@ struct StrictDecodingTests {
     }
 
     static let cases: [(String, UInt16, [UInt8], MoodError.Code, String)] = [
-        ("sync.failed v2 retry time after 9999", 9, body(2) { $0.u8(0); $0.varint(503); $0.u8(1); $0.string([0x78]); $0.varint(1 << 62) },
-         .corruptEvent, "next_attempt_at"),
-        ("sync.succeeded v2 revision ≥ 2⁶³", 8, body(2) { $0.u8(0); $0.string([0x72]); $0.varint(1 << 63) }, .corruptEvent, "revision"),
-        ("remote.applied v2 unknown flag bit", 10, body(2) { $0.u8(0); $0.u8(0x0A) }, .corruptEvent, "flags"),
-        ("sync.pulled naming an entry", 11, body(1) { $0.u8(0); $0.u8(0); $0.varint(1); $0.varint(1); $0.varint(0) }, .corruptEvent, "entry_id"),
-        ("sync.pulled unknown flag", 11, body(1, zeroID: true) { $0.u8(0); $0.u8(2); $0.varint(1); $0.varint(1); $0.varint(0) }, .corruptEvent, "flags"),
-        ("remote.configured unknown dialect", 12, body(1, zeroID: true) { $0.u8(0); $0.u8(7); $0.string([0x68]) }, .corruptEvent, "dialect"),
-        ("entry.erased unknown flag", 14, body(1) { $0.u8(2); $0.string([]); $0.string([]) }, .corruptEvent, "flags"),
+        (
+            "sync.failed v2 retry time after 9999", 9,
+            body(2) {
+                $0.u8(0); $0.varint(503); $0.u8(1); $0.string([0x78]); $0.varint(1 << 62)
+            },
+            .corruptEvent, "next_attempt_at"
+        ),
+        (
+            "sync.succeeded v2 revision ≥ 2⁶³", 8,
+            body(2) {
+                $0.u8(0); $0.string([0x72]); $0.varint(1 << 63)
+            }, .corruptEvent, "revision"
+        ),
+        (
+            "remote.applied v2 unknown flag bit", 10,
+            body(2) {
+                $0.u8(0); $0.u8(0x0A)
+            }, .corruptEvent, "flags"
+        ),
+        (
+            "sync.pulled naming an entry", 11,
+            body(1) {
+                $0.u8(0); $0.u8(0); $0.varint(1); $0.varint(1); $0.varint(0)
+            }, .corruptEvent, "entry_id"
+        ),
+        (
+            "sync.pulled unknown flag", 11,
+            body(1, zeroID: true) {
+                $0.u8(0); $0.u8(2); $0.varint(1); $0.varint(1); $0.varint(0)
+            }, .corruptEvent, "flags"
+        ),
+        (
+            "remote.configured unknown dialect", 12,
+            body(1, zeroID: true) {
+                $0.u8(0); $0.u8(7); $0.string([0x68])
+            }, .corruptEvent, "dialect"
+        ),
+        (
+            "entry.erased unknown flag", 14,
+            body(1) {
+                $0.u8(2); $0.string([]); $0.string([])
+            }, .corruptEvent, "flags"
+        ),
         ("a redacted record with trailing bytes", 1, body(0xFF) { $0.u8(0) }, .corruptEvent, "payload"),
-        ("a redacted sync record with an unknown destination", 9, body(0xFF) { $0.u8(9) }, .corruptEvent, "destination"),
+        (
+            "a redacted sync record with an unknown destination", 9, body(0xFF) { $0.u8(9) }, .corruptEvent,
+            "destination"
+        ),
         ("logged_at far in the future", 1, created(ms: Int64.max / 2), .corruptEvent, "logged_at"),
         ("logged_at before 1900", 1, created(ms: -3_000_000_000_000), .corruptEvent, "logged_at"),
         ("UTC offset Int64.min", 1, created(offset: Int64.min), .corruptEvent, "utc_offset_minutes"),
@@ -84,7 +125,7 @@ struct StrictDecodingTests {
         ("status ≥ 2⁶³", 9, syncFailed(status: 1 << 63, retryable: 1), .corruptEvent, "status"),
         ("retryable 2", 9, syncFailed(status: 500, retryable: 2), .corruptEvent, "retryable"),
         ("a newer schema version", 1, created(version: 9), .newerVersion, "version"),
-        ("an unknown event type", 77, created(), .newerVersion, "type"),
+        ("an unknown event type", 77, created(), .newerVersion, "type")
     ]
 
     @Test("Each crafted payload is refused naming its field", arguments: cases.indices)
@@ -141,12 +182,16 @@ struct SharedSourceIDTests {
         for (i, high) in [UInt64(0x9000_0000_0000_4000), 0x5000_0000_0000_4000, 0x1000_0000_0000_4000].enumerated() {
             let id = EntryID(high: high, low: 0x8000_0000_0000_0001)
             ids.append(id)
-            let entry = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 1_740_000_000_000 + Int64(i) * 60_000),
-                                  kind: .momentaryEmotion, valence: 0.1, enteredScore: nil, tags: [], notes: nil,
-                                  source: .import, sourceID: "daylio:dup")
-            try log.append([PendingRecord(type: EventType.created.rawValue,
-                                          payload: EventCodec.encode(.created(entry), commandID: EntryID.random()),
-                                          recordedAt: 1_740_000_000_000_000 + Int64(i) * 1_000_000)])
+            let entry = MoodEntry(
+                id: id, loggedAt: LoggedAt(milliseconds: 1_740_000_000_000 + Int64(i) * 60_000),
+                kind: .momentaryEmotion, valence: 0.1, enteredScore: nil, tags: [], notes: nil,
+                source: .import, sourceID: "daylio:dup")
+            try log.append([
+                PendingRecord(
+                    type: EventType.created.rawValue,
+                    payload: EventCodec.encode(.created(entry), commandID: EntryID.random()),
+                    recordedAt: 1_740_000_000_000_000 + Int64(i) * 1_000_000)
+            ])
         }
         log.close()
         var options = Ledger.Options()
@@ -193,8 +238,10 @@ struct StrictDecodingVectorTests {
                 let decoded = try bytes.withUnsafeBytes { try EventCodec.decode(type: code, payload: $0) }
                 #expect(expect == "ok", "\(name): decoded although the spec refuses it (\(expect))")
                 // What decodes encodes back to the same bytes (redacted records too).
-                #expect(EventCodec.encode(decoded.event, commandID: decoded.commandID) == bytes || code == 1 && bytes[0] == 1,
-                        "\(name): re-encodes differently")
+                #expect(
+                    EventCodec.encode(decoded.event, commandID: decoded.commandID) == bytes
+                        || code == 1 && bytes[0] == 1,
+                    "\(name): re-encodes differently")
             } catch {
                 #expect(expect != "ok", "\(name): refused (\(error)) although the spec accepts it")
                 #expect("\(error)".lowercased().contains(expect), "\(name): \(error) does not name \(expect)")
@@ -210,7 +257,8 @@ struct NormalFormTests {
         let dir = TemporaryDirectory("nfc")
         let ledger = try Ledger.open(at: dir.sub("l"))
         defer { ledger.close() }
-        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
         let a = try ledger.log(MoodDraft(valence: 0.2, labels: [composed], tags: [decomposed])).entry
         let b = try ledger.log(MoodDraft(valence: 0.4, labels: [decomposed], tags: [composed])).entry
         #expect(a.labels.map(\.name) == b.labels.map(\.name))

@@ -1,7 +1,8 @@
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// The compact structures behind the projections, checked against plain Swift models on seeded random inputs.
 @Suite("WordList, DayTable and WordTable against models")
@@ -13,7 +14,8 @@ struct SupportStructureTests {
             let count = Int.random(in: 0...12, using: &random)
             var words: [MoodLabel] = []
             for _ in 0..<count {
-                let word = Int.random(in: 0..<6, using: &random) == 0
+                let word =
+                    Int.random(in: 0..<6, using: &random) == 0
                     ? MoodLabel(custom: "own \(Int.random(in: 0..<5, using: &random))")
                     : MoodLabel(appleRawValue: Int.random(in: 1...LabelDomain.canonicalNames.count, using: &random))!
                 if !words.contains(word) { words.append(word) }
@@ -77,19 +79,24 @@ struct SupportStructureTests {
             let count = Int.random(in: 0...40, using: &random)
             let values = (0..<count).map { _ in Int64.random(in: -6...6, using: &random) }.sorted()
             let probe = Int64.random(in: -8...8, using: &random)
-            #expect(values.insertionIndex(of: probe) == (values.firstIndex { $0 >= probe } ?? count), "\(values) \(probe)")
+            #expect(
+                values.insertionIndex(of: probe) == (values.firstIndex { $0 >= probe } ?? count), "\(values) \(probe)")
         }
     }
 
-    @Test("WordTable keeps canonical and custom words apart and lists every pair; an absent word is no stat, never a zero one")
+    @Test(
+        "WordTable keeps canonical and custom words apart and lists every pair; an absent word is no stat, never a zero one"
+    )
     func wordTable() {
         var random = SeededRandom()
         var table = WordTable<AssociationDomain, WordStat>()
         var model: [MoodAssociation: WordStat] = [:]
         for _ in 0..<2_000 {
-            let word = Int.random(in: 0..<4, using: &random) == 0
+            let word =
+                Int.random(in: 0..<4, using: &random) == 0
                 ? MoodAssociation(custom: "hobby \(Int.random(in: 0..<6, using: &random))")
-                : MoodAssociation(appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
+                : MoodAssociation(
+                    appleRawValue: Int.random(in: 1...AssociationDomain.canonicalNames.count, using: &random))!
             let delta = Int.random(in: -2...2, using: &random)
             let q: Int64? = Bool.random(using: &random) ? Int64.random(in: -(1 << 40)...(1 << 40), using: &random) : nil
             table.modify(word, default: WordStat(), removeIf: \.isEmpty) { $0.add(q, delta) }
@@ -107,14 +114,20 @@ struct SupportStructureTests {
         #expect(WordTable<LabelDomain, WordStat>().isEmpty && WordTable<LabelDomain, WordStat>().pairs.isEmpty)
     }
 
-    @Test("ByteReader's strings decode as the strict validator does: ASCII by eight-byte words, any high bit to the validator")
+    @Test(
+        "ByteReader's strings decode as the strict validator does: ASCII by eight-byte words, any high bit to the validator"
+    )
     func strings() {
         var random = SeededRandom()
         let samples: [[UInt8]] = [Array("é".utf8), Array("🙂".utf8), [0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x80], [0x00]]
         for _ in 0..<3_000 {
-            var text = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...0x7F, using: &random) }
+            var text = (0..<Int.random(in: 0...40, using: &random)).map { _ in
+                UInt8.random(in: 0...0x7F, using: &random)
+            }
             if Bool.random(using: &random) {
-                text.insert(contentsOf: samples.randomElement(using: &random)!, at: Int.random(in: 0...text.count, using: &random))
+                text.insert(
+                    contentsOf: samples.randomElement(using: &random)!,
+                    at: Int.random(in: 0...text.count, using: &random))
             }
             let encoded: [UInt8] = [UInt8(text.count)] + text  // a one-byte varint: at most 40 + 4 bytes
             let decoded = encoded.withUnsafeBytes { buffer -> String? in
@@ -127,7 +140,8 @@ struct SupportStructureTests {
         }
     }
 
-    @Test("MoodEntry keeps its heap fields in one box that is absent when they are empty: any order of edits, same value")
+    @Test(
+        "MoodEntry keeps its heap fields in one box that is absent when they are empty: any order of edits, same value")
     func entryExtras() {
         var random = SeededRandom()
         let id = EntryID(high: 1, low: 2)
@@ -136,7 +150,9 @@ struct SupportStructureTests {
             func words<D: VocabularyDomain>(upTo limit: Int) -> [VocabularyWord<D>] {
                 var result: [VocabularyWord<D>] = []
                 for _ in 0..<Int.random(in: 0...limit, using: &random) {
-                    let word = Int.random(in: 0..<5, using: &random) == 0 ? VocabularyWord<D>(custom: "own \(Int.random(in: 0..<3, using: &random))")
+                    let word =
+                        Int.random(in: 0..<5, using: &random) == 0
+                        ? VocabularyWord<D>(custom: "own \(Int.random(in: 0..<3, using: &random))")
                         : VocabularyWord<D>(appleRawValue: Int.random(in: 1...D.canonicalNames.count, using: &random))!
                     if !result.contains(word) { result.append(word) }
                 }
@@ -149,22 +165,26 @@ struct SupportStructureTests {
             let notes = [nil, "", "short", "a note long enough to live on the heap", "café, then 🙂 — and more"]
                 .randomElement(using: &random)!
             let sourceID = Bool.random(using: &random) ? nil : "src-1"
-            let direct = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, associations: associations,
-                                   tags: tags, notes: notes, sourceID: sourceID)
+            let direct = MoodEntry(
+                id: id, loggedAt: LoggedAt(milliseconds: 0), labels: labels, associations: associations,
+                tags: tags, notes: notes, sourceID: sourceID)
             // The same fields reached by edits from a full entry, in a random order, through the empty values.
-            var edited = MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(upTo: 10),
-                                   associations: (1...6).map { MoodAssociation(appleRawValue: $0)! },
-                                   tags: ["x", "y"], notes: "old notes", sourceID: "old")
+            var edited = MoodEntry(
+                id: id, loggedAt: LoggedAt(milliseconds: 0), labels: words(upTo: 10),
+                associations: (1...6).map { MoodAssociation(appleRawValue: $0)! },
+                tags: ["x", "y"], notes: "old notes", sourceID: "old")
             var edits: [(inout MoodEntry) -> Void] = [
                 { $0.labels = labels }, { $0.associations = associations }, { $0.tags = tags }, { $0.notes = notes },
                 { $0.sourceID = sourceID },
-                { $0.labels = [] }, { $0.associations = [] }, { $0.tags = [] }, { $0.notes = nil }, { $0.sourceID = nil },
+                { $0.labels = [] }, { $0.associations = [] }, { $0.tags = [] }, { $0.notes = nil },
+                { $0.sourceID = nil }
             ]
             let clearing = Array(edits[5...]).shuffled(using: &random)
             edits = Array(edits[..<5]).shuffled(using: &random)
             for edit in clearing + edits { edit(&edited) }
             #expect(edited == direct)
-            #expect(edited.labels == labels && edited.associations == associations && edited.tags == tags
+            #expect(
+                edited.labels == labels && edited.associations == associations && edited.tags == tags
                     && edited.notes == notes && edited.sourceID == sourceID)
             #expect(edited.labelList == WordList(labels) && edited.associationList == WordList(associations))
             // The codec writes the notes' bytes and reads them back into the box without a string in between.
@@ -202,8 +222,11 @@ struct EntryIDTests {
         }
         let fresh = EntryID.random()
         #expect((fresh.high >> 12) & 0xF == 4 && fresh.low >> 62 == 2, "version 4, RFC 4122 variant")
-        for bad in ["", "3f2504e0-4f89-41d3-9a0c-0305e82c330", "3f2504e04f8941d39a0c0305e82c3301",
-                    "3f2504e0-4f89-41d3-9a0c-0305e82c330g", "3f2504e0+4f89-41d3-9a0c-0305e82c3301", " 3f2504e0-4f89-41d3-9a0c-0305e82c330"] {
+        for bad in [
+            "", "3f2504e0-4f89-41d3-9a0c-0305e82c330", "3f2504e04f8941d39a0c0305e82c3301",
+            "3f2504e0-4f89-41d3-9a0c-0305e82c330g", "3f2504e0+4f89-41d3-9a0c-0305e82c3301",
+            " 3f2504e0-4f89-41d3-9a0c-0305e82c330"
+        ] {
             #expect(EntryID(bad) == nil, "\(bad)")
         }
     }
@@ -219,11 +242,15 @@ struct SourceIndexTests {
             index.hashMask = mask
             // 30 entries, three to each of 10 keys of two sources: the index maps a key to one of its entries.
             var values = IdentifiedTable<MoodEntry>()
-            let keys = (0..<10).map { SourceKey(source: $0 % 2 == 0 ? .healthkit : .import, sourceID: "HK-MOOD-\($0 * 7919)") }
+            let keys = (0..<10).map {
+                SourceKey(source: $0 % 2 == 0 ? .healthkit : .import, sourceID: "HK-MOOD-\($0 * 7919)")
+            }
             let ids = (0..<30).map { EntryID(high: 7, low: UInt64($0)) }
             for (j, id) in ids.enumerated() {
-                values.set(MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0), source: keys[j % 10].source,
-                                     sourceID: keys[j % 10].sourceID))
+                values.set(
+                    MoodEntry(
+                        id: id, loggedAt: LoggedAt(milliseconds: 0), source: keys[j % 10].source,
+                        sourceID: keys[j % 10].sourceID))
             }
             var model: [SourceKey: EntryID] = [:]
             for _ in 0..<3_000 {

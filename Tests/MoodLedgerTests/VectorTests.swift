@@ -1,7 +1,8 @@
 import Foundation
-@testable import MoodLedger
 import TestSupport
 import Testing
+
+@testable import MoodLedger
 
 /// Reads a vector file from `Specs/vectors/`.
 func vector(_ name: String) throws -> JSONValue {
@@ -27,8 +28,9 @@ struct VectorTests {
             let valence = Valence.quantized(item["valence"]!.doubleValue!)
             #expect(Valence.score(for: valence, labels: labels) == item["score"]!.intValue!, "\(item)")
             // A typed score is never adjusted.
-            let typed = MoodEntry(id: .random(), loggedAt: LoggedAt(milliseconds: 0), valence: valence,
-                                  enteredScore: 5, labels: labels)
+            let typed = MoodEntry(
+                id: .random(), loggedAt: LoggedAt(milliseconds: 0), valence: valence,
+                enteredScore: 5, labels: labels)
             #expect(typed.score == 5)
         }
         for item in v["classification"]!.arrayValue! {
@@ -88,9 +90,12 @@ struct VectorTests {
         }
         for item in v["errors"]!.arrayValue! {
             let input = item["input"]!.stringValue!
-            #expect { _ = item["kind"]!.stringValue! == "label" ? try MoodLabel.parse(input).name
-                      : try MoodAssociation.parse(input).name }
-                throws: { ($0 as! MoodError).field == item["field"]!.stringValue! }
+            #expect {
+                _ =
+                    item["kind"]!.stringValue! == "label"
+                    ? try MoodLabel.parse(input).name
+                    : try MoodAssociation.parse(input).name
+            } throws: { ($0 as! MoodError).field == item["field"]!.stringValue! }
         }
     }
 
@@ -128,7 +133,9 @@ struct VectorTests {
                     #expect(entry.labels.map(\.wireName) == labels.map { $0.stringValue! }, "\(name)")
                 }
                 if let score = item["score"] { #expect(entry.score == score.intValue, "\(name)") }
-                if let valence = item["valence"]?.doubleValue { #expect(abs(entry.valence! - valence) < 1e-12, "\(name)") }
+                if let valence = item["valence"]?.doubleValue {
+                    #expect(abs(entry.valence! - valence) < 1e-12, "\(name)")
+                }
                 if item["notes"] == .null { #expect(entry.notes == nil, "\(name)") }
             } catch {
                 #expect(item["ok"] == nil, "\(name) should pass: \(error)")

@@ -1,8 +1,8 @@
 import EventLog
 import Foundation
 import MoodLedger
-import Synchronization
 import Platform
+import Synchronization
 
 /// A fresh temporary directory, removed when the value is dropped by the test's end (best effort).
 public final class TemporaryDirectory: @unchecked Sendable {
@@ -24,7 +24,9 @@ public enum Repository {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url.path }
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+                return url.path
+            }
         }
         fatalError("no Package.swift above \(#filePath)")
     }()
@@ -99,7 +101,9 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
             return (error, plan.bytesBeforeFailure)
         }
         if let (error, partial) = failure {
-            if partial > 0 { try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[0..<min(partial, bytes.count)]), at: offset) }
+            if partial > 0 {
+                try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[0..<min(partial, bytes.count)]), at: offset)
+            }
             throw error
         }
         try system.write(fd, bytes, at: offset)
@@ -121,7 +125,9 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         try system.syncData(fd)
     }
     public func syncDirectory(_ path: String) throws {
-        if let failure = plan.withLock({ plan -> Errno? in defer { plan.failNextDirectorySync = nil }; return plan.failNextDirectorySync }) {
+        if let failure = plan.withLock({ plan -> Errno? in
+            defer { plan.failNextDirectorySync = nil }; return plan.failNextDirectorySync
+        }) {
             throw failure
         }
         try system.syncDirectory(path)
@@ -130,7 +136,9 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
     public func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
     public func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
     public func rename(_ from: String, _ to: String) throws {
-        if let failure = plan.withLock({ plan -> Errno? in defer { plan.failNextRename = nil }; return plan.failNextRename }) {
+        if let failure = plan.withLock({ plan -> Errno? in
+            defer { plan.failNextRename = nil }; return plan.failNextRename
+        }) {
             throw failure
         }
         try system.rename(from, to)
@@ -170,8 +178,10 @@ public enum Bytes {
 
 /// Writes a log with `count` records whose payloads are derived from their index, and returns the payloads.
 @discardableResult
-public func makeLog(at directory: String, count: Int, payloadSize: (Int) -> Int = { 5 + ($0 * 7) % 40 },
-             configuration: EventLog.Configuration = .init()) throws -> [[UInt8]] {
+public func makeLog(
+    at directory: String, count: Int, payloadSize: (Int) -> Int = { 5 + ($0 * 7) % 40 },
+    configuration: EventLog.Configuration = .init()
+) throws -> [[UInt8]] {
     var configuration = configuration
     configuration.lockWaitMilliseconds = 2000
     let log = try EventLog.open(directory: directory, configuration: configuration)

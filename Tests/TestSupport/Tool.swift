@@ -18,14 +18,17 @@ public enum Tool {
     ///   - arguments: the words after the program name.
     ///   - environment: the whole environment (default: this process's).
     ///   - directory: the working directory (default: this process's).
-    public static func run(_ arguments: [String], executable: String = Repository.executable("moodledger"),
-                           environment: [String: String]? = nil, directory: String? = nil) throws -> Outcome {
+    public static func run(
+        _ arguments: [String], executable: String = Repository.executable("moodledger"),
+        environment: [String: String]? = nil, directory: String? = nil
+    ) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -41,7 +44,8 @@ public enum Tool {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         done.wait()
         process.waitUntilExit()
-        return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
-                       err: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+        return Outcome(
+            code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
+            err: String(decoding: errData.withLock { $0 }, as: UTF8.self))
     }
 }

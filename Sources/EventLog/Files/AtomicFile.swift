@@ -1,4 +1,5 @@
 import Platform
+
 /// Whole-file reads and crash-safe whole-file replacement, for caches that live beside a log (snapshots).
 package enum AtomicFile {
     /// Writes `bytes` to `path` atomically: a uniquely named temp file in the same directory (0600), synced,
@@ -10,8 +11,10 @@ package enum AtomicFile {
     ///   - check: called with the synced temp file's path before the rename; what it throws aborts the write.
     /// - Throws: ``EventLogError`` `io`, or what `check` throws; on failure the temp file is removed and `path` is
     ///   untouched.
-    package static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
-                             check: ((String) throws -> Void)? = nil) throws {
+    package static func write(
+        _ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
+        check: ((String) throws -> Void)? = nil
+    ) throws {
         let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
         let temp = path + ".tmp-" + suffix
         do {

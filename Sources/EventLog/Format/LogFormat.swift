@@ -67,14 +67,20 @@ public enum LogFormat {
             guard bytes.count >= fileHeaderSize else {
                 return .failure(HeaderProblem("file is \(bytes.count) bytes, shorter than its 48-byte header"))
             }
-            guard Array(bytes[0..<8]) == magic else { return .failure(HeaderProblem("bad magic: not an EventLog file")) }
+            guard Array(bytes[0..<8]) == magic else {
+                return .failure(HeaderProblem("bad magic: not an EventLog file"))
+            }
             let stored = bytes.u32(44)
             let computed = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<44])))
             guard stored == computed else { return .failure(HeaderProblem("file header checksum mismatch")) }
-            guard bytes.u16(8) == version else { return .failure(HeaderProblem("unsupported format version \(bytes.u16(8))")) }
+            guard bytes.u16(8) == version else {
+                return .failure(HeaderProblem("unsupported format version \(bytes.u16(8))"))
+            }
             guard bytes.u16(10) == UInt16(fileHeaderSize) else { return .failure(HeaderProblem("bad header size")) }
             let maxPayload = bytes.u32(12)
-            guard maxPayload > 0, maxPayload <= 64 << 20 else { return .failure(HeaderProblem("bad max_payload \(maxPayload)")) }
+            guard maxPayload > 0, maxPayload <= 64 << 20 else {
+                return .failure(HeaderProblem("bad max_payload \(maxPayload)"))
+            }
             guard bytes.u32(40) == 0 else { return .failure(HeaderProblem("reserved header field is not zero")) }
             let baseSeq = bytes.u64(32)
             guard baseSeq < maximumSeq else {
@@ -95,8 +101,10 @@ public enum LogFormat {
     ///   - recordedAt: microseconds since 1970.
     ///   - payload: the payload bytes.
     /// - Returns: `32 + payload.count` bytes.
-    public static func encodeRecord(seq: UInt64, type: UInt16, flags: UInt16 = 0, recordedAt: Int64,
-                                    payload: [UInt8]) -> [UInt8] {
+    public static func encodeRecord(
+        seq: UInt64, type: UInt16, flags: UInt16 = 0, recordedAt: Int64,
+        payload: [UInt8]
+    ) -> [UInt8] {
         var bytes: [UInt8] = []
         payload.withUnsafeBytes {
             _ = appendRecord(to: &bytes, seq: seq, type: type, flags: flags, recordedAt: recordedAt, payload: $0)
@@ -107,16 +115,21 @@ public enum LogFormat {
     /// Appends one encoded record (header and payload) to `buffer`.
     /// - Returns: the record's masked `crc` field (snapshots remember it to recognise the record).
     @discardableResult
-    static func appendRecord(to buffer: inout [UInt8], seq: UInt64, type: UInt16, flags: UInt16 = 0,
-                             recordedAt: Int64, payload: UnsafeRawBufferPointer) -> UInt32 {
+    static func appendRecord(
+        to buffer: inout [UInt8], seq: UInt64, type: UInt16, flags: UInt16 = 0,
+        recordedAt: Int64, payload: UnsafeRawBufferPointer
+    ) -> UInt32 {
         // The 32-byte header is built on the stack, checksummed there with the payload, and appended in one go.
         var header: (UInt32, UInt32, UInt32, UInt16, UInt16, UInt64, UInt64) =
-            (0, 0, UInt32(payload.count).littleEndian, type.littleEndian, flags.littleEndian, seq.littleEndian,
-             UInt64(bitPattern: recordedAt).littleEndian)
+            (
+                0, 0, UInt32(payload.count).littleEndian, type.littleEndian, flags.littleEndian, seq.littleEndian,
+                UInt64(bitPattern: recordedAt).littleEndian
+            )
         assert(MemoryLayout.size(ofValue: header) == recordHeaderSize)
         return withUnsafeMutableBytes(of: &header) { bytes in
-            let (crc, headerCRC) = checksums(header: UnsafeRawBufferPointer(rebasing: bytes[8..<recordHeaderSize]),
-                                             payload: payload)
+            let (crc, headerCRC) = checksums(
+                header: UnsafeRawBufferPointer(rebasing: bytes[8..<recordHeaderSize]),
+                payload: payload)
             bytes.storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
             bytes.storeBytes(of: headerCRC.littleEndian, toByteOffset: 4, as: UInt32.self)
             buffer.append(contentsOf: UnsafeRawBufferPointer(bytes))

@@ -1,4 +1,5 @@
 import Platform
+
 /// Buffered positional reads over a file, bounded by a fixed end offset.
 ///
 /// It never reads past `limit`, so bytes appended after the reader was made are not seen, and every length the

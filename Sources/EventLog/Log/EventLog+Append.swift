@@ -1,4 +1,5 @@
 import Platform
+
 extension EventLog {
     /// Appends a batch of records with one write and (in `always` durability) one `fdatasync`.
     ///
@@ -18,8 +19,9 @@ extension EventLog {
                 throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
             }
             guard record.payload.count <= maxPayload else {
-                throw EventLogError(.invalidArgument,
-                                    "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
+                throw EventLogError(
+                    .invalidArgument,
+                    "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
             }
         }
         return try state.withLock { state in
@@ -41,11 +43,16 @@ extension EventLog {
                 // leaves a batch without its last record, which recovery trims whole.
                 let flags = position == records.count - 1 ? 0 : LogFormat.continuesBatchFlag
                 let crc = record.payload.withUnsafeBytes {
-                    LogFormat.appendRecord(to: &buffer, seq: seq, type: record.type, flags: flags, recordedAt: time,
-                                           payload: $0)
+                    LogFormat.appendRecord(
+                        to: &buffer, seq: seq, type: record.type, flags: flags, recordedAt: time,
+                        payload: $0)
                 }
-                locations.append((RecordLocation(seq: seq, offset: state.end + Int64(start),
-                                                 size: buffer.count - start, crc: crc), time))
+                locations.append(
+                    (
+                        RecordLocation(
+                            seq: seq, offset: state.end + Int64(start),
+                            size: buffer.count - start, crc: crc), time
+                    ))
                 seq += 1
             }
             try writeAndSync(buffer, state: &state)

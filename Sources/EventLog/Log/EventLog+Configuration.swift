@@ -1,4 +1,5 @@
 import Platform
+
 extension EventLog {
     /// When appends become durable.
     public enum Durability: Sendable, Equatable {

@@ -8,8 +8,10 @@ extension EventLog {
     ///   - last: the last one wanted (default: the end of the log).
     ///   - body: called per record; return `false` to stop early.
     /// - Throws: ``EventLogError`` `corrupted` (offset and seq) for damage met on the way, `io`, or what `body` throws.
-    public func forEach(from first: UInt64 = 1, through last: UInt64 = .max,
-                        _ body: (RecordView) throws -> Bool) throws {
+    public func forEach(
+        from first: UInt64 = 1, through last: UInt64 = .max,
+        _ body: (RecordView) throws -> Bool
+    ) throws {
         let start = try startPosition(forSeq: first)
         try walk(offset: start.offset, nextSeq: start.seq, from: first, through: last, body)
     }
@@ -21,14 +23,17 @@ extension EventLog {
     ///   - last: the last sequence number wanted (default: the end).
     ///   - body: called per record; return `false` to stop early.
     /// - Throws: ``EventLogError`` `corrupted` if the record at `location` is not that record any more.
-    public func forEach(after location: RecordLocation, through last: UInt64 = .max,
-                        _ body: (RecordView) throws -> Bool) throws {
+    public func forEach(
+        after location: RecordLocation, through last: UInt64 = .max,
+        _ body: (RecordView) throws -> Bool
+    ) throws {
         var matched = false
         try walk(offset: location.offset, nextSeq: location.seq, from: location.seq, through: last) { view in
             if !matched {
                 guard view.crc == location.crc, view.size == location.size else {
-                    throw EventLogError(.corrupted, "\(path): record does not match the expected checksum",
-                                        offset: location.offset, seq: location.seq)
+                    throw EventLogError(
+                        .corrupted, "\(path): record does not match the expected checksum",
+                        offset: location.offset, seq: location.seq)
                 }
                 matched = true
                 return true
@@ -41,7 +46,9 @@ extension EventLog {
     /// - Throws: as ``forEach(from:through:_:)``.
     public func records(from first: UInt64 = 1, through last: UInt64 = .max) throws -> [LogRecord] {
         var result: [LogRecord] = []
-        try forEach(from: first, through: last) { result.append(LogRecord($0)); return true }
+        try forEach(from: first, through: last) {
+            result.append(LogRecord($0)); return true
+        }
         return result
     }
 
@@ -52,8 +59,10 @@ extension EventLog {
         let index = try completeIndex()
         let start = index.entry(atOrBeforeTime: time)
         var found = (start?.seq ?? baseSeq + 1) - 1
-        try walk(offset: start?.offset ?? Int64(LogFormat.fileHeaderSize), nextSeq: start?.seq ?? baseSeq + 1,
-                 from: 0, through: .max) { view in
+        try walk(
+            offset: start?.offset ?? Int64(LogFormat.fileHeaderSize), nextSeq: start?.seq ?? baseSeq + 1,
+            from: 0, through: .max
+        ) { view in
             guard view.recordedAt <= time else { return false }
             found = view.seq
             return true
@@ -79,14 +88,16 @@ extension EventLog {
         if index.isComplete { return index }
         var prefix = SparseIndex()
         let reader = ChunkReader(io: io, fd: fd, limit: try wrapIO("cannot stat \(path)") { try io.size(fd) })
-        var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: Int64(LogFormat.fileHeaderSize),
-                                    nextSeq: baseSeq + 1)
+        var scanner = RecordScanner(
+            reader: reader, maxPayload: maxPayload, offset: Int64(LogFormat.fileHeaderSize),
+            nextSeq: baseSeq + 1)
         while scanner.nextSeq < index.coveredFrom {
             switch try scanner.next() {
             case .record(let view): prefix.note(view)
             case .end, .torn:
-                throw EventLogError(.corrupted, "\(path): log ends before its checkpoint", offset: scanner.offset,
-                                    seq: scanner.nextSeq)
+                throw EventLogError(
+                    .corrupted, "\(path): log ends before its checkpoint", offset: scanner.offset,
+                    seq: scanner.nextSeq)
             case .damage(let problem):
                 throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
             }
@@ -98,8 +109,10 @@ extension EventLog {
     }
 
     /// The one reading loop: records at `offset` onward, passing those in `first...last` to `body`.
-    private func walk(offset: Int64, nextSeq: UInt64, from first: UInt64, through last: UInt64,
-                      _ body: (RecordView) throws -> Bool) throws {
+    private func walk(
+        offset: Int64, nextSeq: UInt64, from first: UInt64, through last: UInt64,
+        _ body: (RecordView) throws -> Bool
+    ) throws {
         let (fd, end) = try state.withLock { state in
             if state.closed { throw EventLogError(.notWritable, "the log is closed") }
             return (state.fd, state.end)
@@ -114,8 +127,9 @@ extension EventLog {
             case .end:
                 return
             case .torn(let reason):
-                throw EventLogError(.corrupted, "\(path): \(reason) inside the acknowledged log",
-                                    offset: scanner.offset, seq: scanner.nextSeq)
+                throw EventLogError(
+                    .corrupted, "\(path): \(reason) inside the acknowledged log",
+                    offset: scanner.offset, seq: scanner.nextSeq)
             case .damage(let problem):
                 throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
             }

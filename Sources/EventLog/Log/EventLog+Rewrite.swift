@@ -27,7 +27,8 @@ extension EventLog {
             }
             if let failure = state.failure { throw failure }
             let reader = ChunkReader(io: io, fd: state.fd, limit: state.end)
-            let header = try reader.bytes(at: 0, count: LogFormat.fileHeaderSize).map { Array($0) }
+            let header =
+                try reader.bytes(at: 0, count: LogFormat.fileHeaderSize).map { Array($0) }
                 ?? { throw EventLogError(.corrupted, "\(path): no header", offset: 0, seq: 0) }()
             let temp = path + ".tmp-" + io.randomBytes(6).map { String($0, radix: 16) }.joined()
             var rewritten = 0
@@ -37,14 +38,16 @@ extension EventLog {
                     let out = try io.open(temp, .createExclusive)
                     defer { io.close(out) }
                     var buffer = header
-                    var scanner = RecordScanner(reader: reader, maxPayload: maxPayload,
-                                                offset: Int64(LogFormat.fileHeaderSize), nextSeq: baseSeq + 1)
+                    var scanner = RecordScanner(
+                        reader: reader, maxPayload: maxPayload,
+                        offset: Int64(LogFormat.fileHeaderSize), nextSeq: baseSeq + 1)
                     while true {
                         guard case .record(let view) = try scanner.next() else { break }
                         if let payload = try transform(view) {
-                            buffer += LogFormat.encodeRecord(seq: view.seq, type: view.type,
-                                                             flags: view.continuesBatch ? LogFormat.continuesBatchFlag : 0,
-                                                             recordedAt: view.recordedAt, payload: payload)
+                            buffer += LogFormat.encodeRecord(
+                                seq: view.seq, type: view.type,
+                                flags: view.continuesBatch ? LogFormat.continuesBatchFlag : 0,
+                                recordedAt: view.recordedAt, payload: payload)
                             rewritten += 1
                         } else {
                             buffer.append(contentsOf: try reader.bytes(at: view.offset, count: view.size)!)
@@ -56,8 +59,9 @@ extension EventLog {
                         }
                     }
                     guard scanner.offset == state.end else {
-                        throw EventLogError(.corrupted, "\(path): the log could not be read to its end for the rewrite",
-                                            offset: scanner.offset, seq: scanner.nextSeq)
+                        throw EventLogError(
+                            .corrupted, "\(path): the log could not be read to its end for the rewrite",
+                            offset: scanner.offset, seq: scanner.nextSeq)
                     }
                     try buffer.withUnsafeBytes { try io.write(out, $0, at: written) }
                     written += Int64(buffer.count)
@@ -76,8 +80,9 @@ extension EventLog {
                 state.fd = fd
                 // Offsets and checksums changed: rebuild the index and the last record's location.
                 let newReader = ChunkReader(io: io, fd: fd, limit: written)
-                var scanner = RecordScanner(reader: newReader, maxPayload: maxPayload,
-                                            offset: Int64(LogFormat.fileHeaderSize), nextSeq: baseSeq + 1)
+                var scanner = RecordScanner(
+                    reader: newReader, maxPayload: maxPayload,
+                    offset: Int64(LogFormat.fileHeaderSize), nextSeq: baseSeq + 1)
                 var index = SparseIndex()
                 var last: RecordLocation?
                 while case .record(let view) = try scanner.next() {

@@ -1,4 +1,5 @@
 import Platform
+
 extension EventLog {
     /// Appends one batch of records produced one at a time, without holding them all in memory: records are
     /// written in chunks as they come (every one but the last with the *continues* flag), then the batch is synced
@@ -13,8 +14,10 @@ extension EventLog {
     /// - Throws: what `produce` throws (nothing appended), ``EventLogError`` `invalidArgument`, `failedState`,
     ///   `notWritable`, or `io` (then the log is in the failed state, as for ``append(_:)``).
     @discardableResult
-    public func appendStream(chunkBytes: Int = 1 << 20,
-                             _ produce: (_ emit: (PendingRecord) throws -> Void) throws -> Void) throws -> ClosedRange<UInt64>? {
+    public func appendStream(
+        chunkBytes: Int = 1 << 20,
+        _ produce: (_ emit: (PendingRecord) throws -> Void) throws -> Void
+    ) throws -> ClosedRange<UInt64>? {
         try state.withLock { state in
             try checkWritable(state)
             let now = io.now()
@@ -33,8 +36,9 @@ extension EventLog {
                 let offset = start.end + written + Int64(buffer.count)
                 let before = buffer.count
                 let crc = record.payload.withUnsafeBytes {
-                    LogFormat.appendRecord(to: &buffer, seq: seq, type: record.type,
-                                           flags: continues ? LogFormat.continuesBatchFlag : 0, recordedAt: time, payload: $0)
+                    LogFormat.appendRecord(
+                        to: &buffer, seq: seq, type: record.type,
+                        flags: continues ? LogFormat.continuesBatchFlag : 0, recordedAt: time, payload: $0)
                 }
                 if (seq - 1) % LogFormat.indexInterval == 0 { notes.append((seq, offset, time)) }
                 last = RecordLocation(seq: seq, offset: offset, size: buffer.count - before, crc: crc)
@@ -45,8 +49,11 @@ extension EventLog {
                 do {
                     try buffer.withUnsafeBytes { try io.write(state.fd, $0, at: start.end + written) }
                 } catch let error as Errno {
-                    throw fail(&state, EventLogError.io("write failed; nothing of the batch was acknowledged", error,
-                                                        offset: start.end + written))
+                    throw fail(
+                        &state,
+                        EventLogError.io(
+                            "write failed; nothing of the batch was acknowledged", error,
+                            offset: start.end + written))
                 }
                 written += Int64(buffer.count)
                 buffer.removeAll(keepingCapacity: true)
@@ -58,7 +65,9 @@ extension EventLog {
                         throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
                     }
                     guard record.payload.count <= maxPayload else {
-                        throw EventLogError(.invalidArgument, "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
+                        throw EventLogError(
+                            .invalidArgument,
+                            "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
                     }
                     if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
                         throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
@@ -78,7 +87,8 @@ extension EventLog {
                 // batch, which recovery trims). A failed cut leaves the log failed, to be recovered on reopen.
                 if state.failure == nil, written > 0 {
                     do { try io.truncate(state.fd, to: start.end) } catch let truncation as Errno {
-                        state.failure = EventLogError.io("cannot cut an aborted batch off", truncation, offset: start.end)
+                        state.failure = EventLogError.io(
+                            "cannot cut an aborted batch off", truncation, offset: start.end)
                     }
                 }
                 throw error
@@ -87,7 +97,9 @@ extension EventLog {
                 do {
                     try io.syncData(state.fd)
                 } catch let error as Errno {
-                    throw fail(&state, EventLogError.io("fdatasync failed; nothing was acknowledged", error, offset: start.end))
+                    throw fail(
+                        &state, EventLogError.io("fdatasync failed; nothing was acknowledged", error, offset: start.end)
+                    )
                 }
             }
             for note in notes { state.index.note(seq: note.seq, offset: note.offset, recordedAt: note.time) }

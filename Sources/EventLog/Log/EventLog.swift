@@ -1,5 +1,5 @@
-import Synchronization
 import Platform
+import Synchronization
 
 /// A crash-safe, append-only log of typed, checksummed records in one directory.
 ///
@@ -40,8 +40,10 @@ public final class EventLog: Sendable {
         var index: SparseIndex
     }
 
-    private init(directory: String, path: String, configuration: Configuration, header: LogFormat.FileHeader,
-                 notice: RecoveryNotice?, resumed: Bool, state: State) {
+    private init(
+        directory: String, path: String, configuration: Configuration, header: LogFormat.FileHeader,
+        notice: RecoveryNotice?, resumed: Bool, state: State
+    ) {
         self.resumedFromCheckpoint = resumed
         self.directory = directory
         self.path = path
@@ -86,13 +88,17 @@ public final class EventLog: Sendable {
     ///     open (the log is closed and the error rethrown).
     /// - Returns: the open log.
     /// - Throws: as ``open(directory:configuration:)``, or what `visit` throws.
-    public static func open(directory: String, configuration: Configuration = Configuration(),
-                            visiting visit: (RecordView) throws -> Void) throws -> EventLog {
+    public static func open(
+        directory: String, configuration: Configuration = Configuration(),
+        visiting visit: (RecordView) throws -> Void
+    ) throws -> EventLog {
         try open(directory: directory, configuration: configuration, visit: visit)
     }
 
-    private static func open(directory: String, configuration: Configuration,
-                             visit: (RecordView) throws -> Void) throws -> EventLog {
+    private static func open(
+        directory: String, configuration: Configuration,
+        visit: (RecordView) throws -> Void
+    ) throws -> EventLog {
         let io = configuration.io
         let path = directory + "/" + LogFormat.logFileName
         let writing = configuration.access == .readWrite
@@ -102,22 +108,25 @@ public final class EventLog: Sendable {
                 let created = try EventLogFiles.makeDirectory(directory, io: io)
                 if created { try? io.syncDirectory(EventLogFiles.parent(of: directory)) }
             }
-            lockFD = try EventLogFiles.acquireLock(directory: directory, io: io,
-                                                   waitMilliseconds: configuration.lockWaitMilliseconds)
+            lockFD = try EventLogFiles.acquireLock(
+                directory: directory, io: io,
+                waitMilliseconds: configuration.lockWaitMilliseconds)
         }
         do {
             if !io.exists(path) {
                 guard writing, configuration.createIfMissing else {
                     throw EventLogError(.notFound, "no event log at \(path)")
                 }
-                let header = LogFormat.FileHeader(fileID: io.randomBytes(16), baseSeq: 0,
-                                                  maxPayload: UInt32(LogFormat.maximumPayloadSize))
+                let header = LogFormat.FileHeader(
+                    fileID: io.randomBytes(16), baseSeq: 0,
+                    maxPayload: UInt32(LogFormat.maximumPayloadSize))
                 try AtomicFile.write(header.encoded(), to: path, io: io)
             }
             let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
             do {
-                return try recover(directory: directory, path: path, fd: fd, lockFD: lockFD,
-                                   configuration: configuration, visit: visit)
+                return try recover(
+                    directory: directory, path: path, fd: fd, lockFD: lockFD,
+                    configuration: configuration, visit: visit)
             } catch {
                 io.close(fd)
                 throw error
@@ -129,19 +138,23 @@ public final class EventLog: Sendable {
     }
 
     /// Reads the header, scans (all, or from the checkpoint), trims a torn tail, and builds the log.
-    private static func recover(directory: String, path: String, fd: Int32, lockFD: Int32?,
-                                configuration: Configuration, visit: (RecordView) throws -> Void) throws -> EventLog {
+    private static func recover(
+        directory: String, path: String, fd: Int32, lockFD: Int32?,
+        configuration: Configuration, visit: (RecordView) throws -> Void
+    ) throws -> EventLog {
         let io = configuration.io
         let size = try wrapIO("cannot stat \(path)") { try io.size(fd) }
         let reader = ChunkReader(io: io, fd: fd, limit: size)
         let header = try readHeader(reader, path: path)
         var index = SparseIndex()
-        var scanner = RecordScanner(reader: reader, maxPayload: Int(header.maxPayload),
-                                    offset: Int64(LogFormat.fileHeaderSize), nextSeq: header.baseSeq + 1)
+        var scanner = RecordScanner(
+            reader: reader, maxPayload: Int(header.maxPayload),
+            offset: Int64(LogFormat.fileHeaderSize), nextSeq: header.baseSeq + 1)
         var lastRecord: RecordLocation?
         var resumedFromCheckpoint = false
         if let checkpoint = configuration.checkpoint,
-           let resumed = try resume(from: checkpoint, reader: reader, maxPayload: Int(header.maxPayload)) {
+            let resumed = try resume(from: checkpoint, reader: reader, maxPayload: Int(header.maxPayload))
+        {
             scanner = resumed
             lastRecord = checkpoint
             resumedFromCheckpoint = true
@@ -157,9 +170,10 @@ public final class EventLog: Sendable {
             case .end:
                 break scan
             case .torn(let reason):
-                notice = RecoveryNotice(offset: scanner.offset, bytesRemoved: size - scanner.offset,
-                                        lastSeq: scanner.nextSeq - 1, reason: reason,
-                                        truncated: configuration.access == .readWrite)
+                notice = RecoveryNotice(
+                    offset: scanner.offset, bytesRemoved: size - scanner.offset,
+                    lastSeq: scanner.nextSeq - 1, reason: reason,
+                    truncated: configuration.access == .readWrite)
                 break scan
             case .damage(let problem):
                 throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
@@ -173,11 +187,13 @@ public final class EventLog: Sendable {
             // Sync once on open: what a crashed writer left in the page cache becomes durable before we build on it.
             try wrapIO("cannot sync \(path)") { try io.syncData(fd) }
         }
-        let state = State(fd: fd, lockFD: lockFD, end: scanner.offset, nextSeq: scanner.nextSeq,
-                          lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
-                          durableSeq: scanner.nextSeq - 1, index: index)
-        return EventLog(directory: directory, path: path, configuration: configuration, header: header,
-                        notice: notice, resumed: resumedFromCheckpoint, state: state)
+        let state = State(
+            fd: fd, lockFD: lockFD, end: scanner.offset, nextSeq: scanner.nextSeq,
+            lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
+            durableSeq: scanner.nextSeq - 1, index: index)
+        return EventLog(
+            directory: directory, path: path, configuration: configuration, header: header,
+            notice: notice, resumed: resumedFromCheckpoint, state: state)
     }
 
     static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {
@@ -190,23 +206,29 @@ public final class EventLog: Sendable {
     }
 
     /// A scanner positioned after `checkpoint`, if that record is still exactly where and what it was.
-    private static func resume(from checkpoint: RecordLocation, reader: ChunkReader,
-                               maxPayload: Int) throws -> RecordScanner? {
+    private static func resume(
+        from checkpoint: RecordLocation, reader: ChunkReader,
+        maxPayload: Int
+    ) throws -> RecordScanner? {
         guard checkpoint.offset >= Int64(LogFormat.fileHeaderSize), checkpoint.end <= reader.limit else { return nil }
-        var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: checkpoint.offset,
-                                  nextSeq: checkpoint.seq)
+        var probe = RecordScanner(
+            reader: reader, maxPayload: maxPayload, offset: checkpoint.offset,
+            nextSeq: checkpoint.seq)
         guard case .record(let view) = try probe.next(), view.crc == checkpoint.crc,
-              view.size == checkpoint.size, !view.continuesBatch else { return nil }
+            view.size == checkpoint.size, !view.continuesBatch
+        else { return nil }
         return probe
     }
 
     /// Whether the log's path still names the file this log has open: `false` once another process replaced it
     /// (an erasure's or a repair's rename), and a reader must open the log again to see the file as it is now.
     public var isCurrentFile: Bool {
-        guard let open = try? state.withLock({ state -> FileIdentity in
-            if state.closed { throw EventLogError(.notWritable, "the log is closed") }
-            return try io.identity(state.fd)
-        }) else { return false }
+        guard
+            let open = try? state.withLock({ state -> FileIdentity in
+                if state.closed { throw EventLogError(.notWritable, "the log is closed") }
+                return try io.identity(state.fd)
+            })
+        else { return false }
         return io.identity(ofPath: path) == open
     }
 

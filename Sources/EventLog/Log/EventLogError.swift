@@ -1,4 +1,5 @@
 import Platform
+
 /// An error from the EventLog engine: a stable code, a human description, and where it happened.
 public struct EventLogError: Error, Sendable, CustomStringConvertible, Equatable {
     /// A stable, machine-readable error kind.
@@ -37,8 +38,10 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible, Equatable
     public var lockHolderPID: Int32?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, offset: Int64? = nil, seq: UInt64? = nil,
-                errno: Errno? = nil, lockHolderPID: Int32? = nil) {
+    public init(
+        _ code: Code, _ message: String, offset: Int64? = nil, seq: UInt64? = nil,
+        errno: Errno? = nil, lockHolderPID: Int32? = nil
+    ) {
         self.code = code
         self.message = message
         self.offset = offset

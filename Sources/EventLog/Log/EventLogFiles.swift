@@ -1,4 +1,5 @@
 import Platform
+
 /// File-level steps shared by open and repair: directories, the lock, atomic replacement, copies.
 enum EventLogFiles {
     static func parent(of path: String) -> String {
@@ -35,11 +36,13 @@ enum EventLogFiles {
             guard locked else {
                 var pidBytes = [UInt8](repeating: 0, count: 16)
                 let count = (try? pidBytes.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
-                let holder = Int32(String(decoding: pidBytes[0..<count], as: UTF8.self)
-                    .trimmingCharacters(in: " \n\0"))
+                let holder = Int32(
+                    String(decoding: pidBytes[0..<count], as: UTF8.self)
+                        .trimmingCharacters(in: " \n\0"))
                 let who = holder.map { " by pid \($0)" } ?? ""
-                throw EventLogError(.locked, "the ledger at \(directory) is locked\(who) (another writer has it open)",
-                                    lockHolderPID: holder)
+                throw EventLogError(
+                    .locked, "the ledger at \(directory) is locked\(who) (another writer has it open)",
+                    lockHolderPID: holder)
             }
             let pid = Array("\(io.processID())\n".utf8)
             try wrapIO("cannot write lock file \(path)") {
@@ -79,7 +82,9 @@ enum EventLogFiles {
             while true {
                 let count = try buffer.withUnsafeMutableBytes { try io.read(source, into: $0, at: offset) }
                 if count == 0 { break }
-                try buffer.withUnsafeBytes { try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset) }
+                try buffer.withUnsafeBytes {
+                    try io.write(target, UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset)
+                }
                 offset += Int64(count)
             }
             try io.syncData(target)

@@ -64,7 +64,9 @@ struct RecordScanner {
             if try reader.isZero(from: offset) { return tornBatch("zero-filled tail") }
             return .damage("record header checksum mismatch")
         }
-        if flags & ~LogFormat.knownRecordFlags != 0 { return .damage("unknown record flags 0x\(String(flags, radix: 16))") }
+        if flags & ~LogFormat.knownRecordFlags != 0 {
+            return .damage("unknown record flags 0x\(String(flags, radix: 16))")
+        }
         if type == 0 { return .damage("record type 0") }
         if Int(length) > maxPayload { return .damage("record length \(length) exceeds the maximum \(maxPayload)") }
         if seq > LogFormat.maximumSeq { return .damage("seq \(seq) is above the maximum \(LogFormat.maximumSeq)") }
@@ -92,8 +94,9 @@ struct RecordScanner {
             }
         }
         let continues = flags & LogFormat.continuesBatchFlag != 0
-        let view = RecordView(seq: seq, type: type, recordedAt: recordedAt, offset: offset, crc: storedCRC,
-                              payload: payload, continuesBatch: continues, lastSeq: lastSeqOfRecord)
+        let view = RecordView(
+            seq: seq, type: type, recordedAt: recordedAt, offset: offset, crc: storedCRC,
+            payload: payload, continuesBatch: continues, lastSeq: lastSeqOfRecord)
         offset += Int64(total)
         nextSeq = lastSeqOfRecord + 1
         lastRecordedAt = recordedAt
@@ -112,8 +115,9 @@ struct RecordScanner {
         let count = recordsInOpenBatch
         (offset, nextSeq, lastRecordedAt) = committed
         recordsInOpenBatch = 0
-        return .torn("\(reason) inside a batch; its \(count) complete record\(count == 1 ? "" : "s") "
-            + "without the batch's last record")
+        return .torn(
+            "\(reason) inside a batch; its \(count) complete record\(count == 1 ? "" : "s") "
+                + "without the batch's last record")
     }
 
     /// Searches forward from `offset` for the next offset holding a fully valid record whose sequence number
@@ -126,8 +130,9 @@ struct RecordScanner {
             guard let header = try reader.bytes(at: candidate, count: LogFormat.recordHeaderSize) else { return nil }
             let fields = UnsafeRawBufferPointer(rebasing: header[8..<LogFormat.recordHeaderSize])
             if CRC32C.mask(CRC32C.checksum(fields)) == header.u32(4), header.u64(16) >= minimumSeq {
-                var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: candidate,
-                                          nextSeq: header.u64(16))
+                var probe = RecordScanner(
+                    reader: reader, maxPayload: maxPayload, offset: candidate,
+                    nextSeq: header.u64(16))
                 if case .record = try probe.next() { return candidate }
             }
             candidate += 1
@@ -146,7 +151,8 @@ struct RecordScanner {
             guard let header = try reader.bytes(at: position, count: LogFormat.recordHeaderSize) else { break }
             let fields = UnsafeRawBufferPointer(rebasing: header[8..<LogFormat.recordHeaderSize])
             guard CRC32C.mask(CRC32C.checksum(fields)) == header.u32(4), header.u64(16) == expected,
-                  Int(header.u32(8)) <= maxPayload, expected < LogFormat.maximumSeq else { break }
+                Int(header.u32(8)) <= maxPayload, expected < LogFormat.maximumSeq
+            else { break }
             last = expected
             expected += 1
             position += Int64(LogFormat.recordHeaderSize) + Int64(header.u32(8))

@@ -1,4 +1,5 @@
 import Platform
+
 extension EventLog {
     /// The result of ``EventLog/verify(directory:io:)``.
     public struct VerifyReport: Sendable, Equatable {
@@ -56,12 +57,17 @@ extension EventLog {
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
         let survey = try LogSurvey.survey(path: path, io: io)
         let torn = survey.problems.last.flatMap { $0.isTornTail ? $0 : nil }
-        return VerifyReport(records: survey.recordCount, problems: survey.problems.filter { !$0.isTornTail }.map {
-            LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
-        }, unfinishedWrite: torn.map {
-            LogDamage(offset: $0.offset, seq: $0.seq, problem: "an unfinished write of \($0.length) bytes, never acknowledged; "
-                      + "the next writer trims it (\($0.problem))")
-        })
+        return VerifyReport(
+            records: survey.recordCount,
+            problems: survey.problems.filter { !$0.isTornTail }.map {
+                LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
+            },
+            unfinishedWrite: torn.map {
+                LogDamage(
+                    offset: $0.offset, seq: $0.seq,
+                    problem: "an unfinished write of \($0.length) bytes, never acknowledged; "
+                        + "the next writer trims it (\($0.problem))")
+            })
     }
 
     /// Repairs a damaged log: copies it aside first (`events.log.broken-<timestamp>`), then truncates at the
@@ -76,8 +82,10 @@ extension EventLog {
     ///     dropped and its seqs are lost (salvage), or the log is cut before its batch (truncate).
     /// - Returns: what was kept, what was lost and where the copy is.
     /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
-    public static func repair(directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(),
-                              rejecting reject: (RecordView) -> String? = { _ in nil }) throws -> RepairReport {
+    public static func repair(
+        directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(),
+        rejecting reject: (RecordView) -> String? = { _ in nil }
+    ) throws -> RepairReport {
         let path = directory + "/" + LogFormat.logFileName
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
         let lockFD = try EventLogFiles.acquireLock(directory: directory, io: io)
@@ -85,21 +93,27 @@ extension EventLog {
         var survey = try LogSurvey.survey(path: path, io: io)
         let rejected = try rejectedRecords(in: survey, path: path, io: io, reject: reject)
         survey.problems = (survey.problems + rejected).sorted { $0.offset < $1.offset }
-        var report = RepairReport(backupPath: nil, mode: mode, keptRecords: survey.recordCount, lostSeqs: [],
-                                  droppedBytes: [], problems: survey.problems.map {
-                                      LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
-                                  })
+        var report = RepairReport(
+            backupPath: nil, mode: mode, keptRecords: survey.recordCount, lostSeqs: [],
+            droppedBytes: [],
+            problems: survey.problems.map {
+                LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
+            })
         guard !survey.problems.isEmpty else { return report }
         let backup = try backupName(for: path, io: io)
         try EventLogFiles.copy(path, to: backup, io: io)
         report.backupPath = backup
 
-        var header = survey.header ?? LogFormat.FileHeader(fileID: io.randomBytes(16), baseSeq: 0,
-                                                           maxPayload: UInt32(LogFormat.maximumPayloadSize))
+        var header =
+            survey.header
+            ?? LogFormat.FileHeader(
+                fileID: io.randomBytes(16), baseSeq: 0,
+                maxPayload: UInt32(LogFormat.maximumPayloadSize))
         if survey.header == nil { header.baseSeq = 0 }
         // The last seq the damaged file appears to have held: every seq after what is kept, up to it, is lost.
-        let lastFound = max(survey.runs.last?.lastSeq ?? header.baseSeq,
-                            survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq)
+        let lastFound = max(
+            survey.runs.last?.lastSeq ?? header.baseSeq,
+            survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq)
         var runs = survey.runs
         var limit = Int64.max
         if mode == .truncate {
@@ -113,8 +127,9 @@ extension EventLog {
         let fd = try wrapIO("cannot read \(path)") { try io.open(path, .readOnly) }
         defer { io.close(fd) }
         let reader = ChunkReader(io: io, fd: fd, limit: survey.size)
-        var salvage = Salvage(output: header.encoded(), expected: header.baseSeq + 1,
-                              lastTime: runs.first?.firstRecordedAt ?? 0)
+        var salvage = Salvage(
+            output: header.encoded(), expected: header.baseSeq + 1,
+            lastTime: runs.first?.firstRecordedAt ?? 0)
         for run in runs {
             try salvage.copy(run, from: reader, maxPayload: Int(header.maxPayload), before: limit, reject: reject)
         }
@@ -133,28 +148,35 @@ extension EventLog {
         try AtomicFile.write(salvage.output, to: path, io: io) { temp in
             let check = try LogSurvey.survey(path: temp, io: io)
             if let problem = check.problems.first {
-                throw EventLogError(.corrupted, "repair could not produce a valid log (\(problem.problem) at byte "
-                    + "offset \(problem.offset)); \(path) was left as it was", offset: problem.offset, seq: problem.seq)
+                throw EventLogError(
+                    .corrupted,
+                    "repair could not produce a valid log (\(problem.problem) at byte "
+                        + "offset \(problem.offset)); \(path) was left as it was", offset: problem.offset,
+                    seq: problem.seq)
             }
         }
         return report
     }
 
     /// The records of the survey's runs that `reject` refuses, as problems (with the reason it gave).
-    private static func rejectedRecords(in survey: LogSurvey, path: String, io: any PlatformIO,
-                                        reject: (RecordView) -> String?) throws -> [LogSurvey.Problem] {
+    private static func rejectedRecords(
+        in survey: LogSurvey, path: String, io: any PlatformIO,
+        reject: (RecordView) -> String?
+    ) throws -> [LogSurvey.Problem] {
         guard let header = survey.header else { return [] }
         let fd = try wrapIO("cannot read \(path)") { try io.open(path, .readOnly) }
         defer { io.close(fd) }
         let reader = ChunkReader(io: io, fd: fd, limit: survey.size)
         var problems: [LogSurvey.Problem] = []
         for run in survey.runs {
-            var scanner = RecordScanner(reader: reader, maxPayload: Int(header.maxPayload), offset: run.start,
-                                        nextSeq: run.firstSeq)
+            var scanner = RecordScanner(
+                reader: reader, maxPayload: Int(header.maxPayload), offset: run.start,
+                nextSeq: run.firstSeq)
             while scanner.offset < run.end {
                 guard case .record(let view) = try scanner.next() else { break }
                 if let why = reject(view) {
-                    problems.append(LogSurvey.Problem(offset: view.offset, length: Int64(view.size), seq: view.seq, problem: why))
+                    problems.append(
+                        LogSurvey.Problem(offset: view.offset, length: Int64(view.size), seq: view.seq, problem: why))
                 }
             }
         }
@@ -180,8 +202,9 @@ extension EventLog {
             var payload: [UInt8] = []
             if last > expected { payload.appendLE(last) }
             payload.withUnsafeBytes {
-                _ = LogFormat.appendRecord(to: &output, seq: expected, type: LogFormat.lostRecordType,
-                                           recordedAt: lastTime, payload: $0)
+                _ = LogFormat.appendRecord(
+                    to: &output, seq: expected, type: LogFormat.lostRecordType,
+                    recordedAt: lastTime, payload: $0)
             }
             lost.append(expected...last)
             expected = last + 1
@@ -189,9 +212,12 @@ extension EventLog {
 
         /// Copies a run batch by batch, up to the batch that reaches `limit`; a batch that would go back in time or
         /// holds a rejected record is dropped (its seqs become lost).
-        mutating func copy(_ run: LogSurvey.Run, from reader: ChunkReader, maxPayload: Int, before limit: Int64,
-                           reject: (RecordView) -> String?) throws {
-            var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: run.start, nextSeq: run.firstSeq)
+        mutating func copy(
+            _ run: LogSurvey.Run, from reader: ChunkReader, maxPayload: Int, before limit: Int64,
+            reject: (RecordView) -> String?
+        ) throws {
+            var scanner = RecordScanner(
+                reader: reader, maxPayload: maxPayload, offset: run.start, nextSeq: run.firstSeq)
             var batch: [UInt8] = []
             var batchFirstSeq = run.firstSeq
             var batchTime: Int64 = .min

@@ -1,4 +1,5 @@
 import Platform
+
 /// A walk over a whole log file that does not stop at damage: it notes each damaged region, resynchronises on
 /// the next valid record, and goes on. `verify` reports it; `repair` rebuilds the file from it.
 struct LogSurvey {
@@ -55,8 +56,10 @@ struct LogSurvey {
             nextSeq = header.baseSeq + 1
             maxPayload = Int(header.maxPayload)
         case .failure(let problem):
-            survey.problems.append(Problem(offset: 0, length: min(survey.size, offset), seq: 0,
-                                           problem: problem.text))
+            survey.problems.append(
+                Problem(
+                    offset: 0, length: min(survey.size, offset), seq: 0,
+                    problem: problem.text))
             if survey.size < offset { return survey }
             // Resynchronise from just after where the header should end.
             var probe = RecordScanner(reader: reader, maxPayload: maxPayload, offset: offset - 1, nextSeq: 1)
@@ -89,8 +92,9 @@ struct LogSurvey {
                 let first = batchFirst!
                 batchFirst = nil
                 if run == nil {
-                    run = Run(start: first.offset, end: first.offset, firstSeq: first.seq, lastSeq: first.seq,
-                              firstRecordedAt: first.recordedAt, lastRecordedAt: first.recordedAt)
+                    run = Run(
+                        start: first.offset, end: first.offset, firstSeq: first.seq, lastSeq: first.seq,
+                        firstRecordedAt: first.recordedAt, lastRecordedAt: first.recordedAt)
                 }
                 run!.end = view.offset + Int64(view.size)
                 run!.lastSeq = view.lastSeq
@@ -102,14 +106,17 @@ struct LogSurvey {
                 return survey
             case .torn(let reason):
                 closeRun()
-                survey.problems.append(Problem(offset: scanner.offset, length: survey.size - scanner.offset,
-                                               seq: scanner.nextSeq, problem: "torn tail (\(reason))", isTornTail: true))
+                survey.problems.append(
+                    Problem(
+                        offset: scanner.offset, length: survey.size - scanner.offset,
+                        seq: scanner.nextSeq, problem: "torn tail (\(reason))", isTornTail: true))
                 return survey
             case .damage(let problem):
                 closeRun()
                 let found = try scanner.resynchronise(minimumSeq: scanner.nextSeq)
-                var damage = Problem(offset: scanner.offset, length: (found ?? survey.size) - scanner.offset,
-                                     seq: scanner.nextSeq, problem: problem)
+                var damage = Problem(
+                    offset: scanner.offset, length: (found ?? survey.size) - scanner.offset,
+                    seq: scanner.nextSeq, problem: problem)
                 guard let found else {
                     damage.lostThrough = try scanner.lastSeqInDamagedTail()
                     survey.problems.append(damage)

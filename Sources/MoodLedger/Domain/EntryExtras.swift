@@ -51,8 +51,9 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         guard !fields.isEmpty else { return nil }
         return withBytes(of: fields.notes) { notes in
             withBytes(of: fields.sourceID) { sourceID in
-                make(notes: notes, sourceID: sourceID, tags: fields.tags, labels: fields.labels,
-                     associations: fields.associations)
+                make(
+                    notes: notes, sourceID: sourceID, tags: fields.tags, labels: fields.labels,
+                    associations: fields.associations)
             }
         }
     }
@@ -65,20 +66,26 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
 
     /// An object holding these values, the notes and the source id given as their UTF-8 bytes (already validated:
     /// the codec hands the bytes it read without building a `String`); `nil` when all are empty.
-    static func make(notes: UnsafeRawBufferPointer?, sourceID: UnsafeRawBufferPointer?, tags: [String],
-                     labels: [MoodLabel]?, associations: [MoodAssociation]?) -> EntryExtras? {
-        let rare = tags.isEmpty && labels == nil && associations == nil
+    static func make(
+        notes: UnsafeRawBufferPointer?, sourceID: UnsafeRawBufferPointer?, tags: [String],
+        labels: [MoodLabel]?, associations: [MoodAssociation]?
+    ) -> EntryExtras? {
+        let rare =
+            tags.isEmpty && labels == nil && associations == nil
             ? nil : Rare(tags: tags, labels: labels, associations: associations)
         guard notes != nil || sourceID != nil || rare != nil else { return nil }
         let notesCount = notes?.count ?? 0
         let sourceIDCount = sourceID?.count ?? 0
         precondition(notesCount < Int(Int32.max) && sourceIDCount < Int(Int32.max), "a text of 2 GB in an entry")
         let object = create(minimumCapacity: notesCount + sourceIDCount) { _ in
-            Header(rare: rare, notesCount: notes == nil ? -1 : Int32(notesCount),
-                   sourceIDCount: sourceID == nil ? -1 : Int32(sourceIDCount))
+            Header(
+                rare: rare, notesCount: notes == nil ? -1 : Int32(notesCount),
+                sourceIDCount: sourceID == nil ? -1 : Int32(sourceIDCount))
         }
         object.withUnsafeMutablePointerToElements { tail in
-            if let notes, notesCount > 0 { tail.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: notesCount) }
+            if let notes, notesCount > 0 {
+                tail.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: notesCount)
+            }
             if let sourceID, sourceIDCount > 0 {
                 (tail + notesCount).update(from: sourceID.bindMemory(to: UInt8.self).baseAddress!, count: sourceIDCount)
             }
@@ -104,7 +111,9 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         let count = Int(sourceIDCount)
         guard count >= 0 else { return try body(nil) }
         let start = max(0, Int(notesCount))
-        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0 + start, count: count)) }
+        return try withUnsafeMutablePointerToElements {
+            try body(UnsafeRawBufferPointer(start: $0 + start, count: count))
+        }
     }
 
     var hasNotes: Bool { notesCount >= 0 }
@@ -123,12 +132,14 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
     static func == (a: EntryExtras, b: EntryExtras) -> Bool {
         if a === b { return true }
         guard a.notesCount == b.notesCount, a.sourceIDCount == b.sourceIDCount,
-              a.rare == b.rare else { return false }
+            a.rare == b.rare
+        else { return false }
         // Same counts: the tails are the same length, notes then source id.
         let length = max(0, Int(a.notesCount)) + max(0, Int(a.sourceIDCount))
         return a.withUnsafeMutablePointerToElements { x in
             b.withUnsafeMutablePointerToElements { y in
-                UnsafeRawBufferPointer(start: x, count: length).elementsEqual(UnsafeRawBufferPointer(start: y, count: length))
+                UnsafeRawBufferPointer(start: x, count: length).elementsEqual(
+                    UnsafeRawBufferPointer(start: y, count: length))
             }
         }
     }

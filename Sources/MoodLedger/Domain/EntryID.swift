@@ -1,6 +1,7 @@
 import EventLog
-import Synchronization
 import Platform
+import Synchronization
+
 /// A 128-bit identifier (a UUID) for entries and commands, hashed and compared as two integers.
 public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The first 8 bytes, big-endian.

@@ -14,7 +14,8 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     /// The machine's zone, looked up once per process: `$TZ` when it names a zone, else the system setting.
     private static let machine: Rule = {
         if let name = ProcessInfo.processInfo.environment["TZ"],
-           let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name) {
+            let zone = LocalZone(identifier: name.hasPrefix(":") ? String(name.dropFirst()) : name)
+        {
             return zone.resolved
         }
         return .zone(TimeZone.current)
@@ -45,7 +46,8 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
         switch resolved {
         case .zone(let zone): return zone.identifier
         case .fixed(let minutes):
-            return "UTC" + (minutes < 0 ? "-" : "+") + ISO8601.pad(abs(minutes) / 60, 2) + ":" + ISO8601.pad(abs(minutes) % 60, 2)
+            return "UTC" + (minutes < 0 ? "-" : "+") + ISO8601.pad(abs(minutes) / 60, 2) + ":"
+                + ISO8601.pad(abs(minutes) % 60, 2)
         }
     }
 
@@ -79,13 +81,17 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     /// - Returns: the instant with its offset, and the adjustment made, if any.
     public func resolve(localMilliseconds local: Int64) -> (LoggedAt, Adjustment?) {
         // Offsets in force a day either side cover every transition near this time.
-        let candidates = Set([offsetMinutes(atUTC: local - 86_400_000), offsetMinutes(atUTC: local),
-                              offsetMinutes(atUTC: local + 86_400_000)])
+        let candidates = Set([
+            offsetMinutes(atUTC: local - 86_400_000), offsetMinutes(atUTC: local),
+            offsetMinutes(atUTC: local + 86_400_000)
+        ])
         let valid = candidates.filter { offset in offsetMinutes(atUTC: local - Int64(offset) * 60_000) == offset }
             .sorted(by: >)  // larger offset = earlier instant
         if let first = valid.first {
-            return (LoggedAt(milliseconds: local - Int64(first) * 60_000, utcOffsetMinutes: first),
-                    valid.count > 1 ? .ambiguous : nil)
+            return (
+                LoggedAt(milliseconds: local - Int64(first) * 60_000, utcOffsetMinutes: first),
+                valid.count > 1 ? .ambiguous : nil
+            )
         }
         // In a gap: read the time with the offset before the transition, which lands after it.
         let before = offsetMinutes(atUTC: local - 86_400_000)
@@ -106,8 +112,11 @@ extension LocalZone {
     ///   - field: the field named in errors.
     /// - Returns: the instant with its offset, and any adjustment of a skipped or repeated local time.
     /// - Throws: ``MoodError`` `invalid_input` naming `field`.
-    public func parseTime(_ text: String, now: Int64, field: String = "logged_at") throws(MoodError)
-        -> (LoggedAt, Adjustment?) {
+    public func parseTime(
+        _ text: String, now: Int64, field: String = "logged_at"
+    ) throws(MoodError)
+        -> (LoggedAt, Adjustment?)
+    {
         switch text.lowercased() {
         case "now", "today": return (loggedAt(atUTC: now), nil)
         case "yesterday":
@@ -115,11 +124,15 @@ extension LocalZone {
             return resolve(localMilliseconds: local.milliseconds + Int64(local.utcOffsetMinutes) * 60_000 - 86_400_000)
         default: break
         }
-        if let date = LocalDate(text) { return resolve(localMilliseconds: date.utcMidnightMilliseconds + 12 * 3_600_000) }
+        if let date = LocalDate(text) {
+            return resolve(localMilliseconds: date.utcMidnightMilliseconds + 12 * 3_600_000)
+        }
         if let instant = ISO8601.parse(text) { return (loggedAt(atUTC: instant.milliseconds), nil) }
         if let local = ISO8601.parse(text + "Z") { return resolve(localMilliseconds: local.milliseconds) }
-        throw MoodError.invalid(field, "must be now, today, yesterday, YYYY-MM-DD, a local date-time like "
-            + "2026-11-16T08:30, or an instant like 2026-11-16T08:30:00+01:00")
+        throw MoodError.invalid(
+            field,
+            "must be now, today, yesterday, YYYY-MM-DD, a local date-time like "
+                + "2026-11-16T08:30, or an instant like 2026-11-16T08:30:00+01:00")
     }
 
     /// A date typed by a person: `today`, `yesterday`, `YYYY-MM-DD`, or a date-time (its local date in this zone).
@@ -140,7 +153,8 @@ extension LocalZone {
     public func explain(_ adjustment: Adjustment, local: String) -> String {
         switch adjustment {
         case .ambiguous: return "\(local) occurs twice in \(self) (clocks go back): the earlier one was taken"
-        case .skipped(let gap): return "\(local) does not exist in \(self) (clocks go forward): moved forward \(gap) min"
+        case .skipped(let gap):
+            return "\(local) does not exist in \(self) (clocks go forward): moved forward \(gap) min"
         }
     }
 }

@@ -47,7 +47,8 @@ public struct LocalDate: Hashable, Sendable, Comparable, Strideable, CustomStrin
     /// bounded first: a crafted file's year of 10¹⁸ must not overflow the arithmetic.)
     public init?(year: Int, month: Int, day: Int) {
         guard (1...9999).contains(year), (1...12).contains(month), day >= 1,
-              day <= LocalDate.daysIn(month: month, year: year) else { return nil }
+            day <= LocalDate.daysIn(month: month, year: year)
+        else { return nil }
         // Howard Hinnant's days_from_civil.
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
@@ -62,7 +63,8 @@ public struct LocalDate: Hashable, Sendable, Comparable, Strideable, CustomStrin
     public init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]) else { return nil }
+            let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2])
+        else { return nil }
         self.init(year: y, month: m, day: d)
     }
 

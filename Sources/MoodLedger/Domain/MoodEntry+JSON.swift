@@ -1,11 +1,15 @@
 extension MoodEntry {
     /// The backend API's entry shape (snake_case keys), as `Specs/cli.md` lists them.
     public var json: JSONValue {
-        .object([("id", .string(id.description))] + fields(derived: true) + [
-            ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
-            // `null` until the entry is first changed (the backend API's rule).
-            ("updated_at", updatedAt == createdAt ? .null : .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))),
-        ])
+        .object(
+            [("id", .string(id.description))] + fields(derived: true) + [
+                ("created_at", .string(ISO8601.format(milliseconds: createdAt, offsetMinutes: 0))),
+                // `null` until the entry is first changed (the backend API's rule).
+                (
+                    "updated_at",
+                    updatedAt == createdAt ? .null : .string(ISO8601.format(milliseconds: updatedAt, offsetMinutes: 0))
+                )
+            ])
     }
 
     /// ``json`` written straight into `out`, byte for byte the same text (a server's answers use it: no tree).
@@ -83,9 +87,11 @@ extension MoodEntry {
             ("logged_at", .string(loggedAt.iso8601)),
             ("utc_offset_minutes", .int(Int64(loggedAt.utcOffsetMinutes))),
             ("kind", .string(kind.wireName)),
-            ("valence", .optional(valence) { .double(Valence.display($0)) }),
+            ("valence", .optional(valence) { .double(Valence.display($0)) })
         ]
-        if derived { pairs.append(("valence_classification", .optional(valenceClassification) { .string($0.wireName) })) }
+        if derived {
+            pairs.append(("valence_classification", .optional(valenceClassification) { .string($0.wireName) }))
+        }
         pairs += [
             ("score", .optional(derived ? score : enteredScore) { .int(Int64($0)) }),
             ("labels", .array(labels.map { .string($0.wireName) })),
@@ -93,7 +99,7 @@ extension MoodEntry {
             ("tags", .array(tags.map { .string($0) })),
             ("notes", .optional(notes) { .string($0) }),
             ("source", .string(source.rawValue)),
-            ("source_id", .optional(sourceID) { .string($0) }),
+            ("source_id", .optional(sourceID) { .string($0) })
         ]
         return pairs
     }

@@ -54,7 +54,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         set {
             let compact = newValue.compact(width: Self.labelWidth)
             packedWords = packedWords & ~Self.labelMask | (compact ?? 0)
-            if compact == nil || extras?.spilledLabels != nil { update { $0.labels = compact == nil ? newValue.array : nil } }
+            if compact == nil || extras?.spilledLabels != nil {
+                update { $0.labels = compact == nil ? newValue.array : nil }
+            }
         }
     }
 
@@ -80,12 +82,17 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     private static let labelMask: UInt64 = 1 << associationShift - 1
 
     /// Both lists in the entry's word, and those that do not fit as arrays for the extras.
-    private static func pack(_ labels: WordList<LabelDomain>, _ associations: WordList<AssociationDomain>)
-        -> (word: UInt64, labels: [MoodLabel]?, associations: [MoodAssociation]?) {
+    private static func pack(
+        _ labels: WordList<LabelDomain>, _ associations: WordList<AssociationDomain>
+    )
+        -> (word: UInt64, labels: [MoodLabel]?, associations: [MoodAssociation]?)
+    {
         let compactLabels = labels.compact(width: labelWidth)
         let compactAssociations = associations.compact(width: associationWidth)
-        return ((compactLabels ?? 0) | (compactAssociations ?? 0) << associationShift,
-                compactLabels == nil ? labels.array : nil, compactAssociations == nil ? associations.array : nil)
+        return (
+            (compactLabels ?? 0) | (compactAssociations ?? 0) << associationShift,
+            compactLabels == nil ? labels.array : nil, compactAssociations == nil ? associations.array : nil
+        )
     }
 
     /// Labels, in the order given, without duplicates.
@@ -127,34 +134,45 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     }
 
     /// Creates an entry.
-    public init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind = .momentaryEmotion, valence: Double? = nil,
-                enteredScore: Int? = nil, labels: [MoodLabel] = [], associations: [MoodAssociation] = [],
-                tags: [String] = [], notes: String? = nil, source: MoodSource = .manual, sourceID: String? = nil,
-                createdAt: Int64 = 0, updatedAt: Int64 = 0) {
+    public init(
+        id: EntryID, loggedAt: LoggedAt, kind: MoodKind = .momentaryEmotion, valence: Double? = nil,
+        enteredScore: Int? = nil, labels: [MoodLabel] = [], associations: [MoodAssociation] = [],
+        tags: [String] = [], notes: String? = nil, source: MoodSource = .manual, sourceID: String? = nil,
+        createdAt: Int64 = 0, updatedAt: Int64 = 0
+    ) {
         let words = Self.pack(WordList(labels), WordList(associations))
-        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
-                  typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, packedWords: words.word, source: source,
-                  extras: EntryExtras.make(EntryExtras.Fields(tags: tags, notes: notes, sourceID: sourceID,
-                                                              labels: words.labels, associations: words.associations)))
+        self.init(
+            id: id, loggedAt: loggedAt, kind: kind, grid: valence.map(Valence.fixed) ?? .min,
+            typedScore: enteredScore.map { UInt8(clamping: $0) } ?? 0, packedWords: words.word, source: source,
+            extras: EntryExtras.make(
+                EntryExtras.Fields(
+                    tags: tags, notes: notes, sourceID: sourceID,
+                    labels: words.labels, associations: words.associations)))
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
     /// Creates an entry from values already in their stored form (the codec's path: no intermediate arrays, and the
     /// notes and source id as the validated UTF-8 bytes it read, copied once into the entry's extras).
-    init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
-         labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
-         notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceIDBytes: UnsafeRawBufferPointer?) {
+    init(
+        id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8,
+        labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>, tags: [String],
+        notesBytes: UnsafeRawBufferPointer?, source: MoodSource, sourceIDBytes: UnsafeRawBufferPointer?
+    ) {
         let words = Self.pack(labels, associations)
-        self.init(id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, packedWords: words.word,
-                  source: source,
-                  extras: EntryExtras.make(notes: notesBytes, sourceID: sourceIDBytes, tags: tags, labels: words.labels,
-                                           associations: words.associations))
+        self.init(
+            id: id, loggedAt: loggedAt, kind: kind, grid: grid, typedScore: typedScore, packedWords: words.word,
+            source: source,
+            extras: EntryExtras.make(
+                notes: notesBytes, sourceID: sourceIDBytes, tags: tags, labels: words.labels,
+                associations: words.associations))
     }
 
     /// The one initializer that sets the fields (`extras` already holds the word lists that do not pack, if any).
-    private init(id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8, packedWords: UInt64,
-                 source: MoodSource, extras: EntryExtras?) {
+    private init(
+        id: EntryID, loggedAt: LoggedAt, kind: MoodKind, grid: Int64, typedScore: UInt8, packedWords: UInt64,
+        source: MoodSource, extras: EntryExtras?
+    ) {
         self.id = id
         self.loggedAt = loggedAt
         self.kind = kind

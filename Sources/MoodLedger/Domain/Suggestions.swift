@@ -52,7 +52,7 @@ public enum Suggestions {
         ("chores", "tasks"), ("errands", "tasks"), ("todo", "tasks"),
         ("church", "spirituality"), ("prayer*", "spirituality"),
         ("news", "currentEvents"), ("politic*", "currentEvents"),
-        ("neighbo*", "community"), ("volunteer*", "community"),
+        ("neighbo*", "community"), ("volunteer*", "community")
     ]
 
     /// The associations suggested by keywords in the notes, in the order of first appearance in the table.

@@ -95,7 +95,8 @@ public enum Valence {
 
 /// Seven classes like Apple's `HKStateOfMind.ValenceClassification` (raw values 1…7).
 public enum ValenceClassification: Int, Sendable, CaseIterable {
-    case veryUnpleasant = 1, unpleasant, slightlyUnpleasant, neutral, slightlyPleasant, pleasant, veryPleasant
+    case veryUnpleasant = 1
+    case unpleasant, slightlyUnpleasant, neutral, slightlyPleasant, pleasant, veryPleasant
 
     /// snake_case wire name, e.g. `slightly_pleasant`.
     public var wireName: String {

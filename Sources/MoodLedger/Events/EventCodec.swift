@@ -112,11 +112,15 @@ public enum EventCodec {
     ///   - payload: the record payload.
     /// - Returns: the command id and the event.
     /// - Throws: ``MoodError`` `corrupt_event` for an unknown type or version, or malformed bytes.
-    public static func decode(type: UInt16, payload: UnsafeRawBufferPointer) throws(MoodError)
-        -> (commandID: EntryID, event: MoodEvent) {
+    public static func decode(
+        type: UInt16, payload: UnsafeRawBufferPointer
+    ) throws(MoodError)
+        -> (commandID: EntryID, event: MoodEvent)
+    {
         guard let eventType = EventType(rawValue: type) else {
-            throw MoodError(code: .newerVersion, field: "type",
-                            rule: "event type \(type) is unknown: written by a newer version of MoodLedger")
+            throw MoodError(
+                code: .newerVersion, field: "type",
+                rule: "event type \(type) is unknown: written by a newer version of MoodLedger")
         }
         var r = ByteReader(payload)
         do throws(ByteReader.Malformed) {
@@ -181,8 +185,9 @@ public enum EventCodec {
                 guard rawStatus <= 999 else { throw ByteReader.Malformed(what: "status: \(rawStatus) is above 999") }
                 let status = Int(rawStatus)
                 let retryable = try r.bool("retryable")
-                var failure = SyncFailure(status: status == 0 ? nil : status, error: try r.string("error"),
-                                          retryable: retryable)
+                var failure = SyncFailure(
+                    status: status == 0 ? nil : status, error: try r.string("error"),
+                    retryable: retryable)
                 if version >= 2 {
                     // Version 1 has no retry time: the fold computes it with the version-1 rule.
                     let next = try r.varint()
@@ -195,12 +200,16 @@ public enum EventCodec {
             case .remoteApplied:
                 let origin = try readDestination(from: &r)
                 let flags = try r.u8()
-                guard flags & ~(version >= 2 ? 0x07 : 0x03) == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                guard flags & ~(version >= 2 ? 0x07 : 0x03) == 0 else {
+                    throw ByteReader.Malformed(what: "flags: unknown bits")
+                }
                 let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
                 let entry = flags & 2 != 0 ? nil : try readEntryBody(id: id, from: &r, withTags: true)
                 let revision = version >= 2 ? try readRevision(from: &r) : 0
-                event = .remoteApplied(RemoteChange(origin: origin, remoteID: remoteID, entry: entry, entryID: id,
-                                                    revision: revision, conflict: flags & 4 != 0))
+                event = .remoteApplied(
+                    RemoteChange(
+                        origin: origin, remoteID: remoteID, entry: entry, entryID: id,
+                        revision: revision, conflict: flags & 4 != 0))
             case .syncPulled:
                 guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
                 let destination = try readDestination(from: &r)
@@ -210,8 +219,10 @@ public enum EventCodec {
                 let revision = try readRevision(from: &r)
                 let applied = try r.varint()
                 guard applied <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "applied: above 2³¹ − 1") }
-                event = .syncPulled(SyncPull(destination: destination, cursor: cursor, serverRevision: revision,
-                                             applied: Int(applied), serverWentBack: flags & 1 != 0))
+                event = .syncPulled(
+                    SyncPull(
+                        destination: destination, cursor: cursor, serverRevision: revision,
+                        applied: Int(applied), serverWentBack: flags & 1 != 0))
             case .remoteConfigured:
                 guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
                 let destination = try readDestination(from: &r)
@@ -228,18 +239,23 @@ public enum EventCodec {
                 }
                 let capabilities = RemoteCapabilities(rawValue: bits)
                 guard source != .unknown || capabilities.isEmpty,
-                      capabilities.isSubset(of: .ceiling(dialect)) else {
+                    capabilities.isSubset(of: .ceiling(dialect))
+                else {
                     throw ByteReader.Malformed(what: "capabilities: not possible for this dialect or source")
                 }
-                event = .remoteConfigured(RemoteConfig(destination: destination, url: url, dialect: dialect,
-                                                       capabilities: capabilities, source: source))
+                event = .remoteConfigured(
+                    RemoteConfig(
+                        destination: destination, url: url, dialect: dialect,
+                        capabilities: capabilities, source: source))
             case .syncRequeued:
                 event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
             case .syncMerged:
                 let destination = try readDestination(from: &r)
                 let flags = try r.u8()
                 guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
-                guard flags & 0x0C != 0 else { throw ByteReader.Malformed(what: "flags: deleted on both sides is no merge") }
+                guard flags & 0x0C != 0 else {
+                    throw ByteReader.Malformed(what: "flags: deleted on both sides is no merge")
+                }
                 let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
                 let serverRevision = try readRevision(from: &r)
                 let baseRevision = try readRevision(from: &r)
@@ -247,30 +263,38 @@ public enum EventCodec {
                 for bit: UInt8 in [2, 4, 8, 16] {
                     versions.append(flags & bit != 0 ? try readEntryBody(id: id, from: &r, withTags: true) : nil)
                 }
-                event = .syncMerged(SyncMerge(destination: destination, entryID: id, remoteID: remoteID,
-                                              serverRevision: serverRevision, baseRevision: baseRevision,
-                                              base: versions[0], here: versions[1], theirs: versions[2], merged: versions[3]))
+                event = .syncMerged(
+                    SyncMerge(
+                        destination: destination, entryID: id, remoteID: remoteID,
+                        serverRevision: serverRevision, baseRevision: baseRevision,
+                        base: versions[0], here: versions[1], theirs: versions[2], merged: versions[3]))
             case .conflictResolved:
                 let fields = MergeFields(rawValue: try r.u8())
                 guard !fields.isEmpty else { throw ByteReader.Malformed(what: "fields: none named") }
-                guard let choice = ConflictChoice(rawValue: try r.u8()) else { throw ByteReader.Malformed(what: "choice: unknown code") }
+                guard let choice = ConflictChoice(rawValue: try r.u8()) else {
+                    throw ByteReader.Malformed(what: "choice: unknown code")
+                }
                 event = .conflictResolved(id, fields, choice)
             case .entryErased:
                 let flags = try r.u8()
                 guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
                 let reason = try r.string("reason")
-                event = .entryErased(id, Erasure(reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0))
+                event = .entryErased(
+                    id, Erasure(reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0))
             }
             guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)
         } catch {
             if error.what == newerVersionText {
-                throw MoodError(code: .newerVersion, field: "version", rule: "\(eventType.name) schema version "
-                    + "\(payload[0]) is newer than this reader's \(eventType.currentVersion): written by a newer "
-                    + "version of MoodLedger")
+                throw MoodError(
+                    code: .newerVersion, field: "version",
+                    rule: "\(eventType.name) schema version "
+                        + "\(payload[0]) is newer than this reader's \(eventType.currentVersion): written by a newer "
+                        + "version of MoodLedger")
             }
             let field = error.what.split(separator: ":").first.map(String.init)
-            throw MoodError(code: .corruptEvent, field: field, rule: "malformed \(eventType.name) payload: \(error.what)")
+            throw MoodError(
+                code: .corruptEvent, field: field, rule: "malformed \(eventType.name) payload: \(error.what)")
         }
     }
 
@@ -318,23 +342,29 @@ public enum EventCodec {
         entry.withSourceIDBytes { if let sourceID = $0 { w.string(utf8: sourceID) } }
     }
 
-    static func readEntryBody(id: EntryID, from r: inout ByteReader, withTags: Bool) throws(ByteReader.Malformed)
-        -> MoodEntry {
+    static func readEntryBody(
+        id: EntryID, from r: inout ByteReader, withTags: Bool
+    ) throws(ByteReader.Malformed)
+        -> MoodEntry
+    {
         let loggedAt = try readLoggedAt(from: &r)
         let kind = try readKind(from: &r)
         let flags = try r.u8()
         guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "flags: unknown entry flag bits") }
         let grid = flags & 1 != 0 ? try readGrid(from: &r) : nil
         let score: UInt8 = flags & 2 != 0 ? UInt8(try readScore(from: &r)) : 0
-        guard let source = MoodSource(code: try r.u8()) else { throw ByteReader.Malformed(what: "source: unknown code") }
+        guard let source = MoodSource(code: try r.u8()) else {
+            throw ByteReader.Malformed(what: "source: unknown code")
+        }
         let labels: WordList<LabelDomain> = try readWordList(from: &r)
         let associations: WordList<AssociationDomain> = try readWordList(from: &r)
         let tags = withTags ? try readStrings(from: &r) : []
         let notes = flags & 4 != 0 ? try r.utf8("notes") : nil
         let sourceID = flags & 8 != 0 ? try r.utf8("source_id") : nil
-        return MoodEntry(id: id, loggedAt: loggedAt, kind: kind, grid: grid ?? .min, typedScore: score,
-                         labels: labels, associations: associations, tags: tags, notesBytes: notes, source: source,
-                         sourceIDBytes: sourceID)
+        return MoodEntry(
+            id: id, loggedAt: loggedAt, kind: kind, grid: grid ?? .min, typedScore: score,
+            labels: labels, associations: associations, tags: tags, notesBytes: notes, source: source,
+            sourceIDBytes: sourceID)
     }
 
     static func writeLoggedAt(_ loggedAt: LoggedAt, to w: inout ByteWriter) {
@@ -380,7 +410,9 @@ public enum EventCodec {
     }
 
     static func readKind(from r: inout ByteReader) throws(ByteReader.Malformed) -> MoodKind {
-        guard let kind = MoodKind(rawValue: Int(try r.u8())) else { throw ByteReader.Malformed(what: "kind: unknown code") }
+        guard let kind = MoodKind(rawValue: Int(try r.u8())) else {
+            throw ByteReader.Malformed(what: "kind: unknown code")
+        }
         return kind
     }
 
@@ -424,7 +456,9 @@ public enum EventCodec {
         let count = try r.count()
         if count <= 8, r.buffer.count - r.position >= count {
             let raws = UnsafeRawBufferPointer(rebasing: r.buffer[r.position..<(r.position + count)])
-            if raws.allSatisfy({ $0 != 0 && Int($0) <= D.canonicalNames.count }), let list = WordList<D>(rawValues: raws) {
+            if raws.allSatisfy({ $0 != 0 && Int($0) <= D.canonicalNames.count }),
+                let list = WordList<D>(rawValues: raws)
+            {
                 r.position += count
                 return list
             }

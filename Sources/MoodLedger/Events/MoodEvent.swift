@@ -7,8 +7,10 @@ public struct MoodUpdate: Sendable, Equatable {
     public var notes: FieldChange<String>?
 
     /// Creates an update.
-    public init(loggedAt: LoggedAt? = nil, kind: MoodKind? = nil, valence: FieldChange<Double>? = nil,
-                enteredScore: FieldChange<Int>? = nil, notes: FieldChange<String>? = nil) {
+    public init(
+        loggedAt: LoggedAt? = nil, kind: MoodKind? = nil, valence: FieldChange<Double>? = nil,
+        enteredScore: FieldChange<Int>? = nil, notes: FieldChange<String>? = nil
+    ) {
         self.loggedAt = loggedAt
         self.kind = kind
         self.valence = valence
@@ -95,7 +97,7 @@ public struct RemoteCapabilities: OptionSet, Sendable, Hashable {
     /// Every capability, with its name on the command line and in JSON.
     public static let named: [(name: String, capability: RemoteCapabilities)] = [
         ("changes", .changes), ("revisions", .revisions), ("update", .update), ("delete", .delete),
-        ("extensions", .extensions),
+        ("extensions", .extensions)
     ]
     /// Every bit a capability set may have.
     public static let all = RemoteCapabilities(rawValue: 0x1F)
@@ -155,8 +157,10 @@ public struct RemoteConfig: Sendable, Equatable {
     ///   - dialect: the API dialect.
     ///   - capabilities: what the remote can do (ignored, and empty, while `source` is `unknown`).
     ///   - source: how the capabilities were learned. Default `unknown`: the next sync probes.
-    public init(destination: SyncDestination = .backend, url: String, dialect: RemoteDialect,
-                capabilities: RemoteCapabilities = [], source: CapabilitySource = .unknown) {
+    public init(
+        destination: SyncDestination = .backend, url: String, dialect: RemoteDialect,
+        capabilities: RemoteCapabilities = [], source: CapabilitySource = .unknown
+    ) {
         self.destination = destination
         self.url = url
         self.dialect = dialect
@@ -187,8 +191,10 @@ public struct SyncPull: Sendable, Equatable {
     public var serverWentBack: Bool
 
     /// Creates a pull record.
-    public init(destination: SyncDestination = .backend, cursor: UInt64, serverRevision: UInt64, applied: Int,
-                serverWentBack: Bool = false) {
+    public init(
+        destination: SyncDestination = .backend, cursor: UInt64, serverRevision: UInt64, applied: Int,
+        serverWentBack: Bool = false
+    ) {
         self.destination = destination
         self.cursor = cursor
         self.serverRevision = serverRevision
@@ -215,8 +221,10 @@ public struct RemoteChange: Sendable, Equatable {
     public var conflict: Bool
 
     /// Creates a remote change: `entry` is the new state, or `nil` for a deletion of `entryID`.
-    public init(origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID, revision: UInt64 = 0,
-                conflict: Bool = false) {
+    public init(
+        origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID, revision: UInt64 = 0,
+        conflict: Bool = false
+    ) {
         self.origin = origin
         self.remoteID = remoteID
         self.entry = entry
@@ -261,8 +269,9 @@ public enum MoodEvent: Sendable, Equatable {
         switch self {
         case .created(let entry): return entry.id
         case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
-             .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _), .syncFailed(let id, _, _),
-             .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _):
+            .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _),
+            .syncFailed(let id, _, _),
+            .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _):
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncMerged(let merge): return merge.entryID
@@ -326,8 +335,9 @@ public struct Erasure: Sendable, Equatable {
 
 /// The event types: their wire names, record type codes and current schema versions.
 public enum EventType: UInt16, Sendable, CaseIterable {
-    case created = 1, updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-         syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged, conflictResolved
+    case created = 1
+    case updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
+        syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged, conflictResolved
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
@@ -382,8 +392,10 @@ public struct RecordedEvent: Sendable, Equatable {
     public var size: Int
 
     /// Creates a recorded event.
-    public init(seq: UInt64, recordedAt: Int64, commandID: EntryID, event: MoodEvent, offset: Int64 = 0,
-                size: Int = 0) {
+    public init(
+        seq: UInt64, recordedAt: Int64, commandID: EntryID, event: MoodEvent, offset: Int64 = 0,
+        size: Int = 0
+    ) {
         self.seq = seq
         self.recordedAt = recordedAt
         self.commandID = commandID

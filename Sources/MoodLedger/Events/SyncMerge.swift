@@ -23,8 +23,10 @@ public struct SyncMerge: Sendable, Equatable {
     public var merged: MoodEntry?
 
     /// Creates a merge record.
-    public init(destination: SyncDestination = .backend, entryID: EntryID, remoteID: String?, serverRevision: UInt64,
-                baseRevision: UInt64, base: MoodEntry?, here: MoodEntry?, theirs: MoodEntry?, merged: MoodEntry?) {
+    public init(
+        destination: SyncDestination = .backend, entryID: EntryID, remoteID: String?, serverRevision: UInt64,
+        baseRevision: UInt64, base: MoodEntry?, here: MoodEntry?, theirs: MoodEntry?, merged: MoodEntry?
+    ) {
         self.destination = destination
         self.entryID = entryID
         self.remoteID = remoteID
@@ -58,7 +60,7 @@ public struct MergeFields: OptionSet, Sendable, Hashable {
     /// Every field with its name on the command line and in JSON, in this order.
     public static let named: [(name: String, field: MergeFields)] = [
         ("mood", .mood), ("logged_at", .loggedAt), ("kind", .kind), ("notes", .notes), ("labels", .labels),
-        ("associations", .associations), ("tags", .tags), ("entry", .existence),
+        ("associations", .associations), ("tags", .tags), ("entry", .existence)
     ]
 
     /// The fields' names, in ``named`` order.

@@ -22,7 +22,9 @@ public enum APIRecord {
                 draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
             }
             if let kind = try r.string("kind") {
-                guard let parsed = MoodKind(parsing: kind) else { throw r.error("kind", "must be momentary_emotion or daily_mood") }
+                guard let parsed = MoodKind(parsing: kind) else {
+                    throw r.error("kind", "must be momentary_emotion or daily_mood")
+                }
                 draft.kind = parsed
             }
             if let source = try r.string("source") {
@@ -62,7 +64,9 @@ public enum APIRecord {
                 replacement.changes.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
             }
             if let kind = try r.string("kind") {
-                guard let parsed = MoodKind(parsing: kind) else { throw r.error("kind", "must be momentary_emotion or daily_mood") }
+                guard let parsed = MoodKind(parsing: kind) else {
+                    throw r.error("kind", "must be momentary_emotion or daily_mood")
+                }
                 replacement.changes.kind = parsed
             }
             return replacement
@@ -84,7 +88,9 @@ public enum APIRecord {
                 throw r.error("quantity", "must be a whole score 1...10")
             }
             var draft = MoodDraft(score: Int(quantity), notes: try r.string("notes"), suggestLabels: false)
-            if r.record["logged_at"] != nil, r.record["logged_at"] != .null { draft.loggedAt = try r.instant("logged_at") }
+            if r.record["logged_at"] != nil, r.record["logged_at"] != .null {
+                draft.loggedAt = try r.instant("logged_at")
+            }
             return draft
         } catch {
             throw MoodError.invalid(error.field ?? "body", error.problem)
@@ -114,7 +120,9 @@ public enum APIRecord {
         }
         for key in ["score", "mood_score"] {
             if let value = try r.number(key) {
-                guard value.rounded() == value, (1...10).contains(value) else { throw r.error(key, "must be a whole score 1...10") }
+                guard value.rounded() == value, (1...10).contains(value) else {
+                    throw r.error(key, "must be a whole score 1...10")
+                }
                 score = Int(value)
             }
         }

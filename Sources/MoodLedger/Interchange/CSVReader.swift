@@ -50,7 +50,9 @@ struct CSVReader {
                 continue
             case "\n":
                 endField()
-                if !(fields.count == 1 && fields[0].isEmpty) { records.append(Record(line: recordLine, fields: fields)) }
+                if !(fields.count == 1 && fields[0].isEmpty) {
+                    records.append(Record(line: recordLine, fields: fields))
+                }
                 fields = []
                 line += 1
                 recordLine = line

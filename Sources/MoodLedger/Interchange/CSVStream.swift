@@ -36,7 +36,8 @@ struct CSVStream {
                 }
                 let records: [CSVReader.Record]
                 do { records = try CSVReader.records(text) } catch {
-                    throw ImportError(line: recordLine + max(0, error.line - 1), field: error.field, problem: error.problem)
+                    throw ImportError(
+                        line: recordLine + max(0, error.line - 1), field: error.field, problem: error.problem)
                 }
                 guard let record = records.first else { continue }  // a blank line
                 return CSVReader.Record(line: recordLine + record.line - 1, fields: record.fields)

@@ -6,7 +6,7 @@ enum DaylioImporter {
         "good": 4, "fine": 4,
         "meh": 3, "average": 3, "okay": 3, "ok": 3, "normal": 3, "neutral": 3,
         "bad": 2, "sad": 2, "down": 2,
-        "awful": 1, "terrible": 1, "horrible": 1, "fugly": 1,
+        "awful": 1, "terrible": 1, "horrible": 1, "fugly": 1
     ]
 
     static func key(_ name: String) -> String { WordNormalizer.custom(name) }
@@ -17,7 +17,9 @@ enum DaylioImporter {
         var rows = try Rows(header: header, options: options)
         var plan = ImportPlan(format: .daylio)
         for record in records.dropFirst() {
-            if let draft = try rows.draft(record, plan: &plan) { plan.rows.append(ImportRow(line: record.line, draft: draft)) }
+            if let draft = try rows.draft(record, plan: &plan) {
+                plan.rows.append(ImportRow(line: record.line, draft: draft))
+            }
         }
         try rows.finish()
         return plan
@@ -42,8 +44,10 @@ enum DaylioImporter {
             let names = self.names
             func column(_ name: String) -> Int? { names.firstIndex(of: name) }
             guard let time = column("time"), let mood = column("mood"), let activities = column("activities"),
-                  let note = column("note") else {
-                throw ImportError(line: 1, field: nil, problem: "not a Daylio export header (needs time, mood, activities, note)")
+                let note = column("note")
+            else {
+                throw ImportError(
+                    line: 1, field: nil, problem: "not a Daylio export header (needs time, mood, activities, note)")
             }
             (self.time, self.mood, self.activities, self.note) = (time, mood, activities, note)
             (fullDate, year, date, title) = (column("full_date"), column("year"), column("date"), column("note_title"))
@@ -57,9 +61,10 @@ enum DaylioImporter {
         /// Fails when some mood names had no level (listing every one), after the whole file was read.
         func finish() throws(ImportError) {
             guard !unmapped.isEmpty else { return }
-            var error = ImportError(line: 0, field: "mood",
-                                    problem: "unmapped mood name(s): \(unmapped.map { "\"\($0)\"" }.joined(separator: ", ")); "
-                                        + "map them with --mood-map \"Name=level,…\" (levels 1 awful … 5 rad)")
+            var error = ImportError(
+                line: 0, field: "mood",
+                problem: "unmapped mood name(s): \(unmapped.map { "\"\($0)\"" }.joined(separator: ", ")); "
+                    + "map them with --mood-map \"Name=level,…\" (levels 1 awful … 5 rad)")
             error.unmappedMoods = unmapped
             throw error
         }
@@ -76,8 +81,9 @@ enum DaylioImporter {
         mutating func draft(_ record: CSVReader.Record, plan: inout ImportPlan) throws(ImportError) -> MoodDraft? {
             let line = record.line
             guard record.fields.count == names.count else {
-                throw ImportError(line: line, field: nil,
-                                  problem: "has \(record.fields.count) fields, the header has \(names.count)")
+                throw ImportError(
+                    line: line, field: nil,
+                    problem: "has \(record.fields.count) fields, the header has \(names.count)")
             }
             let f = record.fields
             let day: LocalDate
@@ -126,7 +132,8 @@ enum DaylioImporter {
                 case .association(let name): if !associations.contains(name) { associations.append(name) }
                 case .tag(let name): if !tags.contains(name) { tags.append(name) }
                 case .tooLong:
-                    throw ImportError(line: line, field: "activities", problem: "an activity is longer than 100 characters")
+                    throw ImportError(
+                        line: line, field: "activities", problem: "an activity is longer than 100 characters")
                 }
             }
             let noteText = [title.map { f[$0] } ?? "", f[note]].map(HTMLText.plain).filter { !$0.isEmpty }
@@ -139,10 +146,12 @@ enum DaylioImporter {
             let zone = options.zone ?? .fixed(minutes: options.utcOffsetMinutes)
             let (loggedAt, adjustment) = zone.resolve(localMilliseconds: localMs)
             if let adjustment { plan.adjustedTimes.append("line \(line): " + zone.explain(adjustment, local: stamp)) }
-            var draft = MoodDraft(valence: Valence.from(daylioLevel: level), associations: associations, tags: tags,
-                                  loggedAt: loggedAt,
-                                  source: .import, sourceID: "daylio:\(stamp)#\(occurrence)", suggestLabels: false)
-            draft.notes = try Importer.notes(noteText.isEmpty ? nil : noteText, line: line, options: options, plan: &plan)
+            var draft = MoodDraft(
+                valence: Valence.from(daylioLevel: level), associations: associations, tags: tags,
+                loggedAt: loggedAt,
+                source: .import, sourceID: "daylio:\(stamp)#\(occurrence)", suggestLabels: false)
+            draft.notes = try Importer.notes(
+                noteText.isEmpty ? nil : noteText, line: line, options: options, plan: &plan)
             return draft
         }
     }
@@ -165,8 +174,10 @@ enum DaylioImporter {
         return h * 60 + m
     }
 
-    static let months = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-                         "october", "november", "december"]
+    static let months = [
+        "january", "february", "march", "april", "may", "june", "july", "august", "september",
+        "october", "november", "december"
+    ]
 
     /// The oldest header: `year` plus an English `date` such as `September 13` or `13 September` (or `Sep 13`).
     static func yearAndDate(_ year: String, _ date: String) -> LocalDate? {
@@ -185,12 +196,16 @@ enum DaylioImporter {
 
 /// Notes exported as HTML: `<br>` becomes a newline, other tags are dropped, common entities decoded.
 enum HTMLText {
-    static let entities = ["&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "\"", "&#39;": "'", "&apos;": "'",
-                           "&nbsp;": " "]
+    static let entities = [
+        "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": "\"", "&#39;": "'", "&apos;": "'",
+        "&nbsp;": " "
+    ]
 
     static func plain(_ html: String) -> String {
         // Text without markup, entities or line breaks is itself, trimmed.
-        if !html.utf8.contains(where: { $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) {
+        if !html.utf8.contains(where: {
+            $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r")
+        }) {
             return html.trimmingWhitespace()
         }
         var out = ""
@@ -205,7 +220,8 @@ enum HTMLText {
                 continue
             }
             if c == "&", let semicolon = html[index...].prefix(8).firstIndex(of: ";"),
-               let decoded = entities[String(html[index...semicolon])] {
+                let decoded = entities[String(html[index...semicolon])]
+            {
                 out += decoded
                 index = html.index(after: semicolon)
                 continue

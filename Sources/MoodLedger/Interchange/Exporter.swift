@@ -17,8 +17,10 @@ public enum Exporter {
         let entries = state.entries.activeDays.flatMap { state.entries.entries(on: $0).reversed() }
         switch format {
         case .json:
-            return JSONValue.object([("entries", .array(entries.map(\.exportJSON))), ("total", .int(Int64(entries.count)))])
-                .serialized(pretty: true) + "\n"
+            return JSONValue.object([
+                ("entries", .array(entries.map(\.exportJSON))), ("total", .int(Int64(entries.count)))
+            ])
+            .serialized(pretty: true) + "\n"
         case .csv:
             var lines = [csvColumns.joined(separator: ",")]
             for entry in entries { lines.append(csvRow(entry)) }
@@ -27,13 +29,17 @@ public enum Exporter {
             // The 1–10 view only: entries without a valence or score have nothing to say there and are left out.
             let records: [JSONValue] = entries.compactMap { entry in
                 guard let score = entry.enteredScore ?? entry.score else { return nil }
-                return .object([("type", .string("mood_score")), ("quantity", .double(Double(score))),
-                                ("logged_at", .string(entry.loggedAt.iso8601)),
-                                ("notes", .optional(entry.notes) { .string($0) }), ("id", .string(entry.id.description))])
+                return .object([
+                    ("type", .string("mood_score")), ("quantity", .double(Double(score))),
+                    ("logged_at", .string(entry.loggedAt.iso8601)),
+                    ("notes", .optional(entry.notes) { .string($0) }), ("id", .string(entry.id.description))
+                ])
             }
-            return JSONValue.object([("data", .array(records)),
-                                     ("skipped_entries_without_score", .int(Int64(entries.count - records.count)))])
-                .serialized(pretty: true) + "\n"
+            return JSONValue.object([
+                ("data", .array(records)),
+                ("skipped_entries_without_score", .int(Int64(entries.count - records.count)))
+            ])
+            .serialized(pretty: true) + "\n"
         case .healthkit:
             var skipped = 0
             let samples: [JSONValue] = entries.compactMap { entry in
@@ -43,14 +49,18 @@ public enum Exporter {
                 return sample.json
             }
             let withoutValence = entries.count - samples.count
-            return JSONValue.object([("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
-                                     ("skipped_entries_without_valence", .int(Int64(withoutValence)))])
-                .serialized(pretty: true) + "\n"
+            return JSONValue.object([
+                ("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
+                ("skipped_entries_without_valence", .int(Int64(withoutValence)))
+            ])
+            .serialized(pretty: true) + "\n"
         }
     }
 
-    static let csvColumns = ["id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
-                             "typed_score", "labels", "associations", "tags", "notes", "source", "source_id"]
+    static let csvColumns = [
+        "id", "logged_at", "utc_offset_minutes", "kind", "valence", "valence_classification", "score",
+        "typed_score", "labels", "associations", "tags", "notes", "source", "source_id"
+    ]
 
     static func csvRow(_ entry: MoodEntry) -> String {
         let json = entry.exportJSON

@@ -82,7 +82,8 @@ public struct ImportPlan: Sendable, Equatable {
     public init(format: ImportFormat) { self.format = format }
 
     public static func == (a: ImportPlan, b: ImportPlan) -> Bool {
-        a.format == b.format && a.rows == b.rows && a.truncatedLines == b.truncatedLines && a.skipped.count == b.skipped.count
+        a.format == b.format && a.rows == b.rows && a.truncatedLines == b.truncatedLines
+            && a.skipped.count == b.skipped.count
     }
 }
 
@@ -94,24 +95,34 @@ public enum Importer {
     ///   - format: its format.
     ///   - options: offsets, mood map, note truncation.
     /// - Throws: ``ImportError`` naming the line and field.
-    public static func plan(_ text: String, format: ImportFormat, options: ImportOptions = ImportOptions())
-        throws(ImportError) -> ImportPlan {
+    public static func plan(
+        _ text: String, format: ImportFormat, options: ImportOptions = ImportOptions()
+    )
+        throws(ImportError) -> ImportPlan
+    {
         switch format {
         case .daylio: return try DaylioImporter.plan(text, options: options)
-        case .progress, .legacyMood, .moodAPI, .healthkit: return try JSONImporters.plan(text, format: format, options: options)
+        case .progress, .legacyMood, .moodAPI, .healthkit:
+            return try JSONImporters.plan(text, format: format, options: options)
         case .csv: return try JSONImporters.planCSV(text, options: options)
         }
     }
 
     /// Applies the 500-character notes rule: error, or cut and remember the line.
-    static func notes(_ text: String?, line: Int, options: ImportOptions, plan: inout ImportPlan) throws(ImportError)
-        -> String? {
+    static func notes(
+        _ text: String?, line: Int, options: ImportOptions, plan: inout ImportPlan
+    ) throws(ImportError)
+        -> String?
+    {
         guard let text else { return nil }
         let trimmed = text.trimmingWhitespace()
         // Counted in code points, as the validation rule counts them.
-        guard trimmed.unicodeScalars.count > MoodRules.maximumNotesLength else { return trimmed.isEmpty ? nil : trimmed }
+        guard trimmed.unicodeScalars.count > MoodRules.maximumNotesLength else {
+            return trimmed.isEmpty ? nil : trimmed
+        }
         guard options.truncateNotes else {
-            throw ImportError(line: line, field: "notes", problem: "longer than 500 characters (use --truncate-notes to cut)")
+            throw ImportError(
+                line: line, field: "notes", problem: "longer than 500 characters (use --truncate-notes to cut)")
         }
         plan.truncatedLines.append(line)
         return String(String.UnicodeScalarView(trimmed.unicodeScalars.prefix(MoodRules.maximumNotesLength)))
@@ -131,8 +142,10 @@ public struct ImportStream {
     /// Opens a stream over `read` (which fills a buffer with the file's next bytes, 0 at the end).
     /// - Returns: `nil` for the JSON formats, which are read whole (``Importer/plan(_:format:options:)``).
     /// - Throws: ``ImportError`` for an empty file or a header that is not the format's.
-    public static func open(format: ImportFormat, options: ImportOptions,
-                            read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) throws -> ImportStream? {
+    public static func open(
+        format: ImportFormat, options: ImportOptions,
+        read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int
+    ) throws -> ImportStream? {
         guard format == .daylio || format == .csv else { return nil }
         var records = CSVStream(read: read)
         guard let header = try records.next() else { throw ImportError(line: 1, field: nil, problem: "empty file") }

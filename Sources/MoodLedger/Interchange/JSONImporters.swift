@@ -5,7 +5,8 @@ enum JSONImporters {
         do {
             root = try JSONParser.parse(text)
         } catch {
-            throw ImportError(line: error.line, field: nil, problem: "bad JSON: \(error.reason) (column \(error.column))")
+            throw ImportError(
+                line: error.line, field: nil, problem: "bad JSON: \(error.reason) (column \(error.column))")
         }
         var plan = ImportPlan(format: format)
         var seen: [String: Int] = [:]
@@ -48,7 +49,9 @@ enum JSONImporters {
         switch value {
         case .array(let items): return items
         case .object: return [value]
-        default: throw ImportError(line: 0, field: nil, problem: "expected an object or an array of \(format.rawValue) records")
+        default:
+            throw ImportError(
+                line: 0, field: nil, problem: "expected an object or an array of \(format.rawValue) records")
         }
     }
 
@@ -61,7 +64,9 @@ enum JSONImporters {
         let rows = try CSVExportRows(header: header, options: options)
         var plan = ImportPlan(format: .csv)
         for record in records.dropFirst() {
-            if let draft = try rows.draft(record, plan: &plan) { plan.rows.append(ImportRow(line: record.line, draft: draft)) }
+            if let draft = try rows.draft(record, plan: &plan) {
+                plan.rows.append(ImportRow(line: record.line, draft: draft))
+            }
         }
         return plan
     }
@@ -75,7 +80,8 @@ enum JSONImporters {
 
         init(header: CSVReader.Record, options: ImportOptions) throws(ImportError) {
             guard header.fields.contains("logged_at") else {
-                throw ImportError(line: header.line, field: nil, problem: "not a moodledger CSV export (needs a logged_at column)")
+                throw ImportError(
+                    line: header.line, field: nil, problem: "not a moodledger CSV export (needs a logged_at column)")
             }
             self.header = header.fields
             self.options = options
@@ -83,20 +89,24 @@ enum JSONImporters {
 
         func draft(_ record: CSVReader.Record, plan: inout ImportPlan) throws(ImportError) -> MoodDraft? {
             guard record.fields.count == header.count else {
-                throw ImportError(line: record.line, field: nil,
-                                  problem: "has \(record.fields.count) fields, the header has \(header.count)")
+                throw ImportError(
+                    line: record.line, field: nil,
+                    problem: "has \(record.fields.count) fields, the header has \(header.count)")
             }
             var pairs: [(String, JSONValue)] = []
             for (name, field) in zip(header, record.fields) {
                 if Self.lists.contains(name) {
-                    pairs.append((name, .array(field.isEmpty ? [] : field.split(separator: "|").map { .string(String($0)) })))
+                    pairs.append(
+                        (name, .array(field.isEmpty ? [] : field.split(separator: "|").map { .string(String($0)) })))
                 } else if field.isEmpty {
                     pairs.append((name, .null))
                 } else if Self.numbers.contains(name) {
                     guard let number = Double(field) else {
                         throw ImportError(line: record.line, field: name, problem: "must be a number")
                     }
-                    pairs.append((name, number.rounded() == number && abs(number) < 1e15 ? .int(Int64(number)) : .double(number)))
+                    pairs.append(
+                        (name, number.rounded() == number && abs(number) < 1e15 ? .int(Int64(number)) : .double(number))
+                    )
                 } else {
                     pairs.append((name, .string(field)))
                 }
@@ -108,37 +118,49 @@ enum JSONImporters {
 
     // MARK: - Formats
 
-    static func progress(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+    static func progress(
+        _ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions
+    ) throws(ImportError) -> MoodDraft? {
         let type = try r.string("type") ?? "mood_score"
         guard type == "mood_score" else {
             plan.skipped.append((r.number, "type \(type) is not a mood score"))
             return nil
         }
         guard let quantity = try r.number("quantity") else { throw r.error("quantity", "is required") }
-        guard quantity.rounded() == quantity, (1...10).contains(quantity) else { throw r.error("quantity", "must be a whole score 1...10") }
+        guard quantity.rounded() == quantity, (1...10).contains(quantity) else {
+            throw r.error("quantity", "must be a whole score 1...10")
+        }
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
-        return MoodDraft(score: Int(quantity),
-                         associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
-                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)",
-                         suggestLabels: options.suggest)
+        return MoodDraft(
+            score: Int(quantity),
+            associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
+            notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)",
+            suggestLabels: options.suggest)
     }
 
-    static func legacyMood(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+    static func legacyMood(
+        _ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions
+    ) throws(ImportError) -> MoodDraft? {
         guard let score = try r.number("mood_score") else { throw r.error("mood_score", "is required") }
-        guard score.rounded() == score, (1...10).contains(score) else { throw r.error("mood_score", "must be a whole score 1...10") }
+        guard score.rounded() == score, (1...10).contains(score) else {
+            throw r.error("mood_score", "must be a whole score 1...10")
+        }
         let emotions = try r.strings("emotions") ?? []
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
-        return MoodDraft(score: Int(score), labels: emotions,
-                         associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
-                         notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)",
-                         suggestLabels: options.suggest)
+        return MoodDraft(
+            score: Int(score), labels: emotions,
+            associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
+            notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)",
+            suggestLabels: options.suggest)
     }
 
-    static func moodAPI(_ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions) throws(ImportError) -> MoodDraft? {
+    static func moodAPI(
+        _ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions
+    ) throws(ImportError) -> MoodDraft? {
         var draft = MoodDraft(suggestLabels: options.suggest)
         // A typed score is restored as typed (its valence is its exact translation); then the valence; then a
         // score (derived in an export, or the API's legacy mood_score).
@@ -169,7 +191,9 @@ enum JSONImporters {
             draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
         }
         if let kind = try r.string("kind") {
-            guard let parsed = MoodKind(parsing: kind) else { throw r.error("kind", "must be momentary_emotion or daily_mood") }
+            guard let parsed = MoodKind(parsing: kind) else {
+                throw r.error("kind", "must be momentary_emotion or daily_mood")
+            }
             draft.kind = parsed
         }
         if let id = try r.string("id") {
@@ -197,7 +221,9 @@ enum JSONImporters {
             guard let kind = MoodKind(rawValue: Int(raw)) else { throw r.error("kind", "must be 1 or 2") }
             draft.kind = kind
         case .string(let text)?:
-            guard let kind = MoodKind(parsing: text) else { throw r.error("kind", "must be momentaryEmotion or dailyMood") }
+            guard let kind = MoodKind(parsing: text) else {
+                throw r.error("kind", "must be momentaryEmotion or dailyMood")
+            }
             draft.kind = kind
         case nil, .null?: break
         default: throw r.error("kind", "must be a number or a string")
@@ -262,7 +288,9 @@ struct RecordReader {
         var result: [String] = []
         for item in items {
             if let raw = item.intValue {
-                guard let word = VocabularyWord<D>(appleRawValue: raw) else { throw error(key, "unknown raw value \(raw)") }
+                guard let word = VocabularyWord<D>(appleRawValue: raw) else {
+                    throw error(key, "unknown raw value \(raw)")
+                }
                 result.append(word.name)
             } else if let name = item.stringValue {
                 result.append(name)
@@ -280,7 +308,9 @@ struct RecordReader {
         guard var instant = ISO8601.parse(text) else { throw error(key, "is not an ISO 8601 instant with an offset") }
         if let zone { instant = zone.loggedAt(atUTC: instant.milliseconds) }
         if let offsetKey, let offset = try number(offsetKey) {
-            guard offset.rounded() == offset, abs(offset) <= 840 else { throw error(offsetKey, "must be whole minutes within ±840") }
+            guard offset.rounded() == offset, abs(offset) <= 840 else {
+                throw error(offsetKey, "must be whole minutes within ±840")
+            }
             instant.utcOffsetMinutes = Int(offset)
         }
         return instant

@@ -9,7 +9,9 @@ public struct HistoryItem: Sendable, Equatable {
 
     public static func == (a: HistoryItem, b: HistoryItem) -> Bool {
         a.event == b.event && a.changes.count == b.changes.count
-            && zip(a.changes, b.changes).allSatisfy { $0.field == $1.field && $0.before == $1.before && $0.after == $1.after }
+            && zip(a.changes, b.changes).allSatisfy {
+                $0.field == $1.field && $0.before == $1.before && $0.after == $1.after
+            }
     }
 
     /// The event's JSON (`Specs/cli.md`) plus `"changes": {field: {"from", "to"}}`.
@@ -51,8 +53,11 @@ extension Ledger {
     ///   - through: only events up to this sequence number (default: the end).
     ///   - filter: only events of one entry and/or one type.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func events(after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()) throws
-        -> [RecordedEvent] {
+    public func events(
+        after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
+    ) throws
+        -> [RecordedEvent]
+    {
         var result: [RecordedEvent] = []
         try eventLog.forEach(from: after + 1, through: through) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
@@ -68,8 +73,11 @@ extension Ledger {
 
     /// The raw log as events from sequence number `first` through `last`, oldest first.
     /// - Throws: as ``events(after:through:filter:)``.
-    public func events(from first: UInt64, through last: UInt64 = .max, filter: EventFilter = EventFilter()) throws
-        -> [RecordedEvent] {
+    public func events(
+        from first: UInt64, through last: UInt64 = .max, filter: EventFilter = EventFilter()
+    ) throws
+        -> [RecordedEvent]
+    {
         try events(after: first == 0 ? 0 : first - 1, through: last, filter: filter)
     }
 
@@ -79,8 +87,11 @@ extension Ledger {
     }
 
     /// The fields whose JSON differs between two versions of an entry.
-    public static func fieldChanges(before: MoodEntry?, after: MoodEntry?)
-        -> [(field: String, before: JSONValue, after: JSONValue)] {
+    public static func fieldChanges(
+        before: MoodEntry?, after: MoodEntry?
+    )
+        -> [(field: String, before: JSONValue, after: JSONValue)]
+    {
         fieldChanges(EntryChange(before: before, after: after))
     }
 
@@ -122,11 +133,14 @@ extension Ledger {
     /// read where the codec keeps it, without decoding the events; safe-to-ignore records and the all-zero id
     /// (events about no entry) are passed over.
     /// - Throws: `EventLogError` for damage met while reading.
-    static func forEachNamedID(in log: EventLog, from first: UInt64 = 1, through last: UInt64 = .max,
-                               _ body: (EntryID) -> Void) throws {
+    static func forEachNamedID(
+        in log: EventLog, from first: UInt64 = 1, through last: UInt64 = .max,
+        _ body: (EntryID) -> Void
+    ) throws {
         try log.forEach(from: first, through: last) { view in
             if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
-               id != EntryID.none {
+                id != EntryID.none
+            {
                 body(id)
             }
             return true

@@ -77,8 +77,10 @@ extension Ledger {
     ///   - operation: what is sent; default: the outbox's pending operation.
     ///   - key: the request's `Idempotency-Key`, if it has one.
     /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
-    public func recordSyncAttempt(_ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
-                                  key: String = "") throws {
+    public func recordSyncAttempt(
+        _ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
+        key: String = ""
+    ) throws {
         _ = try perform { state, _ in
             guard let pending = state.pendingOperation(id, destination) ?? operation else {
                 throw MoodError(code: .notFound, field: "entry_id", rule: "nothing pending for \(destination.rawValue)")
@@ -89,8 +91,10 @@ extension Ledger {
 
     /// Records that a destination acknowledged an entry, with its id there.
     /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
-    public func recordSyncSuccess(_ id: EntryID, to destination: SyncDestination, remoteID: String,
-                                  revision: UInt64 = 0) throws {
+    public func recordSyncSuccess(
+        _ id: EntryID, to destination: SyncDestination, remoteID: String,
+        revision: UInt64 = 0
+    ) throws {
         _ = try perform { _, _ in
             guard !remoteID.isEmpty else { throw MoodError.invalid("remote_id", "must not be empty") }
             return ([.syncSucceeded(id, destination, remoteID: remoteID, revision: revision)], id, false)
@@ -119,8 +123,11 @@ extension Ledger {
     // MARK: - The one write path
 
     /// Validates against the current state, appends the resulting events as one batch (one sync), applies them.
-    private func perform(_ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)) throws
-        -> LogOutcome {
+    private func perform(
+        _ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)
+    ) throws
+        -> LogOutcome
+    {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
@@ -130,8 +137,9 @@ extension Ledger {
             // The entry as it now is; one the command removed, as it was just before.
             guard let entry = core.state.entries[id] ?? before else {
                 // Only a remote delete of an entry this ledger never held gets here; its callers report no entry.
-                return LogOutcome(entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
-                                  appended: !events.isEmpty)
+                return LogOutcome(
+                    entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
+                    appended: !events.isEmpty)
             }
             return LogOutcome(entry: entry, created: created, appended: !events.isEmpty)
         }
@@ -140,12 +148,16 @@ extension Ledger {
     /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily
     /// mood, or a creation. A draft with a known id or source id is validated like a creation before it is found
     /// "already there": an invalid repeat is refused, never answered with the stored entry.
-    static func decide(_ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options) throws
-        -> ([MoodEvent], EntryID, Bool) {
+    static func decide(
+        _ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options
+    ) throws
+        -> ([MoodEvent], EntryID, Bool)
+    {
         func validated(newID: () -> EntryID) throws(MoodError) -> MoodEntry {
-            try MoodRules.validate(draft, now: now,
-                                   defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
-                                   bounds: options.loggedAtBounds, newID: newID)
+            try MoodRules.validate(
+                draft, now: now,
+                defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
+                bounds: options.loggedAtBounds, newID: newID)
         }
         // A repeat is checked as a creation would be (no id is drawn for the check: ids stay as they were).
         if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
@@ -173,7 +185,8 @@ extension Ledger {
     func append(_ events: [MoodEvent], attachments: [PendingRecord] = [], now: Int64, to core: inout Core) throws {
         guard !events.isEmpty || !attachments.isEmpty else { return }
         let command = options.newID()
-        let records = events.map { Self.record($0, command: command, now: now) }
+        let records =
+            events.map { Self.record($0, command: command, now: now) }
             + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
         fold(events, at: seqs, command: command, attachments: attachments.count, into: &core)
@@ -187,21 +200,26 @@ extension Ledger {
     /// is iterated twice and must give the same events both times.
     func appendStreaming<S: Sequence<MoodEvent>>(_ events: S, now: Int64, to core: inout Core) throws {
         let command = options.newID()
-        guard let seqs = try core.log.appendStream({ emit in
-            for event in events { try emit(Self.record(event, command: command, now: now)) }
-        }) else { return }
+        guard
+            let seqs = try core.log.appendStream({ emit in
+                for event in events { try emit(Self.record(event, command: command, now: now)) }
+            })
+        else { return }
         fold(events, at: seqs, command: command, into: &core)
     }
 
     /// An event as the record that carries it.
     private static func record(_ event: MoodEvent, command: EntryID, now: Int64) -> PendingRecord {
-        PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command), recordedAt: now * 1000)
+        PendingRecord(
+            type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command), recordedAt: now * 1000)
     }
 
     /// Folds events just appended at `seqs` into the state; `attachments` safe-to-ignore records after them (the
     /// folds skip them) end the batch.
-    private func fold<S: Sequence<MoodEvent>>(_ events: S, at seqs: ClosedRange<UInt64>, command: EntryID,
-                                              attachments: Int = 0, into core: inout Core) {
+    private func fold<S: Sequence<MoodEvent>>(
+        _ events: S, at seqs: ClosedRange<UInt64>, command: EntryID,
+        attachments: Int = 0, into core: inout Core
+    ) {
         let recordedAt = core.log.lastRecordedAt
         var count = attachments
         for (seq, event) in zip(seqs, events) {
@@ -229,8 +247,11 @@ extension Ledger {
     /// A second daily mood for a day (`Specs/mood-model.md`, *Daily moods merge*): each field the draft gives
     /// (valence or score, notes, time, labels, associations, tags) replaces the stored one; fields not given are
     /// kept. One `mood.updated` for the scalar fields and one edit per word list, only for what really changes.
-    static func merge(_ draft: MoodDraft, into existing: MoodEntry, now: Int64, bounds: LoggedAtBounds) throws
-        -> [MoodEvent] {
+    static func merge(
+        _ draft: MoodDraft, into existing: MoodEntry, now: Int64, bounds: LoggedAtBounds
+    ) throws
+        -> [MoodEvent]
+    {
         try MoodRules.checkEditable(existing)
         if draft.valence != nil, draft.score != nil {
             throw MoodError.invalid("valence", "give either a valence or a score, not both")
@@ -244,12 +265,15 @@ extension Ledger {
             labels = Suggestions.labels(forScore: score, notes: draft.notes).map(\.name)
         }
         if !labels.isEmpty,
-           let edited = try MoodRules.edit(existing.labels, .set(labels), limit: MoodRules.maximumLabels) {
+            let edited = try MoodRules.edit(existing.labels, .set(labels), limit: MoodRules.maximumLabels)
+        {
             events.append(.labelsEdited(existing.id, edited))
         }
         if !draft.associations.isEmpty,
-           let edited = try MoodRules.edit(existing.associations, .set(draft.associations),
-                                           limit: MoodRules.maximumAssociations) {
+            let edited = try MoodRules.edit(
+                existing.associations, .set(draft.associations),
+                limit: MoodRules.maximumAssociations)
+        {
             events.append(.associationsEdited(existing.id, edited))
         }
         if !draft.tags.isEmpty, let edited = try MoodRules.editTags(existing.tags, .set(draft.tags)) {

@@ -16,9 +16,10 @@ public struct MoodReplacement: Sendable, Equatable {
 
     /// Everything a draft carries, as a replacement (a re-imported row's values).
     public init(_ draft: MoodDraft) {
-        changes = MoodChanges(valence: draft.valence, score: draft.score,
-                              notes: draft.notes.map { $0.isEmpty ? .clear : .set($0) } ?? .clear,
-                              loggedAt: draft.loggedAt, kind: draft.kind)
+        changes = MoodChanges(
+            valence: draft.valence, score: draft.score,
+            notes: draft.notes.map { $0.isEmpty ? .clear : .set($0) } ?? .clear,
+            loggedAt: draft.loggedAt, kind: draft.kind)
         labels = draft.labels
         associations = draft.associations
         tags = draft.tags
@@ -42,8 +43,10 @@ extension Ledger {
     /// a merge into the day's daily mood, or a creation.
     /// - Returns: the events, the entry concerned, and whether it is created.
     /// - Throws: ``MoodError`` naming the field and rule.
-    public static func events(logging draft: MoodDraft, in state: LedgerState, now: Int64,
-                              options: Options) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool) {
+    public static func events(
+        logging draft: MoodDraft, in state: LedgerState, now: Int64,
+        options: Options
+    ) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool) {
         let (events, id, created) = try decide(draft, in: state, now: now, options: options)
         return (events, id, created)
     }
@@ -51,17 +54,22 @@ extension Ledger {
     /// The events that apply `replacement` to entry `id`: at most one update and one edit per word list, none
     /// when nothing changes.
     /// - Throws: ``MoodError`` `not_found`, `read_only` or `invalid_input`.
-    public static func events(replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
-                              now: Int64, bounds: LoggedAtBounds = .userInput) throws -> [MoodEvent] {
+    public static func events(
+        replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
+        now: Int64, bounds: LoggedAtBounds = .userInput
+    ) throws -> [MoodEvent] {
         let entry = try editable(id, in: state)
         let update = try MoodRules.update(entry, with: replacement.changes, now: now, bounds: bounds)
         var events: [MoodEvent] = update.isEmpty ? [] : [.updated(id, update)]
         if let labels = replacement.labels,
-           let edited = try MoodRules.edit(entry.labels, .set(labels), limit: MoodRules.maximumLabels) {
+            let edited = try MoodRules.edit(entry.labels, .set(labels), limit: MoodRules.maximumLabels)
+        {
             events.append(.labelsEdited(id, edited))
         }
         if let associations = replacement.associations,
-           let edited = try MoodRules.edit(entry.associations, .set(associations), limit: MoodRules.maximumAssociations) {
+            let edited = try MoodRules.edit(
+                entry.associations, .set(associations), limit: MoodRules.maximumAssociations)
+        {
             events.append(.associationsEdited(id, edited))
         }
         if let tags = replacement.tags, let edited = try MoodRules.editTags(entry.tags, .set(tags)) {
@@ -87,9 +95,12 @@ extension Ledger {
     /// - Returns: what the command did, with the ledger's last seq after it.
     /// - Throws: what `decide` throws (nothing appended), `EventLogError` (`invalidArgument` for an attachment
     ///   without the safe-to-ignore bit).
-    public func execute(attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
-                        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool))
-        throws -> CommandResult {
+    public func execute(
+        attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
+        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+    )
+        throws -> CommandResult
+    {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
@@ -99,15 +110,18 @@ extension Ledger {
                 throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")
             }
             try append(events, attachments: attachments, now: now, to: &core)
-            return CommandResult(entry: core.state.entries[id], created: created, appendedEvents: events.count,
-                                 lastSeq: core.state.seq)
+            return CommandResult(
+                entry: core.state.entries[id], created: created, appendedEvents: events.count,
+                lastSeq: core.state.seq)
         }
     }
 
     /// Calls `body` for each record of type `type` (a safe-to-ignore type the folds skip) from `first` on.
     /// - Throws: `EventLogError` for damage met while reading, or what `body` throws.
-    public func forEachAttachment(type: UInt16, from first: UInt64,
-                                  _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void) throws {
+    public func forEachAttachment(
+        type: UInt16, from first: UInt64,
+        _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void
+    ) throws {
         let log = core.withLock { $0.log }
         try log.forEach(from: first) { view in
             if view.type == type { try body(view.seq, view.recordedAt, Array(view.payload)) }

@@ -13,9 +13,11 @@ public struct EraseReport: Sendable, Equatable {
 
     /// The report as JSON (`moodledger erase --json`).
     public var json: JSONValue {
-        .object([("erased", .array(erased.map { .string($0.description) })),
-                 ("records_redacted", .int(Int64(recordsRedacted))), ("bytes_written", .int(bytesWritten)),
-                 ("backups", .array(backups.map { .string($0) }))])
+        .object([
+            ("erased", .array(erased.map { .string($0.description) })),
+            ("records_redacted", .int(Int64(recordsRedacted))), ("bytes_written", .int(bytesWritten)),
+            ("backups", .array(backups.map { .string($0) }))
+        ])
     }
 }
 
@@ -35,24 +37,32 @@ extension Ledger {
     /// - Throws: ``MoodError`` `not_found` (never in the log, or already erased), `held_elsewhere` (a destination
     ///   has a copy: deliver a delete first); `EventLogError`.
     @discardableResult
-    public func erase(_ ids: [EntryID], reason: String = "", requestedBy: String = "cli",
-                      ignoringDestinations: Bool = false) throws -> EraseReport {
+    public func erase(
+        _ ids: [EntryID], reason: String = "", requestedBy: String = "cli",
+        ignoringDestinations: Bool = false
+    ) throws -> EraseReport {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let wanted = Set(ids)
-            guard !wanted.isEmpty else { return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups()) }
+            guard !wanted.isEmpty else {
+                return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
+            }
             let named = try Self.namedEntryIDs(in: core.log)
             for id in ids where !named.contains(id) {
-                throw MoodError(code: .notFound, field: "entry_id", rule: "no entry \(id) to erase (never logged, or already erased)")
+                throw MoodError(
+                    code: .notFound, field: "entry_id",
+                    rule: "no entry \(id) to erase (never logged, or already erased)")
             }
             if !ignoringDestinations {
                 try deciding(&core) { state in
                     for id in ids {
                         for destination in SyncDestination.allCases {
                             if state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
-                                throw MoodError(code: .heldElsewhere, field: "entry_id", rule:
-                                    "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
-                                    + "(moodledger erase does that), or erase only here")
+                                throw MoodError(
+                                    code: .heldElsewhere, field: "entry_id",
+                                    rule:
+                                        "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
+                                        + "(moodledger erase does that), or erase only here")
                             }
                         }
                     }
@@ -60,8 +70,9 @@ extension Ledger {
             }
             let now = options.clock()
             // Streamed: `erase --all` of a large ledger appends one event per entry.
-            try appendStreaming(ids.lazy.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) },
-                                now: now, to: &core)
+            try appendStreaming(
+                ids.lazy.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) },
+                now: now, to: &core)
             try core.log.sync()
             return try finishErasures(&core)
         }
@@ -71,17 +82,21 @@ extension Ledger {
     /// replaces the snapshots. Idempotent: what is already redacted stays as it is.
     func finishErasures(_ core: inout Core) throws -> EraseReport {
         let pending = core.state.pendingErasures
-        guard !pending.isEmpty else { return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups()) }
+        guard !pending.isEmpty else {
+            return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
+        }
         // Snapshots hold the entries' data: removed before the new log replaces the old one, so a crash after the
         // rename cannot leave them behind (before it, the erasure is still pending and finished on the next open).
         try store.removeAll()
         // A rewrite killed before its rename left its temp file (redacted data only): the writer lock is ours.
-        for name in (try? options.io.contents(ofDirectory: path)) ?? [] where name.hasPrefix(LogFormat.logFileName + ".tmp-") {
+        for name in (try? options.io.contents(ofDirectory: path)) ?? []
+        where name.hasPrefix(LogFormat.logFileName + ".tmp-") {
             try? options.io.remove(path + "/" + name)
         }
         let report = try core.log.rewritePayloads { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                  let id = EventCodec.entryID(inPayload: view.payload), let erasedAt = pending[id], view.seq <= erasedAt else { return nil }
+                let id = EventCodec.entryID(inPayload: view.payload), let erasedAt = pending[id], view.seq <= erasedAt
+            else { return nil }
             let decoded = try Self.decode(view)
             if case .entryErased(let id, var erasure) = decoded.event {
                 guard view.seq == erasedAt, !erasure.complete else { return nil }
@@ -93,7 +108,7 @@ extension Ledger {
             var redaction = Redaction(type: type)
             switch decoded.event {
             case .syncAttempted(_, let destination, _, _), .syncSucceeded(_, let destination, _, _),
-                 .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _):
+                .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _):
                 redaction.destination = destination
             default: break
             }
@@ -102,15 +117,17 @@ extension Ledger {
         // What replaying the rewritten records gives: the erasures are complete.
         core.state.pendingErasures = [:]
         _ = try writeSnapshot(&core)
-        return EraseReport(erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
-                           bytesWritten: report.bytesWritten, backups: backups())
+        return EraseReport(
+            erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
+            bytesWritten: report.bytesWritten, backups: backups())
     }
-
 
     /// Repair backups in the ledger directory (`events.log.broken-*`).
     public func backups() -> [String] {
-        ((try? options.io.contents(ofDirectory: path)) ?? []).filter { $0.hasPrefix(LogFormat.logFileName + ".broken-") }
-            .sorted().map { path + "/" + $0 }
+        ((try? options.io.contents(ofDirectory: path)) ?? []).filter {
+            $0.hasPrefix(LogFormat.logFileName + ".broken-")
+        }
+        .sorted().map { path + "/" + $0 }
     }
 }
 
@@ -131,12 +148,12 @@ extension Ledger {
         var named = Set<EntryID>()
         try log.forEach(from: 1) { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, !EventCodec.isRedacted(view.payload),
-                  let id = EventCodec.entryID(inPayload: view.payload),
-                  id != .none else { return true }
+                let id = EventCodec.entryID(inPayload: view.payload),
+                id != .none
+            else { return true }
             if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
             return true
         }
         return named
     }
 }
-

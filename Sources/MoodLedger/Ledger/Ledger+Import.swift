@@ -26,12 +26,14 @@ public struct ImportReport: Sendable, Equatable {
     public var dryRun = false
 
     public var json: JSONValue {
-        .object([("rows", .int(Int64(rows))), ("created", .int(Int64(created))), ("existing", .int(Int64(existing))),
-                 ("merged", .int(Int64(merged))), ("differing", .int(Int64(differing))), ("updated", .int(Int64(updated))),
-                 ("appended_events", .int(Int64(appended))),
-                 ("truncated_lines", .array(truncatedLines.map { .int(Int64($0)) })),
-                 ("skipped", .array(skipped.map { .string($0) })),
-                 ("adjusted_times", .array(adjustedTimes.map { .string($0) })), ("dry_run", .bool(dryRun))])
+        .object([
+            ("rows", .int(Int64(rows))), ("created", .int(Int64(created))), ("existing", .int(Int64(existing))),
+            ("merged", .int(Int64(merged))), ("differing", .int(Int64(differing))), ("updated", .int(Int64(updated))),
+            ("appended_events", .int(Int64(appended))),
+            ("truncated_lines", .array(truncatedLines.map { .int(Int64($0)) })),
+            ("skipped", .array(skipped.map { .string($0) })),
+            ("adjusted_times", .array(adjustedTimes.map { .string($0) })), ("dry_run", .bool(dryRun))
+        ])
     }
 }
 
@@ -45,7 +47,9 @@ extension Ledger {
     ///     update and word edits per changed entry); otherwise they are only counted in ``ImportReport/differing``.
     /// - Returns: the report.
     /// - Throws: ``ImportError`` naming the line and field of the first invalid row; `EventLogError`.
-    public func importPlan(_ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false) throws -> ImportReport {
+    public func importPlan(
+        _ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false
+    ) throws -> ImportReport {
         var index = 0
         var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) {
             defer { index += 1 }
@@ -65,8 +69,11 @@ extension Ledger {
     /// - Returns: the report.
     /// - Throws: ``ImportError`` naming the line and field of the first invalid row (nothing imported);
     ///   `EventLogError`; what reading the file throws.
-    public func importStream(_ stream: inout ImportStream, dryRun: Bool = false, updateExisting: Bool = false) throws
-        -> ImportReport {
+    public func importStream(
+        _ stream: inout ImportStream, dryRun: Bool = false, updateExisting: Bool = false
+    ) throws
+        -> ImportReport
+    {
         var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) { try stream.next() }
         report.note(stream.plan)
         return report
@@ -90,10 +97,13 @@ extension Ledger {
                 var corrected = false
                 do {
                     if let sourceID = row.draft.sourceID,
-                       let existing = scratch.entries.entry(source: row.draft.source, sourceID: sourceID) {
+                        let existing = scratch.entries.entry(source: row.draft.source, sourceID: sourceID)
+                    {
                         // Already imported: do the values differ (a corrected --tz, --mood-map…)?
-                        let events = (try? Self.events(replacing: existing.id, with: MoodReplacement(row.draft), in: scratch,
-                                                       now: now, bounds: options.loggedAtBounds)) ?? []
+                        let events =
+                            (try? Self.events(
+                                replacing: existing.id, with: MoodReplacement(row.draft), in: scratch,
+                                now: now, bounds: options.loggedAtBounds)) ?? []
                         if !events.isEmpty { report.differing += 1 }
                         corrected = updateExisting && !events.isEmpty
                         decided = (corrected ? events : [], existing.id, false)
@@ -105,16 +115,28 @@ extension Ledger {
                 }
                 if scratch.readsDamagedSnapshot {
                     // Decided from a snapshot piece that fails its checksum: nothing of the import is appended.
-                    throw EventLogError(.corrupted, "a snapshot piece failed its checksum during the import (nothing was "
-                                        + "imported); open the ledger again and repeat the import")
+                    throw EventLogError(
+                        .corrupted,
+                        "a snapshot piece failed its checksum during the import (nothing was "
+                            + "imported); open the ledger again and repeat the import")
                 }
                 let (events, _, created) = decided
-                if corrected { report.updated += 1 } else if events.isEmpty { report.existing += 1 }
-                else if created { report.created += 1 } else { report.merged += 1 }
+                if corrected {
+                    report.updated += 1
+                } else if events.isEmpty {
+                    report.existing += 1
+                } else if created {
+                    report.created += 1
+                } else {
+                    report.merged += 1
+                }
                 for event in events {
-                    scratch.apply(RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event))
-                    try emit?(PendingRecord(type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
-                                            recordedAt: time))
+                    scratch.apply(
+                        RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event))
+                    try emit?(
+                        PendingRecord(
+                            type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+                            recordedAt: time))
                     appended += 1
                 }
             }

@@ -19,8 +19,10 @@ public struct LedgerVerifyReport: Sendable, Equatable {
         func damage(_ item: LogDamage) -> JSONValue {
             .object([("offset", .int(item.offset)), ("seq", .int(Int64(item.seq))), ("problem", .string(item.problem))])
         }
-        return .object([("ok", .bool(ok)), ("records", .int(Int64(records))), ("problems", .array(problems.map(damage))),
-                        ("unfinished_write", unfinishedWrite.map(damage) ?? .null)])
+        return .object([
+            ("ok", .bool(ok)), ("records", .int(Int64(records))), ("problems", .array(problems.map(damage))),
+            ("unfinished_write", unfinishedWrite.map(damage) ?? .null)
+        ])
     }
 }
 
@@ -34,9 +36,11 @@ public struct LedgerStats: Sendable, Equatable {
     public var bytes: Int64
 
     public var json: JSONValue {
-        .object([("events", .int(Int64(events))), ("entries", .int(Int64(entries))), ("last_seq", .int(Int64(lastSeq))),
-                 ("log_files", .array(logFiles.map { .string($0) })),
-                 ("snapshot_files", .array(snapshotFiles.map { .string($0) })), ("bytes", .int(bytes))])
+        .object([
+            ("events", .int(Int64(events))), ("entries", .int(Int64(entries))), ("last_seq", .int(Int64(lastSeq))),
+            ("log_files", .array(logFiles.map { .string($0) })),
+            ("snapshot_files", .array(snapshotFiles.map { .string($0) })), ("bytes", .int(bytes))
+        ])
     }
 }
 
@@ -70,8 +74,11 @@ extension Ledger {
     /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:rejecting:)`) and discards the snapshots,
     /// which may describe records that are gone. The ledger must not be open.
     /// - Throws: `EventLogError` `locked`, `notFound` or `io`.
-    public static func repair(at path: String, mode: EventLog.RepairMode, io: any PlatformIO = SystemIO()) throws
-        -> EventLog.RepairReport {
+    public static func repair(
+        at path: String, mode: EventLog.RepairMode, io: any PlatformIO = SystemIO()
+    ) throws
+        -> EventLog.RepairReport
+    {
         // A record whose framing is sound but whose event does not decode is damage like any other: repair drops its
         // batch (salvage) or cuts before it (truncate), so that the repaired log verifies.
         let report = try EventLog.repair(directory: path, mode: mode, io: io) { view in
@@ -90,7 +97,8 @@ extension Ledger {
         let snapshotBytes = snapshots.reduce(Int64(0)) { sum, file in
             sum + ((try? AtomicFile.size(of: file, io: options.io)) ?? 0)
         }
-        return LedgerStats(events: log.lastSeq, entries: state.entries.count, lastSeq: log.lastSeq,
-                           logFiles: [log.path], snapshotFiles: snapshots, bytes: log.endOffset + snapshotBytes)
+        return LedgerStats(
+            events: log.lastSeq, entries: state.entries.count, lastSeq: log.lastSeq,
+            logFiles: [log.path], snapshotFiles: snapshots, bytes: log.endOffset + snapshotBytes)
     }
 }

@@ -53,8 +53,9 @@ extension Ledger {
             let log = try EventLog.open(directory: path, configuration: configuration)
             if log.fileID == old.fileID, log.resumedFromCheckpoint || old.lastRecord == nil {
                 var state = core.state
-                try Replayer.replay(log, from: old.lastRecord.map { .after($0) } ?? .beginning, into: &state,
-                                    pipelineThreshold: options.parallelReplayThreshold)
+                try Replayer.replay(
+                    log, from: old.lastRecord.map { .after($0) } ?? .beginning, into: &state,
+                    pipelineThreshold: options.parallelReplayThreshold)
                 core.log = log
                 core.state = state
                 old.close()
@@ -85,7 +86,8 @@ extension Ledger {
         var ids = Set<EntryID>()
         if last > seq { try Self.forEachNamedID(in: log, from: seq + 1, through: last) { ids.insert($0) } }
         // A repair that cut records leaves the log shorter than what was seen: an empty range, marked rewritten.
-        return LedgerChange(firstSeq: min(seq + 1, last + 1), lastSeq: last, entryIDs: ids.sorted(), logRewritten: rewritten)
+        return LedgerChange(
+            firstSeq: min(seq + 1, last + 1), lastSeq: last, entryIDs: ids.sorted(), logRewritten: rewritten)
     }
 
     /// The ledger's committed changes as they happen, in order, from now on: whatever this process or another
@@ -108,8 +110,10 @@ extension Ledger {
             nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: queue)
             var seen = start
             var rewrites = initialRewrites
-            let nanoseconds = max(1_000_000, interval.components.seconds * 1_000_000_000
-                                  + interval.components.attoseconds / 1_000_000_000)
+            let nanoseconds = max(
+                1_000_000,
+                interval.components.seconds * 1_000_000_000
+                    + interval.components.attoseconds / 1_000_000_000)
             timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .nanoseconds(Int(nanoseconds)))
             timer.setEventHandler { [self] in
                 guard !eventLog.isClosed else {

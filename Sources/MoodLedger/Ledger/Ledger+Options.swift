@@ -98,8 +98,9 @@ extension Ledger.Options {
     ///   - size: each snapshot's bytes (a benchmark that has not written them passes an estimate).
     /// - Returns: those kept, newest first.
     public func snapshotsKept(newestFirst seqs: [UInt64], logBytes: Int64, size: (UInt64) -> Int64) -> [UInt64] {
-        SnapshotStore.kept(newestFirst: seqs, sparseInterval: sparseSnapshotInterval, budget: max(2 * logBytes, 1 << 20),
-                           size: size)
+        SnapshotStore.kept(
+            newestFirst: seqs, sparseInterval: sparseSnapshotInterval, budget: max(2 * logBytes, 1 << 20),
+            size: size)
     }
 }
 

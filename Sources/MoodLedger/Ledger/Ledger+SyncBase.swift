@@ -34,7 +34,9 @@ extension Ledger {
         try eventLog.forEach(from: 1, through: lastSeq) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if view.type == EventType.remoteConfigured.rawValue {
-                guard case .remoteConfigured(let config) = try Self.decode(view).event, config.destination == destination else { return true }
+                guard case .remoteConfigured(let config) = try Self.decode(view).event,
+                    config.destination == destination
+                else { return true }
                 if let server, !server.sameServer(as: config) {
                     for id in ids { bases[id] = SyncBase(revision: 0, entry: nil) }
                 }
@@ -53,10 +55,13 @@ extension Ledger {
                 if sent?.operation == .delete {
                     bases[id] = SyncBase(revision: 0, entry: nil)
                 } else {
-                    bases[id] = SyncBase(revision: max(bases[id]?.revision ?? 0, revision), entry: sent?.entry ?? versions[id])
+                    bases[id] = SyncBase(
+                        revision: max(bases[id]?.revision ?? 0, revision), entry: sent?.entry ?? versions[id])
                 }
             case .remoteApplied(let change) where change.origin == destination:
-                bases[id] = change.entry == nil ? SyncBase(revision: 0, entry: nil) : SyncBase(revision: change.revision, entry: change.entry)
+                bases[id] =
+                    change.entry == nil
+                    ? SyncBase(revision: 0, entry: nil) : SyncBase(revision: change.revision, entry: change.entry)
             case .syncMerged(let merge) where merge.destination == destination:
                 bases[id] = SyncBase(revision: merge.serverRevision, entry: merge.theirs)
             case .syncRequeued(_, destination, _), .entryErased:

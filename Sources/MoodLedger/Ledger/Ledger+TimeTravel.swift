@@ -54,14 +54,32 @@ public struct LedgerDiff: Sendable, Equatable {
         .object([
             ("from_seq", .int(Int64(fromSeq))), ("to_seq", .int(Int64(toSeq))),
             ("added", .array(added.map(\.json))), ("removed", .array(removed.map(\.json))),
-            ("changed", .array(changed.map { pair in
-                .object([("entry_id", .string(pair.after.id.description)),
-                         ("changes", .object(Ledger.fieldChanges(EntryChange(before: pair.before, after: pair.after)).map {
-                             ($0.field, .object([("from", $0.before), ("to", $0.after)]))
-                         }))])
-            })),
-            ("outbox", .array(outbox.map { .object([("before", .optional($0.before) { $0.json }),
-                                                   ("after", .optional($0.after) { $0.json })]) })),
+            (
+                "changed",
+                .array(
+                    changed.map { pair in
+                        .object([
+                            ("entry_id", .string(pair.after.id.description)),
+                            (
+                                "changes",
+                                .object(
+                                    Ledger.fieldChanges(EntryChange(before: pair.before, after: pair.after)).map {
+                                        ($0.field, .object([("from", $0.before), ("to", $0.after)]))
+                                    })
+                            )
+                        ])
+                    })
+            ),
+            (
+                "outbox",
+                .array(
+                    outbox.map {
+                        .object([
+                            ("before", .optional($0.before) { $0.json }),
+                            ("after", .optional($0.after) { $0.json })
+                        ])
+                    })
+            )
         ])
     }
 }
@@ -73,7 +91,10 @@ extension Ledger {
         let last = lastSeq
         switch point {
         case .seq(let seq): return min(seq, last)
-        case .instant(let ms): return min(try eventLog.lastSeq(atOrBefore: ms.multipliedReportingOverflow(by: 1000).overflow ? .max : ms * 1000), last)
+        case .instant(let ms):
+            return min(
+                try eventLog.lastSeq(atOrBefore: ms.multipliedReportingOverflow(by: 1000).overflow ? .max : ms * 1000),
+                last)
         }
     }
 
@@ -97,8 +118,9 @@ extension Ledger {
                 break
             }
         }
-        try Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, through: target, into: &state,
-                            pipelineThreshold: options.parallelReplayThreshold)
+        try Replayer.replay(
+            log, from: after.map { .after($0) } ?? .beginning, through: target, into: &state,
+            pipelineThreshold: options.parallelReplayThreshold)
         return state
     }
 
@@ -119,10 +141,12 @@ extension Ledger {
         diff.added.sort(by: MoodEntry.newestFirst)
         diff.removed.sort(by: MoodEntry.newestFirst)
         diff.changed.sort { MoodEntry.newestFirst($0.after, $1.after) }
-        let before = Dictionary(a.outboxItems().map { (OutboxKey(entryID: $0.entryID, destination: $0.destination), $0) },
-                                uniquingKeysWith: { x, _ in x })
-        let after = Dictionary(b.outboxItems().map { (OutboxKey(entryID: $0.entryID, destination: $0.destination), $0) },
-                               uniquingKeysWith: { x, _ in x })
+        let before = Dictionary(
+            a.outboxItems().map { (OutboxKey(entryID: $0.entryID, destination: $0.destination), $0) },
+            uniquingKeysWith: { x, _ in x })
+        let after = Dictionary(
+            b.outboxItems().map { (OutboxKey(entryID: $0.entryID, destination: $0.destination), $0) },
+            uniquingKeysWith: { x, _ in x })
         for key in Set(before.keys).union(after.keys).sorted() where before[key] != after[key] {
             switch (before[key], after[key]) {
             case (let old?, let new?): diff.outbox.append(.changed(before: old, after: new))

@@ -1,6 +1,6 @@
 import EventLog
-import Synchronization
 import Platform
+import Synchronization
 
 /// An event-sourced mood ledger: every command appends events to a crash-safe log; entries, the outbox and
 /// analytics are folds over it, cached in snapshots.
@@ -31,8 +31,10 @@ public final class Ledger: Sendable {
         var rewrites = 0
     }
 
-    private init(path: String, options: Options, notices: [String], log: EventLog, state: LedgerState,
-                 sinceSnapshot: Int) {
+    private init(
+        path: String, options: Options, notices: [String], log: EventLog, state: LedgerState,
+        sinceSnapshot: Int
+    ) {
         self.path = path
         self.options = options
         self.notices = notices
@@ -75,8 +77,9 @@ public final class Ledger: Sendable {
         var coldReplay: Int?
         let log: EventLog
         if loaded == nil {
-            (log, coldReplay) = try Replayer.openAndReplay(directory: path, configuration: configuration, into: &current,
-                                                           pipelineThreshold: options.parallelReplayThreshold)
+            (log, coldReplay) = try Replayer.openAndReplay(
+                directory: path, configuration: configuration, into: &current,
+                pipelineThreshold: options.parallelReplayThreshold)
         } else {
             log = try EventLog.open(directory: path, configuration: configuration)
         }
@@ -94,7 +97,9 @@ public final class Ledger: Sendable {
                     after = header.location
                     break
                 }
-                notices.append("snapshot \(header.location.seq) skipped: it does not match the log (ahead of it, or the log was replaced)")
+                notices.append(
+                    "snapshot \(header.location.seq) skipped: it does not match the log (ahead of it, or the log was replaced)"
+                )
             }
             guard let seq = remaining.popFirst() else { break }
             switch store.load(seq: seq, fileID: log.fileID, checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
@@ -102,24 +107,30 @@ public final class Ledger: Sendable {
             case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
             }
         }
-        var replayed = try coldReplay ?? Replayer.replay(log, from: after.map { .after($0) } ?? .beginning, into: &current,
-                                                         pipelineThreshold: options.parallelReplayThreshold)
+        var replayed =
+            try coldReplay
+            ?? Replayer.replay(
+                log, from: after.map { .after($0) } ?? .beginning, into: &current,
+                pipelineThreshold: options.parallelReplayThreshold)
         if let image = current.entries.image, image.isDamaged {
             // The tail read a piece that fails its checksum: the snapshot is not used, the whole log is replayed.
             notices.append("snapshot \(image.seq) skipped: \(image.damageDescription ?? "damaged")")
             current = LedgerState()
-            replayed = try Replayer.replay(log, from: .beginning, into: &current,
-                                           pipelineThreshold: options.parallelReplayThreshold)
+            replayed = try Replayer.replay(
+                log, from: .beginning, into: &current,
+                pipelineThreshold: options.parallelReplayThreshold)
         }
         if !current.pendingErasures.isEmpty {
             let count = current.pendingErasures.count
             if options.readOnly {
-                notices.append("an erasure of \(count) entr\(count == 1 ? "y" : "ies") is incomplete: open the ledger for "
-                               + "writing (any writing command) to finish it")
+                notices.append(
+                    "an erasure of \(count) entr\(count == 1 ? "y" : "ies") is incomplete: open the ledger for "
+                        + "writing (any writing command) to finish it")
             } else {
                 let finished = "finished an interrupted erasure of \(count) entr\(count == 1 ? "y" : "ies")"
-                let ledger = Ledger(path: path, options: options, notices: notices + [finished], log: log, state: current,
-                                    sinceSnapshot: replayed)
+                let ledger = Ledger(
+                    path: path, options: options, notices: notices + [finished], log: log, state: current,
+                    sinceSnapshot: replayed)
                 do {
                     _ = try ledger.core.withLock { try ledger.finishErasures(&$0) }
                 } catch {
@@ -129,9 +140,12 @@ public final class Ledger: Sendable {
                 return ledger
             }
         }
-        let ledger = Ledger(path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
-        if options.readOnly, options.useSnapshots, options.snapshotInterval > 0, replayed >= options.snapshotAfterReadMinimum,
-           log.recoveryNotice == nil {
+        let ledger = Ledger(
+            path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
+        if options.readOnly, options.useSnapshots, options.snapshotInterval > 0,
+            replayed >= options.snapshotAfterReadMinimum,
+            log.recoveryNotice == nil
+        {
             ledger.leaveSnapshotIfFree()
         }
         return ledger
@@ -152,7 +166,8 @@ public final class Ledger: Sendable {
             guard let writer = try? EventLog.open(directory: path, configuration: configuration) else { return }
             defer { writer.close() }
             guard writer.fileID == core.log.fileID, writer.resumedFromCheckpoint, writer.lastRecord == location,
-                  writer.recoveryNotice == nil else { return }
+                writer.recoveryNotice == nil
+            else { return }
             replaceIfDamaged(&core)  // never copy days from a snapshot piece that fails its checksum
             guard (try? store.write(core.state, location: location, fileID: core.log.fileID)) != nil else { return }
             store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
@@ -175,11 +190,13 @@ public final class Ledger: Sendable {
     static func decode(_ view: RecordView) throws(MoodError) -> RecordedEvent {
         do {
             let (command, event) = try EventCodec.decode(type: view.type, payload: view.payload)
-            return RecordedEvent(seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
-                                 offset: view.offset, size: view.size)
+            return RecordedEvent(
+                seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
+                offset: view.offset, size: view.size)
         } catch {
-            throw MoodError(code: error.code, field: error.field,
-                            rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
+            throw MoodError(
+                code: error.code, field: error.field,
+                rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
         }
     }
 
@@ -240,10 +257,13 @@ public final class Ledger: Sendable {
     func replaceIfDamaged(_ core: inout Core) {
         guard let image = core.state.entries.image, image.isDamaged else { return }
         var fresh = LedgerState()
-        if (try? Replayer.replay(core.log, from: .beginning, into: &fresh,
-                                 pipelineThreshold: options.parallelReplayThreshold)) != nil {
-            core.laterNotices.append("snapshot \(image.seq) is damaged (\(image.damageDescription ?? "damaged")): "
-                                     + "the state was rebuilt from the log")
+        if (try? Replayer.replay(
+            core.log, from: .beginning, into: &fresh,
+            pipelineThreshold: options.parallelReplayThreshold)) != nil
+        {
+            core.laterNotices.append(
+                "snapshot \(image.seq) is damaged (\(image.damageDescription ?? "damaged")): "
+                    + "the state was rebuilt from the log")
             core.state = fresh
         }
     }
@@ -299,8 +319,10 @@ public final class Ledger: Sendable {
         core.sinceSnapshot = 0
         // Read through the snapshot just written: what changed since the last one leaves memory, and a copy of the
         // state (``state``) costs no more than the changes since.
-        if case .success(let image) = store.load(seq: location.seq, fileID: core.log.fileID,
-                                                 checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
+        if case .success(let image) = store.load(
+            seq: location.seq, fileID: core.log.fileID,
+            checkWhereReadFrom: options.checkSnapshotsWhereReadFrom)
+        {
             core.state = LedgerState(image: image)
         }
         return location.seq
@@ -310,7 +332,9 @@ public final class Ledger: Sendable {
     /// the writer lock.
     public func close() {
         core.withLock { core in
-            if !options.readOnly, core.sinceSnapshot >= max(1, options.snapshotOnCloseMinimum), options.snapshotInterval > 0 {
+            if !options.readOnly, core.sinceSnapshot >= max(1, options.snapshotOnCloseMinimum),
+                options.snapshotInterval > 0
+            {
                 _ = try? writeSnapshot(&core)
             }
             core.log.close()
@@ -326,7 +350,8 @@ public final class Ledger: Sendable {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             try store.removeAll()
             var fresh = LedgerState()
-            try Replayer.replay(core.log, from: .beginning, into: &fresh, pipelineThreshold: options.parallelReplayThreshold)
+            try Replayer.replay(
+                core.log, from: .beginning, into: &fresh, pipelineThreshold: options.parallelReplayThreshold)
             core.state = fresh
             _ = try writeSnapshot(&core)
             return fresh.seq

@@ -1,7 +1,7 @@
 import Dispatch
 import EventLog
-import Synchronization
 import Platform
+import Synchronization
 
 /// Replays log records into a state: the fold of ``LedgerState/apply(_:)`` on the calling thread while a second
 /// thread reads, checks and decodes the records ahead of it (bounded: at most four batches in flight).
@@ -57,8 +57,10 @@ enum Replayer {
                 let skip = view.type & LogFormat.safeToIgnoreBit != 0
                 if skip {
                     let none = EntryID(high: 0, low: 0)
-                    (records + count).initialize(to: RecordedEvent(seq: view.lastSeq, recordedAt: view.recordedAt,
-                                                                   commandID: none, event: .deleted(none)))
+                    (records + count).initialize(
+                        to: RecordedEvent(
+                            seq: view.lastSeq, recordedAt: view.recordedAt,
+                            commandID: none, event: .deleted(none)))
                     ids.append(none)
                 } else {
                     // The id read from the decoded value before it is moved in: read through the pointer, the whole
@@ -117,8 +119,10 @@ enum Replayer {
     /// - Returns: how many records were applied.
     /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event`, as the log is read.
     @discardableResult
-    static func replay(_ log: EventLog, from start: Start, through last: UInt64 = .max, into state: inout LedgerState,
-                       pipelineThreshold: UInt64) throws -> Int {
+    static func replay(
+        _ log: EventLog, from start: Start, through last: UInt64 = .max, into state: inout LedgerState,
+        pipelineThreshold: UInt64
+    ) throws -> Int {
         let first: UInt64
         switch start {
         case .beginning: first = 1
@@ -127,7 +131,9 @@ enum Replayer {
         let end = min(last, log.lastSeq)
         guard end >= first else {
             // Still check the starting record is the one expected.
-            if case .after(let location) = start { try log.forEach(after: location, through: location.seq) { _ in true } }
+            if case .after(let location) = start {
+                try log.forEach(after: location, through: location.seq) { _ in true }
+            }
             return 0
         }
         return try fold(into: &state) { state, analytics in
@@ -161,8 +167,10 @@ enum Replayer {
     ///   - pipelineThreshold: from how many records (estimated from the file's size) a second thread decodes.
     /// - Returns: the open log and how many records were applied.
     /// - Throws: ``EventLogError`` from opening or reading the log, or ``MoodError`` `corrupt_event`.
-    static func openAndReplay(directory: String, configuration: EventLog.Configuration, into state: inout LedgerState,
-                              pipelineThreshold: UInt64) throws -> (log: EventLog, count: Int) {
+    static func openAndReplay(
+        directory: String, configuration: EventLog.Configuration, into state: inout LedgerState,
+        pipelineThreshold: UInt64
+    ) throws -> (log: EventLog, count: Int) {
         precondition(configuration.checkpoint == nil && state.buildsAnalyticsInBulk, "a replay from the first record")
         let bytes = logBytes(directory: directory, io: configuration.io)
         let (opened, count) = try fold(into: &state) { state, analytics -> (EventLog, Int) in
@@ -186,8 +194,10 @@ enum Replayer {
 
     /// Opens the log, handing `deliver` each record its recovery scan reads. The first record that does not decode
     /// (`deliver` throws) ends the deliveries, and is thrown once the scan has finished without finding damage.
-    private static func open(_ directory: String, _ configuration: EventLog.Configuration,
-                             deliver: (RecordView) throws(MoodError) -> Void) throws -> EventLog {
+    private static func open(
+        _ directory: String, _ configuration: EventLog.Configuration,
+        deliver: (RecordView) throws(MoodError) -> Void
+    ) throws -> EventLog {
         var failure: MoodError?
         let log = try EventLog.open(directory: directory, configuration: configuration) { view in
             guard failure == nil else { return }
@@ -210,8 +220,10 @@ enum Replayer {
 
     /// Runs a replay's fold, in bulk when `state` is empty: the analytics and the days' indexes are then built once
     /// at the end, also when the fold fails part way.
-    private static func fold<Result>(into state: inout LedgerState,
-                                     _ body: (inout LedgerState, _ analytics: Bool) throws -> Result) throws -> Result {
+    private static func fold<Result>(
+        into state: inout LedgerState,
+        _ body: (inout LedgerState, _ analytics: Bool) throws -> Result
+    ) throws -> Result {
         let analytics = !state.buildsAnalyticsInBulk
         // A bulk replay builds the whole ledger in memory: the allocator's free pages go back to the system before
         // it starts and before its end builds the days and analytics, or what an earlier one freed (a closed ledger,
@@ -231,8 +243,10 @@ enum Replayer {
         return try body(&state, analytics)
     }
 
-    private static func read(_ log: EventLog, from start: Start, through last: UInt64,
-                             _ body: (RecordView) throws -> Void) throws {
+    private static func read(
+        _ log: EventLog, from start: Start, through last: UInt64,
+        _ body: (RecordView) throws -> Void
+    ) throws {
         let step: (RecordView) throws -> Bool = { view in
             try body(view)
             return true
@@ -245,9 +259,12 @@ enum Replayer {
 
     /// Folds the records `produce` hands its sink, decoded on a second thread: `produce` runs there, and the log it
     /// returns (one it opened, if any) is returned with the count.
-    private static func pipelined(into state: inout LedgerState, analytics: Bool,
-                                  _ produce: @escaping @Sendable (_ sink: (RecordView) throws(MoodError) -> Void) throws -> EventLog?)
-        throws -> (log: EventLog?, count: Int) {
+    private static func pipelined(
+        into state: inout LedgerState, analytics: Bool,
+        _ produce: @escaping @Sendable (_ sink: (RecordView) throws(MoodError) -> Void) throws -> EventLog?
+    )
+        throws -> (log: EventLog?, count: Int)
+    {
         let channel = Channel()
         DispatchQueue.global(qos: .userInitiated).async {
             let filling = Channel.Filling()

@@ -191,8 +191,10 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     /// Adds (sign +1) or subtracts (−1) the contribution of an entry with this valence and these words to one day.
-    fileprivate static func update(_ aggregate: inout DayAggregate, q: Int64?, labels: WordList<LabelDomain>,
-                                   associations: WordList<AssociationDomain>, sign: Int) {
+    fileprivate static func update(
+        _ aggregate: inout DayAggregate, q: Int64?, labels: WordList<LabelDomain>,
+        associations: WordList<AssociationDomain>, sign: Int
+    ) {
         aggregate.count += sign
         if let q {
             aggregate.valenceSum += Int64(sign) * q
@@ -209,7 +211,9 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     @inline(__always)
-    private static func add<D>(_ q: Int64?, _ sign: Int, to stats: inout WordTable<D, WordStat>, _ word: VocabularyWord<D>) {
+    private static func add<D>(
+        _ q: Int64?, _ sign: Int, to stats: inout WordTable<D, WordStat>, _ word: VocabularyWord<D>
+    ) {
         stats.modify(word, default: WordStat(), removeIf: \.isEmpty) { $0.add(q, sign) }
     }
 
@@ -226,10 +230,13 @@ public struct AnalyticsState: Sendable, Equatable {
     ///   - parallel: two threads or one (default: two from ``parallelThreshold`` entries).
     ///   - dayCount: how many entries a day (days since the epoch) has, when known: each day's valences are then
     ///     allocated once at that size instead of growing by doubling (at 1,000,000 events, ~1.5 MB less).
-    static func recomputed(from entries: ChunkedArray<MoodEntry>, parallel: Bool? = nil,
-                           dayCount: ((Int32) -> Int)? = nil) -> AnalyticsState {
-        recomputed(eachEntry: entries.forEachInPlace, parallel: parallel ?? (entries.count >= parallelThreshold),
-                   dayCount: dayCount)
+    static func recomputed(
+        from entries: ChunkedArray<MoodEntry>, parallel: Bool? = nil,
+        dayCount: ((Int32) -> Int)? = nil
+    ) -> AnalyticsState {
+        recomputed(
+            eachEntry: entries.forEachInPlace, parallel: parallel ?? (entries.count >= parallelThreshold),
+            dayCount: dayCount)
     }
 
     /// From how many entries a bulk build uses two threads (below, starting one costs more than it saves).
@@ -237,8 +244,10 @@ public struct AnalyticsState: Sendable, Equatable {
 
     /// Builds the analytics of the entries `eachEntry` visits (it is called once, then once per part), read through
     /// a pointer: a value handed to a closure is copied first, and this reads four fields.
-    private static func recomputed(eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void,
-                                   parallel: Bool = false, dayCount: ((Int32) -> Int)? = nil) -> AnalyticsState {
+    private static func recomputed(
+        eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void,
+        parallel: Bool = false, dayCount: ((Int32) -> Int)? = nil
+    ) -> AnalyticsState {
         guard let range = MoodEntry.dayRange(of: eachEntry) else { return AnalyticsState() }
         let low = range.lowerBound
         let parts = range.mapHalves(parallel: parallel) { part($0, eachEntry: eachEntry, dayCount: dayCount) }
@@ -261,8 +270,10 @@ public struct AnalyticsState: Sendable, Equatable {
         var associationTotals = WordTable<AssociationDomain, WordStat>()
     }
 
-    private static func part(_ days: ClosedRange<Int32>, eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void,
-                             dayCount: ((Int32) -> Int)?) -> Part {
+    private static func part(
+        _ days: ClosedRange<Int32>, eachEntry: ((UnsafePointer<MoodEntry>) -> Void) -> Void,
+        dayCount: ((Int32) -> Int)?
+    ) -> Part {
         var state = Part()
         let low = days.lowerBound
         var aggregates = [DayAggregate](repeating: DayAggregate(), count: Int(days.upperBound) - Int(low) + 1)
@@ -301,7 +312,8 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     /// Adds one word's stat from another part's totals.
-    private static func merge<D>(_ stat: WordStat, into stats: inout WordTable<D, WordStat>, _ word: VocabularyWord<D>) {
+    private static func merge<D>(_ stat: WordStat, into stats: inout WordTable<D, WordStat>, _ word: VocabularyWord<D>)
+    {
         stats.modify(word, default: WordStat(), removeIf: \.isEmpty) { total in
             total.count += stat.count
             total.valenceCount += stat.valenceCount
@@ -327,8 +339,10 @@ struct PendingDay: Sendable, Equatable {
     private(set) var countChange = 0
 
     mutating func append(_ entry: MoodEntry, sign: Int) {
-        changes.append(Change(q: entry.valenceGrid, labels: entry.labelList, associations: entry.associationList,
-                              sign: Int8(sign)))
+        changes.append(
+            Change(
+                q: entry.valenceGrid, labels: entry.labelList, associations: entry.associationList,
+                sign: Int8(sign)))
         countChange += sign
     }
 
@@ -336,8 +350,9 @@ struct PendingDay: Sendable, Equatable {
     func folded(into stored: DayAggregate) -> DayAggregate {
         var aggregate = stored
         for change in changes {
-            AnalyticsState.update(&aggregate, q: change.q, labels: change.labels, associations: change.associations,
-                                  sign: Int(change.sign))
+            AnalyticsState.update(
+                &aggregate, q: change.q, labels: change.labels, associations: change.associations,
+                sign: Int(change.sign))
         }
         return aggregate
     }

@@ -114,7 +114,8 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Whether an entry with this id is current (without decoding it).
     func contains(_ id: EntryID) -> Bool {
-        changed.position(of: id) != nil || (image.map { $0.row(of: id) != nil && hidden.position(of: id) == nil } ?? false)
+        changed.position(of: id) != nil
+            || (image.map { $0.row(of: id) != nil && hidden.position(of: id) == nil } ?? false)
     }
 
     /// The entry with this (source, source id), if any.
@@ -126,10 +127,14 @@ public struct EntriesState: Sendable, Equatable {
     /// and the changed entries.
     private func holder(of key: SourceKey) -> EntryID? {
         var text = key.sourceID
-        var best = text.withUTF8 { bySourceID.entry(key.source, UnsafeRawBufferPointer($0), in: changed) }.flatMap { self[$0] }
+        var best = text.withUTF8 { bySourceID.entry(key.source, UnsafeRawBufferPointer($0), in: changed) }.flatMap {
+            self[$0]
+        }
         if let image {
-            for row in image.rows(source: key.source, sourceID: key.sourceID) where hidden.position(of: image.id(ofRow: row)) == nil {
-                guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID else { continue }
+            for row in image.rows(source: key.source, sourceID: key.sourceID)
+            where hidden.position(of: image.id(ofRow: row)) == nil {
+                guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID
+                else { continue }
                 if best.map({ Self.createdFirst(entry, $0) }) ?? true { best = entry }
             }
         }
@@ -165,7 +170,9 @@ public struct EntriesState: Sendable, Equatable {
 
     /// The daily mood logged for a local day, if any.
     public func dailyMood(on day: LocalDate) -> MoodEntry? {
-        if let image, readsImage(day) { return imageDay(day)?.dailyMoodRow.flatMap { entry(atRow: $0, of: image, on: day) } }
+        if let image, readsImage(day) {
+            return imageDay(day)?.dailyMoodRow.flatMap { entry(atRow: $0, of: image, on: day) }
+        }
         return dailyMoodByDay[day].flatMap { self[$0] }
     }
 
@@ -215,8 +222,13 @@ public struct EntriesState: Sendable, Equatable {
         for day in activeDays {
             if let image, let record = imageDay(day) {
                 // A day with a replaced row is written from its entries: its stored rows are not all current.
-                body(day, replaced[day] == nil ? .image(image, record)
-                    : .entries(record.rows.compactMap { entry(atRow: $0, of: image, on: day) }, dailyMood: dailyMood(on: day)?.id))
+                body(
+                    day,
+                    replaced[day] == nil
+                        ? .image(image, record)
+                        : .entries(
+                            record.rows.compactMap { entry(atRow: $0, of: image, on: day) },
+                            dailyMood: dailyMood(on: day)?.id))
             } else {
                 body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
             }
@@ -270,7 +282,9 @@ public struct EntriesState: Sendable, Equatable {
     ///   - time: the event's recorded-at time in milliseconds (becomes `createdAt` / `updatedAt`).
     ///   - change: given what the event did, if it did something.
     @discardableResult
-    mutating func apply<Sink: EntryChange.Sink>(_ event: MoodEvent, at time: Int64, into change: inout Sink) -> EntryChange.Kind? {
+    mutating func apply<Sink: EntryChange.Sink>(
+        _ event: MoodEvent, at time: Int64, into change: inout Sink
+    ) -> EntryChange.Kind? {
         switch event {
         case .created(var entry):
             guard !contains(entry.id) else { return nil }
@@ -295,22 +309,27 @@ public struct EntriesState: Sendable, Equatable {
         case .remoteApplied(let remote):
             // A conflicting upsert is recorded, not applied: the local change stays and is sent (Specs/sync.md).
             if remote.conflict && remote.entry != nil { return nil }
-            return upsert(remote.entry, id: remote.entryID, origin: remote.origin, remoteID: remote.remoteID, at: time, &change)
+            return upsert(
+                remote.entry, id: remote.entryID, origin: remote.origin, remoteID: remote.remoteID, at: time, &change)
         case .syncMerged(let merge):
             // The merged version is the entry's (absent: it stays deleted here).
             guard merge.merged != nil || self[merge.entryID] != nil else { return nil }
-            return upsert(merge.merged, id: merge.entryID, origin: merge.destination, remoteID: merge.remoteID, at: time, &change)
+            return upsert(
+                merge.merged, id: merge.entryID, origin: merge.destination, remoteID: merge.remoteID, at: time, &change)
         case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted,
-             .conflictResolved:
+            .conflictResolved:
             return nil
         }
     }
 
     /// A destination's version of an entry becomes the entry (`nil`: the entry is deleted); the entry's source,
     /// source id and creation time stay. Nothing changes when the versions are equal.
-    private mutating func upsert<Sink: EntryChange.Sink>(_ version: MoodEntry?, id: EntryID, origin: SyncDestination,
-                                                         remoteID: String?, at time: Int64, _ change: inout Sink)
-        -> EntryChange.Kind? {
+    private mutating func upsert<Sink: EntryChange.Sink>(
+        _ version: MoodEntry?, id: EntryID, origin: SyncDestination,
+        remoteID: String?, at time: Int64, _ change: inout Sink
+    )
+        -> EntryChange.Kind?
+    {
         let before = self[id]
         guard var incoming = version else {
             guard let before else { return nil }
@@ -333,7 +352,8 @@ public struct EntriesState: Sendable, Equatable {
         }
         incoming.updatedAt = time
         if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
-           let other = holder(of: key), other != incoming.id {
+            let other = holder(of: key), other != incoming.id
+        {
             incoming.sourceID = nil  // another entry owns that source id; keep the index unique
         }
         insert(incoming)
@@ -341,8 +361,10 @@ public struct EntriesState: Sendable, Equatable {
         return before == nil ? .created : .changed
     }
 
-    private mutating func modify<Sink: EntryChange.Sink>(_ id: EntryID, at time: Int64, _ result: inout Sink,
-                                                         _ change: (inout MoodEntry) -> Void) -> EntryChange.Kind? {
+    private mutating func modify<Sink: EntryChange.Sink>(
+        _ id: EntryID, at time: Int64, _ result: inout Sink,
+        _ change: (inout MoodEntry) -> Void
+    ) -> EntryChange.Kind? {
         guard let before = self[id] else { return nil }
         var after = before
         change(&after)
@@ -384,7 +406,9 @@ public struct EntriesState: Sendable, Equatable {
         }
         entry.withSourceIDBytes { bytes in
             guard let bytes else { return }
-            if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }), holder.id != entry.id {
+            if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }),
+                holder.id != entry.id
+            {
                 sharedSourceKeys.insert(SourceKey(source: entry.source, bytes: bytes))
                 if Self.createdFirst(entry, holder) { bySourceID.set(entry.source, bytes, to: entry.id, in: changed) }
             } else {
@@ -404,12 +428,15 @@ public struct EntriesState: Sendable, Equatable {
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
         byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
             let at = Self.lowerBound(of: key, in: keys)
-            if at < keys.count, keys[at] == key { keys.remove(at: at) } else if let found = keys.firstIndex(of: key) {
+            if at < keys.count, keys[at] == key {
+                keys.remove(at: at)
+            } else if let found = keys.firstIndex(of: key) {
                 keys.remove(at: found)  // only if a day was left unordered (never expected): still removed
             }
         }
         if dailyMoodByDay[day] == entry.id {
-            dailyMoodByDay[day] = byDay[day]?.compactMap { self[$0.id] }.filter { $0.kind == .dailyMood }
+            dailyMoodByDay[day] =
+                byDay[day]?.compactMap { self[$0.id] }.filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
         }
     }
@@ -417,11 +444,15 @@ public struct EntriesState: Sendable, Equatable {
     /// Drops a removed entry from the source-id index (another holder of a shared key takes over).
     private mutating func removeFromSourceIndex(_ entry: MoodEntry) {
         entry.withSourceIDBytes { bytes in
-            guard let bytes, bySourceID.remove(entry.source, bytes, heldBy: entry.id), !sharedSourceKeys.isEmpty else { return }
+            guard let bytes, bySourceID.remove(entry.source, bytes, heldBy: entry.id), !sharedSourceKeys.isEmpty else {
+                return
+            }
             let key = SourceKey(source: entry.source, bytes: bytes)
             guard sharedSourceKeys.contains(key) else { return }
             let holders = changed.values.filter { $0.hasSourceKey(entry.source, bytes) }
-            if let first = holders.min(by: Self.createdFirst) { bySourceID.set(entry.source, bytes, to: first.id, in: changed) }
+            if let first = holders.min(by: Self.createdFirst) {
+                bySourceID.set(entry.source, bytes, to: first.id, in: changed)
+            }
             if holders.count <= 1 { sharedSourceKeys.remove(key) }
         }
     }
@@ -449,11 +480,14 @@ public struct EntriesState: Sendable, Equatable {
         }
         let base = LocalDate(daysSinceEpoch: range.lowerBound)
         byDay = DayTable(empty: [], base: base, slots: parts.flatMap { $0.keys.map { $0.isEmpty ? nil : $0 } })
-        dailyMoodByDay = DayTable(empty: EntryID(high: 0, low: 0), base: base, slots: parts.flatMap { $0.daily.map { $0?.id } })
+        dailyMoodByDay = DayTable(
+            empty: EntryID(high: 0, low: 0), base: base, slots: parts.flatMap { $0.daily.map { $0?.id } })
     }
 
     /// The ordered keys and the daily mood of each day of `days`, from the entries logged on them.
-    private static func days(_ days: ClosedRange<Int32>, of values: ChunkedArray<MoodEntry>) -> (keys: [[DayKey]], daily: [DayKey?]) {
+    private static func days(
+        _ days: ClosedRange<Int32>, of values: ChunkedArray<MoodEntry>
+    ) -> (keys: [[DayKey]], daily: [DayKey?]) {
         let low = days.lowerBound
         var counts = [Int](repeating: 0, count: Int(days.upperBound) - Int(low) + 1)
         values.forEachInPlace { entry in
@@ -488,8 +522,10 @@ public struct EntriesState: Sendable, Equatable {
         // as its readers read them too (a day can read rows, or look its entries up by id).
         let days = a.activeDays
         return a.count == b.count && days == b.activeDays && a.all.allSatisfy { b[$0.id] == $0 }
-            && days.allSatisfy { a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0) == b.dailyMood(on: $0)
-                && a.entries(on: $0) == b.entries(on: $0) }
+            && days.allSatisfy {
+                a.keys(on: $0) == b.keys(on: $0) && a.dailyMood(on: $0) == b.dailyMood(on: $0)
+                    && a.entries(on: $0) == b.entries(on: $0)
+            }
     }
 }
 
@@ -550,7 +586,8 @@ extension MoodEntry {
 
     /// Newest first: by instant, then by id for a stable order.
     static func newestFirst(_ a: MoodEntry, _ b: MoodEntry) -> Bool {
-        a.loggedAt.milliseconds != b.loggedAt.milliseconds ? a.loggedAt.milliseconds > b.loggedAt.milliseconds
+        a.loggedAt.milliseconds != b.loggedAt.milliseconds
+            ? a.loggedAt.milliseconds > b.loggedAt.milliseconds
             : a.id > b.id
     }
 }

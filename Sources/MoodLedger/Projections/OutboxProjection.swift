@@ -124,7 +124,9 @@ public struct OutboxState: Sendable, Equatable {
         /// How many destinations have a record.
         var count: Int { (first == nil ? 0 : 1) + (second == nil ? 0 : 1) }
 
-        static func == (a: Pair, b: Pair) -> Bool { a.id == b.id && a.first == b.first && a.second?.record == b.second?.record }
+        static func == (a: Pair, b: Pair) -> Bool {
+            a.id == b.id && a.first == b.first && a.second?.record == b.second?.record
+        }
     }
 
     /// Entries whose sync history changed since the snapshot (all of them without one), by id. One lookup answers
@@ -317,7 +319,8 @@ public struct OutboxState: Sendable, Equatable {
             let key = OutboxKey(entryID: id, destination: destination)
             // Failures repeat the same few texts: a record shares the destination's last one when equal rather than
             // holding a decoded copy of its own.
-            let text = progress[Int(destination.code)].lastError.flatMap { $0 == failure.error ? $0 : nil } ?? failure.error
+            let text =
+                progress[Int(destination.code)].lastError.flatMap { $0 == failure.error ? $0 : nil } ?? failure.error
             progress[Int(destination.code)].lastErrorAt = time
             progress[Int(destination.code)].lastError = text
             progress[Int(destination.code)].lastErrorEntry = id
@@ -328,7 +331,8 @@ public struct OutboxState: Sendable, Equatable {
             record.inFlight = false
             if failure.retryable {
                 // Version 2 records the time the sender drew; version 1 keeps its own rule.
-                record.nextAttemptAt = failure.nextAttemptAt
+                record.nextAttemptAt =
+                    failure.nextAttemptAt
                     ?? time + Self.backoffMilliseconds(afterAttempts: max(record.attempts, 1))
                 record.parked = false
             } else {
@@ -347,8 +351,9 @@ public struct OutboxState: Sendable, Equatable {
                 self[key] = record
             } else {
                 let old = self[key]
-                self[key] = OutboxRecord(operation: nil, remoteID: remote.remoteID ?? old?.remoteID,
-                                         revision: max(old?.revision ?? 0, remote.revision))
+                self[key] = OutboxRecord(
+                    operation: nil, remoteID: remote.remoteID ?? old?.remoteID,
+                    revision: max(old?.revision ?? 0, remote.revision))
             }
             if let change { entryChanged(remote.entryID, change, except: remote.origin) }
         case .syncMerged(let merge):
@@ -389,7 +394,9 @@ public struct OutboxState: Sendable, Equatable {
             // Gone everywhere it is known: the command delivered deletes first (or was told not to care).
             for destination in SyncDestination.allCases {
                 self[OutboxKey(entryID: id, destination: destination)] = nil
-                if progress[Int(destination.code)].lastErrorEntry == id { progress[Int(destination.code)].lastError = Self.erasedText }
+                if progress[Int(destination.code)].lastErrorEntry == id {
+                    progress[Int(destination.code)].lastError = Self.erasedText
+                }
             }
         case .redacted(let id, let redaction):
             // What the redacted sync events did to the destination's times, without their data.

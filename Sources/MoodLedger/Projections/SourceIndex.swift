@@ -38,22 +38,27 @@ struct SourceIndex: Sendable {
 
     /// Whether the entry `id` among `values` has this key.
     @inline(__always)
-    private static func holds(_ id: EntryID, _ source: MoodSource, _ bytes: UnsafeRawBufferPointer,
-                              in values: IdentifiedTable<MoodEntry>) -> Bool {
+    private static func holds(
+        _ id: EntryID, _ source: MoodSource, _ bytes: UnsafeRawBufferPointer,
+        in values: IdentifiedTable<MoodEntry>
+    ) -> Bool {
         guard let position = values.position(of: id) else { return false }
         return values[position: position].hasSourceKey(source, bytes)
     }
 
     /// The entry indexed under a key, if any.
-    func entry(_ source: MoodSource, _ bytes: UnsafeRawBufferPointer, in values: IdentifiedTable<MoodEntry>) -> EntryID? {
+    func entry(_ source: MoodSource, _ bytes: UnsafeRawBufferPointer, in values: IdentifiedTable<MoodEntry>) -> EntryID?
+    {
         if let id = byHash[Self.hash(source, bytes) & hashMask], Self.holds(id, source, bytes, in: values) { return id }
         guard !overflow.isEmpty else { return nil }
         return overflow[SourceKey(source: source, bytes: bytes)]
     }
 
     /// Indexes `id` under a key (replacing the key's entry, if any).
-    mutating func set(_ source: MoodSource, _ bytes: UnsafeRawBufferPointer, to id: EntryID,
-                      in values: IdentifiedTable<MoodEntry>) {
+    mutating func set(
+        _ source: MoodSource, _ bytes: UnsafeRawBufferPointer, to id: EntryID,
+        in values: IdentifiedTable<MoodEntry>
+    ) {
         let h = Self.hash(source, bytes) & hashMask
         if let current = byHash[h], current != id, !Self.holds(current, source, bytes, in: values) {
             overflow[SourceKey(source: source, bytes: bytes)] = id

@@ -16,11 +16,13 @@ extension LedgerState {
         let scale = Double(Valence.scale)
         return DayReport(
             date: date, entryCount: aggregate.count, averageValence: aggregate.averageValence,
-            valenceRange: aggregate.valences.isEmpty ? nil
+            valenceRange: aggregate.valences.isEmpty
+                ? nil
                 : (Double(aggregate.valences.first!) / scale, Double(aggregate.valences.last!) / scale),
             topLabels: Self.top(aggregate.labels, total: aggregate.count, limit: 5),
-            topAssociations: Self.top(aggregate.associations, total: aggregate.count, limit: 5,
-                                      overall: aggregate.averageValence),
+            topAssociations: Self.top(
+                aggregate.associations, total: aggregate.count, limit: 5,
+                overall: aggregate.averageValence),
             entries: includeEntries ? entries.entries(on: date) : nil)
     }
 
@@ -38,12 +40,15 @@ extension LedgerState {
             values.append(contentsOf: aggregate.valences)
             sum += aggregate.valenceSum
             squares += aggregate.valenceSquareSum
-            daily.append(DailyPoint(date: date, entryCount: aggregate.count, averageValence: aggregate.averageValence,
-                                    topLabels: Self.top(aggregate.labels, total: aggregate.count, limit: 3)))
+            daily.append(
+                DailyPoint(
+                    date: date, entryCount: aggregate.count, averageValence: aggregate.averageValence,
+                    topLabels: Self.top(aggregate.labels, total: aggregate.count, limit: 3)))
         }
         let statistics = ValenceStatistics(values: values, sum: sum, squareSum: squares)
-        return TrendReport(from: from, to: to, totalEntries: total, averageValence: statistics.mean,
-                           direction: Self.direction(daily), statistics: statistics, daily: daily)
+        return TrendReport(
+            from: from, to: to, totalEntries: total, averageValence: statistics.mean,
+            direction: Self.direction(daily), statistics: statistics, daily: daily)
     }
 
     /// The daily series alone (what charts draw): one point per day with entries.
@@ -57,16 +62,19 @@ extension LedgerState {
     /// Label analytics over a period (all time when both ends are `nil`).
     public func labelAnalytics(from: LocalDate? = nil, to: LocalDate? = nil, limit: Int = .max) -> WordAnalytics {
         let (stats, total, _) = wordStats(from: from, to: to, \.labels, totals: analytics.labelTotals)
-        return WordAnalytics(kind: "label", from: from, to: to, totalEntries: total, unique: stats.count,
-                             words: Self.top(stats, total: total, limit: limit))
+        return WordAnalytics(
+            kind: "label", from: from, to: to, totalEntries: total, unique: stats.count,
+            words: Self.top(stats, total: total, limit: limit))
     }
 
     /// Association analytics over a period, with each association's valence impact.
     public func associationAnalytics(from: LocalDate? = nil, to: LocalDate? = nil, limit: Int = .max) -> WordAnalytics {
-        let (stats, total, average) = wordStats(from: from, to: to, \.associations,
-                                                totals: analytics.associationTotals)
-        return WordAnalytics(kind: "association", from: from, to: to, totalEntries: total, unique: stats.count,
-                             words: Self.top(stats, total: total, limit: limit, overall: average))
+        let (stats, total, average) = wordStats(
+            from: from, to: to, \.associations,
+            totals: analytics.associationTotals)
+        return WordAnalytics(
+            kind: "association", from: from, to: to, totalEntries: total, unique: stats.count,
+            words: Self.top(stats, total: total, limit: limit, overall: average))
     }
 
     /// Tag analytics over a period, in the label analytics' shape (`unique_tags`, `top_tags`): a fold of the period's
@@ -89,16 +97,20 @@ extension LedgerState {
         }
         let words = order.sorted { (stats[$0]!.count, $1) > (stats[$1]!.count, $0) }.prefix(limit).map { tag in
             let stat = stats[tag]!
-            return WordReport(word: tag, count: stat.count,
-                              percentage: total == 0 ? 0 : (Double(stat.count) * 1000 / Double(total)).rounded() / 10,
-                              averageValence: stat.valued == 0 ? nil : Double(stat.sum) / Double(stat.valued) / Double(Valence.scale))
+            return WordReport(
+                word: tag, count: stat.count,
+                percentage: total == 0 ? 0 : (Double(stat.count) * 1000 / Double(total)).rounded() / 10,
+                averageValence: stat.valued == 0 ? nil : Double(stat.sum) / Double(stat.valued) / Double(Valence.scale))
         }
-        return WordAnalytics(kind: "tag", from: from, to: to, totalEntries: total, unique: stats.count, words: Array(words))
+        return WordAnalytics(
+            kind: "tag", from: from, to: to, totalEntries: total, unique: stats.count, words: Array(words))
     }
 
     /// A 7D, 30D, 90D or 1Y summary ending `today`, or a custom one.
-    public func summary(range: String, today: LocalDate, from customFrom: LocalDate? = nil,
-                        to customTo: LocalDate? = nil) throws(MoodError) -> RangeSummary {
+    public func summary(
+        range: String, today: LocalDate, from customFrom: LocalDate? = nil,
+        to customTo: LocalDate? = nil
+    ) throws(MoodError) -> RangeSummary {
         let days: Int
         switch range.uppercased() {
         case "7D": days = 7
@@ -117,8 +129,9 @@ extension LedgerState {
         } else {
             (from, to) = (today.advanced(by: -(days - 1)), today)
         }
-        var summary = RangeSummary(range: range.uppercased() == "CUSTOM" ? "custom" : range.uppercased(), from: from,
-                                   to: to, entryCount: 0)
+        var summary = RangeSummary(
+            range: range.uppercased() == "CUSTOM" ? "custom" : range.uppercased(), from: from,
+            to: to, entryCount: 0)
         var sum: Int64 = 0
         var valued = 0
         var scoreSum = 0
@@ -148,8 +161,10 @@ extension LedgerState {
 
     // MARK: - Helpers
 
-    private func wordStats<D>(from: LocalDate?, to: LocalDate?, _ path: KeyPath<DayAggregate, WordTable<D, WordStat>>,
-                              totals: WordTable<D, WordStat>) -> (WordTable<D, WordStat>, Int, Double?) {
+    private func wordStats<D>(
+        from: LocalDate?, to: LocalDate?, _ path: KeyPath<DayAggregate, WordTable<D, WordStat>>,
+        totals: WordTable<D, WordStat>
+    ) -> (WordTable<D, WordStat>, Int, Double?) {
         var total = 0
         var sum: Int64 = 0
         var valued = 0
@@ -176,14 +191,17 @@ extension LedgerState {
     }
 
     /// The words by count (descending), ties in canonical order, with percentages and averages.
-    static func top<D>(_ stats: WordTable<D, WordStat>, total: Int, limit: Int,
-                       overall: Double?? = nil) -> [WordReport] {
+    static func top<D>(
+        _ stats: WordTable<D, WordStat>, total: Int, limit: Int,
+        overall: Double?? = nil
+    ) -> [WordReport] {
         stats.pairs.sorted { $0.1.count != $1.1.count ? $0.1.count > $1.1.count : $0.0 < $1.0 }
             .prefix(limit)
             .map { word, stat in
-                var report = WordReport(word: word.wireName, count: stat.count,
-                                        percentage: total == 0 ? 0 : (Double(stat.count) * 1000 / Double(total)).rounded() / 10,
-                                        averageValence: stat.averageValence)
+                var report = WordReport(
+                    word: word.wireName, count: stat.count,
+                    percentage: total == 0 ? 0 : (Double(stat.count) * 1000 / Double(total)).rounded() / 10,
+                    averageValence: stat.averageValence)
                 if let overall {
                     report.valenceImpact = impact(stat.averageValence, against: overall)
                 }

@@ -10,9 +10,11 @@ public struct WordReport: Sendable, Equatable {
     public var valenceImpact: String?
 
     func json(key: String) -> JSONValue {
-        var pairs: [(String, JSONValue)] = [(key, .string(word)), ("count", .int(Int64(count))),
-                                            ("percentage", .double(percentage)),
-                                            ("average_valence", .rounded(averageValence))]
+        var pairs: [(String, JSONValue)] = [
+            (key, .string(word)), ("count", .int(Int64(count))),
+            ("percentage", .double(percentage)),
+            ("average_valence", .rounded(averageValence))
+        ]
         if let valenceImpact { pairs.append(("valence_impact", .string(valenceImpact))) }
         return .object(pairs)
     }
@@ -40,9 +42,12 @@ public struct DayReport: Sendable, Equatable {
             ("date", .string(date.description)),
             ("entry_count", .int(Int64(entryCount))),
             ("average_valence", .rounded(averageValence)),
-            ("valence_range", valenceRange.map { .object([("min", .rounded($0.min)), ("max", .rounded($0.max))]) } ?? .null),
+            (
+                "valence_range",
+                valenceRange.map { .object([("min", .rounded($0.min)), ("max", .rounded($0.max))]) } ?? .null
+            ),
             ("top_labels", .array(topLabels.map { $0.json(key: "label") })),
-            ("top_associations", .array(topAssociations.map { $0.json(key: "association") })),
+            ("top_associations", .array(topAssociations.map { $0.json(key: "association") }))
         ]
         if let entries { pairs.append(("entries", .array(entries.map(\.json)))) }
         return .object(pairs)
@@ -68,7 +73,7 @@ public struct TrendReport: Sendable, Equatable {
             ("start_date", .string(from.description)), ("end_date", .string(to.description)),
             ("total_entries", .int(Int64(totalEntries))), ("average_valence", .rounded(averageValence)),
             ("trend_direction", .string(direction)), ("valence_statistics", statistics.json),
-            ("daily_data", .array(daily.map(\.json))),
+            ("daily_data", .array(daily.map(\.json)))
         ])
     }
 }
@@ -82,9 +87,11 @@ public struct DailyPoint: Sendable, Equatable {
     public var topLabels: [WordReport] = []
 
     var json: JSONValue {
-        .object([("date", .string(date.description)), ("entry_count", .int(Int64(entryCount))),
-                 ("average_valence", .rounded(averageValence)),
-                 ("top_labels", .array(topLabels.map { $0.json(key: "label") }))])
+        .object([
+            ("date", .string(date.description)), ("entry_count", .int(Int64(entryCount))),
+            ("average_valence", .rounded(averageValence)),
+            ("top_labels", .array(topLabels.map { $0.json(key: "label") }))
+        ])
     }
 }
 
@@ -103,10 +110,17 @@ public struct WordAnalytics: Sendable, Equatable {
 
     /// `{"period": {"from", "to"}, "total_entries", "unique_<kind>s", "top_<kind>s": [...]}` (the backend API's shape).
     public var json: JSONValue {
-        .object([("period", .object([("from", .optional(from) { .string($0.description) }),
-                                     ("to", .optional(to) { .string($0.description) })])),
-                 ("total_entries", .int(Int64(totalEntries))), ("unique_\(kind)s", .int(Int64(unique))),
-                 ("top_\(kind)s", .array(words.map { $0.json(key: kind) }))])
+        .object([
+            (
+                "period",
+                .object([
+                    ("from", .optional(from) { .string($0.description) }),
+                    ("to", .optional(to) { .string($0.description) })
+                ])
+            ),
+            ("total_entries", .int(Int64(totalEntries))), ("unique_\(kind)s", .int(Int64(unique))),
+            ("top_\(kind)s", .array(words.map { $0.json(key: kind) }))
+        ])
     }
 }
 
@@ -126,12 +140,14 @@ public struct RangeSummary: Sendable, Equatable {
     public var lowestScore: Int?
 
     public var json: JSONValue {
-        .object([("range", .string(range)), ("from", .string(from.description)), ("to", .string(to.description)),
-                 ("entry_count", .int(Int64(entryCount))), ("average_valence", .rounded(averageValence)),
-                 ("average_score", .optional(averageScore) { .double(($0 * 10).rounded() / 10) }),
-                 ("highest_score", .optional(highestScore) { .int(Int64($0)) }),
-                 ("lowest_score", .optional(lowestScore) { .int(Int64($0)) }),
-                 ("highest", .optional(highest) { $0.json }), ("lowest", .optional(lowest) { $0.json }),
-                 ("latest", .optional(latest) { $0.json })])
+        .object([
+            ("range", .string(range)), ("from", .string(from.description)), ("to", .string(to.description)),
+            ("entry_count", .int(Int64(entryCount))), ("average_valence", .rounded(averageValence)),
+            ("average_score", .optional(averageScore) { .double(($0 * 10).rounded() / 10) }),
+            ("highest_score", .optional(highestScore) { .int(Int64($0)) }),
+            ("lowest_score", .optional(lowestScore) { .int(Int64($0)) }),
+            ("highest", .optional(highest) { $0.json }), ("lowest", .optional(lowest) { $0.json }),
+            ("latest", .optional(latest) { $0.json })
+        ])
     }
 }

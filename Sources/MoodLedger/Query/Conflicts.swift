@@ -38,29 +38,37 @@ public struct ConflictsFold: Sendable, Equatable {
     }
 
     /// The event types the fold reads (others change nothing).
-    static let types: Set<UInt16> = [EventType.deleted, .remoteApplied, .entryErased, .syncMerged, .conflictResolved].reduce(into: []) {
-        $0.insert($1.rawValue)
-    }
+    static let types: Set<UInt16> = [EventType.deleted, .remoteApplied, .entryErased, .syncMerged, .conflictResolved]
+        .reduce(into: []) {
+            $0.insert($1.rawValue)
+        }
 
     /// Applies one event.
     public mutating func apply(_ recorded: RecordedEvent) {
         switch recorded.event {
         case .syncMerged(let merge):
             for (_, field) in MergeFields.named where merge.conflicts.contains(field) {
-                let kept = field == .existence ? (merge.merged == nil) == (merge.here == nil)
+                let kept =
+                    field == .existence
+                    ? (merge.merged == nil) == (merge.here == nil)
                     : merge.merged.map { !ThreeWayMerge.changed(field, from: merge.here, to: $0) } ?? false
                 open[Key(entryID: merge.entryID, field: field.rawValue)] = OpenConflict(
                     entryID: merge.entryID, field: field, seq: recorded.seq, at: recorded.recordedAtMilliseconds,
-                    base: merge.base, here: merge.here, server: merge.theirs, result: merge.merged, winner: kept ? .here : .server)
+                    base: merge.base, here: merge.here, server: merge.theirs, result: merge.merged,
+                    winner: kept ? .here : .server)
             }
         case .remoteApplied(let change) where change.conflict && change.entry == nil:
             open[Key(entryID: change.entryID, field: MergeFields.existence.rawValue)] = OpenConflict(
                 entryID: change.entryID, field: .existence, seq: recorded.seq, at: recorded.recordedAtMilliseconds,
                 base: nil, here: nil, server: nil, result: nil, winner: .server)
         case .conflictResolved(let id, let fields, _):
-            for (_, field) in MergeFields.named where fields.contains(field) { open[Key(entryID: id, field: field.rawValue)] = nil }
+            for (_, field) in MergeFields.named where fields.contains(field) {
+                open[Key(entryID: id, field: field.rawValue)] = nil
+            }
         case .deleted(let id):
-            for (_, field) in MergeFields.named where field != .existence { open[Key(entryID: id, field: field.rawValue)] = nil }
+            for (_, field) in MergeFields.named where field != .existence {
+                open[Key(entryID: id, field: field.rawValue)] = nil
+            }
         case .entryErased(let id, _):
             for (_, field) in MergeFields.named { open[Key(entryID: id, field: field.rawValue)] = nil }
         default: break

@@ -41,8 +41,10 @@ public struct EntryPage: Sendable, Equatable {
 
     /// `{"entries": [...], "total", "limit", "offset", "has_more"}`.
     public var json: JSONValue {
-        .object([("entries", .array(entries.map(\.json))), ("total", .int(Int64(total))),
-                 ("limit", .int(Int64(limit))), ("offset", .int(Int64(offset))), ("has_more", .bool(hasMore))])
+        .object([
+            ("entries", .array(entries.map(\.json))), ("total", .int(Int64(total))),
+            ("limit", .int(Int64(limit))), ("offset", .int(Int64(offset))), ("has_more", .bool(hasMore))
+        ])
     }
 
     /// ``json`` written straight into `out`, byte for byte the same text.
@@ -50,7 +52,9 @@ public struct EntryPage: Sendable, Equatable {
     ///   - out: the text to append to.
     ///   - writeEntries: writes the `entries` array (a server may reuse cached entry texts); by default each entry's
     ///     ``MoodEntry/writeJSON(to:userID:typedScore:)``.
-    public func writeJSON(to out: inout JSONBytes, entries writeEntries: (([MoodEntry], inout JSONBytes) -> Void)? = nil) {
+    public func writeJSON(
+        to out: inout JSONBytes, entries writeEntries: (([MoodEntry], inout JSONBytes) -> Void)? = nil
+    ) {
         out.beginObject()
         out.key("entries")
         if let writeEntries {
@@ -99,7 +103,8 @@ extension LedgerState {
             if let value, !(-1...1).contains(value) { throw .invalid(field, "must be a number from -1 to 1") }
         }
         if query.source == nil, query.label == nil, query.association == nil, query.minValence == nil,
-           query.maxValence == nil, query.tag == nil, query.search == nil {
+            query.maxValence == nil, query.tag == nil, query.search == nil
+        {
             return unfilteredPage(query)
         }
         let minQ = query.minValence.map(Valence.fixed)
@@ -116,8 +121,12 @@ extension LedgerState {
                 if let source = query.source, entry.source != source { continue }
                 if let label = query.label, !entry.labelList.contains(label) { continue }
                 if let association = query.association, !entry.associationList.contains(association) { continue }
-                if let tag = query.tag?.lowercased(), !entry.tags.contains(where: { $0.lowercased() == tag }) { continue }
-                if let search = query.search?.lowercased(), !(entry.notes?.lowercased().contains(search) ?? false) { continue }
+                if let tag = query.tag?.lowercased(), !entry.tags.contains(where: { $0.lowercased() == tag }) {
+                    continue
+                }
+                if let search = query.search?.lowercased(), !(entry.notes?.lowercased().contains(search) ?? false) {
+                    continue
+                }
                 if minQ != nil || maxQ != nil {
                     guard let q = entry.valenceGrid else { continue }
                     if let minQ, q < minQ { continue }

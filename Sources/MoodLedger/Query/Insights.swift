@@ -81,7 +81,9 @@ extension LedgerState {
         for day in activeDays(from: from, to: to) {
             var words = Set<String>()
             for entry in entries.entries(on: day) {
-                let minutes = Int((entry.loggedAt.milliseconds + Int64(entry.loggedAt.utcOffsetMinutes) * 60_000).floorModulo(86_400_000) / 60_000)
+                let minutes = Int(
+                    (entry.loggedAt.milliseconds + Int64(entry.loggedAt.utcOffsetMinutes) * 60_000).floorModulo(
+                        86_400_000) / 60_000)
                 for index in [day.weekdayIndex + 0, 7 + minutes / 360] {
                     func add(_ bucket: inout InsightsReport.Bucket) {
                         bucket.entries += 1
@@ -90,8 +92,10 @@ extension LedgerState {
                     }
                     if index < 7 { add(&weekdays[index]) } else { add(&times[index - 7]) }
                 }
-                let these = Set(entry.labels.map { "label:" + $0.wireName } + entry.associations.map { "association:" + $0.wireName }
-                                + entry.tags.map { "tag:" + $0.lowercased() })
+                let these = Set(
+                    entry.labels.map { "label:" + $0.wireName }
+                        + entry.associations.map { "association:" + $0.wireName }
+                        + entry.tags.map { "tag:" + $0.lowercased() })
                 entryWords.append(these)
                 words.formUnion(these)
             }
@@ -126,17 +130,20 @@ extension LedgerState {
                 if dayWords[index].contains(key) { with.append(mean) } else { without.append(mean) }
             }
             let parts = key.split(separator: ":", maxSplits: 1)
-            let enough = with.count >= InsightsReport.minimumFactorDays && without.count >= InsightsReport.minimumFactorDays
-            factors.append(InsightsReport.Factor(
-                kind: String(parts[0]), word: String(parts[1]), daysWith: with.count, daysWithout: without.count,
-                meanWith: with.isEmpty ? nil : with.reduce(0, +) / Double(with.count),
-                meanWithout: without.isEmpty ? nil : without.reduce(0, +) / Double(without.count),
-                interval: enough ? WelchInterval.of(with, without) : nil))
+            let enough =
+                with.count >= InsightsReport.minimumFactorDays && without.count >= InsightsReport.minimumFactorDays
+            factors.append(
+                InsightsReport.Factor(
+                    kind: String(parts[0]), word: String(parts[1]), daysWith: with.count, daysWithout: without.count,
+                    meanWith: with.isEmpty ? nil : with.reduce(0, +) / Double(with.count),
+                    meanWithout: without.isEmpty ? nil : without.reduce(0, +) / Double(without.count),
+                    interval: enough ? WelchInterval.of(with, without) : nil))
         }
         factors.sort { a, b in
             switch (a.interval, b.interval) {
             case (let x?, let y?):
-                return abs(x.difference) != abs(y.difference) ? abs(x.difference) > abs(y.difference) : (a.kind, a.word) < (b.kind, b.word)
+                return abs(x.difference) != abs(y.difference)
+                    ? abs(x.difference) > abs(y.difference) : (a.kind, a.word) < (b.kind, b.word)
             case (.some, nil): return true
             case (nil, .some): return false
             case (nil, nil): return (a.kind, a.word) < (b.kind, b.word)
@@ -148,19 +155,24 @@ extension LedgerState {
         for words in entryWords {
             let sorted = words.sorted()
             for word in sorted { single[word, default: 0] += 1 }
-            for i in sorted.indices { for j in sorted.indices where j > i { pairCounts[sorted[i] + "\u{0}" + sorted[j], default: 0] += 1 } }
+            for i in sorted.indices {
+                for j in sorted.indices where j > i { pairCounts[sorted[i] + "\u{0}" + sorted[j], default: 0] += 1 }
+            }
         }
         let total = Double(entryWords.count)
         var pairs: [InsightsReport.Pair] = []
         for (key, count) in pairCounts where count >= InsightsReport.minimumPairSupport {
             let names = key.split(separator: "\u{0}").map(String.init)
             let lift = Double(count) * total / (Double(single[names[0]]!) * Double(single[names[1]]!))
-            if lift > 1 { pairs.append(InsightsReport.Pair(first: names[0], second: names[1], count: count, lift: lift)) }
+            if lift > 1 {
+                pairs.append(InsightsReport.Pair(first: names[0], second: names[1], count: count, lift: lift))
+            }
         }
         pairs.sort { ($0.lift, $0.count, $1.first, $1.second) > ($1.lift, $1.count, $0.first, $0.second) }
-        return InsightsReport(from: from, to: to, weekdays: weekdays, timesOfDay: times, currentStreak: current,
-                              longestStreak: longest, longestStreakStart: longestStart, factors: factors,
-                              pairs: Array(pairs.prefix(20)))
+        return InsightsReport(
+            from: from, to: to, weekdays: weekdays, timesOfDay: times, currentStreak: current,
+            longestStreak: longest, longestStreakStart: longestStart, factors: factors,
+            pairs: Array(pairs.prefix(20)))
     }
 }
 
@@ -168,30 +180,56 @@ extension InsightsReport {
     /// The report as JSON (`moodledger insights --json`).
     public var json: JSONValue {
         func bucket(_ b: Bucket) -> JSONValue {
-            .object([("name", .string(b.name)), ("entries", .int(Int64(b.entries))),
-                     ("average_valence", .rounded(b.averageValence)), ("valence_count", .int(Int64(b.valenceCount))),
-                     ("average_score", .rounded(b.averageScore, places: 2)), ("score_count", .int(Int64(b.scoreCount)))])
+            .object([
+                ("name", .string(b.name)), ("entries", .int(Int64(b.entries))),
+                ("average_valence", .rounded(b.averageValence)), ("valence_count", .int(Int64(b.valenceCount))),
+                ("average_score", .rounded(b.averageScore, places: 2)), ("score_count", .int(Int64(b.scoreCount)))
+            ])
         }
         return .object([
             ("period", .object([("from", .string(from.description)), ("to", .string(to.description))])),
             ("by_weekday", .array(weekdays.map(bucket))), ("by_time_of_day", .array(timesOfDay.map(bucket))),
-            ("streaks", .object([("current_days", .int(Int64(currentStreak))), ("longest_days", .int(Int64(longestStreak))),
-                                 ("longest_start", .optional(longestStreakStart) { .string($0.description) })])),
-            ("factors", .array(factors.map { factor in
-                .object([("kind", .string(factor.kind)), ("word", .string(factor.word)),
-                         ("days_with", .int(Int64(factor.daysWith))), ("days_without", .int(Int64(factor.daysWithout))),
-                         ("mean_valence_with", .rounded(factor.meanWith)), ("mean_valence_without", .rounded(factor.meanWithout)),
-                         ("difference", .rounded(factor.interval?.difference)),
-                         ("ci95_low", .rounded(factor.interval?.low)), ("ci95_high", .rounded(factor.interval?.high)),
-                         ("enough_data", .bool(factor.enoughData))])
-            })),
-            ("often_together", .object([
-                ("minimum_support", .int(Int64(Self.minimumPairSupport))),
-                ("pairs", .array(pairs.map {
-                    .object([("first", .string($0.first)), ("second", .string($0.second)), ("count", .int(Int64($0.count))),
-                             ("lift", .rounded($0.lift, places: 2))])
-                })),
-            ])),
+            (
+                "streaks",
+                .object([
+                    ("current_days", .int(Int64(currentStreak))), ("longest_days", .int(Int64(longestStreak))),
+                    ("longest_start", .optional(longestStreakStart) { .string($0.description) })
+                ])
+            ),
+            (
+                "factors",
+                .array(
+                    factors.map { factor in
+                        .object([
+                            ("kind", .string(factor.kind)), ("word", .string(factor.word)),
+                            ("days_with", .int(Int64(factor.daysWith))),
+                            ("days_without", .int(Int64(factor.daysWithout))),
+                            ("mean_valence_with", .rounded(factor.meanWith)),
+                            ("mean_valence_without", .rounded(factor.meanWithout)),
+                            ("difference", .rounded(factor.interval?.difference)),
+                            ("ci95_low", .rounded(factor.interval?.low)),
+                            ("ci95_high", .rounded(factor.interval?.high)),
+                            ("enough_data", .bool(factor.enoughData))
+                        ])
+                    })
+            ),
+            (
+                "often_together",
+                .object([
+                    ("minimum_support", .int(Int64(Self.minimumPairSupport))),
+                    (
+                        "pairs",
+                        .array(
+                            pairs.map {
+                                .object([
+                                    ("first", .string($0.first)), ("second", .string($0.second)),
+                                    ("count", .int(Int64($0.count))),
+                                    ("lift", .rounded($0.lift, places: 2))
+                                ])
+                            })
+                    )
+                ])
+            )
         ])
     }
 }

@@ -18,7 +18,10 @@ public struct OutboxItem: Sendable, Equatable {
             ("entry_id", .string(entryID.description)), ("destination", .string(destination.rawValue)),
             ("operation", .optional(operation) { .string($0.rawValue) }), ("status", .string(status)),
             ("attempts", .int(Int64(attempts))), ("last_error", .optional(lastError) { .string($0) }),
-            ("next_attempt_at", .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }),
+            (
+                "next_attempt_at",
+                .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }
+            )
         ])
     }
 }
@@ -42,7 +45,9 @@ extension LedgerState {
             guard !entries.contains(pair.id) else { continue }
             for destination in SyncDestination.allCases.sorted() where destinations.contains(destination) {
                 let key = OutboxKey(entryID: pair.id, destination: destination)
-                if let record = pair[destination], let item = Self.item(key, record, includeSynced) { items.append(item) }
+                if let record = pair[destination], let item = Self.item(key, record, includeSynced) {
+                    items.append(item)
+                }
             }
         }
         for day in entries.activeDays {
@@ -53,8 +58,10 @@ extension LedgerState {
                         // A record exists (e.g. an entry pulled from there and edited here): it decides.
                         if let item = Self.item(key, record, includeSynced) { items.append(item) }
                     } else if OutboxState.isEligible(entry.source, for: destination) {
-                        items.append(OutboxItem(entryID: entry.id, destination: destination, operation: .create,
-                                                status: "pending", attempts: 0))
+                        items.append(
+                            OutboxItem(
+                                entryID: entry.id, destination: destination, operation: .create,
+                                status: "pending", attempts: 0))
                     }
                 }
             }
@@ -65,8 +72,9 @@ extension LedgerState {
     private static func item(_ key: OutboxKey, _ record: OutboxRecord, _ includeSynced: Bool) -> OutboxItem? {
         let status = record.operation == nil ? "synced" : record.parked ? "failed" : "pending"
         if status == "synced" && !includeSynced { return nil }
-        return OutboxItem(entryID: key.entryID, destination: key.destination, operation: record.operation,
-                          status: status, attempts: record.attempts, lastError: record.lastError,
-                          nextAttemptAt: record.nextAttemptAt, remoteID: record.remoteID, inFlight: record.inFlight)
+        return OutboxItem(
+            entryID: key.entryID, destination: key.destination, operation: record.operation,
+            status: status, attempts: record.attempts, lastError: record.lastError,
+            nextAttemptAt: record.nextAttemptAt, remoteID: record.remoteID, inFlight: record.inFlight)
     }
 }

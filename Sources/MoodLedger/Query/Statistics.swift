@@ -18,7 +18,9 @@ public struct ValenceStatistics: Sendable, Equatable {
         max = Double(sorted.last!) / scale
         mean = Double(sum) / Double(values.count) / scale
         let middle = sorted.count / 2
-        median = sorted.count % 2 == 1 ? Double(sorted[middle]) / scale
+        median =
+            sorted.count % 2 == 1
+            ? Double(sorted[middle]) / scale
             : (Double(sorted[middle - 1]) + Double(sorted[middle])) / 2 / scale
         let n = Int128(values.count)
         let numerator = n * squareSum - Int128(sum) * Int128(sum)  // n²·variance, exact
@@ -27,8 +29,10 @@ public struct ValenceStatistics: Sendable, Equatable {
 
     /// `{"min", "max", "median", "std_deviation"}`, rounded to 4 decimals.
     var json: JSONValue {
-        .object([("min", .rounded(min)), ("max", .rounded(max)), ("median", .rounded(median)),
-                 ("std_deviation", .rounded(standardDeviation))])
+        .object([
+            ("min", .rounded(min)), ("max", .rounded(max)), ("median", .rounded(median)),
+            ("std_deviation", .rounded(standardDeviation))
+        ])
     }
 }
 

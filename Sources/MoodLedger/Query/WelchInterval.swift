@@ -18,11 +18,14 @@ public struct WelchInterval: Sendable, Equatable {
         let se = (qa + qb).squareRoot()
         let difference = ma - mb
         guard se > 0 else {
-            return WelchInterval(difference: difference, degreesOfFreedom: Double(a.count + b.count - 2), low: difference, high: difference)
+            return WelchInterval(
+                difference: difference, degreesOfFreedom: Double(a.count + b.count - 2), low: difference,
+                high: difference)
         }
         let df = (qa + qb) * (qa + qb) / (qa * qa / Double(a.count - 1) + qb * qb / Double(b.count - 1))
         let t = studentQuantile(0.975, degreesOfFreedom: df)
-        return WelchInterval(difference: difference, degreesOfFreedom: df, low: difference - t * se, high: difference + t * se)
+        return WelchInterval(
+            difference: difference, degreesOfFreedom: df, low: difference - t * se, high: difference + t * se)
     }
 
     /// Mean and the sample variance (n − 1).
@@ -55,7 +58,8 @@ public struct WelchInterval: Sendable, Equatable {
     static func regularizedBeta(_ x: Double, _ a: Double, _ b: Double) -> Double {
         if x <= 0 { return 0 }
         if x >= 1 { return 1 }
-        let front = LibM.exp(LibM.logGamma(a + b) - LibM.logGamma(a) - LibM.logGamma(b) + a * LibM.log(x) + b * LibM.log(1 - x))
+        let front = LibM.exp(
+            LibM.logGamma(a + b) - LibM.logGamma(a) - LibM.logGamma(b) + a * LibM.log(x) + b * LibM.log(1 - x))
         if x > (a + 1) / (a + b + 2) { return 1 - regularizedBeta(1 - x, b, a) }
         let tiny = 1e-300
         var c = 1.0

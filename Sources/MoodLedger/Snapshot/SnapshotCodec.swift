@@ -134,8 +134,11 @@ enum SnapshotCodec {
     /// - Parameters:
     ///   - buffer: the section's bytes.
     ///   - seq: the snapshot's covered seq (a pending erasure cannot be after it).
-    static func decodeSync(_ buffer: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed)
-        -> (progress: [SyncProgress], pendingErasures: [EntryID: UInt64]) {
+    static func decodeSync(
+        _ buffer: UnsafeRawBufferPointer, seq: UInt64
+    ) throws(ByteReader.Malformed)
+        -> (progress: [SyncProgress], pendingErasures: [EntryID: UInt64])
+    {
         var r = ByteReader(buffer)
         var progress: [SyncProgress] = []
         for destination in SyncDestination.allCases.sorted() {
@@ -155,11 +158,13 @@ enum SnapshotCodec {
                 let bits = try r.u8()
                 let capabilities = RemoteCapabilities(rawValue: bits)
                 guard bits & ~RemoteCapabilities.all.rawValue == 0, source != .unknown || capabilities.isEmpty,
-                      capabilities.isSubset(of: .ceiling(dialect)) else {
+                    capabilities.isSubset(of: .ceiling(dialect))
+                else {
                     throw ByteReader.Malformed(what: "capabilities: not possible for this dialect or source")
                 }
-                current.remote = RemoteConfig(destination: destination, url: url, dialect: dialect,
-                                              capabilities: capabilities, source: source)
+                current.remote = RemoteConfig(
+                    destination: destination, url: url, dialect: dialect,
+                    capabilities: capabilities, source: source)
             }
             if flags & 2 != 0 { current.lastPullAt = try checkedTime(try r.signed(), "last_pull_at") }
             if flags & 4 != 0 { current.lastSuccessAt = try checkedTime(try r.signed(), "last_success_at") }

@@ -25,8 +25,9 @@ extension SnapshotImage {
     func prefetchOutbox(_ id: EntryID) {
         let count = outboxCount
         guard count > 0, let base = outboxIndex.baseAddress else { return }
-        cplatform_prefetch(base + Self.interpolate(id.high, low: 0, high: count, lowKey: 0, highKey: .max)
-                           * SnapshotLayout.outboxIndexSize)
+        cplatform_prefetch(
+            base + Self.interpolate(id.high, low: 0, high: count, lowKey: 0, highKey: .max)
+                * SnapshotLayout.outboxIndexSize)
     }
 
     /// The position of an entry in the outbox index (ids ascending), if it has records.

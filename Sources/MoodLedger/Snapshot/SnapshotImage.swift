@@ -1,8 +1,8 @@
 import CPlatform
 import Dispatch
 import EventLog
-import Synchronization
 import Platform
+import Synchronization
 
 /// The layout of a version-4 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
 /// then thirteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
@@ -26,7 +26,8 @@ enum SnapshotLayout {
 
     /// The sections, in the order (and with the kind codes) they appear in the file.
     enum Section: UInt32, CaseIterable {
-        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync, pieces
+        case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync,
+            pieces
 
         /// Whether a large snapshot checks this section a piece at a time where it is read: the sections read row
         /// by row (the others are decoded, or read whole, on open).
@@ -108,7 +109,9 @@ final class SnapshotImage: @unchecked Sendable {
             first.append(total)
             total += SnapshotLayout.pieces(ofLength: section(kind).count)
         }
-        guard pieces.count == total * 4 else { throw SnapshotProblem("pieces: length is not 4 × the other sections' pieces") }
+        guard pieces.count == total * 4 else {
+            throw SnapshotProblem("pieces: length is not 4 × the other sections' pieces")
+        }
         firstPiece = first
 
         let meta = section(.meta)
@@ -129,12 +132,16 @@ final class SnapshotImage: @unchecked Sendable {
         valences = section(.valences)
         words = section(.words)
         sources = section(.sources)
-        guard rows.count == rowCount * SnapshotLayout.rowSize else { throw SnapshotProblem("rows: length is not rows × 48") }
+        guard rows.count == rowCount * SnapshotLayout.rowSize else {
+            throw SnapshotProblem("rows: length is not rows × 48")
+        }
         guard slotCount.nonzeroBitCount == 1, slotCount > rowCount, slots.count == slotCount * 8 else {
             throw SnapshotProblem("id slots: not a power of two above the row count")
         }
         slotMask = slotCount - 1
-        guard days.count == dayCount * SnapshotLayout.daySize else { throw SnapshotProblem("days: length is not days × 32") }
+        guard days.count == dayCount * SnapshotLayout.daySize else {
+            throw SnapshotProblem("days: length is not days × 32")
+        }
         guard valences.count % 8 == 0 else { throw SnapshotProblem("valences: length is not a multiple of 8") }
         guard sources.count == sourceCount * SnapshotLayout.sourceSize, sourceCount <= rowCount else {
             throw SnapshotProblem("sources: length is not sources × 16")
@@ -175,15 +182,22 @@ final class SnapshotImage: @unchecked Sendable {
     /// Reads and checks the section table and every section's checksum (with `checkWhereRead`, only those of the
     /// sections not read row by row), a window at a time (each window's pages are released after it is checked,
     /// so checking costs no resident memory).
-    private static func sections(of file: MappedFile, header: SnapshotHeader, checkWhereRead: Bool) throws(SnapshotProblem)
-        -> [UnsafeRawBufferPointer] {
+    private static func sections(
+        of file: MappedFile, header: SnapshotHeader, checkWhereRead: Bool
+    ) throws(SnapshotProblem)
+        -> [UnsafeRawBufferPointer]
+    {
         let bytes = file.bytes
         let kinds = SnapshotLayout.Section.allCases
-        guard header.sectionCount == kinds.count else { throw SnapshotProblem("section table: \(header.sectionCount) sections, not \(kinds.count)") }
+        guard header.sectionCount == kinds.count else {
+            throw SnapshotProblem("section table: \(header.sectionCount) sections, not \(kinds.count)")
+        }
         let tableEnd = SnapshotLayout.headerSize + kinds.count * SnapshotLayout.tableEntrySize
         guard bytes.count >= tableEnd else { throw SnapshotProblem("section table: past the end") }
         let table = UnsafeRawBufferPointer(rebasing: bytes[SnapshotLayout.headerSize..<tableEnd])
-        guard CRC32C.mask(CRC32C.checksum(table)) == header.tableCRC else { throw SnapshotProblem("section table: checksum mismatch") }
+        guard CRC32C.mask(CRC32C.checksum(table)) == header.tableCRC else {
+            throw SnapshotProblem("section table: checksum mismatch")
+        }
         var result: [UnsafeRawBufferPointer] = []
         var previousEnd = UInt64(tableEnd)
         for (index, kind) in kinds.enumerated() {
@@ -192,13 +206,21 @@ final class SnapshotImage: @unchecked Sendable {
             let crc: UInt32 = table.le(at + 4)
             let offset: UInt64 = table.le(at + 8)
             let length: UInt64 = table.le(at + 16)
-            guard code == kind.rawValue else { throw SnapshotProblem("section table: entry \(index) is kind \(code), not \(kind.rawValue)") }
+            guard code == kind.rawValue else {
+                throw SnapshotProblem("section table: entry \(index) is kind \(code), not \(kind.rawValue)")
+            }
             guard offset % 8 == 0, offset >= previousEnd, offset <= UInt64(bytes.count),
-                  length <= UInt64(bytes.count) - offset else {
-                throw SnapshotProblem("section \(kind.rawValue): offset \(offset) length \(length) outside the file or out of order")
+                length <= UInt64(bytes.count) - offset
+            else {
+                throw SnapshotProblem(
+                    "section \(kind.rawValue): offset \(offset) length \(length) outside the file or out of order")
             }
             let section = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset + length)])
-            guard checkWhereRead && kind.isCheckedWhereRead || CRC32C.mask(CRC32C.finish(checksumState(of: Int(offset)..<Int(offset + length), in: file))) == crc else {
+            guard
+                checkWhereRead && kind.isCheckedWhereRead
+                    || CRC32C.mask(CRC32C.finish(checksumState(of: Int(offset)..<Int(offset + length), in: file)))
+                        == crc
+            else {
                 throw SnapshotProblem("section \(kind.rawValue): checksum mismatch")
             }
             previousEnd = offset + length
@@ -274,7 +296,9 @@ final class SnapshotImage: @unchecked Sendable {
         if CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))) != stored {
             let offset = (bytes.baseAddress.map { $0 - UnsafeRawPointer(file.bytes.baseAddress!) } ?? 0) + start
             damage.withLock { text in
-                if text == nil { text = "section \(kind.rawValue): the piece at byte \(offset) does not match its checksum" }
+                if text == nil {
+                    text = "section \(kind.rawValue): the piece at byte \(offset) does not match its checksum"
+                }
             }
             damaged.store(true, ordering: .releasing)
         }
@@ -299,13 +323,19 @@ final class SnapshotImage: @unchecked Sendable {
     func releaseResidentPages() { file.release(0..<file.bytes.count) }
 
     /// Days ascending and in range, rows, valences and word stats each in contiguous runs that add up.
-    private static func checkDays(_ days: UnsafeRawBufferPointer, count: Int, rows: Int, valences: Int, words: Int)
-        throws(SnapshotProblem) {
+    private static func checkDays(
+        _ days: UnsafeRawBufferPointer, count: Int, rows: Int, valences: Int, words: Int
+    )
+        throws(SnapshotProblem)
+    {
         var nextRow = 0
         var nextValence = 0
         var nextWords = 0
         var previousDay = Int64.min
-        let range = Int64(EventCodec.loggedAtRange.lowerBound / 86_400_000 - 2)...Int64(EventCodec.loggedAtRange.upperBound / 86_400_000 + 2)
+        let range =
+            Int64(
+                EventCodec.loggedAtRange.lowerBound / 86_400_000 - 2)...Int64(
+                EventCodec.loggedAtRange.upperBound / 86_400_000 + 2)
         for index in 0..<count {
             let at = index * SnapshotLayout.daySize
             let day = Int64(Int32(bitPattern: days.le(at)))
@@ -316,9 +346,14 @@ final class SnapshotImage: @unchecked Sendable {
             let valenceCount = Int(days.le(at + 20) as UInt32)
             let wordsOffset = Int(days.le(at + 24) as UInt32)
             let wordsLength = Int(days.le(at + 28) as UInt32)
-            guard day > previousDay, range.contains(day) else { throw SnapshotProblem("days: day \(day) out of order or range") }
-            guard first == nextRow, rowCount > 0, rowCount <= rows - first else { throw SnapshotProblem("days: rows of day \(day) do not follow on") }
-            guard dailyMood == SnapshotLayout.noRow || (Int(dailyMood) >= first && Int(dailyMood) < first + rowCount) else {
+            guard day > previousDay, range.contains(day) else {
+                throw SnapshotProblem("days: day \(day) out of order or range")
+            }
+            guard first == nextRow, rowCount > 0, rowCount <= rows - first else {
+                throw SnapshotProblem("days: rows of day \(day) do not follow on")
+            }
+            guard dailyMood == SnapshotLayout.noRow || (Int(dailyMood) >= first && Int(dailyMood) < first + rowCount)
+            else {
                 throw SnapshotProblem("days: daily mood of day \(day) outside its rows")
             }
             guard firstValence == nextValence, valenceCount <= rowCount, valenceCount <= valences - firstValence else {
@@ -372,9 +407,10 @@ final class SnapshotImage: @unchecked Sendable {
         check(.arena, offset, length)
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
         guard var entry = try? EventCodec.readEntryBody(id: id(ofRow: row), from: &r, withTags: true), r.isAtEnd,
-              entry.loggedAt.milliseconds == milliseconds(ofRow: row),
-              SnapshotCodec.isTimeInRange(milliseconds: createdAt),
-              SnapshotCodec.isTimeInRange(milliseconds: updatedAt) else { return nil }
+            entry.loggedAt.milliseconds == milliseconds(ofRow: row),
+            SnapshotCodec.isTimeInRange(milliseconds: createdAt),
+            SnapshotCodec.isTimeInRange(milliseconds: updatedAt)
+        else { return nil }
         entry.createdAt = createdAt
         entry.updatedAt = updatedAt
         return entry
@@ -390,16 +426,20 @@ final class SnapshotImage: @unchecked Sendable {
         let length = Int(rows.le(at + 44) as UInt32)
         guard offset <= arena.count, length <= arena.count - offset else { return nil }
         check(.arena, offset, length)
-        return (UnsafeRawBufferPointer(rebasing: rows[at..<(at + SnapshotLayout.rowSize)]),
-                UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)]))
+        return (
+            UnsafeRawBufferPointer(rebasing: rows[at..<(at + SnapshotLayout.rowSize)]),
+            UnsafeRawBufferPointer(rebasing: arena[offset..<(offset + length)])
+        )
     }
 
     /// A day's stored valences and word stats, as stored.
     func rawAggregate(_ day: Day) -> (valences: UnsafeRawBufferPointer, words: UnsafeRawBufferPointer) {
         check(.valences, day.valences.lowerBound * 8, day.valences.count * 8)
         check(.words, day.words.lowerBound, day.words.count)
-        return (UnsafeRawBufferPointer(rebasing: valences[(day.valences.lowerBound * 8)..<(day.valences.upperBound * 8)]),
-         UnsafeRawBufferPointer(rebasing: words[day.words]))
+        return (
+            UnsafeRawBufferPointer(rebasing: valences[(day.valences.lowerBound * 8)..<(day.valences.upperBound * 8)]),
+            UnsafeRawBufferPointer(rebasing: words[day.words])
+        )
     }
 
     /// The source-index hash of every row that has one (the writer carries them over for copied rows).
@@ -434,7 +474,8 @@ final class SnapshotImage: @unchecked Sendable {
             if value == 0 { return nil }
             let row = Int(UInt32(truncatingIfNeeded: value))
             if UInt32(truncatingIfNeeded: value >> 32) == fingerprint, row >= 1, row <= rowCount,
-               self.id(ofRow: row - 1) == id {
+                self.id(ofRow: row - 1) == id
+            {
                 return row - 1
             }
             slot = (slot + 1) & slotMask
@@ -489,11 +530,12 @@ final class SnapshotImage: @unchecked Sendable {
         let mood: UInt32 = days.le(at + 12)
         let firstValence = Int(days.le(at + 16) as UInt32)
         let wordsOffset = Int(days.le(at + 24) as UInt32)
-        return Day(date: LocalDate(daysSinceEpoch: Int32(bitPattern: days.le(at))),
-                   rows: first..<(first + Int(days.le(at + 8) as UInt32)),
-                   dailyMoodRow: mood == SnapshotLayout.noRow ? nil : Int(mood),
-                   valences: firstValence..<(firstValence + Int(days.le(at + 20) as UInt32)),
-                   words: wordsOffset..<(wordsOffset + Int(days.le(at + 28) as UInt32)))
+        return Day(
+            date: LocalDate(daysSinceEpoch: Int32(bitPattern: days.le(at))),
+            rows: first..<(first + Int(days.le(at + 8) as UInt32)),
+            dailyMoodRow: mood == SnapshotLayout.noRow ? nil : Int(mood),
+            valences: firstValence..<(firstValence + Int(days.le(at + 20) as UInt32)),
+            words: wordsOffset..<(wordsOffset + Int(days.le(at + 28) as UInt32)))
     }
 
     /// The index of a date's record (binary search), if the snapshot has entries that day.
@@ -543,7 +585,9 @@ final class SnapshotImage: @unchecked Sendable {
     }
 
     /// A word-stats table: `varint n · n × (word · varint count · varint valence count · signed valence sum)`.
-    static func readStats<D>(from r: inout ByteReader, limit: Int) throws(ByteReader.Malformed) -> WordTable<D, WordStat> {
+    static func readStats<D>(
+        from r: inout ByteReader, limit: Int
+    ) throws(ByteReader.Malformed) -> WordTable<D, WordStat> {
         var table = WordTable<D, WordStat>()
         let n = try r.count()
         for _ in 0..<n {
@@ -552,7 +596,8 @@ final class SnapshotImage: @unchecked Sendable {
             let valenceCount = try r.varint()
             let sum = try r.signed()
             guard count >= 1, count <= UInt64(limit), count <= UInt64(Int32.max), valenceCount <= count,
-                  sum.magnitude <= UInt64(Valence.scale) * valenceCount, table[word] == nil else {
+                sum.magnitude <= UInt64(Valence.scale) * valenceCount, table[word] == nil
+            else {
                 throw ByteReader.Malformed(what: "word stats out of range or repeated")
             }
             table[word] = WordStat(count: Int(count), valenceCount: Int(valenceCount), valenceSum: sum)
@@ -564,12 +609,15 @@ final class SnapshotImage: @unchecked Sendable {
 extension UnsafeRawBufferPointer {
     /// A little-endian integer at a byte offset (the caller has checked the offset).
     @inline(__always)
-    func le<T: FixedWidthInteger>(_ offset: Int) -> T { T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self)) }
+    func le<T: FixedWidthInteger>(_ offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
 
     /// A 16-byte entry id (UUID order: two big-endian halves) at a byte offset (the caller has checked it).
     @inline(__always)
     func entryID(_ offset: Int) -> EntryID {
-        EntryID(high: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
-                low: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
+        EntryID(
+            high: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
+            low: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
     }
 }

@@ -41,12 +41,15 @@ struct SnapshotHeader: Equatable {
 
     static func decode(_ b: UnsafeRawBufferPointer) -> SnapshotHeader? {
         guard b.count >= size, Array(b[0..<8]) == magic, b.le(8) as UInt16 == version,
-              b.le(76) as UInt32 == CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[0..<76]))) else { return nil }
+            b.le(76) as UInt32 == CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: b[0..<76])))
+        else { return nil }
         return SnapshotHeader(
             sectionCount: Int(b.le(10) as UInt16), fingerprint: b.le(12),
-            location: RecordLocation(seq: b.le(16), offset: Int64(bitPattern: b.le(24)), size: Int(b.le(32) as UInt32),
-                                     crc: b.le(36)),
-            fileID: Array(b[40..<56]), recordedAt: Int64(bitPattern: b.le(56)), fileLength: b.le(64), tableCRC: b.le(72))
+            location: RecordLocation(
+                seq: b.le(16), offset: Int64(bitPattern: b.le(24)), size: Int(b.le(32) as UInt32),
+                crc: b.le(36)),
+            fileID: Array(b[40..<56]), recordedAt: Int64(bitPattern: b.le(56)), fileLength: b.le(64), tableCRC: b.le(72)
+        )
     }
 }
 
@@ -110,9 +113,12 @@ struct SnapshotStore: Sendable {
         let file = path(for: seq)
         guard let mapped = try? AtomicFile.map(file, io: io) else { return .failure(.init("cannot read \(file)")) }
         do throws(SnapshotProblem) {
-            let image = try SnapshotImage(file: mapped, fingerprint: SnapshotCodec.fingerprint,
-                                          checkWhereRead: mapped.bytes.count >= checkWhereReadFrom)
-            guard fileID == nil || image.header.fileID == fileID else { throw SnapshotProblem("belongs to another log file") }
+            let image = try SnapshotImage(
+                file: mapped, fingerprint: SnapshotCodec.fingerprint,
+                checkWhereRead: mapped.bytes.count >= checkWhereReadFrom)
+            guard fileID == nil || image.header.fileID == fileID else {
+                throw SnapshotProblem("belongs to another log file")
+            }
             guard image.seq == seq else { throw SnapshotProblem("covers another seq (renamed)") }
             image.releaseResidentPages()
             return .success(image)
@@ -131,7 +137,9 @@ struct SnapshotStore: Sendable {
     }
 
     func loadAndReadAll(seq: UInt64, checkWhereReadFrom: Int = .max) -> LedgerState? {
-        guard case .success(let image) = load(seq: seq, fileID: nil, checkWhereReadFrom: checkWhereReadFrom) else { return nil }
+        guard case .success(let image) = load(seq: seq, fileID: nil, checkWhereReadFrom: checkWhereReadFrom) else {
+            return nil
+        }
         return Self.readAll(LedgerState(image: image))
     }
 
@@ -152,7 +160,9 @@ struct SnapshotStore: Sendable {
         if let image = state.entries.image {
             // The filter a long replay builds must admit every id the index lists (a fuzzed file traps here if not).
             let filter = image.outboxFilter()
-            for (key, _) in records { precondition(filter.mayContain(key.entryID), "the outbox filter refused a listed id") }
+            for (key, _) in records {
+                precondition(filter.mayContain(key.entryID), "the outbox filter refused a listed id")
+            }
         }
         return state
     }
@@ -170,9 +180,10 @@ struct SnapshotStore: Sendable {
             try? io.remove(directory + "/" + name)
         }
         let present = list()
-        let keep = Set(Self.kept(newestFirst: present, sparseInterval: sparseInterval, budget: max(2 * logBytes, floor)) {
-            (try? AtomicFile.size(of: path(for: $0), io: io)) ?? 0
-        })
+        let keep = Set(
+            Self.kept(newestFirst: present, sparseInterval: sparseInterval, budget: max(2 * logBytes, floor)) {
+                (try? AtomicFile.size(of: path(for: $0), io: io)) ?? 0
+            })
         for seq in present where !keep.contains(seq) { try? io.remove(path(for: seq)) }
     }
 
@@ -184,8 +195,10 @@ struct SnapshotStore: Sendable {
     ///   - sparseInterval: the smallest spacing of sparse snapshots (0 keeps none).
     ///   - budget: the bytes all kept snapshots may take.
     ///   - size: a snapshot's bytes.
-    static func kept(newestFirst seqs: [UInt64], sparseInterval: UInt64, budget: Int64,
-                     size: (UInt64) -> Int64) -> [UInt64] {
+    static func kept(
+        newestFirst seqs: [UInt64], sparseInterval: UInt64, budget: Int64,
+        size: (UInt64) -> Int64
+    ) -> [UInt64] {
         var kept = kept(newestFirst: seqs, sparseInterval: sparseInterval)
         let sizes = Dictionary(uniqueKeysWithValues: kept.map { ($0, size($0)) })
         var total = sizes.values.reduce(0, +)

@@ -5,7 +5,9 @@ import EventLog
 enum SnapshotWriter {
     /// The bytes of a snapshot of `state` covering `location`.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address.
-    static func file(of state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws(SnapshotProblem) -> [UInt8] {
+    static func file(
+        of state: LedgerState, location: RecordLocation, fileID: [UInt8]
+    ) throws(SnapshotProblem) -> [UInt8] {
         var rows = ByteWriter(capacity: state.entries.count * SnapshotLayout.rowSize)
         var arena = ByteWriter(capacity: state.entries.count * 48)
         var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
@@ -25,7 +27,8 @@ enum SnapshotWriter {
             let valencesStart = valences.bytes.count
             let dayValences: Int
             if case .image(let image, let day) = source, state.analytics.readsImage(image, on: date),
-               let raw = storedRows(image, day) {
+                let raw = storedRows(image, day)
+            {
                 // An unchanged day: its rows, bodies, valences and word stats are copied as they are.
                 if hashes?.image !== image { hashes = (image, image.sourceHashes()) }
                 for (row, bytes) in zip(day.rows, raw) {
@@ -93,7 +96,9 @@ enum SnapshotWriter {
             valenceCount += dayValences
             dayCount += 1
         }
-        guard !overflow, ids.count < Int(UInt32.max) / 2 else { throw SnapshotProblem("entries too large for one snapshot") }
+        guard !overflow, ids.count < Int(UInt32.max) / 2 else {
+            throw SnapshotProblem("entries too large for one snapshot")
+        }
         let slots = idSlots(ids)
         sources.sort { ($0.hash, $0.row) < ($1.hash, $1.row) }
         var sourceBytes = ByteWriter(capacity: sources.count * SnapshotLayout.sourceSize)
@@ -113,9 +118,13 @@ enum SnapshotWriter {
         meta.fixed(UInt64(slots.count / 8), 4)
         meta.fixed(UInt64(sources.count), 4)
         let outbox = SnapshotCodec.encodeOutbox(state)
-        guard outbox.records.count <= Int(UInt32.max) else { throw SnapshotProblem("outbox too large for one snapshot") }
-        var sections = [meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
-                        sourceBytes.bytes, outbox.index, outbox.records, outbox.sync]
+        guard outbox.records.count <= Int(UInt32.max) else {
+            throw SnapshotProblem("outbox too large for one snapshot")
+        }
+        var sections = [
+            meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
+            sourceBytes.bytes, outbox.index, outbox.records, outbox.sync
+        ]
         sections.append(pieceChecksums(of: sections))
         return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
     }
@@ -129,7 +138,8 @@ enum SnapshotWriter {
                 var start = 0
                 while start < bytes.count {
                     let end = min(bytes.count, start + SnapshotLayout.pieceSize)
-                    w.fixed(UInt64(CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end])))), 4)
+                    w.fixed(
+                        UInt64(CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[start..<end])))), 4)
                     start = end
                 }
             }
@@ -138,14 +148,19 @@ enum SnapshotWriter {
     }
 
     /// A day's rows and bodies as the image stores them, if every body lies inside its arena.
-    private static func storedRows(_ image: SnapshotImage, _ day: SnapshotImage.Day)
-        -> [(row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)]? {
+    private static func storedRows(
+        _ image: SnapshotImage, _ day: SnapshotImage.Day
+    )
+        -> [(row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)]?
+    {
         let raw = day.rows.compactMap(image.rawRow)
         return raw.count == day.rows.count ? raw : nil
     }
 
     /// Header, section table, then each section at the next multiple of 8 (zero padding).
-    private static func assemble(_ sections: [[UInt8]], location: RecordLocation, recordedAt: Int64, fileID: [UInt8]) -> [UInt8] {
+    private static func assemble(
+        _ sections: [[UInt8]], location: RecordLocation, recordedAt: Int64, fileID: [UInt8]
+    ) -> [UInt8] {
         var table = ByteWriter(capacity: sections.count * SnapshotLayout.tableEntrySize)
         var offset = SnapshotLayout.headerSize + sections.count * SnapshotLayout.tableEntrySize
         var offsets: [Int] = []
@@ -158,9 +173,10 @@ enum SnapshotWriter {
             table.fixed(UInt64(section.count), 8)
             offset += section.count
         }
-        let header = SnapshotHeader(sectionCount: sections.count, fingerprint: SnapshotCodec.fingerprint, location: location,
-                                    fileID: fileID, recordedAt: recordedAt, fileLength: UInt64(offset),
-                                    tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
+        let header = SnapshotHeader(
+            sectionCount: sections.count, fingerprint: SnapshotCodec.fingerprint, location: location,
+            fileID: fileID, recordedAt: recordedAt, fileLength: UInt64(offset),
+            tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
         var file = header.encoded() + table.bytes
         file.reserveCapacity(offset)
         for (section, start) in zip(sections, offsets) {

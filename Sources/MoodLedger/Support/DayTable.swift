@@ -47,8 +47,10 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
 
     /// Mutates a day's value in place (creating it from `default` first), then drops it if `isEmpty` says so.
     @inline(__always)
-    public mutating func modify<R>(_ day: LocalDate, default make: @autoclosure () -> Value,
-                                   removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> R) -> R {
+    public mutating func modify<R>(
+        _ day: LocalDate, default make: @autoclosure () -> Value,
+        removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> R
+    ) -> R {
         let index = makeSlot(day)
         if !present[index] {
             slots[index] = make()
@@ -102,7 +104,9 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
         return Int(number - base)
     }
 
-    public static func == (a: DayTable, b: DayTable) -> Bool { a.count == b.count && a.pairs.elementsEqual(b.pairs, by: ==) }
+    public static func == (a: DayTable, b: DayTable) -> Bool {
+        a.count == b.count && a.pairs.elementsEqual(b.pairs, by: ==)
+    }
 }
 
 extension Optional {

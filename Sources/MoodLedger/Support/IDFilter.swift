@@ -9,7 +9,8 @@ struct IDFilter: Sendable {
     /// - Parameter count: how many ids it will hold (sizes it; more only raise the false "maybe"s).
     init(capacity count: Int) {
         var bits = 1 << 12
-        while bits < count * 16, bits < 1 << 30 { bits <<= 1 }  // at most 128 MiB (a crafted file's huge index: more false "maybe"s)
+        // at most 128 MiB (a crafted file's huge index: more false "maybe"s)
+        while bits < count * 16, bits < 1 << 30 { bits <<= 1 }
         words = Array(repeating: 0, count: bits / 64)
         shift = UInt64(64 - bits.trailingZeroBitCount)
     }

@@ -52,8 +52,11 @@ public enum ISO8601 {
             out += pad(value, width).utf8
             return
         }
-        var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var scratch:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &scratch) { buffer in
             var n = value
             var count = 0
@@ -86,9 +89,10 @@ public enum ISO8601 {
             return value
         }
         guard let year = number(0, 4), chars[4] == 45, let month = number(5, 2), chars[7] == 45,
-              let day = number(8, 2), chars[10] == 84 || chars[10] == 116 || chars[10] == 32,
-              let hour = number(11, 2), chars[13] == 58, let minute = number(14, 2),
-              let date = LocalDate(year: year, month: month, day: day), hour < 24, minute < 60 else { return nil }
+            let day = number(8, 2), chars[10] == 84 || chars[10] == 116 || chars[10] == 32,
+            let hour = number(11, 2), chars[13] == 58, let minute = number(14, 2),
+            let date = LocalDate(year: year, month: month, day: day), hour < 24, minute < 60
+        else { return nil }
         var index = 16
         var second = 0
         var millis = 0

@@ -45,7 +45,11 @@ public struct JSONBytes: Sendable {
         separate()
         bytes.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { buffer in
-            assert(buffer.allSatisfy { $0 == UInt8(ascii: "_") || (48...57).contains($0) || (97...122).contains($0) || (65...90).contains($0) })
+            assert(
+                buffer.allSatisfy {
+                    $0 == UInt8(ascii: "_") || (48...57).contains($0) || (97...122).contains($0)
+                        || (65...90).contains($0)
+                })
             bytes += buffer
         }
         bytes += "\":".utf8

@@ -157,7 +157,8 @@ public struct JSONParser {
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800..<0xDC00).contains(code), index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                       bytes[index + 1] == UInt8(ascii: "u") {
+                        bytes[index + 1] == UInt8(ascii: "u")
+                    {
                         index += 2
                         let low = try hex4()
                         guard (0xDC00..<0xE000).contains(low) else { throw fail("bad surrogate pair") }
@@ -196,7 +197,9 @@ public struct JSONParser {
             while digit() { index += 1 }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard digit() else { throw fail(index == start ? "unexpected character" : "bad number: a digit must follow '-'") }
+        guard digit() else {
+            throw fail(index == start ? "unexpected character" : "bad number: a digit must follow '-'")
+        }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
             if digit() { throw fail("bad number: no leading zeros") }
@@ -212,7 +215,9 @@ public struct JSONParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             try digits()
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)

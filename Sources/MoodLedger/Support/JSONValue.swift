@@ -121,7 +121,8 @@ public enum JSONValue: Sendable, Equatable {
         var text = s
         text.withUTF8 { bytes in
             var runStart = 0
-            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            for (i, byte) in bytes.enumerated()
+            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                 out += UnsafeBufferPointer(rebasing: bytes[runStart..<i])
                 runStart = i + 1
                 switch byte {

@@ -38,8 +38,10 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
 
     /// Mutates a word's value in place (creating it from `default` first), then drops it if `isEmpty` says so.
     @inline(__always)
-    public mutating func modify(_ word: VocabularyWord<Domain>, default make: @autoclosure () -> Value,
-                                removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> Void) {
+    public mutating func modify(
+        _ word: VocabularyWord<Domain>, default make: @autoclosure () -> Value,
+        removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> Void
+    ) {
         switch word.storage {
         case .apple(let raw):
             let index = Int(raw)
@@ -59,7 +61,9 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
     @inline(__always)
     public func forEach(_ body: (VocabularyWord<Domain>, Value) -> Void) {
         canonical.withUnsafeBufferPointer { slots in
-            for raw in 1..<slots.count where !slots[raw].isAbsent { body(VocabularyWord(appleRawValue: raw)!, slots[raw]) }
+            for raw in 1..<slots.count where !slots[raw].isAbsent {
+                body(VocabularyWord(appleRawValue: raw)!, slots[raw])
+            }
         }
         for (text, value) in custom { body(VocabularyWord(custom: text), value) }
     }

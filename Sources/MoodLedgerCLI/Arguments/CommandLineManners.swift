@@ -9,7 +9,8 @@ enum CommandLineManners {
     /// How many positional arguments each command takes at most (absent: none).
     static let maxPositionals: [String: Int] = [
         "update": 1, "labels": 1, "associations": 1, "tags": 1, "delete": 1, "show": 1, "history": 1, "diff": 2,
-        "day": 1, "analytics": 1, "summary": 1, "import": 1, "healthkit": 1, "serve": 3, "remote": 2, "sync": 2, "erase": 1, "year": 1, "conflicts": 2,
+        "day": 1, "analytics": 1, "summary": 1, "import": 1, "healthkit": 1, "serve": 3, "remote": 2, "sync": 2,
+        "erase": 1, "year": 1, "conflicts": 2
     ]
 
     /// Moves global options written before the command to after it, and turns `-h` into `--help` (not after `--`).
@@ -49,7 +50,8 @@ enum CommandLineManners {
 
     /// Levenshtein distance.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

@@ -4,8 +4,10 @@ import MoodLedger
 enum AuditCommands {
     static let all: [CommandSpec] = [history, events, diff]
 
-    static let history = CommandSpec(name: "history", summary: "every event that touched an entry, with what changed",
-                                     usage: "history ID") { context in
+    static let history = CommandSpec(
+        name: "history", summary: "every event that touched an entry, with what changed",
+        usage: "history ID"
+    ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let id = try context.entryID(in: ledger, includingPast: true)
@@ -36,7 +38,8 @@ enum AuditCommands {
         }
         if let text = a.value("type") {
             guard let type = EventType(name: text) else {
-                throw UsageError("unknown event type \(text) (one of \(EventType.allCases.map(\.name).joined(separator: ", ")))")
+                throw UsageError(
+                    "unknown event type \(text) (one of \(EventType.allCases.map(\.name).joined(separator: ", ")))")
             }
             filter.type = type
         }
@@ -48,8 +51,10 @@ enum AuditCommands {
         return ExitCode.ok
     }
 
-    static let diff = CommandSpec(name: "diff", summary: "what changed between two points (seq or instant)",
-                                  usage: "diff POINT POINT") { context in
+    static let diff = CommandSpec(
+        name: "diff", summary: "what changed between two points (seq or instant)",
+        usage: "diff POINT POINT"
+    ) { context in
         let from = try Context.point(try context.positional(0, "the first POINT"))
         let to = try Context.point(try context.positional(1, "the second POINT"))
         let ledger = try context.openLedger(write: false)
@@ -61,8 +66,9 @@ enum AuditCommands {
         }
         let console = context.console
         console.line("from seq \(diff.fromSeq) to seq \(diff.toSeq)")
-        console.line("added \(diff.added.count), removed \(diff.removed.count), changed \(diff.changed.count), "
-                     + "outbox items changed \(diff.outbox.count)")
+        console.line(
+            "added \(diff.added.count), removed \(diff.removed.count), changed \(diff.changed.count), "
+                + "outbox items changed \(diff.outbox.count)")
         for entry in diff.added { console.line("+ " + HumanFormat.entryLine(entry, color: console.color)) }
         for entry in diff.removed { console.line("- " + HumanFormat.entryLine(entry, color: console.color)) }
         for (before, after) in diff.changed {
@@ -73,9 +79,10 @@ enum AuditCommands {
         }
         for difference in diff.outbox {
             let (item, before, after) = (difference.item, difference.before, difference.after)
-            console.line("outbox \(item.entryID) \(item.destination.rawValue): "
-                         + "\(before.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—") → "
-                         + "\(after.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—")")
+            console.line(
+                "outbox \(item.entryID) \(item.destination.rawValue): "
+                    + "\(before.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—") → "
+                    + "\(after.map { "\($0.operation?.rawValue ?? "synced") \($0.status)" } ?? "—")")
         }
         return ExitCode.ok
     }

@@ -4,9 +4,11 @@ import MoodLedgerSync
 /// `conflicts [resolve]`: what merges recorded as changed on both sides, and choosing a side (`Specs/sync.md`).
 enum ConflictCommands {
     static let spec = CommandSpec(
-        name: "conflicts", summary: "conflicts sync recorded (both sides changed a field); resolve one by choosing a side",
+        name: "conflicts",
+        summary: "conflicts sync recorded (both sides changed a field); resolve one by choosing a side",
         usage: "conflicts [--at POINT]\n       conflicts resolve ID --take here|server [--field FIELD]",
-        values: ["at", "take", "field"]) { context in
+        values: ["at", "take", "field"]
+    ) { context in
         switch context.arguments.positionals.first {
         case nil: return try list(context)
         case "resolve"?: return try resolve(context)
@@ -21,7 +23,8 @@ enum ConflictCommands {
         if let text = context.arguments.value("at") {
             let point = try Context.point(text)
             if case .seq(let seq) = point, seq > ledger.lastSeq {
-                throw CLIError(ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
+                throw CLIError(
+                    ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
             }
             through = try ledger.seq(at: point)
         }
@@ -35,13 +38,17 @@ enum ConflictCommands {
             let field = MergeFields.named.first { $0.field == conflict.field }?.name ?? "field"
             let show = { (entry: MoodEntry?) in MergeStory.value(conflict.field, of: entry, showNotes: true) }
             if conflict.field == .existence {
-                context.console.line("\(conflict.entryID)  entry  "
-                    + (conflict.here == nil && conflict.server != nil ? "deleted here, changed on the server" : "deleted on the server, changed here")
-                    + (conflict.result == nil ? " → deleted" : " → kept") + "  (seq \(conflict.seq))")
+                context.console.line(
+                    "\(conflict.entryID)  entry  "
+                        + (conflict.here == nil && conflict.server != nil
+                            ? "deleted here, changed on the server" : "deleted on the server, changed here")
+                        + (conflict.result == nil ? " → deleted" : " → kept") + "  (seq \(conflict.seq))")
                 continue
             }
-            context.console.line("\(conflict.entryID)  \(field)  base \(show(conflict.base))  here \(show(conflict.here))  "
-                + "server \(show(conflict.server))  → \(conflict.winner == .here ? "here" : "server") won  (seq \(conflict.seq))")
+            context.console.line(
+                "\(conflict.entryID)  \(field)  base \(show(conflict.base))  here \(show(conflict.here))  "
+                    + "server \(show(conflict.server))  → \(conflict.winner == .here ? "here" : "server") won  (seq \(conflict.seq))"
+            )
         }
         return ExitCode.ok
     }
@@ -50,12 +57,13 @@ enum ConflictCommands {
         .object([
             ("entry_id", .string(conflict.entryID.description)),
             ("field", .string(conflict.field.names.first ?? "")),
-            ("seq", .int(Int64(conflict.seq))), ("at", .string(ISO8601.format(milliseconds: conflict.at, offsetMinutes: 0))),
+            ("seq", .int(Int64(conflict.seq))),
+            ("at", .string(ISO8601.format(milliseconds: conflict.at, offsetMinutes: 0))),
             ("base", MergeStory.json(conflict.field, of: conflict.base)),
             ("here", MergeStory.json(conflict.field, of: conflict.here)),
             ("server", MergeStory.json(conflict.field, of: conflict.server)),
             ("result", MergeStory.json(conflict.field, of: conflict.result)),
-            ("won", .string(conflict.winner == .here ? "here" : "server")),
+            ("won", .string(conflict.winner == .here ? "here" : "server"))
         ])
     }
 
@@ -73,7 +81,8 @@ enum ConflictCommands {
         var only: MergeFields?
         if let name = context.arguments.value("field") {
             guard let known = MergeFields.named.first(where: { $0.name == name }) else {
-                throw UsageError("--field must be one of " + MergeFields.named.map(\.name).joined(separator: ", ") + ", not \(name)")
+                throw UsageError(
+                    "--field must be one of " + MergeFields.named.map(\.name).joined(separator: ", ") + ", not \(name)")
             }
             only = known.field
         }
@@ -82,7 +91,8 @@ enum ConflictCommands {
         let id = try context.entryID(1, in: ledger, includingPast: true)
         let open = try ledger.conflicts().filter { $0.entryID == id && (only == nil || $0.field == only) }
         guard !open.isEmpty else {
-            throw CLIError(ExitCode.noInput, "entry \(id) has no open conflict" + (only.map { " on \($0.names.joined())" } ?? ""))
+            throw CLIError(
+                ExitCode.noInput, "entry \(id) has no open conflict" + (only.map { " on \($0.names.joined())" } ?? ""))
         }
         var fields: MergeFields = []
         for conflict in open { fields.insert(conflict.field) }
@@ -92,36 +102,51 @@ enum ConflictCommands {
             events.append(.conflictResolved(id, fields, choice))
             return (events, id, false)
         }
-        context.console.line("resolved \(fields.names.joined(separator: ", ")) of \(id): "
-            + (choice == .here ? "the value here stays" : "the server's value is the entry's now; it syncs with the next `moodledger sync`"))
+        context.console.line(
+            "resolved \(fields.names.joined(separator: ", ")) of \(id): "
+                + (choice == .here
+                    ? "the value here stays"
+                    : "the server's value is the entry's now; it syncs with the next `moodledger sync`"))
         return ExitCode.ok
     }
 
     /// The ordinary edits that give each conflicting field the server's value.
-    private static func edits(taking conflicts: [OpenConflict], for id: EntryID, in state: LedgerState) throws -> [MoodEvent] {
+    private static func edits(
+        taking conflicts: [OpenConflict], for id: EntryID, in state: LedgerState
+    ) throws -> [MoodEvent] {
         var events: [MoodEvent] = []
         let current = state.entries[id]
         for conflict in conflicts {
             if conflict.field == .existence {
                 guard conflict.server == nil, current != nil else {
-                    throw CLIError(ExitCode.invalidInput, "entry \(id) is deleted here; the server's version is in `moodledger history \(id)`: log it again to keep it")
+                    throw CLIError(
+                        ExitCode.invalidInput,
+                        "entry \(id) is deleted here; the server's version is in `moodledger history \(id)`: log it again to keep it"
+                    )
                 }
                 events.append(.deleted(id))
                 continue
             }
             guard let entry = current else { throw CLIError(ExitCode.noInput, "entry \(id) is deleted here") }
-            guard !entry.isReadOnly else { throw CLIError(ExitCode.invalidInput, "entries from healthkit are read-only") }
+            guard !entry.isReadOnly else {
+                throw CLIError(ExitCode.invalidInput, "entries from healthkit are read-only")
+            }
             guard let server = conflict.server else { continue }
             var update = MoodUpdate()
             switch conflict.field {
             case .mood:
                 if server.valence != entry.valence { update.valence = server.valence.map { .set($0) } ?? .clear }
-                if server.enteredScore != entry.enteredScore { update.enteredScore = server.enteredScore.map { .set($0) } ?? .clear }
+                if server.enteredScore != entry.enteredScore {
+                    update.enteredScore = server.enteredScore.map { .set($0) } ?? .clear
+                }
             case .loggedAt: if server.loggedAt != entry.loggedAt { update.loggedAt = server.loggedAt }
             case .kind: if server.kind != entry.kind { update.kind = server.kind }
             case .notes: if server.notes != entry.notes { update.notes = server.notes.map { .set($0) } ?? .clear }
             case .labels: if server.labels != entry.labels { events.append(.labelsEdited(id, server.labels)) }
-            case .associations: if server.associations != entry.associations { events.append(.associationsEdited(id, server.associations)) }
+            case .associations:
+                if server.associations != entry.associations {
+                    events.append(.associationsEdited(id, server.associations))
+                }
             case .tags: if server.tags != entry.tags { events.append(.tagsEdited(id, server.tags)) }
             default: break
             }

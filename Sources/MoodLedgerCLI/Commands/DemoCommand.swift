@@ -7,15 +7,18 @@ import Synchronization
 enum DemoCommand {
     static let marker = ".moodledger-demo"
 
-    static let spec = CommandSpec(name: "demo", summary: "build a sample ledger (default ./demo.ledger) and tour it",
-                                  usage: "demo [--ledger PATH]", printsData: false) { context in
+    static let spec = CommandSpec(
+        name: "demo", summary: "build a sample ledger (default ./demo.ledger) and tour it",
+        usage: "demo [--ledger PATH]", printsData: false
+    ) { context in
         if !context.ledgerNamed { context.ledgerPath = "./demo.ledger" }
         let path = context.ledgerPath
         let io = context.baseOptions.io
         if io.exists(path) {
             guard io.exists(path + "/" + marker) else {
-                throw CLIError(ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
-                               hint: "give another --ledger PATH")
+                throw CLIError(
+                    ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
+                    hint: "give another --ledger PATH")
             }
             try OutputFile.removeTree(path, io: io)
         }
@@ -42,11 +45,13 @@ enum DemoCommand {
         let ledger = context.ledgerPath.contains(" ") ? "'\(context.ledgerPath)'" : context.ledgerPath
         let run: ([String]) -> Void = { words in
             console.line("\n$ moodledger --ledger \(ledger) " + words.joined(separator: " "))
-            _ = CLI.run(words + ["--ledger", context.ledgerPath], environment: context.environment, console: console,
-                        options: context.baseOptions)
+            _ = CLI.run(
+                words + ["--ledger", context.ledgerPath], environment: context.environment, console: console,
+                options: context.baseOptions)
         }
-        console.line("Built \(context.ledgerPath): \(story.events) events, \(story.entries) entries over a year "
-                     + "(\(story.edits) edits, \(story.deletes) deletes, \(story.failedSyncs) failed sync attempts).")
+        console.line(
+            "Built \(context.ledgerPath): \(story.events) events, \(story.entries) entries over a year "
+                + "(\(story.edits) edits, \(story.deletes) deletes, \(story.failedSyncs) failed sync attempts).")
         console.line("\n1. The most recent entries:")
         run(["list", "--limit", "5"])
         console.line("\n2. How the last 30 days went:")
@@ -77,4 +82,3 @@ final class DemoIDs: Sendable {
     let generator = Mutex(SplitMix64(seed: 2025))
     func next() -> EntryID { generator.withLock { EntryID.random(using: &$0) } }
 }
-

@@ -21,9 +21,11 @@ enum DemoStory {
         (["drained", "indifferent"], ["Slept badly", "Long commute in the rain"]),
         (["calm", "content"], ["Read a book in the garden", "Slow Sunday", "Cooked dinner"]),
         (["happy", "grateful"], ["Lunch with a friend", "Family video call", "Good workout at the gym"]),
-        (["joyful", "excited"], ["Concert tonight!", "Trip booked", "Finished the project"]),
+        (["joyful", "excited"], ["Concert tonight!", "Trip booked", "Finished the project"])
     ]
-    static let associations = ["work", "family", "friends", "fitness", "health", "hobbies", "weather", "partner", "money"]
+    static let associations = [
+        "work", "family", "friends", "fitness", "health", "hobbies", "weather", "partner", "money"
+    ]
 
     static func build(_ ledger: Ledger, clock: DemoClock) throws -> Summary {
         var random = SplitMix64(seed: 7)
@@ -41,11 +43,15 @@ enum DemoStory {
                 clock.set(at + Int64.random(in: 0...600_000, using: &random))
                 let valence = max(-1, min(1, season + Double.random(in: -0.6...0.6, using: &random)))
                 let band = min(5, max(0, Int((valence + 1) / 2 * 6)))
-                var draft = MoodDraft(valence: (valence * 1000).rounded() / 1000,
-                                      labels: Array(moods[band].labels.shuffled(using: &random).prefix(Int.random(in: 1...2, using: &random))),
-                                      associations: [associations.randomElement(using: &random)!],
-                                      loggedAt: LoggedAt(milliseconds: at, utcOffsetMinutes: 60))
-                if Int.random(in: 0..<3, using: &random) == 0 { draft.notes = moods[band].notes.randomElement(using: &random) }
+                var draft = MoodDraft(
+                    valence: (valence * 1000).rounded() / 1000,
+                    labels: Array(
+                        moods[band].labels.shuffled(using: &random).prefix(Int.random(in: 1...2, using: &random))),
+                    associations: [associations.randomElement(using: &random)!],
+                    loggedAt: LoggedAt(milliseconds: at, utcOffsetMinutes: 60))
+                if Int.random(in: 0..<3, using: &random) == 0 {
+                    draft.notes = moods[band].notes.randomElement(using: &random)
+                }
                 if slot == 0 && Int.random(in: 0..<5, using: &random) == 0 {
                     draft.source = .healthkit
                     draft.sourceID = "HK-MOOD-\(day)"
@@ -66,19 +72,22 @@ enum DemoStory {
                 // The weekly sync round: try what is pending; the backend is down one week in five.
                 clock.set(midnight + 23 * 3_600_000)
                 let down = (day / 7) % 5 == 2
-                let pending = ledger.state.outboxItems(destination: .backend).filter { $0.status == "pending" }.prefix(40)
+                let pending = ledger.state.outboxItems(destination: .backend).filter { $0.status == "pending" }.prefix(
+                    40)
                 for item in pending {
                     try ledger.recordSyncAttempt(item.entryID, to: .backend)
                     if down {
-                        try ledger.recordSyncFailure(item.entryID, to: .backend,
-                                                     SyncFailure(status: 503, error: "Service Unavailable", retryable: true))
+                        try ledger.recordSyncFailure(
+                            item.entryID, to: .backend,
+                            SyncFailure(status: 503, error: "Service Unavailable", retryable: true))
                         summary.failedSyncs += 1
                         if retried == nil {
                             retried = item.entryID
                             summary.beforeRetrySeq = ledger.lastSeq
                         }
                     } else {
-                        try ledger.recordSyncSuccess(item.entryID, to: .backend, remoteID: "srv-\(item.entryID.description.prefix(8))")
+                        try ledger.recordSyncSuccess(
+                            item.entryID, to: .backend, remoteID: "srv-\(item.entryID.description.prefix(8))")
                     }
                 }
             }

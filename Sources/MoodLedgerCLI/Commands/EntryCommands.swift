@@ -3,13 +3,17 @@ import MoodLedger
 
 /// log, update, labels, associations, tags, delete, show, list.
 enum EntryCommands {
-    static let all: [CommandSpec] = [log, update, words("labels"), words("associations"), words("tags"), delete, show, list]
+    static let all: [CommandSpec] = [
+        log, update, words("labels"), words("associations"), words("tags"), delete, show, list
+    ]
 
     static let log = CommandSpec(
         name: "log", summary: "log a mood entry; prints its id (--json: the entry)",
         usage: "log [--valence V | --score N] [--label L]… [--association A]… [--tag T]… [--note TEXT] "
             + "[--kind momentary|daily] [--time TIME] [--source manual|healthkit|backend] [--source-id ID]",
-        values: ["valence", "score", "label", "association", "tag", "note", "kind", "time", "at", "source", "source-id"],
+        values: [
+            "valence", "score", "label", "association", "tag", "note", "kind", "time", "at", "source", "source-id"
+        ],
         flags: ["suggest"]
     ) { context in
         let a = context.arguments
@@ -34,8 +38,10 @@ enum EntryCommands {
         } else {
             context.console.line(outcome.entry.id.description)
             if !outcome.created {
-                context.console.error(outcome.appended ? "moodledger: updated the day's existing daily mood"
-                                                       : "moodledger: already logged (same source id); nothing appended")
+                context.console.error(
+                    outcome.appended
+                        ? "moodledger: updated the day's existing daily mood"
+                        : "moodledger: already logged (same source id); nothing appended")
             }
         }
         return ExitCode.ok
@@ -47,7 +53,8 @@ enum EntryCommands {
         func aliases<D>(_ typed: [String], _ as: VocabularyWord<D>.Type) -> [String] {
             typed.compactMap { text in
                 guard let word = try? VocabularyWord<D>.parse(text), !word.isCustom,
-                      word.wireName != text.lowercased().trimmingCharacters(in: .whitespaces) else { return nil }
+                    word.wireName != text.lowercased().trimmingCharacters(in: .whitespaces)
+                else { return nil }
                 return "\(D.fieldName) \"\(text)\" recorded as \"\(word.wireName)\""
             }
         }
@@ -57,15 +64,17 @@ enum EntryCommands {
         if let score = draft.score, draft.labels.isEmpty, !draft.suggestLabels, entry.labels.isEmpty {
             let labels = Suggestions.labels(forScore: score, notes: draft.notes).map(\.wireName)
             let associations = Suggestions.associations(forNotes: draft.notes).map(\.wireName)
-            context.console.error("moodledger: suggested labels: \(labels.joined(separator: ", "))"
-                + (associations.isEmpty ? "" : "; associations: \(associations.joined(separator: ", "))")
-                + " (not stored; add them with --suggest or `moodledger labels \(entry.id) --add …`)")
+            context.console.error(
+                "moodledger: suggested labels: \(labels.joined(separator: ", "))"
+                    + (associations.isEmpty ? "" : "; associations: \(associations.joined(separator: ", "))")
+                    + " (not stored; add them with --suggest or `moodledger labels \(entry.id) --add …`)")
         }
     }
 
     static let update = CommandSpec(
         name: "update", summary: "change an entry's valence or score, note, time or kind",
-        usage: "update ID [--valence V | --score N] [--note TEXT | --clear-note] [--time TIME] [--kind momentary|daily]",
+        usage:
+            "update ID [--valence V | --score N] [--note TEXT | --clear-note] [--time TIME] [--kind momentary|daily]",
         values: ["valence", "score", "note", "time", "at", "kind"], flags: ["clear-note"]
     ) { context in
         let a = context.arguments
@@ -80,7 +89,9 @@ enum EntryCommands {
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let entry = try ledger.update(try context.entryID(in: ledger), changes)
-        context.json ? context.printJSON(entry.json) : context.console.line(HumanFormat.entryLine(entry, color: context.console.color))
+        context.json
+            ? context.printJSON(entry.json)
+            : context.console.line(HumanFormat.entryLine(entry, color: context.console.color))
         return ExitCode.ok
     }
 
@@ -107,13 +118,17 @@ enum EntryCommands {
             case "associations": entry = try ledger.editAssociations(id, edit)
             default: entry = try ledger.editTags(id, edit)
             }
-            context.json ? context.printJSON(entry.json) : context.console.line(HumanFormat.entryLine(entry, color: context.console.color))
+            context.json
+                ? context.printJSON(entry.json)
+                : context.console.line(HumanFormat.entryLine(entry, color: context.console.color))
             return ExitCode.ok
         }
     }
 
-    static let delete = CommandSpec(name: "delete", summary: "delete an entry (its history stays in the log)",
-                                    usage: "delete ID", printsData: false) { context in
+    static let delete = CommandSpec(
+        name: "delete", summary: "delete an entry (its history stays in the log)",
+        usage: "delete ID", printsData: false
+    ) { context in
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let id = try context.entryID(in: ledger)
@@ -122,14 +137,17 @@ enum EntryCommands {
         return ExitCode.ok
     }
 
-    static let show = CommandSpec(name: "show", summary: "one entry, now or at a point", usage: "show ID [--at POINT]",
-                                  values: ["at"]) { context in
+    static let show = CommandSpec(
+        name: "show", summary: "one entry, now or at a point", usage: "show ID [--at POINT]",
+        values: ["at"]
+    ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let id = try context.entryID(in: ledger)
         guard let entry = try context.state(of: ledger).entries[id] else {
-            throw CLIError(ExitCode.noInput, "no entry \(id)" + (context.arguments.value("at").map { " at \($0)" } ?? ""),
-                           hint: "`moodledger history \(id)` shows what happened to it")
+            throw CLIError(
+                ExitCode.noInput, "no entry \(id)" + (context.arguments.value("at").map { " at \($0)" } ?? ""),
+                hint: "`moodledger history \(id)` shows what happened to it")
         }
         context.json ? context.printJSON(entry.json) : context.console.line(HumanFormat.entryDetail(entry))
         return ExitCode.ok
@@ -139,8 +157,10 @@ enum EntryCommands {
         name: "list", summary: "entries, newest first, with the backend API's filters",
         usage: "list [--from DATE] [--to DATE] [--source S] [--label L] [--association A] [--tag T] [--search TEXT] "
             + "[--min-valence V] [--max-valence V] [--limit N] [--offset N] [--all] [--at POINT]",
-        values: ["from", "to", "source", "label", "association", "tag", "search", "min-valence", "max-valence", "limit",
-                 "offset", "at"], flags: ["all"]
+        values: [
+            "from", "to", "source", "label", "association", "tag", "search", "min-valence", "max-valence", "limit",
+            "offset", "at"
+        ], flags: ["all"]
     ) { context in
         let a = context.arguments
         var query = EntryQuery()
@@ -166,8 +186,9 @@ enum EntryCommands {
             let color = context.console.color
             context.printLines(page.entries.map { HumanFormat.entryLine($0, color: color) })
             let shown = page.entries.isEmpty ? "no entries" : "\(page.offset + 1)–\(page.offset + page.entries.count)"
-            context.console.line("\(shown) of \(HumanFormat.count(page.total, "entry", "entries"))"
-                                 + (page.hasMore ? " (more: --offset \(page.offset + page.entries.count), or --all)" : ""))
+            context.console.line(
+                "\(shown) of \(HumanFormat.count(page.total, "entry", "entries"))"
+                    + (page.hasMore ? " (more: --offset \(page.offset + page.entries.count), or --all)" : ""))
         }
         return ExitCode.ok
     }
@@ -197,7 +218,8 @@ enum EntryCommands {
 
     static func instant(_ text: String) throws -> LoggedAt {
         guard let instant = ISO8601.parse(text) else {
-            throw MoodError.invalid("logged_at", "must be an ISO 8601 instant with an offset, e.g. 2026-03-01T08:15:00+01:00")
+            throw MoodError.invalid(
+                "logged_at", "must be an ISO 8601 instant with an offset, e.g. 2026-03-01T08:15:00+01:00")
         }
         return instant
     }

@@ -10,13 +10,16 @@ enum EraseCommand {
         usage: "erase ID [--reason TEXT] [--yes] [--local-only] [--include-backups] [--credentials FILE]\n"
             + "       erase --all [--before DATE] [--include-healthkit] [--reason TEXT] [--yes] [--local-only] [--include-backups]",
         values: ["reason", "before", "credentials"],
-        flags: ["all", "yes", "local-only", "include-backups", "include-healthkit"]) { context in
+        flags: ["all", "yes", "local-only", "include-backups", "include-healthkit"]
+    ) { context in
         let all = context.arguments.has("all")
         guard all != (context.arguments.positionals.count == 1) else {
             throw UsageError(all ? "erase --all takes no ID" : "erase needs an entry ID, or --all")
         }
         if context.arguments.value("before") != nil && !all { throw UsageError("--before goes with --all") }
-        if context.arguments.has("include-healthkit") && !all { throw UsageError("--include-healthkit goes with --all") }
+        if context.arguments.has("include-healthkit") && !all {
+            throw UsageError("--include-healthkit goes with --all")
+        }
         let reason = context.arguments.value("reason") ?? ""
         let localOnly = context.arguments.has("local-only")
         let ledger = try context.openLedger(write: true)
@@ -62,23 +65,29 @@ enum EraseCommand {
             pairs.append(("skipped_healthkit", .int(Int64(skipped))))
             context.printJSON(.object(pairs))
         } else {
-            context.console.line("erased \(report.erased.count) entr\(report.erased.count == 1 ? "y" : "ies"): "
-                + "\(report.recordsRedacted) records redacted, log rewritten (\(report.bytesWritten) bytes), snapshots replaced"
-                + skippedNote(skipped))
+            context.console.line(
+                "erased \(report.erased.count) entr\(report.erased.count == 1 ? "y" : "ies"): "
+                    + "\(report.recordsRedacted) records redacted, log rewritten (\(report.bytesWritten) bytes), snapshots replaced"
+                    + skippedNote(skipped))
             for backup in removed { context.console.line("removed repair backup \(backup)") }
             if !left.isEmpty {
-                context.console.line("not reached: \(left.count) repair backup\(left.count == 1 ? "" : "s") still hold old records "
-                    + "(\(left.joined(separator: ", "))); add --include-backups to remove them")
+                context.console.line(
+                    "not reached: \(left.count) repair backup\(left.count == 1 ? "" : "s") still hold old records "
+                        + "(\(left.joined(separator: ", "))); add --include-backups to remove them")
             }
-            context.console.line("not reached either: blocks of the old file on the storage device until the filesystem "
-                + "reuses them, exports and copies outside the ledger" + (localOnly ? ", and the copies at destinations (--local-only)" : ""))
+            context.console.line(
+                "not reached either: blocks of the old file on the storage device until the filesystem "
+                    + "reuses them, exports and copies outside the ledger"
+                    + (localOnly ? ", and the copies at destinations (--local-only)" : ""))
         }
         return ExitCode.ok
     }
 
     private static func skippedNote(_ skipped: Int) -> String {
-        skipped == 0 ? "" : "; skipped \(skipped) entr\(skipped == 1 ? "y" : "ies") from HealthKit (they live in the Health "
-            + "app: delete them there; --include-healthkit erases the copies here too)"
+        skipped == 0
+            ? ""
+            : "; skipped \(skipped) entr\(skipped == 1 ? "y" : "ies") from HealthKit (they live in the Health "
+                + "app: delete them there; --include-healthkit erases the copies here too)"
     }
 
     /// On a terminal: ask. Elsewhere: `--yes` is required.
@@ -87,8 +96,9 @@ enum EraseCommand {
         guard SystemIO.isTerminal(0) else {
             throw UsageError("erase cannot be undone: pass --yes to confirm when not on a terminal")
         }
-        context.console.error("Erase \(count) entr\(count == 1 ? "y" : "ies")? Their notes, words and history are "
-            + "removed for good. Type 'erase' to confirm: ", terminator: "")
+        context.console.error(
+            "Erase \(count) entr\(count == 1 ? "y" : "ies")? Their notes, words and history are "
+                + "removed for good. Type 'erase' to confirm: ", terminator: "")
         guard readLine()?.trimmingCharacters(in: .whitespaces) == "erase" else {
             throw CLIError(ExitCode.ok, "not confirmed; nothing was erased")
         }
@@ -109,30 +119,41 @@ enum EraseCommand {
         }
         let hint = "or erase only here with --local-only (the copy then stays where it is)"
         if let atHealthKit = held[.healthkit] {
-            throw CLIError(ExitCode.unavailable, "\(copies(atHealthKit.count)) in HealthKit, which erase cannot reach; nothing was erased",
-                           hint: "delete (`moodledger delete ID`) and run `moodledger healthkit push --store FILE` first, " + hint)
+            throw CLIError(
+                ExitCode.unavailable,
+                "\(copies(atHealthKit.count)) in HealthKit, which erase cannot reach; nothing was erased",
+                hint: "delete (`moodledger delete ID`) and run `moodledger healthkit push --store FILE` first, " + hint)
         }
         guard let atBackend = held[.backend] else { return }
         guard state.outbox.progress(.backend).remote != nil else {
-            throw CLIError(ExitCode.unavailable, "\(copies(atBackend.count)) at a backend that is not configured here; nothing was erased",
-                           hint: "configure it with `moodledger remote set URL --dialect …` and erase again, " + hint)
+            throw CLIError(
+                ExitCode.unavailable,
+                "\(copies(atBackend.count)) at a backend that is not configured here; nothing was erased",
+                hint: "configure it with `moodledger remote set URL --dialect …` and erase again, " + hint)
         }
-        let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
+        let source = SyncCredentials.Source(
+            file: context.arguments.value("credentials"), environment: context.environment)
         let engine: SyncEngine
         switch Result(catching: { () throws(SyncError) in
             try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() })
         }) {
         case .success(let made): engine = made
         case .failure(let error):
-            throw CLIError(ExitCode.unavailable, "\(copies(atBackend.count)) at the backend, which cannot be asked to erase it "
-                           + "(\(error.message)); nothing was erased", hint: hint)
+            throw CLIError(
+                ExitCode.unavailable,
+                "\(copies(atBackend.count)) at the backend, which cannot be asked to erase it "
+                    + "(\(error.message)); nothing was erased", hint: hint)
         }
         let failures = engine.eraseAtRemote(atBackend)
         if let (id, why) = failures.min(by: { $0.key < $1.key }) {
-            throw CLIError(ExitCode.unavailable, "the backend did not erase \(copies(failures.count)) (\(id): \(why)); nothing was erased",
-                           hint: "try again when the backend answers, " + hint)
+            throw CLIError(
+                ExitCode.unavailable,
+                "the backend did not erase \(copies(failures.count)) (\(id): \(why)); nothing was erased",
+                hint: "try again when the backend answers, " + hint)
         }
     }
 
-    private static func copies(_ count: Int) -> String { count == 1 ? "1 entry has a copy" : "\(count) entries have copies" }
+    private static func copies(_ count: Int) -> String {
+        count == 1 ? "1 entry has a copy" : "\(count) entries have copies"
+    }
 }

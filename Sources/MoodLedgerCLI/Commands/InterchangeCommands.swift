@@ -7,7 +7,8 @@ enum InterchangeCommands {
 
     static let importFile = CommandSpec(
         name: "import", summary: "import a file atomically and idempotently (--dry-run: report only)",
-        usage: "import FILE --format daylio|progress|legacy-mood|mood-api|json|healthkit|csv [--tz ZONE | --utc-offset ±HH:MM] "
+        usage:
+            "import FILE --format daylio|progress|legacy-mood|mood-api|json|healthkit|csv [--tz ZONE | --utc-offset ±HH:MM] "
             + "[--mood-map \"Name=level,…\"] [--suggest] [--update-existing] [--truncate-notes] [--dry-run]",
         values: ["format", "mood-map"], flags: ["truncate-notes", "dry-run", "suggest", "update-existing"]
     ) { context in
@@ -15,8 +16,9 @@ enum InterchangeCommands {
         let path = try context.positional(0, "FILE")
         guard let formatName = a.value("format") else { throw UsageError("import needs --format") }
         guard let format = ImportFormat(named: formatName) else {
-            throw UsageError("unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")), "
-                             + "or json for mood-api)")
+            throw UsageError(
+                "unknown format \(formatName) (one of \(ImportFormat.allCases.map(\.rawValue).joined(separator: ", ")), "
+                    + "or json for mood-api)")
         }
         var options = ImportOptions()
         options.zone = try context.zone()
@@ -24,7 +26,9 @@ enum InterchangeCommands {
         options.truncateNotes = a.has("truncate-notes")
         for pair in a.list("mood-map") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let level = Int(parts[1].trimmingCharacters(in: .whitespaces)), (1...5).contains(level) else {
+            guard parts.count == 2, let level = Int(parts[1].trimmingCharacters(in: .whitespaces)),
+                (1...5).contains(level)
+            else {
                 throw UsageError("--mood-map takes Name=level pairs with levels 1...5")
             }
             options.moodMap[String(parts[0])] = level
@@ -48,7 +52,8 @@ enum InterchangeCommands {
                 let ledger = try context.openLedger(write: !a.has("dry-run"))
                 defer { ledger.close() }
                 context.console.progress("importing…")
-                report = try ledger.importStream(&stream, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
+                report = try ledger.importStream(
+                    &stream, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
             } else {
                 let bytes = try OutputFile.read(path, limit: 1 << 30, io: io)
                 guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -68,22 +73,29 @@ enum InterchangeCommands {
         if context.json {
             context.printJSON(report.json)
         } else {
-            context.console.line((report.dryRun ? "dry run: would import" : "imported") + " \(report.rows) rows: "
-                                 + "\(report.created) new, \(report.existing) already there, \(report.merged) merged into a day's mood")
+            context.console.line(
+                (report.dryRun ? "dry run: would import" : "imported") + " \(report.rows) rows: "
+                    + "\(report.created) new, \(report.existing) already there, \(report.merged) merged into a day's mood"
+            )
             for line in report.truncatedLines { context.console.line("line \(line): notes cut to 500 characters") }
             for skipped in report.skipped { context.console.line("skipped \(skipped)") }
             for adjusted in report.adjustedTimes { context.console.line(adjusted) }
             if report.differing > 0 {
-                context.console.line(report.updated > 0 ? "\(report.updated) rows already imported with different values were updated"
-                    : "\(report.differing) rows already imported with different values (update them with --update-existing)")
+                context.console.line(
+                    report.updated > 0
+                        ? "\(report.updated) rows already imported with different values were updated"
+                        : "\(report.differing) rows already imported with different values (update them with --update-existing)"
+                )
             }
         }
         return ExitCode.ok
     }
 
-    static let export = CommandSpec(name: "export", summary: "every entry as json, csv or healthkit, now or at a point",
-                                    usage: "export --format json|csv|healthkit|progress [--at POINT]", values: ["format", "at"],
-                                    printsData: false) { context in
+    static let export = CommandSpec(
+        name: "export", summary: "every entry as json, csv or healthkit, now or at a point",
+        usage: "export --format json|csv|healthkit|progress [--at POINT]", values: ["format", "at"],
+        printsData: false
+    ) { context in
         guard let name = context.arguments.value("format"), let format = ExportFormat(rawValue: name) else {
             throw UsageError("export needs --format json, csv, healthkit or progress")
         }
@@ -94,8 +106,10 @@ enum InterchangeCommands {
         return ExitCode.ok
     }
 
-    static let healthkit = CommandSpec(name: "healthkit", summary: "sync with a (simulated) HealthKit store file",
-                                       usage: "healthkit push|pull --store FILE", values: ["store"]) { context in
+    static let healthkit = CommandSpec(
+        name: "healthkit", summary: "sync with a (simulated) HealthKit store file",
+        usage: "healthkit push|pull --store FILE", values: ["store"]
+    ) { context in
         let direction = try context.positional(0, "push or pull")
         guard let path = context.arguments.value("store") else { throw UsageError("healthkit needs --store FILE") }
         let store = FileHealthStore(path: path)
@@ -109,7 +123,9 @@ enum InterchangeCommands {
             default: throw UsageError("healthkit takes push or pull")
             }
         } catch let error as HealthStoreError {
-            let code = error.code == .authorizationDenied || error.code == .invalidData ? ExitCode.invalidInput
+            let code =
+                error.code == .authorizationDenied || error.code == .invalidData
+                ? ExitCode.invalidInput
                 : ExitCode.ioError
             throw CLIError(code, "\(path): \(error.message); nothing was recorded")
         }
@@ -118,9 +134,11 @@ enum InterchangeCommands {
         } else if direction == "pull" {
             context.console.line("pull: \(HumanFormat.count(report.pulled, "sample", "samples")) read")
         } else {
-            context.console.line("push: saved \(report.saved), replaced \(report.replaced), deleted \(report.deleted), "
-                                 + "failed \(report.failed)"
-                                 + (report.skippedCustomWords > 0 ? "; \(report.skippedCustomWords) custom words left out (HealthKit cannot hold them)" : ""))
+            context.console.line(
+                "push: saved \(report.saved), replaced \(report.replaced), deleted \(report.deleted), "
+                    + "failed \(report.failed)"
+                    + (report.skippedCustomWords > 0
+                        ? "; \(report.skippedCustomWords) custom words left out (HealthKit cannot hold them)" : ""))
             for failure in report.failures { context.console.line("  failed \(failure.entryID): \(failure.error)") }
         }
         // Only a push where nothing failed is a success (69, EX_UNAVAILABLE, otherwise; the items stay queued).

@@ -15,7 +15,8 @@ enum PictureCommands {
 
     static let insights = CommandSpec(
         name: "insights", summary: "averages by weekday and time of day, streaks, factor effects, words often together",
-        usage: "insights [--from DATE] [--to DATE] [--at POINT]", values: ["from", "to", "at"]) { context in
+        usage: "insights [--from DATE] [--to DATE] [--at POINT]", values: ["from", "to", "at"]
+    ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
@@ -27,25 +28,35 @@ enum PictureCommands {
         for (title, buckets) in [("by weekday", report.weekdays), ("by time of day", report.timesOfDay)] {
             console.line(title + ":")
             for bucket in buckets {
-                console.line("  " + bucket.name.padding(toLength: 10, withPad: " ", startingAt: 0)
-                    + (bucket.averageValence.map { "valence \(ReportHTML.number($0)) (\(bucket.valenceCount))" } ?? "no valence")
-                    + (bucket.averageScore.map { ", score \(ReportHTML.number($0, places: 1)) (\(bucket.scoreCount))" } ?? ""))
+                console.line(
+                    "  " + bucket.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + (bucket.averageValence.map { "valence \(ReportHTML.number($0)) (\(bucket.valenceCount))" }
+                            ?? "no valence")
+                        + (bucket.averageScore.map {
+                            ", score \(ReportHTML.number($0, places: 1)) (\(bucket.scoreCount))"
+                        } ?? ""))
             }
         }
-        console.line("streaks: current \(report.currentStreak) days, longest \(report.longestStreak) days"
-                     + (report.longestStreakStart.map { " from \($0)" } ?? ""))
+        console.line(
+            "streaks: current \(report.currentStreak) days, longest \(report.longestStreak) days"
+                + (report.longestStreakStart.map { " from \($0)" } ?? ""))
         console.line("factor effects (mean daily valence with − without, 95 % Welch interval; no causal claim):")
         for factor in report.factors.prefix(15) {
             let name = "  \(factor.word) (\(factor.kind), \(factor.daysWith)/\(factor.daysWithout) days)"
             if let interval = factor.interval {
-                console.line(name + ": \(ReportHTML.number(interval.difference)) [\(ReportHTML.number(interval.low)), \(ReportHTML.number(interval.high))]")
+                console.line(
+                    name
+                        + ": \(ReportHTML.number(interval.difference)) [\(ReportHTML.number(interval.low)), \(ReportHTML.number(interval.high))]"
+                )
             } else {
                 console.line(name + ": not enough data (3 days with and without needed)")
             }
         }
         console.line("often together (at least \(InsightsReport.minimumPairSupport) entries):")
         for pair in report.pairs.prefix(10) {
-            console.line("  \(pair.first) + \(pair.second): \(pair.count) entries, lift \(ReportHTML.number(pair.lift, places: 2))")
+            console.line(
+                "  \(pair.first) + \(pair.second): \(pair.count) entries, lift \(ReportHTML.number(pair.lift, places: 2))"
+            )
         }
         return ExitCode.ok
     }
@@ -53,17 +64,22 @@ enum PictureCommands {
     static let report = CommandSpec(
         name: "report", summary: "write a self-contained HTML report (year in pixels, trend, factor effects, bars)",
         usage: "report --out FILE.html [--from DATE] [--to DATE] [--at POINT] [--include-notes]",
-        values: ["out", "from", "to", "at"], flags: ["include-notes"], printsData: false) { context in
+        values: ["out", "from", "to", "at"], flags: ["include-notes"], printsData: false
+    ) { context in
         guard let out = context.arguments.value("out") else { throw UsageError("report needs --out FILE.html") }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)
         let (from, to) = try period(context)
-        let asOf = "as of seq \(state.seq)"
-            + (state.recordedAt == 0 ? "" : " (\(ISO8601.format(milliseconds: state.recordedAt / 1000, offsetMinutes: 0)))")
-        let html = ReportHTML(state: state, insights: try state.insights(from: from, to: to),
-                              ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
-                              includeNotes: context.arguments.has("include-notes")).render()
+        let asOf =
+            "as of seq \(state.seq)"
+            + (state.recordedAt == 0
+                ? "" : " (\(ISO8601.format(milliseconds: state.recordedAt / 1000, offsetMinutes: 0)))")
+        let html = ReportHTML(
+            state: state, insights: try state.insights(from: from, to: to),
+            ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
+            includeNotes: context.arguments.has("include-notes")
+        ).render()
         if ledger.metDamagedSnapshot {
             // Not written from a damaged snapshot: the command runs again with every snapshot checked whole.
             throw CLIError(ExitCode.ioError, "a snapshot piece read for the report fails its checksum")
@@ -77,7 +93,8 @@ enum PictureCommands {
 
     static let year = CommandSpec(
         name: "year", summary: "a year in pixels in the terminal",
-        usage: "year [YEAR] [--at POINT]", values: ["at"], printsData: false) { context in
+        usage: "year [YEAR] [--at POINT]", values: ["at"], printsData: false
+    ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let state = try context.state(of: ledger)

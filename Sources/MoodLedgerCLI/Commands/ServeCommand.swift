@@ -9,19 +9,25 @@ import Platform
 enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
-        usage: "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500] [--max-open-ledgers N]\n"
+        usage:
+            "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--reads-per-hour 500] [--max-open-ledgers N]\n"
             + "       serve user add NAME --data DIR\n       serve user rotate-key NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
-        values: ["data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections",
-                 "max-open-ledgers"],
+        values: [
+            "data", "host", "port", "writes-per-hour", "reads-per-hour", "user", "ttl", "workers", "max-connections",
+            "max-open-ledgers"
+        ],
         flags: ["yes"],
-        printsData: false) { context in
+        printsData: false
+    ) { context in
         guard let data = context.arguments.value("data") else { throw UsageError("serve needs --data DIR") }
         switch context.arguments.positionals.first {
         case nil: return try run(context, data: data)
         case "user":
             guard context.arguments.positionals.count == 3,
-                  ["add", "erase", "import", "rotate-key"].contains(context.arguments.positionals[1]) else {
-                throw UsageError("usage: serve user add|erase|rotate-key NAME --data DIR, or serve user import FILE --data DIR")
+                ["add", "erase", "import", "rotate-key"].contains(context.arguments.positionals[1])
+            else {
+                throw UsageError(
+                    "usage: serve user add|erase|rotate-key NAME --data DIR, or serve user import FILE --data DIR")
             }
             if context.arguments.positionals[1] == "rotate-key" {
                 return try rotateKey(context, name: context.arguments.positionals[2], data: data)
@@ -42,7 +48,9 @@ enum ServeCommand {
     /// append, one sync) or none — a bad or taken name refuses the whole file. Prints `NAME KEY` a line: the keys,
     /// shown once.
     private static func importUsers(_ context: Context, file: String, data: String) throws -> Int32 {
-        guard let bytes = FileManager.default.contents(atPath: file) else { throw CLIError(ExitCode.noInput, "cannot read \(file)") }
+        guard let bytes = FileManager.default.contents(atPath: file) else {
+            throw CLIError(ExitCode.noInput, "cannot read \(file)")
+        }
         let names = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         try OutputFile.makeDirectory(data)
@@ -51,7 +59,8 @@ enum ServeCommand {
         keys.reserveCapacity(names.count)
         for (index, name) in names.enumerated() {
             do { keys.append((name, try credentials.addUser(name))) } catch let error as ServerError {
-                throw CLIError(ExitCode.invalidInput, "\(file) line \(index + 1): \(error.description); no account was added")
+                throw CLIError(
+                    ExitCode.invalidInput, "\(file) line \(index + 1): \(error.description); no account was added")
             }
         }
         try credentials.save(directory: data)
@@ -130,9 +139,11 @@ enum ServeCommand {
     private static func token(_ context: Context, data: String) throws -> Int32 {
         guard let name = context.arguments.value("user") else { throw UsageError("serve token needs --user NAME") }
         let ttl = try seconds(context.arguments.value("ttl") ?? "1h")
-        let credentials = try accounts(holding: name, in: data,
-                                       hint: "add one with `moodledger serve user add \(name) --data \(data)`")
-        context.console.line(JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))
+        let credentials = try accounts(
+            holding: name, in: data,
+            hint: "add one with `moodledger serve user add \(name) --data \(data)`")
+        context.console.line(
+            JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))
         return ExitCode.ok
     }
 
@@ -174,7 +185,9 @@ enum ServeCommand {
         }
         let server: HTTPServer
         do { server = try backend.start() } catch let error as Errno {
-            throw CLIError(ExitCode.cannotCreate, "cannot listen on \(configuration.http.host):\(configuration.http.port): \(error)")
+            throw CLIError(
+                ExitCode.cannotCreate,
+                "cannot listen on \(configuration.http.host):\(configuration.http.port): \(error)")
         }
         // SIGINT/SIGTERM: stop accepting, finish in-flight requests, close every ledger.
         let signals = TerminationSignals.observe { server.stop() }

@@ -7,8 +7,10 @@ enum SyncCommands {
 
     static let remote = CommandSpec(
         name: "remote", summary: "set or show the backend the outbox is delivered to",
-        usage: "remote set URL --dialect mood-api|wellness|progress [--capabilities probe|none|LIST]\n       remote show [--at POINT]",
-        values: ["dialect", "at", "capabilities"]) { context in
+        usage:
+            "remote set URL --dialect mood-api|wellness|progress [--capabilities probe|none|LIST]\n       remote show [--at POINT]",
+        values: ["dialect", "at", "capabilities"]
+    ) { context in
         switch context.arguments.positionals.first {
         case "set"?:
             let url = try context.positional(1, "URL")
@@ -17,7 +19,9 @@ enum SyncCommands {
             guard let dialect = RemoteDialect(rawValue: dialectText) else {
                 throw UsageError("--dialect must be mood-api, wellness or progress, not \(dialectText)")
             }
-            let capabilities = try context.arguments.value("capabilities").map { try Self.capabilities($0, dialect: dialect) }
+            let capabilities = try context.arguments.value("capabilities").map {
+                try Self.capabilities($0, dialect: dialect)
+            }
             let parsed = try RemoteURL(url)
             let ledger = try context.openLedger(write: true)
             defer { ledger.close() }
@@ -25,14 +29,17 @@ enum SyncCommands {
             _ = try ledger.execute { state, _ in
                 let current = state.outbox.progress(.backend).remote
                 if let capabilities {
-                    config = RemoteConfig(url: config.url, dialect: dialect, capabilities: capabilities ?? [],
-                                          source: capabilities == nil ? .unknown : .set)
+                    config = RemoteConfig(
+                        url: config.url, dialect: dialect, capabilities: capabilities ?? [],
+                        source: capabilities == nil ? .unknown : .set)
                 } else if let current, current.sameServer(as: config) {
                     config = current  // the same server: what was learned about it still holds
                 }
                 return (current == config ? [] : [.remoteConfigured(config)], .none, false)
             }
-            if context.json { context.printJSON(Self.json(config)) } else {
+            if context.json {
+                context.printJSON(Self.json(config))
+            } else {
                 context.console.line(Self.describe(config))
             }
             return ExitCode.ok
@@ -40,9 +47,12 @@ enum SyncCommands {
             let ledger = try context.openLedger(write: false)
             defer { ledger.close() }
             let config = try context.state(of: ledger).outbox.progress(.backend).remote
-            if context.json { context.printJSON(config.map(Self.json) ?? .null) } else {
-                context.console.line(config.map(Self.describe)
-                                     ?? "no backend configured (moodledger remote set URL --dialect mood-api)")
+            if context.json {
+                context.printJSON(config.map(Self.json) ?? .null)
+            } else {
+                context.console.line(
+                    config.map(Self.describe)
+                        ?? "no backend configured (moodledger remote set URL --dialect mood-api)")
             }
             return ExitCode.ok
         case let other?:
@@ -57,12 +67,14 @@ enum SyncCommands {
         var result: RemoteCapabilities = []
         for name in text.split(separator: ",", omittingEmptySubsequences: false) {
             guard let known = RemoteCapabilities.named.first(where: { $0.name == name }) else {
-                throw UsageError("--capabilities takes probe, none or a list of "
-                    + RemoteCapabilities.named.map(\.name).joined(separator: ", ") + "; \"\(name)\" is not one")
+                throw UsageError(
+                    "--capabilities takes probe, none or a list of "
+                        + RemoteCapabilities.named.map(\.name).joined(separator: ", ") + "; \"\(name)\" is not one")
             }
             guard RemoteCapabilities.ceiling(dialect).contains(known.capability) else {
-                throw UsageError("--capabilities: the \(dialect.rawValue) dialect cannot use \(known.name) "
-                    + "(/api/v1/progress only creates records)")
+                throw UsageError(
+                    "--capabilities: the \(dialect.rawValue) dialect cannot use \(known.name) "
+                        + "(/api/v1/progress only creates records)")
             }
             result.insert(known.capability)
         }
@@ -70,24 +82,35 @@ enum SyncCommands {
     }
 
     static func describe(_ config: RemoteConfig) -> String {
-        let what = config.capabilitySource == .unknown ? "capabilities not known yet: the next sync asks the server"
+        let what =
+            config.capabilitySource == .unknown
+            ? "capabilities not known yet: the next sync asks the server"
             : "capabilities \(config.capabilitySource.name): "
-                + (config.capabilities.isEmpty ? "none beyond the documented routes" : config.capabilities.names.joined(separator: ", "))
+                + (config.capabilities.isEmpty
+                    ? "none beyond the documented routes" : config.capabilities.names.joined(separator: ", "))
         return "backend: \(config.url) (\(config.dialect.rawValue)); \(what)"
     }
 
     static func json(_ config: RemoteConfig) -> JSONValue {
-        .object([("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
-                 ("dialect", .string(config.dialect.rawValue)),
-                 ("capabilities", config.capabilitySource == .unknown ? .null
-                    : .array(config.capabilities.names.map { .string($0) })),
-                 ("capability_source", .string(config.capabilitySource.name))])
+        .object([
+            ("destination", .string(config.destination.rawValue)), ("url", .string(config.url)),
+            ("dialect", .string(config.dialect.rawValue)),
+            (
+                "capabilities",
+                config.capabilitySource == .unknown
+                    ? .null
+                    : .array(config.capabilities.names.map { .string($0) })
+            ),
+            ("capability_source", .string(config.capabilitySource.name))
+        ])
     }
 
     static let sync = CommandSpec(
         name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
-        usage: "sync [--once] [--now] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
-        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"]) { context in
+        usage:
+            "sync [--once] [--now] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
+        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"]
+    ) { context in
         switch context.arguments.positionals.first {
         case "status"?: return try status(context)
         case "explain"?: return try explain(context)
@@ -99,7 +122,8 @@ enum SyncCommands {
     private static func run(_ context: Context) throws -> Int32 {
         let ledger = try context.openLedger(write: !context.arguments.has("dry-run"))
         defer { ledger.close() }
-        let source = SyncCredentials.Source(file: context.arguments.value("credentials"), environment: context.environment)
+        let source = SyncCredentials.Source(
+            file: context.arguments.value("credentials"), environment: context.environment)
         var configuration = SyncEngine.Configuration()
         if let text = context.arguments.value("concurrency") {
             configuration.concurrency = try Context.integer(text, "concurrency", in: 1...64)
@@ -108,23 +132,31 @@ enum SyncCommands {
         do {
             // Read the credentials once up front: a bad file stops the run before anything is appended.
             _ = try source.load()
-            let engine = try SyncEngine(ledger: ledger, credentials: { () throws(SyncError) in try source.load() },
-                                        configuration: configuration)
+            let engine = try SyncEngine(
+                ledger: ledger, credentials: { () throws(SyncError) in try source.load() },
+                configuration: configuration)
             if context.arguments.has("dry-run") {
                 let requests = engine.plannedRequests()
                 if context.json {
-                    context.printJSON(.array(requests.map {
-                        .object([("method", .string($0.method)), ("path", .string($0.path)),
-                                 ("idempotency_key", .optional($0.idempotencyKey) { .string($0) }),
-                                 ("body_bytes", .int(Int64($0.body?.count ?? 0)))])
-                    }))
+                    context.printJSON(
+                        .array(
+                            requests.map {
+                                .object([
+                                    ("method", .string($0.method)), ("path", .string($0.path)),
+                                    ("idempotency_key", .optional($0.idempotencyKey) { .string($0) }),
+                                    ("body_bytes", .int(Int64($0.body?.count ?? 0)))
+                                ])
+                            }))
                 } else {
                     for request in requests {
-                        context.console.line("\(request.method) \(request.path)"
-                            + (request.idempotencyKey.map { "  Idempotency-Key: \($0)" } ?? "")
-                            + (request.body.map { "  (\($0.count)-byte JSON body)" } ?? ""))
+                        context.console.line(
+                            "\(request.method) \(request.path)"
+                                + (request.idempotencyKey.map { "  Idempotency-Key: \($0)" } ?? "")
+                                + (request.body.map { "  (\($0.count)-byte JSON body)" } ?? ""))
                     }
-                    context.console.line("\(requests.count) request\(requests.count == 1 ? "" : "s") would be sent; nothing was sent or recorded")
+                    context.console.line(
+                        "\(requests.count) request\(requests.count == 1 ? "" : "s") would be sent; nothing was sent or recorded"
+                    )
                 }
                 return ExitCode.ok
             }
@@ -132,19 +164,23 @@ enum SyncCommands {
             if context.json { context.printJSON(report.json) } else { print(report, to: context) }
             return report.isComplete ? ExitCode.ok : ExitCode.unavailable
         } catch let error as SyncError {
-            let code = error.code == .unauthorized ? ExitCode.noPermission : error.code == .unavailable ? ExitCode.unavailable : ExitCode.config
+            let code =
+                error.code == .unauthorized
+                ? ExitCode.noPermission : error.code == .unavailable ? ExitCode.unavailable : ExitCode.config
             throw CLIError(code, error.message)
         }
     }
 
     private static func print(_ report: SyncReport, to context: Context) {
-        context.console.line("sent \(report.sent): \(report.delivered) delivered, \(report.retrying) to retry, \(report.parked) parked; "
-            + "pulled \(report.pulled) change\(report.pulled == 1 ? "" : "s")"
-            + (report.merged > 0 ? "; merged \(report.merged)" : "")
-            + (report.conflicts > 0 ? " (\(report.conflicts) with conflicts: `moodledger conflicts`)" : "")
-            + (report.requeued > 0 ? "; re-queued \(report.requeued) the server lost" : ""))
+        context.console.line(
+            "sent \(report.sent): \(report.delivered) delivered, \(report.retrying) to retry, \(report.parked) parked; "
+                + "pulled \(report.pulled) change\(report.pulled == 1 ? "" : "s")"
+                + (report.merged > 0 ? "; merged \(report.merged)" : "")
+                + (report.conflicts > 0 ? " (\(report.conflicts) with conflicts: `moodledger conflicts`)" : "")
+                + (report.requeued > 0 ? "; re-queued \(report.requeued) the server lost" : ""))
         if report.serverWentBack {
-            context.console.line("notice: the server's revision went back (restored from a backup?): what it lacked was sent again")
+            context.console.line(
+                "notice: the server's revision went back (restored from a backup?): what it lacked was sent again")
         }
         for failure in report.failures.prefix(20) {
             context.console.line("  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(failure.error)")
@@ -152,12 +188,17 @@ enum SyncCommands {
         if let error = report.pullError { context.console.line("pull failed: \(error)") }
         if let skipped = report.pullSkipped { context.console.line("not pulled: \(skipped)") }
         if report.heldAfter > 0 {
-            context.console.line("held: \(report.heldAfter) change\(report.heldAfter == 1 ? "" : "s") this remote cannot carry (see `moodledger sync status`)")
+            context.console.line(
+                "held: \(report.heldAfter) change\(report.heldAfter == 1 ? "" : "s") this remote cannot carry (see `moodledger sync status`)"
+            )
         }
         if report.pendingAfter > 0 || report.parkedAfter > 0 {
-            context.console.line("outbox: \(report.pendingAfter) pending, \(report.parkedAfter) parked"
-                + (report.nextAttemptAt.map { "; next retry at \(ISO8601.format(milliseconds: $0, offsetMinutes: 0))" } ?? "")
-                + " (see `moodledger sync status`)")
+            context.console.line(
+                "outbox: \(report.pendingAfter) pending, \(report.parkedAfter) parked"
+                    + (report.nextAttemptAt.map {
+                        "; next retry at \(ISO8601.format(milliseconds: $0, offsetMinutes: 0))"
+                    } ?? "")
+                    + " (see `moodledger sync status`)")
         }
     }
 
@@ -168,7 +209,9 @@ enum SyncCommands {
         let state = try context.state(of: ledger)
         let now = context.arguments.value("at") == nil ? context.baseOptions.clock() : state.recordedAt / 1000
         let statuses = SyncStatus.of(state, now: now)
-        if context.json { context.printJSON(.array(statuses.map(\.json))) } else {
+        if context.json {
+            context.printJSON(.array(statuses.map(\.json)))
+        } else {
             for status in statuses { context.console.line(status.text) }
         }
         return ExitCode.ok
@@ -183,7 +226,8 @@ enum SyncCommands {
         if let text = context.arguments.value("at") {
             point = try Context.point(text)
             if case .seq(let seq)? = point, seq > ledger.lastSeq {
-                throw CLIError(ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
+                throw CLIError(
+                    ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
             }
         }
         let story = try SyncExplanation.explain(id, in: ledger, at: point)

@@ -59,13 +59,16 @@ struct CLIError: Error {
             return CLIError(ExitCode.invalidInput, "\(error); nothing was imported")
         case let error as MoodError:
             switch error.code {
-            case .notFound: return CLIError(ExitCode.noInput, error.description, hint: "list entries with `moodledger list`")
+            case .notFound:
+                return CLIError(ExitCode.noInput, error.description, hint: "list entries with `moodledger list`")
             case .corruptEvent:
-                return CLIError(ExitCode.ioError, "corrupt event: \(error.rule)",
-                                hint: "run `moodledger verify`, then `moodledger repair --salvage`")
+                return CLIError(
+                    ExitCode.ioError, "corrupt event: \(error.rule)",
+                    hint: "run `moodledger verify`, then `moodledger repair --salvage`")
             case .newerVersion:
-                return CLIError(ExitCode.ioError, "this ledger was written by a newer version of moodledger: \(error.rule)",
-                                hint: "open it with that newer version; nothing was changed")
+                return CLIError(
+                    ExitCode.ioError, "this ledger was written by a newer version of moodledger: \(error.rule)",
+                    hint: "open it with that newer version; nothing was changed")
             case .readOnly: return CLIError(ExitCode.invalidInput, error.description)
             case .heldElsewhere: return CLIError(ExitCode.unavailable, error.description)
             default: return CLIError(ExitCode.invalidInput, error.description)
@@ -75,11 +78,13 @@ struct CLIError: Error {
             case .locked:
                 return CLIError(ExitCode.locked, error.message, hint: "wait for the other writer to finish")
             case .notFound:
-                return CLIError(ExitCode.noInput, "no ledger at \(ledger)",
-                                hint: "create one with `moodledger init --ledger \(ledger)`")
+                return CLIError(
+                    ExitCode.noInput, "no ledger at \(ledger)",
+                    hint: "create one with `moodledger init --ledger \(ledger)`")
             case .corrupted:
-                return CLIError(ExitCode.ioError, "the ledger is damaged: \(error)",
-                                hint: "run `moodledger repair --salvage` (a copy of the damaged log is kept)")
+                return CLIError(
+                    ExitCode.ioError, "the ledger is damaged: \(error)",
+                    hint: "run `moodledger repair --salvage` (a copy of the damaged log is kept)")
             case .invalidArgument:
                 return CLIError(ExitCode.invalidInput, error.description)
             default:

@@ -14,8 +14,10 @@ public final class Console: @unchecked Sendable {
     public let color: Bool
 
     /// Creates a console from two writers.
-    public init(out: @escaping (String) -> Void, err: @escaping (String) -> Void, errIsTerminal: Bool = false,
-                color: Bool = false) {
+    public init(
+        out: @escaping (String) -> Void, err: @escaping (String) -> Void, errIsTerminal: Bool = false,
+        color: Bool = false
+    ) {
         writeOut = out
         writeErr = err
         self.errIsTerminal = errIsTerminal
@@ -24,10 +26,11 @@ public final class Console: @unchecked Sendable {
 
     /// The process's stdout and stderr.
     public static func standard(environment: [String: String]) -> Console {
-        Console(out: { FileHandle.standardOutput.write(Data($0.utf8)) },
-                err: { FileHandle.standardError.write(Data($0.utf8)) },
-                errIsTerminal: SystemIO.isTerminal(2),
-                color: SystemIO.isTerminal(1) && environment["NO_COLOR"].map(\.isEmpty) ?? true)
+        Console(
+            out: { FileHandle.standardOutput.write(Data($0.utf8)) },
+            err: { FileHandle.standardError.write(Data($0.utf8)) },
+            errIsTerminal: SystemIO.isTerminal(2),
+            color: SystemIO.isTerminal(1) && environment["NO_COLOR"].map(\.isEmpty) ?? true)
     }
 
     private let heldLock = NSLock()
@@ -94,7 +97,8 @@ public final class CapturedOutput: @unchecked Sendable {
 
     /// A console writing into this capture.
     public func console() -> Console {
-        Console(out: { [self] text in lock.withLock { out += text } },
-                err: { [self] text in lock.withLock { err += text } })
+        Console(
+            out: { [self] text in lock.withLock { out += text } },
+            err: { [self] text in lock.withLock { err += text } })
     }
 }

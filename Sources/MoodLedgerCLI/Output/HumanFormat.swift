@@ -19,10 +19,11 @@ enum HumanFormat {
     /// A terminal sparkline of values in −1…1 (`▁▂▃▄▅▆▇█`); a missing value is a space.
     static func sparkline(_ values: [Double?]) -> String {
         let blocks = Array("▁▂▃▄▅▆▇█")
-        return String(values.map { value -> Character in
-            guard let value else { return " " }
-            return blocks[min(7, max(0, Int(((value + 1) / 2 * 8).rounded(.down))))]
-        })
+        return String(
+            values.map { value -> Character in
+                guard let value else { return " " }
+                return blocks[min(7, max(0, Int(((value + 1) / 2 * 8).rounded(.down))))]
+            })
     }
 
     /// `text` padded with spaces to `width` characters (never cut).
@@ -58,7 +59,8 @@ enum HumanFormat {
     static func entryLine(_ entry: MoodEntry, color: Bool) -> String {
         let score = entry.score.map { String($0).leftPad(2) + "/10" } ?? "  –/10"
         let words = entry.labels.map(\.wireName).joined(separator: ", ")
-        let associations = entry.associations.isEmpty ? "" : "  [" + entry.associations.map(\.wireName).joined(separator: ", ") + "]"
+        let associations =
+            entry.associations.isEmpty ? "" : "  [" + entry.associations.map(\.wireName).joined(separator: ", ") + "]"
         let tags = entry.tags.isEmpty ? "" : "  " + entry.tags.map { "#" + $0 }.joined(separator: " ")
         let kind = entry.kind == .dailyMood ? " (day)" : ""
         let notes = entry.notes.map { "  “" + shortened($0, to: 40) + "”" } ?? ""
@@ -87,15 +89,18 @@ enum HumanFormat {
             "notes        \(entry.notes ?? "—")",
             "source       \(entry.source.rawValue)" + (entry.sourceID.map { " (\($0))" } ?? ""),
             "created at   \(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))",
-            "updated at   \(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0))",
+            "updated at   \(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0))"
         ]
         if entry.isReadOnly { lines.append("read-only    yes (from HealthKit)") }
         return lines.joined(separator: "\n")
     }
 
     /// `#12  2026-03-01T08:15:00Z  mood.updated  <entry>  offset 1234, 98 bytes` plus the changes.
-    static func eventLine(_ event: RecordedEvent, changes: [(field: String, before: JSONValue, after: JSONValue)]? = nil) -> String {
-        var line = "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
+    static func eventLine(
+        _ event: RecordedEvent, changes: [(field: String, before: JSONValue, after: JSONValue)]? = nil
+    ) -> String {
+        var line =
+            "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
             + event.event.type.name.padding(toLength: 25, withPad: " ", startingAt: 0)
             + "\(event.event.entryID)  @\(event.offset) (\(event.size) B)"
         switch event.event {

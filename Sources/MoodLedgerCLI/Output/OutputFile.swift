@@ -6,7 +6,9 @@ import Platform
 /// a symbolic link. Ledgers themselves are only ever touched through ``Ledger``.
 enum OutputFile {
     /// Writes a whole file atomically.
-    static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO()) throws { try AtomicFile.write(bytes, to: path, io: io) }
+    static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO()) throws {
+        try AtomicFile.write(bytes, to: path, io: io)
+    }
 
     /// Reads a whole file of at most `limit` bytes.
     static func read(_ path: String, limit: Int = 1 << 32, io: any PlatformIO = SystemIO()) throws -> [UInt8] {
@@ -20,5 +22,7 @@ enum OutputFile {
     static func remove(_ path: String) throws { try AtomicFile.removeFile(path) }
 
     /// Removes a directory tree without following links.
-    static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws { try AtomicFile.removeTree(path, io: io) }
+    static func removeTree(_ path: String, io: any PlatformIO = SystemIO()) throws {
+        try AtomicFile.removeTree(path, io: io)
+    }
 }

@@ -31,14 +31,21 @@ enum YearView {
                 monthLine[column + offset] = letter
             }
         }
-        var lines = ["\(year): " + (days == 0 ? "no entries" : "average valence \(ReportHTML.number(sum / Double(days))) over \(days) day\(days == 1 ? "" : "s")")]
-        lines.append("    " + String(monthLine).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression))
+        var lines = [
+            "\(year): "
+                + (days == 0
+                    ? "no entries"
+                    : "average valence \(ReportHTML.number(sum / Double(days))) over \(days) day\(days == 1 ? "" : "s")")
+        ]
+        lines.append(
+            "    " + String(monthLine).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression))
         for (row, name) in ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].enumerated() {
             var text = grid[row][0..<columns].joined()
             while text.hasSuffix(" ") { text.removeLast() }
             lines.append(name + " " + text)
         }
-        let legend = color
+        let legend =
+            color
             ? (0..<9).map { "\u{1B}[38;5;\(MoodColors.ansi[$0])m█\u{1B}[0m" }.joined()
             : "123456789"
         lines.append("    " + legend + "  unpleasant → pleasant (average valence −1 … +1); · no entry")

@@ -11,8 +11,11 @@ enum APIReply {
     }
 
     /// A success envelope whose `data` is written by `write` straight into bytes (hot paths: lists, entries).
-    static func data(_ status: Int, headers: [(name: String, value: String)] = [], _ write: (inout JSONBytes) -> Void)
-        -> HTTPResponse {
+    static func data(
+        _ status: Int, headers: [(name: String, value: String)] = [], _ write: (inout JSONBytes) -> Void
+    )
+        -> HTTPResponse
+    {
         var out = JSONBytes(capacity: 4096)
         out.beginObject()
         out.key("success")
@@ -23,10 +26,14 @@ enum APIReply {
         return HTTPResponse(status: status, headers: [contentType] + headers, body: out.bytes)
     }
 
-    static func error(_ status: Int, _ code: String, _ message: String, field: String? = nil,
-                      headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        let error = JSONValue.object([("code", .string(code)), ("message", .string(message)),
-                                      ("field", .optional(field) { .string($0) })])
+    static func error(
+        _ status: Int, _ code: String, _ message: String, field: String? = nil,
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPResponse {
+        let error = JSONValue.object([
+            ("code", .string(code)), ("message", .string(message)),
+            ("field", .optional(field) { .string($0) })
+        ])
         let body = JSONValue.object([("success", .bool(false)), ("error", error)]).serialized()
         return HTTPResponse(status: status, headers: [contentType] + headers, body: Array(body.utf8))
     }
@@ -53,8 +60,10 @@ enum APIReply {
 /// A response to send instead of going on (thrown by the handlers' checks).
 struct APIFailure: Error {
     var response: HTTPResponse
-    init(_ status: Int, _ code: String, _ message: String, field: String? = nil,
-         headers: [(name: String, value: String)] = []) {
+    init(
+        _ status: Int, _ code: String, _ message: String, field: String? = nil,
+        headers: [(name: String, value: String)] = []
+    ) {
         response = APIReply.error(status, code, message, field: field, headers: headers)
     }
     init(response: HTTPResponse) { self.response = response }

@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
-import Synchronization
 import Platform
+import Synchronization
 
 /// The users' open ledgers, at most `capacity` at once (`Specs/server.md`, *Many accounts*): a request leases its
 /// user's ledger for as long as it needs it; a ledger that is not open is opened on a worker (never on an event loop),
@@ -44,8 +44,10 @@ final class LedgerPool: Sendable {
     private let log: @Sendable (String) -> Void
 
     /// A pool that opens ledgers with `open`.
-    init(capacity: Int, patience: Double = 30, log: @escaping @Sendable (String) -> Void,
-         open: @escaping @Sendable (String) throws -> UserLedger) {
+    init(
+        capacity: Int, patience: Double = 30, log: @escaping @Sendable (String) -> Void,
+        open: @escaping @Sendable (String) throws -> UserLedger
+    ) {
         self.capacity = max(1, capacity)
         self.patience = patience
         self.log = log
@@ -78,7 +80,11 @@ final class LedgerPool: Sendable {
     func lease(_ name: String) throws -> Lease {
         let deadline = Date().addingTimeInterval(patience)
         while true {
-            enum Step { case leased(UserLedger), wait, open(evict: UserLedger?) }
+            enum Step {
+                case leased(UserLedger)
+                case wait
+                case open(evict: UserLedger?)
+            }
             let step = state.withLock { state -> Step in
                 if var slot = state.slots[name] {
                     state.tick += 1
@@ -104,7 +110,8 @@ final class LedgerPool: Sendable {
                 return Lease(user, pool: self)
             case .wait:
                 guard Date() < deadline else {
-                    throw APIFailure(503, "busy", "every open ledger is in use; try again shortly", headers: [("Retry-After", "1")])
+                    throw APIFailure(
+                        503, "busy", "every open ledger is in use; try again shortly", headers: [("Retry-After", "1")])
                 }
                 Thread.sleep(forTimeInterval: 0.001)
             case .open(let victim):
@@ -118,11 +125,13 @@ final class LedgerPool: Sendable {
                     }
                     return Lease(user, pool: self)
                 } catch let error as EventLogError
-                            where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                    where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem
+                {
                     // Out of descriptors (connections took them): close another idle ledger, or wait for one.
                     state.withLock { _ = $0.opening.remove(name) }
                     guard Date() < deadline else {
-                        throw APIFailure(503, "busy", "out of file descriptors; try again shortly", headers: [("Retry-After", "1")])
+                        throw APIFailure(
+                            503, "busy", "out of file descriptors; try again shortly", headers: [("Retry-After", "1")])
                     }
                     if !evictOne() { Thread.sleep(forTimeInterval: 0.001) }
                 } catch {

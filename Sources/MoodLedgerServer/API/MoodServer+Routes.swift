@@ -20,13 +20,16 @@ extension MoodServer {
             let page = try list(request, today: today, user: user)
             return .now(APIReply.data(200) { page.writeJSON(to: &$0, entries: user.writeEntries) })
         case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
-            return try write(.create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request, user: user)
+            return try write(
+                .create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request,
+                user: user)
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            return .now(APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
-                Self.writeEntry(entry, progress: false, user: user, to: &$0)
-            })
+            return .now(
+                APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
+                    Self.writeEntry(entry, progress: false, user: user, to: &$0)
+                })
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
@@ -38,7 +41,9 @@ extension MoodServer {
             }
             return try write(.delete(try Self.entryID(text)), request: request, user: user)
         case (.moodDaily(let text), "GET"):
-            guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date") }
+            guard let date = LocalDate(text) else {
+                throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date")
+            }
             let include = try Self.flag(request, "include_entries")
             return .now(APIReply.data(200, user.ledger.read { $0.day(date, includeEntries: include) }.json))
         case (.moodTrends, "GET"):
@@ -47,18 +52,21 @@ extension MoodServer {
         case (.moodLabelAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return .now(APIReply.data(200, user.ledger.read { $0.labelAnalytics(from: from, to: to, limit: limit) }.json))
+            return .now(
+                APIReply.data(200, user.ledger.read { $0.labelAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodAssociationAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
-            return .now(APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
+            return .now(
+                APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodChanges, "GET"):
             return .now(try changes(request, user: user))
         case (.wellnessAnalytics, "GET"):
             return .now(APIReply.data(200, try wellnessAnalytics(request, today: today, user: user)))
         case (.progress, "POST"):
-            return try write(.create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), progress: true),
-                             request: request, user: user)
+            return try write(
+                .create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), progress: true),
+                request: request, user: user)
         case (.progress, "GET"):
             return .now(APIReply.data(200, try progressList(request, user: user)))
         default:
@@ -79,7 +87,9 @@ extension MoodServer {
         (query.from, query.to) = try Self.period(request, today: today)
         if let source = Self.value(request, "source") {
             guard let parsed = MoodSource(rawValue: source) else {
-                throw APIFailure(422, "validation_error", "must be manual, healthkit, backend, import or ai_analysis", field: "source")
+                throw APIFailure(
+                    422, "validation_error", "must be manual, healthkit, backend, import or ai_analysis",
+                    field: "source")
             }
             query.source = parsed
         }
@@ -150,29 +160,51 @@ extension MoodServer {
         let associationLimit = try Self.integer(request, "top_associations_limit", default: 5, range: 1...100)
         let daily = try Self.flag(request, "include_daily_breakdown")
         return try user.ledger.read { state in
-            try Self.wellness(state, from: from, to: to, today: today, labelLimit: labelLimit,
-                              associationLimit: associationLimit, daily: daily)
+            try Self.wellness(
+                state, from: from, to: to, today: today, labelLimit: labelLimit,
+                associationLimit: associationLimit, daily: daily)
         }
     }
 
-    private static func wellness(_ state: LedgerState, from: LocalDate, to: LocalDate, today: LocalDate, labelLimit: Int,
-                                 associationLimit: Int, daily: Bool) throws -> JSONValue {
+    private static func wellness(
+        _ state: LedgerState, from: LocalDate, to: LocalDate, today: LocalDate, labelLimit: Int,
+        associationLimit: Int, daily: Bool
+    ) throws -> JSONValue {
         let trends = try trends(state, from: from, to: to)
         let summary: RangeSummary
         do {
-            summary = try (from <= to ? state : LedgerState()).summary(range: "custom", today: today, from: min(from, to), to: to)
+            summary = try (from <= to ? state : LedgerState()).summary(
+                range: "custom", today: today, from: min(from, to), to: to)
         } catch { throw APIReply.failure(error) }
         // Each report is rendered once and its fields picked from it.
         let summaryJSON = summary.json
         let trendsJSON = trends.json
         var pairs: [(String, JSONValue)] = [
             ("period", .object([("from", .string(from.description)), ("to", .string(to.description))])),
-            ("summary", .object([("total_entries", .int(Int64(summary.entryCount)))]
-                + ["average_valence", "average_score", "highest_score", "lowest_score"].map { ($0, summaryJSON[$0] ?? .null) })),
-            ("trends", .object([("trend_direction", .string(trends.direction)),
-                                ("valence_statistics", trendsJSON["valence_statistics"] ?? .null)])),
-            ("top_labels", state.labelAnalytics(from: from, to: to, limit: labelLimit).json["top_labels"] ?? .array([])),
-            ("top_associations", state.associationAnalytics(from: from, to: to, limit: associationLimit).json["top_associations"] ?? .array([])),
+            (
+                "summary",
+                .object(
+                    [("total_entries", .int(Int64(summary.entryCount)))]
+                        + ["average_valence", "average_score", "highest_score", "lowest_score"].map {
+                            ($0, summaryJSON[$0] ?? .null)
+                        })
+            ),
+            (
+                "trends",
+                .object([
+                    ("trend_direction", .string(trends.direction)),
+                    ("valence_statistics", trendsJSON["valence_statistics"] ?? .null)
+                ])
+            ),
+            (
+                "top_labels",
+                state.labelAnalytics(from: from, to: to, limit: labelLimit).json["top_labels"] ?? .array([])
+            ),
+            (
+                "top_associations",
+                state.associationAnalytics(from: from, to: to, limit: associationLimit).json["top_associations"]
+                    ?? .array([])
+            )
         ]
         if daily { pairs.append(("daily_aggregates", trendsJSON["daily_data"] ?? .array([]))) }
         return .object(pairs)
@@ -191,7 +223,8 @@ extension MoodServer {
     private static func progress(_ state: LedgerState, from: LocalDate?, to: LocalDate?) -> JSONValue {
         var records: [JSONValue] = []
         for day in state.entries.activeDays where (from.map { day >= $0 } ?? true) && (to.map { day <= $0 } ?? true) {
-            for entry in state.entries.entries(on: day).reversed() where entry.valence != nil || entry.enteredScore != nil {
+            for entry in state.entries.entries(on: day).reversed()
+            where entry.valence != nil || entry.enteredScore != nil {
                 records.append(Self.progressJSON(entry))
             }
         }
@@ -205,7 +238,9 @@ extension MoodServer {
     }
 
     static func date(_ text: String, field: String) throws -> LocalDate {
-        guard let date = LocalDate(text) else { throw APIFailure(422, "validation_error", "must be a date YYYY-MM-DD", field: field) }
+        guard let date = LocalDate(text) else {
+            throw APIFailure(422, "validation_error", "must be a date YYYY-MM-DD", field: field)
+        }
         return date
     }
 
@@ -229,10 +264,14 @@ extension MoodServer {
         } catch { throw APIReply.failure(error) }
     }
 
-    static func integer(_ request: HTTPRequest, _ name: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {
+    static func integer(
+        _ request: HTTPRequest, _ name: String, default fallback: Int, range: ClosedRange<Int>
+    ) throws -> Int {
         guard let text = value(request, name) else { return fallback }
         guard let number = Int(text), range.contains(number) else {
-            throw APIFailure(422, "validation_error", "must be a whole number \(range.lowerBound)...\(range.upperBound)", field: name)
+            throw APIFailure(
+                422, "validation_error", "must be a whole number \(range.lowerBound)...\(range.upperBound)", field: name
+            )
         }
         return number
     }
@@ -240,7 +279,8 @@ extension MoodServer {
     static func number(_ request: HTTPRequest, _ name: String, range: ClosedRange<Double>) throws -> Double? {
         guard let text = value(request, name) else { return nil }
         guard let number = Double(text), number.isFinite, range.contains(number) else {
-            throw APIFailure(422, "validation_error", "must be a number \(range.lowerBound)...\(range.upperBound)", field: name)
+            throw APIFailure(
+                422, "validation_error", "must be a number \(range.lowerBound)...\(range.upperBound)", field: name)
         }
         return number
     }
@@ -276,7 +316,9 @@ extension MoodServer {
         }
         do { return try JSONParser.parse(text) } catch {
             // The parser's reasons are fixed texts, or name a duplicated key (a field name, cut to 64 characters).
-            throw APIFailure(400, "bad_request", "the body is not valid JSON (line \(error.line), column \(error.column)): \(error.reason)")
+            throw APIFailure(
+                400, "bad_request",
+                "the body is not valid JSON (line \(error.line), column \(error.column)): \(error.reason)")
         }
     }
 }

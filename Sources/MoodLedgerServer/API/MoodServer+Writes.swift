@@ -15,15 +15,18 @@ extension MoodServer {
     /// keys are scoped to the method and path, so the same key on another route is another request.
     static func idempotency(_ request: HTTPRequest) -> (key: String?, fingerprint: String) {
         guard let given = request.header("idempotency-key"), !given.isEmpty else { return (nil, "") }
-        return ("\(request.method) \(request.path) \(given)",
-                ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body)))
+        return (
+            "\(request.method) \(request.path) \(given)",
+            ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+        )
     }
 
     /// A write: validated and appended here (on the event loop); its answer is sent once durable.
     func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> Reply {
         let given = request.header("idempotency-key")
         if let given, given.isEmpty || given.utf8.count > 255 {
-            throw APIFailure(422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
+            throw APIFailure(
+                422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }
         let (key, fingerprint) = Self.idempotency(request)
         if let key {
@@ -31,11 +34,13 @@ extension MoodServer {
             case .new: break
             case .replay(let known): return replay(known, write: write, key: key, user: user)
             case .mismatch:
-                throw APIFailure(422, "idempotency_key_reused", "this Idempotency-Key was used for a different request",
-                                 field: "Idempotency-Key")
+                throw APIFailure(
+                    422, "idempotency_key_reused", "this Idempotency-Key was used for a different request",
+                    field: "Idempotency-Key")
             case .inFlight:
-                throw APIFailure(409, "request_in_progress", "a request with this Idempotency-Key is still in progress",
-                                 headers: [("Retry-After", "1")])
+                throw APIFailure(
+                    409, "request_in_progress", "a request with this Idempotency-Key is still in progress",
+                    headers: [("Retry-After", "1")])
             }
         }
         try user.prepareRevisions()
@@ -48,15 +53,20 @@ extension MoodServer {
             let result = try user.ledger.execute(attaching: { events, id in
                 entryID = id
                 status = self.status(of: write, events: events)
-                return key.map { [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)] } ?? []
+                return key.map {
+                    [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)]
+                } ?? []
             }) { state, now in
                 switch write {
                 case .create(let draft, _):
                     return try Ledger.events(logging: draft, in: state, now: now, options: user.ledger.options)
                 case .replace(let id, let replacement, _):
                     try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
-                    return (try Ledger.events(replacing: id, with: replacement, in: state, now: now,
-                                              bounds: user.ledger.options.loggedAtBounds), id, false)
+                    return (
+                        try Ledger.events(
+                            replacing: id, with: replacement, in: state, now: now,
+                            bounds: user.ledger.options.loggedAtBounds), id, false
+                    )
                 case .delete(let id):
                     try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
                     return (try Ledger.events(deleting: id, in: state), id, false)
@@ -68,8 +78,9 @@ extension MoodServer {
         let response = try render(write, status: status, entry: result.entry, user: user)
         if key != nil {
             // Known before it is durable: a replay of the key waits for the same sync (see replay).
-            stored = UserLedger.Idempotent(fingerprint: fingerprint, status: status, entryID: result.entry?.id,
-                                           seq: result.lastSeq, body: response.body)
+            stored = UserLedger.Idempotent(
+                fingerprint: fingerprint, status: status, entryID: result.entry?.id,
+                seq: result.lastSeq, body: response.body)
         }
         return .afterSync(response, result.lastSeq)
     }
@@ -114,8 +125,9 @@ extension MoodServer {
         // RFC 9110 §13.1.1: If-Match uses the strong comparison, so a weak tag (`W/"27"`) never matches.
         let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard tags.contains(current) else {
-            throw APIFailure(412, "precondition_failed", "the entry changed since that ETag (now \(current))",
-                             headers: [("ETag", current)])
+            throw APIFailure(
+                412, "precondition_failed", "the entry changed since that ETag (now \(current))",
+                headers: [("ETag", current)])
         }
     }
 
@@ -126,7 +138,9 @@ extension MoodServer {
         if status == 204 { return HTTPResponse(status: 204) }
         guard let entry else { throw APIFailure(404, "not_found", "no such entry") }
         let progress = Self.isProgress(write)
-        return APIReply.data(status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id))) {
+        return APIReply.data(
+            status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id))
+        ) {
             Self.writeEntry(entry, progress: progress, user: user, to: &$0)
         }
     }
@@ -152,14 +166,17 @@ extension MoodServer {
     private func replay(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) -> Reply {
         if known.status == 204 { return .afterSync(HTTPResponse(status: 204), known.seq) }
         if let body = known.body {
-            return .afterSync(HTTPResponse(status: known.status, headers: Self.replayHeaders(known, write: write), body: body),
-                              known.seq)
+            return .afterSync(
+                HTTPResponse(status: known.status, headers: Self.replayHeaders(known, write: write), body: body),
+                known.seq)
         }
         // Rebuilding takes time travel: on a worker.
         return .offload { [self] in try rebuild(known, write: write, key: key, user: user) }
     }
 
-    private func rebuild(_ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger) throws -> HTTPResponse {
+    private func rebuild(
+        _ known: UserLedger.Idempotent, write: Write, key: String, user: UserLedger
+    ) throws -> HTTPResponse {
         try user.waitDurable(known.seq)
         var body = known.body
         if body == nil {
@@ -186,11 +203,17 @@ extension MoodServer {
 
     /// The older `/api/v1/progress` record of an entry: `type: mood_score`, `quantity` its 1–10 score.
     static func progressJSON(_ entry: MoodEntry) -> JSONValue {
-        .object([("id", .string(entry.id.description)), ("type", .string("mood_score")),
-                 ("quantity", .optional(entry.enteredScore ?? entry.score) { .double(Double($0)) }),
-                 ("logged_at", .string(entry.loggedAt.iso8601)), ("notes", .optional(entry.notes) { .string($0) }),
-                 ("created_at", .string(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))),
-                 ("updated_at", entry.updatedAt == entry.createdAt ? .null
-                    : .string(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0)))])
+        .object([
+            ("id", .string(entry.id.description)), ("type", .string("mood_score")),
+            ("quantity", .optional(entry.enteredScore ?? entry.score) { .double(Double($0)) }),
+            ("logged_at", .string(entry.loggedAt.iso8601)), ("notes", .optional(entry.notes) { .string($0) }),
+            ("created_at", .string(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))),
+            (
+                "updated_at",
+                entry.updatedAt == entry.createdAt
+                    ? .null
+                    : .string(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0))
+            )
+        ])
     }
 }

@@ -17,7 +17,10 @@ final class RateLimiter: Sendable {
         var reset: Int
 
         var headers: [(name: String, value: String)] {
-            var headers = [("RateLimit-Limit", "\(limit)"), ("RateLimit-Remaining", "\(remaining)"), ("RateLimit-Reset", "\(reset)")]
+            var headers = [
+                ("RateLimit-Limit", "\(limit)"), ("RateLimit-Remaining", "\(remaining)"),
+                ("RateLimit-Reset", "\(reset)")
+            ]
             if !allowed { headers.append(("Retry-After", "\(max(1, reset))")) }
             return headers
         }

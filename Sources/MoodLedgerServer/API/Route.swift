@@ -43,8 +43,10 @@ struct Route {
         case ["api", "v1", "mood", "analytics", "labels"]: return Route(name: .moodLabelAnalytics, allowed: ["GET"])
         case ["api", "v1", "mood", "analytics", "associations"]:
             return Route(name: .moodAssociationAnalytics, allowed: ["GET"])
-        case ["api", "v1", "wellness", "mood-entries"]: return Route(name: .wellnessCollection, allowed: ["GET", "POST"])
-        case ["api", "v1", "wellness", "mood-entries", "analytics"]: return Route(name: .wellnessAnalytics, allowed: ["GET"])
+        case ["api", "v1", "wellness", "mood-entries"]:
+            return Route(name: .wellnessCollection, allowed: ["GET", "POST"])
+        case ["api", "v1", "wellness", "mood-entries", "analytics"]:
+            return Route(name: .wellnessAnalytics, allowed: ["GET"])
         case ["api", "v1", "progress"]: return Route(name: .progress, allowed: ["GET", "POST"])
         default: break
         }

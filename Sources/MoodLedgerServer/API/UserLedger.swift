@@ -81,7 +81,10 @@ final class UserLedger: Sendable {
     /// from a sync thread after the group's `fdatasync`. Writes that arrive while a sync runs go into the next group:
     /// one `fdatasync` per group, not per request.
     func whenDurable(_ seq: UInt64, inline: Bool = false, then: @escaping @Sendable (Error?) -> Void) {
-        enum Now { case done(Error?), later(start: Bool) }
+        enum Now {
+            case done(Error?)
+            case later(start: Bool)
+        }
         let now = state.withLock { state -> Now in
             if let failure = state.failure { return .done(failure) }
             if state.durable >= seq { return .done(nil) }
@@ -272,9 +275,11 @@ final class UserLedger: Sendable {
 
     /// The record that stores a key with its change.
     static func idempotencyRecord(key: String, fingerprint: String, status: Int, entryID: EntryID?) -> PendingRecord {
-        let json = JSONValue.object([("key", .string(key)), ("fingerprint", .string(fingerprint)),
-                                     ("status", .int(Int64(status))),
-                                     ("entry_id", .optional(entryID) { .string($0.description) })])
+        let json = JSONValue.object([
+            ("key", .string(key)), ("fingerprint", .string(fingerprint)),
+            ("status", .int(Int64(status))),
+            ("entry_id", .optional(entryID) { .string($0.description) })
+        ])
         return PendingRecord(type: idempotencyRecordType, payload: Array(json.serialized().utf8))
     }
 
@@ -283,10 +288,12 @@ final class UserLedger: Sendable {
         var keys: [String: Idempotent] = [:]
         try ledger.forEachAttachment(type: Self.idempotencyRecordType, from: first) { seq, _, payload in
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
-                  let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
-                  let status = json["status"]?.intValue else { return }
-            keys[key] = Idempotent(fingerprint: fingerprint, status: status,
-                                   entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil)
+                let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
+                let status = json["status"]?.intValue
+            else { return }
+            keys[key] = Idempotent(
+                fingerprint: fingerprint, status: status,
+                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil)
         }
         state.withLock { $0.keys = keys }
     }

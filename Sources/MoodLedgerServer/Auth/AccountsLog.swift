@@ -29,8 +29,10 @@ enum AccountsLog {
     static func record(_ change: Change) -> PendingRecord {
         switch change {
         case .secret(let secret): return PendingRecord(type: secretSet, payload: [1] + secret)
-        case .added(let name, let hash): return PendingRecord(type: accountAdded, payload: [1, UInt8(name.utf8.count)] + Array(name.utf8) + hash)
-        case .erased(let name): return PendingRecord(type: accountErased, payload: [1, UInt8(name.utf8.count)] + Array(name.utf8))
+        case .added(let name, let hash):
+            return PendingRecord(type: accountAdded, payload: [1, UInt8(name.utf8.count)] + Array(name.utf8) + hash)
+        case .erased(let name):
+            return PendingRecord(type: accountErased, payload: [1, UInt8(name.utf8.count)] + Array(name.utf8))
         }
     }
 
@@ -47,7 +49,9 @@ enum AccountsLog {
             guard bytes.count == 33 else { throw bad("a secret is 32 bytes") }
             return .secret(Array(bytes[1...]))
         }
-        guard bytes.count >= 2, (1...64).contains(Int(bytes[1])), bytes.count >= 2 + Int(bytes[1]) else { throw bad("name length") }
+        guard bytes.count >= 2, (1...64).contains(Int(bytes[1])), bytes.count >= 2 + Int(bytes[1]) else {
+            throw bad("name length")
+        }
         let name = String(decoding: bytes[2..<(2 + Int(bytes[1]))], as: UTF8.self)
         guard Credentials.isValidUserName(name) else { throw bad("not a user name") }
         let rest = bytes.count - 2 - Int(bytes[1])
@@ -82,7 +86,9 @@ enum AccountsLog {
             case nil: break
             case .secret(let value)?: secret = value
             case .added(let name, let hash)?:
-                if let at = index[name] { users[at].keyHash = hash } else {
+                if let at = index[name] {
+                    users[at].keyHash = hash
+                } else {
                     index[name] = users.count
                     users.append(Credentials.User(name: name, keyHash: hash))
                 }
@@ -117,7 +123,9 @@ enum AccountsLog {
             if !batch.isEmpty { _ = try log.append(batch) }
             batch = []
             _ = try log.rewritePayloads { view in
-                guard view.type == accountAdded || view.type == accountErased, let found = try? Self.change(view) else { return nil }
+                guard view.type == accountAdded || view.type == accountErased, let found = try? Self.change(view) else {
+                    return nil
+                }
                 switch found {
                 case .added(name, _), .erased(name): return redacted
                 default: return nil

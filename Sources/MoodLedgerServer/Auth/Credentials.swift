@@ -38,7 +38,9 @@ public struct Credentials: Sendable {
     public static func path(in directory: String) -> String { directory + "/credentials.json" }
 
     /// The accounts log's file (`DIR/accounts/events.log`): what a reader watches for changes.
-    public static func logPath(in directory: String) -> String { AccountsLog.directory(in: directory) + "/" + LogFormat.logFileName }
+    public static func logPath(in directory: String) -> String {
+        AccountsLog.directory(in: directory) + "/" + LogFormat.logFileName
+    }
 
     /// Whether `name` may be a user id: 1–64 of `a-z 0-9 _ -`, starting with a letter or digit — so it can never
     /// name a path outside `DIR/users/`.
@@ -63,14 +65,18 @@ public struct Credentials: Sendable {
         if AccountsLog.exists(in: directory, io: io) { return try AccountsLog.load(directory: directory, io: io) }
         let path = path(in: directory)
         guard io.exists(path) else {
-            guard create else { throw ServerError("no accounts in \(directory): add a user first (moodledger serve user add NAME --data DIR)") }
+            guard create else {
+                throw ServerError(
+                    "no accounts in \(directory): add a user first (moodledger serve user add NAME --data DIR)")
+            }
             let fresh = Credentials(secret: io.randomBytes(32), users: [])
             try AccountsLog.append([.secret(fresh.secret)], directory: directory, io: io)
             return fresh
         }
         let older = try loadFile(path, io: io)
-        try AccountsLog.append([.secret(older.secret)] + older.users.map { .added($0.name, keyHash: $0.keyHash) },
-                               directory: directory, io: io)
+        try AccountsLog.append(
+            [.secret(older.secret)] + older.users.map { .added($0.name, keyHash: $0.keyHash) },
+            directory: directory, io: io)
         return older
     }
 
@@ -78,13 +84,15 @@ public struct Credentials: Sendable {
     private static func loadFile(_ path: String, io: any PlatformIO) throws -> Credentials {
         let bytes = try AtomicFile.read(path, limit: 16 << 20, io: io)
         guard let root = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)),
-              let secret = root["secret"]?.stringValue.flatMap(ByteText.unhex), secret.count == 32 else {
+            let secret = root["secret"]?.stringValue.flatMap(ByteText.unhex), secret.count == 32
+        else {
             throw ServerError("\(path) is not a moodledger credentials file")
         }
         var users: [User] = []
         for item in root["users"]?.arrayValue ?? [] {
             guard let name = item["name"]?.stringValue, isValidUserName(name),
-                  let hash = item["key_sha256"]?.stringValue.flatMap(ByteText.unhex), hash.count == 32 else {
+                let hash = item["key_sha256"]?.stringValue.flatMap(ByteText.unhex), hash.count == 32
+            else {
                 throw ServerError("\(path) holds a malformed user")
             }
             users.append(User(name: name, keyHash: hash))

@@ -23,19 +23,22 @@ public enum JWT {
     public static func verify(_ token: String, now: Int64, secret: [UInt8]) throws(Invalid) -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count <= 4096, parts.count == 3,
-              let headerBytes = ByteText.unbase64URL(String(parts[0])),
-              let payloadBytes = ByteText.unbase64URL(String(parts[1])),
-              let signature = ByteText.unbase64URL(String(parts[2])) else {
+            let headerBytes = ByteText.unbase64URL(String(parts[0])),
+            let payloadBytes = ByteText.unbase64URL(String(parts[1])),
+            let signature = ByteText.unbase64URL(String(parts[2]))
+        else {
             throw Invalid(reason: "malformed token")
         }
         guard let header = try? JSONParser.parse(String(decoding: headerBytes, as: UTF8.self)),
-              header["alg"] == .string("HS256") else {
+            header["alg"] == .string("HS256")
+        else {
             throw Invalid(reason: "the token's algorithm must be HS256")
         }
         let expected = HMACSHA256.mac(key: secret, message: Array("\(parts[0]).\(parts[1])".utf8))
         guard ConstantTime.equal(signature, expected) else { throw Invalid(reason: "bad signature") }
         guard let claims = try? JSONParser.parse(String(decoding: payloadBytes, as: UTF8.self)),
-              let subject = claims["sub"]?.stringValue, let expiry = claims["exp"]?.intValue else {
+            let subject = claims["sub"]?.stringValue, let expiry = claims["exp"]?.intValue
+        else {
             throw Invalid(reason: "the token needs sub and exp")
         }
         guard Int64(expiry) > now else { throw Invalid(reason: "the token has expired") }

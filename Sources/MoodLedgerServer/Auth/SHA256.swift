@@ -14,7 +14,7 @@ public struct SHA256: Sendable {
         0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
         0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
         0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
     ]
 
     /// A fresh hash.
@@ -56,7 +56,9 @@ public struct SHA256: Sendable {
         var tail = block
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
         tail.withUnsafeBytes { all in
             for start in stride(from: 0, to: all.count, by: 64) {
                 compress(UnsafeRawBufferPointer(rebasing: all[start..<(start + 64)]))
@@ -66,8 +68,10 @@ public struct SHA256: Sendable {
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
         for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
-            digest += [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
-                       UInt8(truncatingIfNeeded: word)]
+            digest += [
+                UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
+                UInt8(truncatingIfNeeded: word)
+            ]
         }
         return digest
     }
@@ -92,8 +96,10 @@ public struct SHA256: Sendable {
                     (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
                 }
             }
-            state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g,
-                     state.7 &+ h)
+            state = (
+                state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g,
+                state.7 &+ h
+            )
         }
     }
 
@@ -142,7 +148,9 @@ public enum ByteText {
         guard utf8.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
         for i in stride(from: 0, to: utf8.count, by: 2) {
-            guard let high = HTTPRequest.hexValue(utf8[i]), let low = HTTPRequest.hexValue(utf8[i + 1]) else { return nil }
+            guard let high = HTTPRequest.hexValue(utf8[i]), let low = HTTPRequest.hexValue(utf8[i + 1]) else {
+                return nil
+            }
             bytes.append(high << 4 | low)
         }
         return bytes
@@ -156,7 +164,9 @@ public enum ByteText {
         var i = 0
         while i + 2 < bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+            out += [
+                alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]
+            ]
             i += 3
         }
         if bytes.count - i == 1 {

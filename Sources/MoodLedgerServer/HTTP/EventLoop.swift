@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
-import Synchronization
 import Platform
+import Synchronization
 
 /// One thread's share of the server: its connections, polled together; requests framed and handled here, answers
 /// given later (writes once durable, offloaded work) taken back through a wake pipe.
@@ -44,7 +44,9 @@ final class EventLoop: @unchecked Sendable {
                     drop(fd, &connections)
                 }
             }
-            if let deadline = stopDeadline, connections.values.allSatisfy({ !$0.busy && $0.output.isEmpty }) || now > deadline {
+            if let deadline = stopDeadline,
+                connections.values.allSatisfy({ !$0.busy && $0.output.isEmpty }) || now > deadline
+            {
                 break loop
             }
             deliverCompleted(&connections, now: now)
@@ -135,7 +137,8 @@ final class EventLoop: @unchecked Sendable {
             guard flush(fd, &connection, now: now) else { return false }
         }
         guard !ready.isDisjoint(with: [.readable, .hangUp, .failed]), !connection.busy, !connection.closing,
-              !connection.peerClosed else {
+            !connection.peerClosed
+        else {
             return true
         }
         // Read what is there, but never hold more than one request's worth (the parser's caps answer the rest).
@@ -269,7 +272,8 @@ final class EventLoop: @unchecked Sendable {
     private func containsHeaderEnd(_ input: [UInt8]) -> Bool {
         input.withUnsafeBytes { bytes in
             guard bytes.count >= 4 else { return false }
-            for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+            for i in 0...(bytes.count - 4)
+            where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
                 return true
             }
             return false
@@ -305,7 +309,9 @@ final class EventLoop: @unchecked Sendable {
                 var updated = connection
                 updated.input.removeAll()
                 enqueue(expired, head: false, on: &updated, now: now)
-                if flush(fd, &updated, now: now) { connections[fd] = updated } else {
+                if flush(fd, &updated, now: now) {
+                    connections[fd] = updated
+                } else {
                     drop(fd, &connections)
                 }
             }

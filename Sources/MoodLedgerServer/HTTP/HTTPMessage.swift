@@ -16,8 +16,10 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
 
     /// A request as the parser frames it.
-    package init(method: String, path: String, query: String, minorVersion: Int = 1,
-                 headers: [(name: String, value: String)], body: [UInt8] = []) {
+    package init(
+        method: String, path: String, query: String, minorVersion: Int = 1,
+        headers: [(name: String, value: String)], body: [UInt8] = []
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -53,7 +55,8 @@ public struct HTTPRequest: Sendable {
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!) else {
+                guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!)
+                else {
                     return nil
                 }
                 bytes.append(high << 4 | low)
@@ -91,10 +94,14 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A short plain-text error (for framing errors, before any route runs).
-    static func plain(_ status: Int, _ text: String, close: Bool = true, headers: [(name: String, value: String)] = [])
-        -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
-                     body: Array((text + "\n").utf8), close: close)
+    static func plain(
+        _ status: Int, _ text: String, close: Bool = true, headers: [(name: String, value: String)] = []
+    )
+        -> HTTPResponse
+    {
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers,
+            body: Array((text + "\n").utf8), close: close)
     }
 
     /// The bytes on the wire. `head` leaves the body out (a HEAD request) but keeps its Content-Length.

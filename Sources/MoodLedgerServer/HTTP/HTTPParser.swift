@@ -28,7 +28,9 @@ struct HTTPParser {
 
     /// The methods HTTP defines (RFC 9110 §9, RFC 5789, and QUERY): a route that does not take one answers 405
     /// with `Allow`; any other method is not recognised at all (501).
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"]
+    static let knownMethods: Set<String> = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"
+    ]
 
     func parse(_ buffer: UnsafeRawBufferPointer) -> Result {
         var start = 0
@@ -52,7 +54,9 @@ struct HTTPParser {
         let lines = split(lines: UnsafeRawBufferPointer(rebasing: buffer[start..<headEnd]))
         guard let requestLine = lines.first else { return .failure(.plain(400, "empty request")) }
         if requestLine.count > limits.requestLine { return .failure(.plain(414, "request line too long")) }
-        guard let line = String(validating: requestLine, as: UTF8.self) else { return .failure(.plain(400, "request line is not UTF-8")) }
+        guard let line = String(validating: requestLine, as: UTF8.self) else {
+            return .failure(.plain(400, "request line is not UTF-8"))
+        }
         let parts = line.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             return .failure(.plain(400, "malformed request line"))
@@ -64,7 +68,9 @@ struct HTTPParser {
         case "HTTP/1.1": minor = 1
         case "HTTP/1.0": minor = 0
         default:
-            if parts[2].hasPrefix("HTTP/"), parts[2].count == 8 { return .failure(.plain(505, "only HTTP/1.0 and 1.1")) }
+            if parts[2].hasPrefix("HTTP/"), parts[2].count == 8 {
+                return .failure(.plain(505, "only HTTP/1.0 and 1.1"))
+            }
             return .failure(.plain(400, "malformed HTTP version"))
         }
         var target = String(parts[1])
@@ -78,9 +84,12 @@ struct HTTPParser {
             guard let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else {
                 target = "/"
                 guard !rest.isEmpty else { return .failure(.plain(400, "absolute-form target without a host")) }
-                return parsed(method: method, minor: minor, target: target, lines: lines, headEnd: headEnd, buffer: buffer)
+                return parsed(
+                    method: method, minor: minor, target: target, lines: lines, headEnd: headEnd, buffer: buffer)
             }
-            guard authorityEnd > rest.startIndex else { return .failure(.plain(400, "absolute-form target without a host")) }
+            guard authorityEnd > rest.startIndex else {
+                return .failure(.plain(400, "absolute-form target without a host"))
+            }
             target = rest[authorityEnd] == "/" ? String(rest[authorityEnd...]) : "/" + rest[authorityEnd...]
         }
         guard target.hasPrefix("/") else {
@@ -92,8 +101,10 @@ struct HTTPParser {
     }
 
     /// The rest of ``parse(_:)`` once the request line is read: header fields, framing and body.
-    private func parsed(method: String, minor: Int, target: String, lines: [UnsafeRawBufferPointer.SubSequence],
-                        headEnd: Int, buffer: UnsafeRawBufferPointer) -> Result {
+    private func parsed(
+        method: String, minor: Int, target: String, lines: [UnsafeRawBufferPointer.SubSequence],
+        headEnd: Int, buffer: UnsafeRawBufferPointer
+    ) -> Result {
         guard lines.count - 1 <= limits.headerCount else { return .failure(.plain(431, "too many header fields")) }
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(lines.count - 1)
@@ -112,9 +123,11 @@ struct HTTPParser {
                 return .failure(.plain(400, "header field value holds a control character"))
             }
             // obs-text (0x80–0xFF) is allowed in field values: read as UTF-8 when it is, else as ISO-8859-1.
-            let value = String(validating: valueBytes, as: UTF8.self)
+            let value =
+                String(validating: valueBytes, as: UTF8.self)
                 ?? String(String.UnicodeScalarView(valueBytes.map { Unicode.Scalar($0) }))
-            headers.append((String(decoding: nameBytes, as: UTF8.self).lowercased(), Substring(value).trimmingCharacters()))
+            headers.append(
+                (String(decoding: nameBytes, as: UTF8.self).lowercased(), Substring(value).trimmingCharacters()))
         }
         let hosts = headers.filter { $0.name == "host" }
         if minor == 1, hosts.count != 1 { return .failure(.plain(400, "an HTTP/1.1 request needs exactly one Host")) }
@@ -130,7 +143,8 @@ struct HTTPParser {
             path = target
             query = ""
         }
-        var request = HTTPRequest(method: method, path: path, query: query, minorVersion: minor, headers: headers, body: [])
+        var request = HTTPRequest(
+            method: method, path: path, query: query, minorVersion: minor, headers: headers, body: [])
         let transferEncodings = headers.filter { $0.name == "transfer-encoding" }
         let lengths = headers.filter { $0.name == "content-length" }
         let expectation = headers.first { $0.name == "expect" }?.value.lowercased()
@@ -140,12 +154,17 @@ struct HTTPParser {
                 return .failure(.plain(400, "Content-Length together with Transfer-Encoding is not accepted"))
             }
             if minor == 0 { return .failure(.plain(400, "Transfer-Encoding in an HTTP/1.0 request")) }
-            let codings = transferEncodings.flatMap { $0.value.lowercased().split(separator: ",").map { $0.trimmingCharacters() } }
+            let codings = transferEncodings.flatMap {
+                $0.value.lowercased().split(separator: ",").map { $0.trimmingCharacters() }
+            }
             guard codings.last == "chunked" else {
-                if codings.contains(where: { $0 != "chunked" && !["gzip", "deflate", "compress", "x-gzip"].contains($0) }) {
+                if codings.contains(where: {
+                    $0 != "chunked" && !["gzip", "deflate", "compress", "x-gzip"].contains($0)
+                }) {
                     return .failure(.plain(501, "unsupported transfer coding"))
                 }
-                return .failure(.plain(codings.contains("chunked") ? 400 : 501, "the last transfer coding must be chunked"))
+                return .failure(
+                    .plain(codings.contains("chunked") ? 400 : 501, "the last transfer coding must be chunked"))
             }
             guard codings == ["chunked"] else { return .failure(.plain(501, "only the chunked transfer coding")) }
             switch dechunk(buffer, from: bodyStart) {
@@ -163,7 +182,8 @@ struct HTTPParser {
                 for item in field.value.split(separator: ",", omittingEmptySubsequences: false) {
                     let digits = item.trimmingCharacters()
                     guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), digits.count <= 12,
-                          let value = Int(digits) else {
+                        let value = Int(digits)
+                    else {
                         return .failure(.plain(400, "Content-Length must be digits"))
                     }
                     values.insert(value)
@@ -197,7 +217,9 @@ struct HTTPParser {
             guard !sizeBytes.isEmpty, sizeBytes.count <= 8 else { return .failure(.plain(400, "malformed chunk size")) }
             var size = 0
             for byte in sizeBytes {
-                guard let digit = HTTPRequest.hexValue(byte) else { return .failure(.plain(400, "malformed chunk size")) }
+                guard let digit = HTTPRequest.hexValue(byte) else {
+                    return .failure(.plain(400, "malformed chunk size"))
+                }
                 size = size << 4 | Int(digit)
             }
             position = lineEnd + 2
@@ -205,7 +227,8 @@ struct HTTPParser {
                 // Trailer fields (ignored) until an empty line.
                 while true {
                     guard let end = findCRLF(buffer, from: position, limit: limits.headerBlock) else {
-                        return buffer.count - position > limits.headerBlock ? .failure(.plain(431, "trailers too large")) : .needMore
+                        return buffer.count - position > limits.headerBlock
+                            ? .failure(.plain(431, "trailers too large")) : .needMore
                     }
                     if end == position { return .body(body, end: end + 2) }
                     position = end + 2
@@ -224,7 +247,8 @@ struct HTTPParser {
     /// tchar of RFC 9110 §5.6.2.
     static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(byte)

@@ -1,7 +1,7 @@
 import EventLog
 import Foundation
-import Synchronization
 import Platform
+import Synchronization
 
 /// An HTTP/1.1 server over POSIX sockets: one event loop per core polls its connections, frames requests and runs
 /// the handler. A handler answers at once, or later through its ``HTTPResponder`` (a write answered once its group

@@ -15,22 +15,33 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         var rest = Substring(text)
         guard rest.lowercased().hasPrefix("http://") else {
             if rest.lowercased().hasPrefix("https://") {
-                throw MoodError.invalid("url", "https is not spoken by this client: run it behind a TLS-terminating proxy on loopback, or use http on a trusted network")
+                throw MoodError.invalid(
+                    "url",
+                    "https is not spoken by this client: run it behind a TLS-terminating proxy on loopback, or use http on a trusted network"
+                )
             }
             throw MoodError.invalid("url", "must start with http://")
         }
         rest = rest.dropFirst(7)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let path = rest.dropFirst(authority.count)
-        guard !path.contains("?"), !path.contains("#") else { throw MoodError.invalid("url", "must not carry a query or fragment") }
-        guard !authority.contains("@") else { throw MoodError.invalid("url", "must not carry credentials (use MOODLEDGER_API_KEY / MOODLEDGER_TOKEN)") }
+        guard !path.contains("?"), !path.contains("#") else {
+            throw MoodError.invalid("url", "must not carry a query or fragment")
+        }
+        guard !authority.contains("@") else {
+            throw MoodError.invalid("url", "must not carry credentials (use MOODLEDGER_API_KEY / MOODLEDGER_TOKEN)")
+        }
         var hostPart = authority
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw MoodError.invalid("url", "has an unclosed IPv6 bracket") }
+            guard let close = authority.firstIndex(of: "]") else {
+                throw MoodError.invalid("url", "has an unclosed IPv6 bracket")
+            }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw MoodError.invalid("url", "has characters after the IPv6 address")
             }
         } else if let colon = authority.lastIndex(of: ":") {
@@ -42,14 +53,21 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         }
         host = String(hostPart)
         if let portText {
-            guard let value = UInt16(portText), value > 0 else { throw MoodError.invalid("url", "port must be 1...65535") }
+            guard let value = UInt16(portText), value > 0 else {
+                throw MoodError.invalid("url", "port must be 1...65535")
+            }
             port = value
         } else {
             port = 80
         }
         // A path prefix of URL path characters only: nothing that could break the request line.
-        guard path.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"\\\"<>^`{|}".unicodeScalars.contains($0) }) else {
-            throw MoodError.invalid("url", "the path may hold only URL path characters (no spaces or control characters)")
+        guard
+            path.unicodeScalars.allSatisfy({
+                $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && !"\\\"<>^`{|}".unicodeScalars.contains($0)
+            })
+        else {
+            throw MoodError.invalid(
+                "url", "the path may hold only URL path characters (no spaces or control characters)")
         }
         var trimmed = String(path)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }

@@ -13,7 +13,9 @@ public struct SyncRequest: Sendable, Equatable {
     public var ifMatch: String?
 
     /// Creates a request.
-    public init(method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil) {
+    public init(
+        method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.body = body
@@ -50,10 +52,12 @@ public struct SyncDialect: Sendable {
     public func held(_ operation: SyncOperation, entry: MoodEntry?) -> String? {
         switch operation {
         case .update where !remote.has(.update):
-            return dialect == .progress ? "the progress dialect cannot update: /api/v1/progress only creates records"
+            return dialect == .progress
+                ? "the progress dialect cannot update: /api/v1/progress only creates records"
                 : "the remote has no update route (\(dialect.rawValue) as documented): the change stays here"
         case .delete where !remote.has(.delete):
-            return dialect == .progress ? "the progress dialect cannot delete: /api/v1/progress only creates records"
+            return dialect == .progress
+                ? "the progress dialect cannot delete: /api/v1/progress only creates records"
                 : "the remote has no delete route (\(dialect.rawValue) as documented): the deletion stays here"
         case .delete: return nil
         default: break
@@ -80,9 +84,13 @@ public struct SyncDialect: Sendable {
         case .wellness:
             let labels = entry.labels.filter(\.isCustom).count
             let associations = entry.associations.filter(\.isCustom).count
-            if labels > 0 { lost.append("\(labels) custom label\(labels == 1 ? "" : "s") (the seed's labels are a fixed list)") }
+            if labels > 0 {
+                lost.append("\(labels) custom label\(labels == 1 ? "" : "s") (the seed's labels are a fixed list)")
+            }
             if associations > 0 {
-                lost.append("\(associations) custom association\(associations == 1 ? "" : "s") (the seed's associations are a fixed list)")
+                lost.append(
+                    "\(associations) custom association\(associations == 1 ? "" : "s") (the seed's associations are a fixed list)"
+                )
             }
         case .moodAPI: break
         }
@@ -93,21 +101,26 @@ public struct SyncDialect: Sendable {
     /// What this remote keeps of no entry (stated once by `sync status`, not per entry).
     public var neverCarried: [String] {
         if remote.has(.extensions) && dialect != .progress { return [] }
-        return dialect == .progress ? ["kind", "UTC offset", "labels", "associations", "tags"] : ["kind", "UTC offset", "tags"]
+        return dialect == .progress
+            ? ["kind", "UTC offset", "labels", "associations", "tags"] : ["kind", "UTC offset", "tags"]
     }
 
     /// The request that performs `operation` for `entry` (its state at the attempt; `nil` for a delete). An update
     /// or delete to a remote with revisions is conditional on `baseRevision` (`If-Match`), when it is known.
-    public func request(_ operation: SyncOperation, entryID: EntryID, entry: MoodEntry?, remoteID: String?,
-                        key: String, baseRevision: UInt64 = 0) -> SyncRequest {
+    public func request(
+        _ operation: SyncOperation, entryID: EntryID, entry: MoodEntry?, remoteID: String?,
+        key: String, baseRevision: UInt64 = 0
+    ) -> SyncRequest {
         let item = "\(collection)/\(Self.escape(remoteID ?? entryID.description))"
         let condition = remote.has(.revisions) && baseRevision > 0 ? "\"\(baseRevision)\"" : nil
         switch operation {
         case .create:
-            return SyncRequest(method: "POST", path: collection, body: entry.map { body(for: $0, create: true) }, idempotencyKey: key)
+            return SyncRequest(
+                method: "POST", path: collection, body: entry.map { body(for: $0, create: true) }, idempotencyKey: key)
         case .update:
-            return SyncRequest(method: "PUT", path: item, body: entry.map { body(for: $0, create: false) }, idempotencyKey: key,
-                               ifMatch: condition)
+            return SyncRequest(
+                method: "PUT", path: item, body: entry.map { body(for: $0, create: false) }, idempotencyKey: key,
+                ifMatch: condition)
         case .delete:
             return SyncRequest(method: "DELETE", path: item, body: nil, idempotencyKey: key, ifMatch: condition)
         }
@@ -130,9 +143,11 @@ public struct SyncDialect: Sendable {
 
     /// Seed 004's `{type, quantity, logged_at, notes}`: the typed score, else the score derived from the valence.
     private func progressBody(_ entry: MoodEntry) -> [UInt8] {
-        var pairs: [(String, JSONValue)] = [("type", .string("mood_score")),
-                                            ("quantity", .int(Int64(entry.enteredScore ?? entry.score ?? 5))),
-                                            ("logged_at", .string(entry.loggedAt.iso8601))]
+        var pairs: [(String, JSONValue)] = [
+            ("type", .string("mood_score")),
+            ("quantity", .int(Int64(entry.enteredScore ?? entry.score ?? 5))),
+            ("logged_at", .string(entry.loggedAt.iso8601))
+        ]
         if let notes = entry.notes { pairs.append(("notes", .string(notes))) }
         return JSONValue.object(pairs).serializedBytes()
     }
@@ -146,9 +161,18 @@ public struct SyncDialect: Sendable {
         if !entry.labels.isEmpty { pairs.append(("labels", .array(entry.labels.map { .string($0.wireName) }))) }
         pairs.append(("associations", .array(entry.associations.map { .string($0.wireName) })))
         pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
-        pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : entry.source == .aiAnalysis ? "ai_analysis" : "manual")))
+        pairs.append(
+            (
+                "source",
+                .string(
+                    entry.source == .healthkit ? "healthkit" : entry.source == .aiAnalysis ? "ai_analysis" : "manual")
+            ))
         if create { pairs.append(("source_id", .string(entry.sourceID ?? entry.id.description))) }
-        if let notes = entry.notes { pairs.append(("notes", .string(notes))) } else if !create { pairs.append(("notes", .null)) }
+        if let notes = entry.notes {
+            pairs.append(("notes", .string(notes)))
+        } else if !create {
+            pairs.append(("notes", .null))
+        }
         return JSONValue.object(pairs).serializedBytes()
     }
 
@@ -156,8 +180,13 @@ public struct SyncDialect: Sendable {
     /// the seed's camelCase; custom words are not in its fixed lists), `notes`, `logged_at`, `source`.
     private func wellnessBody(_ entry: MoodEntry) -> [UInt8] {
         var pairs: [(String, JSONValue)] = [("valence", .double(Self.valence(entry) ?? 0))]
-        pairs.append(("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
-        pairs.append(("associations", .array(entry.associations.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
+        pairs.append(
+            ("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
+        pairs.append(
+            (
+                "associations",
+                .array(entry.associations.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })
+            ))
         pairs.append(("notes", .optional(entry.notes) { .string($0) }))
         pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
         pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : "manual")))
@@ -189,7 +218,9 @@ public struct SyncDialect: Sendable {
             pairs.append(("valence", .double(Valence.display(valence))))
         }
         // An update may clear the labels; a create leaves an empty list out.
-        if !entry.labels.isEmpty || !create { pairs.append(("labels", .array(entry.labels.map { .string($0.wireName) }))) }
+        if !entry.labels.isEmpty || !create {
+            pairs.append(("labels", .array(entry.labels.map { .string($0.wireName) })))
+        }
         pairs.append(("associations", .array(entry.associations.map { .string($0.wireName) })))
         pairs.append(("tags", .array(entry.tags.map { .string($0) })))
         pairs.append(("notes", .optional(entry.notes) { .string($0) }))
@@ -212,8 +243,9 @@ public struct SyncDialect: Sendable {
         var out = ""
         for byte in segment.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 let digits = Array("0123456789ABCDEF")

@@ -16,7 +16,9 @@ extension SyncEngine {
         var config = current
         _ = try ledger.execute { state, _ in
             // Another process may have learned (or the user set) them meanwhile: theirs stands.
-            guard let now = state.outbox.progress(.backend).remote, now.sameServer(as: current) else { return ([], .none, false) }
+            guard let now = state.outbox.progress(.backend).remote, now.sameServer(as: current) else {
+                return ([], .none, false)
+            }
             if now.capabilitySource != .unknown {
                 config = now
                 return ([], .none, false)
@@ -46,9 +48,11 @@ extension SyncEngine {
                 throw SyncError(.unavailable, "could not ask the remote what it can do: \(kind): \(message)")
             case .response(401, _, let body):
                 if refreshed {
-                    throw SyncError(.unauthorized, "the server refused the credentials (HTTP 401: "
-                        + "\(SyncPolicy.serverMessage(body) ?? "unauthorized")); check MOODLEDGER_API_KEY and "
-                        + "MOODLEDGER_TOKEN or --credentials FILE")
+                    throw SyncError(
+                        .unauthorized,
+                        "the server refused the credentials (HTTP 401: "
+                            + "\(SyncPolicy.serverMessage(body) ?? "unauthorized")); check MOODLEDGER_API_KEY and "
+                            + "MOODLEDGER_TOKEN or --credentials FILE")
                 }
                 refreshed = true
             case .response(let status, let headers, let body):
@@ -56,14 +60,18 @@ extension SyncEngine {
                     var result: RemoteCapabilities = []
                     for name in header.value.split(separator: ",") {
                         let trimmed = String(name.filter { $0 != " " && $0 != "\t" })
-                        if let known = RemoteCapabilities.named.first(where: { $0.name == trimmed }) { result.insert(known.capability) }
+                        if let known = RemoteCapabilities.named.first(where: { $0.name == trimmed }) {
+                            result.insert(known.capability)
+                        }
                     }
                     return result.intersection(.ceiling(dialect))
                 }
                 // 408, 429 and 5xx say nothing about the remote: ask again next run. Anything else is its answer.
                 if [408, 429].contains(status) || status >= 500 {
-                    throw SyncError(.unavailable, "could not ask the remote what it can do: HTTP \(status)"
-                        + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? ""))
+                    throw SyncError(
+                        .unavailable,
+                        "could not ask the remote what it can do: HTTP \(status)"
+                            + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? ""))
                 }
                 return .seed(dialect)
             }

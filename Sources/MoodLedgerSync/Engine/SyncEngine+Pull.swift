@@ -11,7 +11,8 @@ extension SyncEngine {
             pages += 1
             let cursor = ledger.state.outbox.progress(.backend).cursor
             guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else {
-                report.pullSkipped = "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"
+                report.pullSkipped =
+                    "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"
                 return
             }
             let page: ChangesPage
@@ -20,8 +21,10 @@ extension SyncEngine {
                 report.pullError = message
                 return
             case .unauthorized(let message):
-                throw SyncError(.unauthorized, "the server refused the credentials (\(message)); "
-                    + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                throw SyncError(
+                    .unauthorized,
+                    "the server refused the credentials (\(message)); "
+                        + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
             case .page(let fetched):
                 page = fetched
             }
@@ -29,14 +32,24 @@ extension SyncEngine {
                 report.serverWentBack = true
                 _ = try ledger.execute { state, _ in
                     var events: [MoodEvent] = []
-                    for (key, record) in state.outbox.records where key.destination == .backend
-                        && record.operation == nil && record.revision > page.revision && state.entries[key.entryID] != nil {
-                        events.append(.syncRequeued(key.entryID, .backend, reason:
-                            "the server went back from revision \(cursor) to \(page.revision) (restored from a backup?) and lacks this change (revision \(record.revision))"))
+                    for (key, record) in state.outbox.records
+                    where key.destination == .backend
+                        && record.operation == nil && record.revision > page.revision
+                        && state.entries[key.entryID] != nil
+                    {
+                        events.append(
+                            .syncRequeued(
+                                key.entryID, .backend,
+                                reason:
+                                    "the server went back from revision \(cursor) to \(page.revision) (restored from a backup?) and lacks this change (revision \(record.revision))"
+                            ))
                     }
                     report.requeued += events.count
-                    events.append(.syncPulled(SyncPull(cursor: page.revision, serverRevision: page.revision, applied: 0,
-                                                       serverWentBack: true)))
+                    events.append(
+                        .syncPulled(
+                            SyncPull(
+                                cursor: page.revision, serverRevision: page.revision, applied: 0,
+                                serverWentBack: true)))
                     return (events, .none, false)
                 }
                 continue
@@ -47,10 +60,13 @@ extension SyncEngine {
             var failure: String?
             // Changes that meet unsent changes here are merged: their bases, in one pass over the log.
             let meeting = ledger.read { state in
-                Set(page.changes.filter { change in
-                    change.entry != nil && (Self.hasUnsentChange(change.id, in: state)
-                        || state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.operation == .delete)
-                }.map(\.id))
+                Set(
+                    page.changes.filter { change in
+                        change.entry != nil
+                            && (Self.hasUnsentChange(change.id, in: state)
+                                || state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.operation
+                                    == .delete)
+                    }.map(\.id))
             }
             let bases = try ledger.syncBases(of: meeting)
             _ = try ledger.execute { state, _ in
@@ -69,17 +85,21 @@ extension SyncEngine {
                         events.append(event)
                         applied += 1
                     } catch let error as MoodError {
-                        failure = "change \(change.id) at revision \(change.revision) is not a valid entry: \(error.field ?? "entry") \(error.rule)"
+                        failure =
+                            "change \(change.id) at revision \(change.revision) is not a valid entry: \(error.field ?? "entry") \(error.rule)"
                         return ([], .none, false)
                     } catch {
                         failure = "change \(change.id): \(error)"
                         return ([], .none, false)
                     }
                 }
-                if events.isEmpty && page.nextSince == cursor && page.revision == state.outbox.progress(.backend).serverRevision {
+                if events.isEmpty && page.nextSince == cursor
+                    && page.revision == state.outbox.progress(.backend).serverRevision
+                {
                     return ([], .none, false)
                 }
-                events.append(.syncPulled(SyncPull(cursor: page.nextSince, serverRevision: page.revision, applied: applied)))
+                events.append(
+                    .syncPulled(SyncPull(cursor: page.nextSince, serverRevision: page.revision, applied: applied)))
                 return (events, .none, false)
             }
             if let failure {
@@ -95,8 +115,11 @@ extension SyncEngine {
 
     /// What to append for one remote change, or `nil` when there is nothing to do (our own change echoed back, or
     /// one already applied).
-    static func decide(_ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:])
-        throws(MoodError) -> MoodEvent? {
+    static func decide(
+        _ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:]
+    )
+        throws(MoodError) -> MoodEvent?
+    {
         let record = state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))
         if let record, record.revision >= change.revision { return nil }
         let local = state.entries[change.id]
@@ -104,25 +127,33 @@ extension SyncEngine {
         guard let json = change.entry else {
             if local == nil && record == nil { return nil }
             // A deletion there wins over a change here (recorded as a conflict: what was changed here is lost).
-            return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: nil,
-                                               entryID: change.id, revision: change.revision, conflict: pendingHere))
+            return .remoteApplied(
+                RemoteChange(
+                    origin: .backend, remoteID: change.id.description, entry: nil,
+                    entryID: change.id, revision: change.revision, conflict: pendingHere))
         }
         let entry = try RemoteEntry.parse(json, id: change.id)
         if local == nil, record?.operation == .delete {
             // Deleted here, the deletion unsent, changed there: the deletion wins (it reaches the server last), merged
             // as at the push, and the server's change is listed as lost; the delete goes out on this revision.
-            return .syncMerged(SyncEngine.merge(change.id, here: nil, theirs: entry, revision: change.revision,
-                                                remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
+            return .syncMerged(
+                SyncEngine.merge(
+                    change.id, here: nil, theirs: entry, revision: change.revision,
+                    remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
         }
         guard pendingHere, let local, !RemoteEntry.sameContent(local, entry) else {
             // Nothing unsent here, or the server simply has what is pending here: applied.
-            return .remoteApplied(RemoteChange(origin: .backend, remoteID: change.id.description, entry: entry,
-                                               entryID: change.id, revision: change.revision, conflict: false))
+            return .remoteApplied(
+                RemoteChange(
+                    origin: .backend, remoteID: change.id.description, entry: entry,
+                    entryID: change.id, revision: change.revision, conflict: false))
         }
         // Changed on both sides: merged field by field against the base; the result is sent next, conditional on
         // this revision.
-        return .syncMerged(SyncEngine.merge(change.id, here: local, theirs: entry, revision: change.revision,
-                                            remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
+        return .syncMerged(
+            SyncEngine.merge(
+                change.id, here: local, theirs: entry, revision: change.revision,
+                remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
     }
 
     /// Whether the entry exists here with a change the backend has not acknowledged (a pending record, or an
@@ -156,20 +187,26 @@ extension SyncEngine {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
-            do { credentials = try currentCredentials(refresh: refreshed) } catch { return .unauthorized(error.message) }
+            do { credentials = try currentCredentials(refresh: refreshed) } catch {
+                return .unauthorized(error.message)
+            }
             switch transport.perform(SyncRequest(method: "GET", path: path), credentials: credentials) {
             case .failure(let kind, let message):
                 return .failure("pull: \(kind): \(message)")
             case .response(let status, _, let body):
                 if status == 401 {
-                    if refreshed { return .unauthorized("HTTP 401: \(SyncPolicy.serverMessage(body) ?? "unauthorized")") }
+                    if refreshed {
+                        return .unauthorized("HTTP 401: \(SyncPolicy.serverMessage(body) ?? "unauthorized")")
+                    }
                     refreshed = true
                     continue
                 }
                 guard status == 200 else {
                     return .failure("pull: HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? ""))
                 }
-                guard let page = Self.parsePage(body) else { return .failure("pull: the changes feed's answer is not the documented shape") }
+                guard let page = Self.parsePage(body) else {
+                    return .failure("pull: the changes feed's answer is not the documented shape")
+                }
                 return .page(page)
             }
         }
@@ -178,20 +215,23 @@ extension SyncEngine {
     /// `{"success": true, "data": {"changes": [{revision, operation, id, entry}], revision, next_since, has_more}}`.
     static func parsePage(_ body: [UInt8]) -> ChangesPage? {
         guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let data = json["data"],
-              let items = data["changes"]?.arrayValue, let revision = data["revision"]?.intValue, revision >= 0,
-              let next = data["next_since"]?.intValue, next >= 0 else { return nil }
+            let items = data["changes"]?.arrayValue, let revision = data["revision"]?.intValue, revision >= 0,
+            let next = data["next_since"]?.intValue, next >= 0
+        else { return nil }
         var changes: [RemoteChangeItem] = []
         for item in items {
             guard let id = item["id"]?.stringValue.flatMap(EntryID.init), let itemRevision = item["revision"]?.intValue,
-                  itemRevision > 0 else { return nil }
+                itemRevision > 0
+            else { return nil }
             let operation = item["operation"]?.stringValue
             guard operation == "upsert" || operation == "delete" else { return nil }
             let entry = operation == "delete" ? nil : item["entry"]
             if operation == "upsert", entry == nil || entry == .null { return nil }
             changes.append(RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry))
         }
-        return ChangesPage(changes: changes, revision: UInt64(revision), nextSince: UInt64(next),
-                           hasMore: data["has_more"] == .bool(true))
+        return ChangesPage(
+            changes: changes, revision: UInt64(revision), nextSince: UInt64(next),
+            hasMore: data["has_more"] == .bool(true))
     }
 }
 
@@ -204,7 +244,9 @@ enum RemoteEntry {
         let typed = json["typed_score"].flatMap { $0.isNull ? nil : $0 }
         let valence = json["valence"].flatMap { $0.isNull ? nil : $0 }
         // One scalar: the typed score if there is one (its valence is its exact translation), else the valence.
-        let drop: Set<String> = typed != nil ? ["valence", "score", "mood_score", "typed_score"]
+        let drop: Set<String> =
+            typed != nil
+            ? ["valence", "score", "mood_score", "typed_score"]
             : valence != nil ? ["score", "mood_score", "typed_score"] : ["typed_score"]
         var kept = pairs.filter { !drop.contains($0.0) && $0.0 != "labels" }
         if let typed { kept.append(("score", typed)) }

@@ -56,8 +56,10 @@ extension SyncEngine {
                         if let current {
                             _ = try appendOutcomes(current.batch, current.wait(), merges: &merges, into: &report)
                         }
-                        throw SyncError(.unauthorized, "the server refused the credentials (\(unauthorized)); "
-                            + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                        throw SyncError(
+                            .unauthorized,
+                            "the server refused the credentials (\(unauthorized)); "
+                                + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
                     }
                 }
                 previous = current
@@ -78,7 +80,8 @@ extension SyncEngine {
             while let candidate = remaining.first, batch.count < self.configuration.batchSize {
                 remaining.removeFirst()
                 guard let item = self.stillDue(candidate.entryID, in: state, now: now),
-                      self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil else { continue }
+                    self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil
+                else { continue }
                 let key = self.key(for: item, in: state)
                 events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
                 batch.append((item, key, state.entries[item.entryID]))
@@ -98,7 +101,8 @@ extension SyncEngine {
             requests.async { [self] in
                 let verdict: SyncVerdict
                 if stop.value.load(ordering: .relaxed) {
-                    verdict = .retry(status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
+                    verdict = .retry(
+                        status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
                 } else {
                     verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
                     if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
@@ -113,14 +117,17 @@ extension SyncEngine {
 
     /// The outcomes of a batch, appended together: successes, failures, and merges with the server's version where a
     /// conditional send found it changed (their bases read in one pass over the log).
-    private func appendOutcomes(_ batch: [Sending], _ outcomes: [SyncVerdict], merges: inout [EntryID: Int],
-                                into report: inout SyncReport) throws -> (merged: Bool, unauthorized: String?) {
-        let stale = Set(zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
-            switch verdict {
-            case .stale, .recreated: return sending.item.entryID
-            default: return nil
-            }
-        })
+    private func appendOutcomes(
+        _ batch: [Sending], _ outcomes: [SyncVerdict], merges: inout [EntryID: Int],
+        into report: inout SyncReport
+    ) throws -> (merged: Bool, unauthorized: String?) {
+        let stale = Set(
+            zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
+                switch verdict {
+                case .stale, .recreated: return sending.item.entryID
+                default: return nil
+                }
+            })
         let bases = try ledger.syncBases(of: stale)
         var unauthorized: String?
         var mergedHere = 0
@@ -133,20 +140,26 @@ extension SyncEngine {
             for (sending, verdict) in zip(batch, outcomes) {
                 let id = sending.item.entryID
                 switch verdict {
-                case .stale(let theirs, let revision, let remoteID) where allowed[id, default: 0] < self.configuration.maximumMergesPerRun:
-                    let merge = Self.merge(id, here: state.entries[id], theirs: theirs, revision: revision,
-                                           remoteID: remoteID, base: bases[id])
+                case .stale(let theirs, let revision, let remoteID)
+                where allowed[id, default: 0] < self.configuration.maximumMergesPerRun:
+                    let merge = Self.merge(
+                        id, here: state.entries[id], theirs: theirs, revision: revision,
+                        remoteID: remoteID, base: bases[id])
                     events.append(.syncMerged(merge))
                     mergedHere += 1
                     if !merge.conflicts.isEmpty { conflicts += 1 }
                 case .recreated(let remoteID, let revision):
                     let here = state.entries[id]
-                    events.append(.syncMerged(SyncMerge(entryID: id, remoteID: remoteID, serverRevision: 0,
-                                                        baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
-                                                        here: here, theirs: nil, merged: here)))
+                    events.append(
+                        .syncMerged(
+                            SyncMerge(
+                                entryID: id, remoteID: remoteID, serverRevision: 0,
+                                baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
+                                here: here, theirs: nil, merged: here)))
                     events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
                 default:
-                    events.append(self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                    events.append(
+                        self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
                 }
             }
             return (events, .none, false)
@@ -163,43 +176,59 @@ extension SyncEngine {
     /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
     /// base, field by field; a deletion here stays a deletion (it reaches the server last); a deletion there is undone
     /// by a change here.
-    static func merge(_ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
-                      base: SyncBase?) -> SyncMerge {
+    static func merge(
+        _ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
+        base: SyncBase?
+    ) -> SyncMerge {
         let merged: MoodEntry?
         if let here, let theirs {
             merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)
         } else {
             merged = here
         }
-        return SyncMerge(entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
-                         base: base?.entry, here: here, theirs: theirs, merged: merged)
+        return SyncMerge(
+            entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
+            base: base?.entry, here: here, theirs: theirs, merged: merged)
     }
 
     /// The outcome event of one item.
-    private func event(for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
-                       unauthorized: inout String?) -> MoodEvent {
-        let attempts = (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
+    private func event(
+        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
+        unauthorized: inout String?
+    ) -> MoodEvent {
+        let attempts =
+            (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
         switch verdict {
         case .delivered(let remoteID, let revision):
             return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
         case .retry(let status, let error, let retryAfter):
             if attempts >= SyncPolicy.maximumAttempts {
-                return .syncFailed(item.entryID, .backend, SyncFailure(
-                    status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
+                return .syncFailed(
+                    item.entryID, .backend,
+                    SyncFailure(
+                        status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
             }
-            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0) }
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
+            let next = random.withLock {
+                SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0)
+            }
+            return .syncFailed(
+                item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
         case .park(let status, let error):
             return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: false))
         case .unauthorized(let error):
             unauthorized = error
             // Not the item's fault: retryable now, once the credentials are fixed.
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
+            return .syncFailed(
+                item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
         case .stale, .recreated:
             // Merged as often as a run allows and still refused: the server's version moves under us; later.
-            let error = "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
-            let next = random.withLock { SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0) }
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
+            let error =
+                "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
+            let next = random.withLock {
+                SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0)
+            }
+            return .syncFailed(
+                item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
         }
     }
 

@@ -52,11 +52,14 @@ public final class SyncEngine: @unchecked Sendable {
     ///   - credentials: reads the credentials (called again once after a 401).
     ///   - configuration: tuning.
     /// - Throws: ``SyncError`` `config` when no backend is configured (`moodledger remote set`).
-    public init(ledger: Ledger, transport: (any SyncTransport)? = nil,
-                credentials: @escaping @Sendable () throws(SyncError) -> SyncCredentials,
-                configuration: Configuration = Configuration()) throws(SyncError) {
+    public init(
+        ledger: Ledger, transport: (any SyncTransport)? = nil,
+        credentials: @escaping @Sendable () throws(SyncError) -> SyncCredentials,
+        configuration: Configuration = Configuration()
+    ) throws(SyncError) {
         guard let remote = ledger.state.outbox.progress(.backend).remote else {
-            throw SyncError(.config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
+            throw SyncError(
+                .config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
         }
         self.ledger = ledger
         self.codec = Mutex(SyncDialect(remote))
@@ -70,8 +73,9 @@ public final class SyncEngine: @unchecked Sendable {
         self.credentialSource = credentials
         self.configuration = configuration
         let digits = Array("0123456789abcdef".utf8)
-        keyTag = String(decoding: ledger.eventLog.fileID.prefix(8).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] },
-                        as: UTF8.self)
+        keyTag = String(
+            decoding: ledger.eventLog.fileID.prefix(8).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] },
+            as: UTF8.self)
         var system = SystemRandomNumberGenerator()
         self.random = Mutex(SplitMix64(seed: configuration.seed ?? system.next()))
         slots = DispatchSemaphore(value: max(1, configuration.concurrency))
@@ -97,10 +101,13 @@ public final class SyncEngine: @unchecked Sendable {
     public func plannedRequests() -> [SyncRequest] {
         let now = ledger.options.clock()
         let dialect = self.dialect
-        return ledger.read { state in dueItems(in: state, now: now, limit: .max).map { item in
-            dialect.request(item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
-                            remoteID: item.remoteID, key: key(for: item, in: state), baseRevision: item.revision)
-        } }
+        return ledger.read { state in
+            dueItems(in: state, now: now, limit: .max).map { item in
+                dialect.request(
+                    item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
+                    remoteID: item.remoteID, key: key(for: item, in: state), baseRevision: item.revision)
+            }
+        }
     }
 
     /// Asks the remote to erase entries too: `DELETE …/{remote id}?erase=true` (the reference server's extension
@@ -115,21 +122,28 @@ public final class SyncEngine: @unchecked Sendable {
             guard let learned = try? probe(dialect.dialect) else {
                 return Dictionary(uniqueKeysWithValues: ids.map { ($0, "the remote did not say what it can do") })
             }
-            dialect = SyncDialect(RemoteConfig(url: dialect.remote.url, dialect: dialect.dialect, capabilities: learned, source: .probed))
+            dialect = SyncDialect(
+                RemoteConfig(url: dialect.remote.url, dialect: dialect.dialect, capabilities: learned, source: .probed))
         }
         guard dialect.remote.has(.delete) else {
-            let reason = dialect.dialect == .progress ? "the progress dialect cannot erase"
+            let reason =
+                dialect.dialect == .progress
+                ? "the progress dialect cannot erase"
                 : "the remote has no delete route (\(dialect.dialect.rawValue) as documented)"
             return Dictionary(uniqueKeysWithValues: ids.map { ($0, reason) })
         }
         let remoteIDs = ledger.read { state in
-            Dictionary(uniqueKeysWithValues: ids.map { ($0, state.outbox.record(OutboxKey(entryID: $0, destination: .backend))?.remoteID) })
+            Dictionary(
+                uniqueKeysWithValues: ids.map {
+                    ($0, state.outbox.record(OutboxKey(entryID: $0, destination: .backend))?.remoteID)
+                })
         }
         let query = dialect.remote.has(.extensions) ? "?erase=true" : ""
         var failures: [EntryID: String] = [:]
         for id in ids {
             let remoteID = (remoteIDs[id] ?? nil) ?? id.description
-            let request = SyncRequest(method: "DELETE", path: "\(dialect.collection)/\(SyncDialect.escape(remoteID))\(query)")
+            let request = SyncRequest(
+                method: "DELETE", path: "\(dialect.collection)/\(SyncDialect.escape(remoteID))\(query)")
             let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
             switch transport.perform(request, credentials: credentials) {
             case .response(let status, _, _) where (200..<300).contains(status) || status == 404: break
@@ -161,10 +175,13 @@ public final class SyncEngine: @unchecked Sendable {
         let dialect = self.dialect
         for item in state.outboxItems(destination: .backend) where item.status == "pending" {
             guard let operation = item.operation, configuration.ignoreBackoff || (item.nextAttemptAt ?? .min) <= now,
-                  dialect.held(operation, entry: state.entries[item.entryID]) == nil else { continue }
+                dialect.held(operation, entry: state.entries[item.entryID]) == nil
+            else { continue }
             let revision = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.revision ?? 0
-            due.append(Due(entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts,
-                           revision: revision))
+            due.append(
+                Due(
+                    entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts,
+                    revision: revision))
             if due.count >= limit { break }
         }
         return due
@@ -177,7 +194,8 @@ public final class SyncEngine: @unchecked Sendable {
     /// on both at the same seq would otherwise be two different requests under one key, the second refused for good.
     func key(for item: Due, in state: LedgerState) -> String {
         if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
-           let key = record.idempotencyKey, !record.changedSinceAttempt {
+            let key = record.idempotencyKey, !record.changedSinceAttempt
+        {
             return key
         }
         return "\(item.entryID).\(keyTag).\(state.seq)"
@@ -188,9 +206,11 @@ public final class SyncEngine: @unchecked Sendable {
         let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
         if let record {
             guard let operation = record.operation, !record.parked,
-                  configuration.ignoreBackoff || (record.nextAttemptAt ?? .min) <= now else { return nil }
-            return Due(entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts,
-                       revision: record.revision)
+                configuration.ignoreBackoff || (record.nextAttemptAt ?? .min) <= now
+            else { return nil }
+            return Due(
+                entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts,
+                revision: record.revision)
         }
         guard let entry = state.entries[id], OutboxState.isEligible(entry.source, for: .backend) else { return nil }
         return Due(entryID: id, operation: .create, remoteID: nil, attempts: 0)
@@ -210,7 +230,9 @@ public final class SyncEngine: @unchecked Sendable {
             // never had it). The change here reached the server last: create it again, and say so. (A 405 is about
             // the route: never re-sent as a create.)
             verdict = exchange(.create, item: item, entry: entry, key: key)
-            if case .delivered(let remoteID, let revision) = verdict { return .recreated(remoteID: remoteID, revision: revision) }
+            if case .delivered(let remoteID, let revision) = verdict {
+                return .recreated(remoteID: remoteID, revision: revision)
+            }
         }
         if case .retry(412?, _, _) = verdict, item.operation != .create, dialect.remote.has(.revisions) {
             return fetchCurrent(item, fallback: verdict)
@@ -228,8 +250,10 @@ public final class SyncEngine: @unchecked Sendable {
             return .stale(theirs: nil, revision: 0, remoteID: remoteID)
         case .response(200, let headers, let body):
             guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let data = json["data"],
-                  let theirs = try? RemoteEntry.parse(data, id: item.entryID) else {
-                return .retry(status: 412, error: "HTTP 412: the server's current version could not be read", retryAfter: nil)
+                let theirs = try? RemoteEntry.parse(data, id: item.entryID)
+            else {
+                return .retry(
+                    status: 412, error: "HTTP 412: the server's current version could not be read", retryAfter: nil)
             }
             return .stale(theirs: theirs, revision: SyncPolicy.revision(headers), remoteID: remoteID)
         default:
@@ -238,14 +262,17 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func exchange(_ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncVerdict {
-        let request = dialect.request(operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
-                                      baseRevision: item.revision)
+        let request = dialect.request(
+            operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
+            baseRevision: item.revision)
         let (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
-           dialect.dialect != .progress, dialect.remote.has(.update) {
+            dialect.dialect != .progress, dialect.remote.has(.update)
+        {
             // 200, not 201, and not a replay: the server already had this id (it lost our later changes, or was
             // restored). Bring its copy up to date.
-            let update = dialect.request(.update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
+            let update = dialect.request(
+                .update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
             return perform(update, operation: .update, entryID: item.entryID).verdict
         }
         return verdict
@@ -253,8 +280,11 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// Sends one request (a 401 once more with re-read credentials); `alreadyThere` for a create answered 200
     /// without `Idempotent-Replayed`.
-    private func perform(_ request: SyncRequest, operation: SyncOperation, entryID: EntryID)
-        -> (verdict: SyncVerdict, alreadyThere: Bool) {
+    private func perform(
+        _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
+    )
+        -> (verdict: SyncVerdict, alreadyThere: Bool)
+    {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
@@ -265,8 +295,9 @@ public final class SyncEngine: @unchecked Sendable {
             case .failure(let kind, let message):
                 return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false)
             case .response(let status, let headers, let body):
-                let verdict = SyncPolicy.classify(operation, status: status, headers: headers, body: body,
-                                                  entryID: entryID, now: ledger.options.clock())
+                let verdict = SyncPolicy.classify(
+                    operation, status: status, headers: headers, body: body,
+                    entryID: entryID, now: ledger.options.clock())
                 if case .unauthorized = verdict, !refreshed {
                     refreshed = true
                     continue
@@ -288,9 +319,11 @@ public final class SyncEngine: @unchecked Sendable {
         let dialect = self.dialect
         let (items, held) = ledger.read { state in
             let items = state.outboxItems(destination: .backend)
-            let held = Set(items.filter { item in
-                item.status == "pending" && item.operation.map { dialect.held($0, entry: state.entries[item.entryID]) != nil } == true
-            }.map(\.entryID))
+            let held = Set(
+                items.filter { item in
+                    item.status == "pending"
+                        && item.operation.map { dialect.held($0, entry: state.entries[item.entryID]) != nil } == true
+                }.map(\.entryID))
             return (items, held)
         }
         report.heldAfter = held.count

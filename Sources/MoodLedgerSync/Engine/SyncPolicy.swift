@@ -38,15 +38,19 @@ public enum SyncPolicy {
     ///   - attempts: attempts so far, this one included.
     ///   - retryAfter: the server's `Retry-After` in ms, if any.
     ///   - random: the generator (seeded in tests).
-    public static func nextAttempt<G: RandomNumberGenerator>(now: Int64, attempts: Int, retryAfter: Int64?,
-                                                             using random: inout G) -> Int64 {
+    public static func nextAttempt<G: RandomNumberGenerator>(
+        now: Int64, attempts: Int, retryAfter: Int64?,
+        using random: inout G
+    ) -> Int64 {
         let jitter = Int64.random(in: 0...backoffCeiling(attempts: attempts), using: &random)
         return now + max(jitter, retryAfter ?? 0)
     }
 
     /// Classifies an answer to an operation.
-    public static func classify(_ operation: SyncOperation, status: Int, headers: [(name: String, value: String)],
-                                body: [UInt8], entryID: EntryID, now: Int64) -> SyncVerdict {
+    public static func classify(
+        _ operation: SyncOperation, status: Int, headers: [(name: String, value: String)],
+        body: [UInt8], entryID: EntryID, now: Int64
+    ) -> SyncVerdict {
         // The server's message matters only when something went wrong: a success's body is read once, for its id.
         var message: String? { serverMessage(body) }
         switch status {
@@ -60,8 +64,9 @@ public enum SyncPolicy {
             return .delivered(remoteID: entryID.description, revision: 0)  // already gone: done
         case 408, 409, 412, 425, 429, 500..<600:
             let text = message
-            return .retry(status: status, error: "HTTP \(status)" + (text.map { ": \($0)" } ?? ""),
-                          retryAfter: retryAfter(headers, now: now))
+            return .retry(
+                status: status, error: "HTTP \(status)" + (text.map { ": \($0)" } ?? ""),
+                retryAfter: retryAfter(headers, now: now))
         default:
             let text = message
             return .park(status: status, error: "HTTP \(status)" + (text.map { ": \($0)" } ?? ""))
@@ -82,7 +87,8 @@ public enum SyncPolicy {
         let text = String(decoding: body.prefix(4096), as: UTF8.self)
         var message: String?
         if let json = try? JSONParser.parse(text) {
-            message = json["error"]?["message"]?.stringValue ?? json["error"]?.stringValue ?? json["message"]?.stringValue
+            message =
+                json["error"]?["message"]?.stringValue ?? json["error"]?.stringValue ?? json["message"]?.stringValue
         } else if !text.isEmpty {
             message = text.split(separator: "\n").first.map(String.init)
         }
@@ -99,10 +105,12 @@ public enum SyncPolicy {
         let parts = value.split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
-              let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3]),
-              let date = LocalDate(year: year, month: month + 1, day: day) else { return nil }
+            let month = months.firstIndex(of: String(parts[2])), let year = Int(parts[3]),
+            let date = LocalDate(year: year, month: month + 1, day: day)
+        else { return nil }
         let clock = parts[4].split(separator: ":").compactMap { Int64($0) }
-        guard clock.count == 3, (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0..<61).contains(clock[2]) else { return nil }
+        guard clock.count == 3, (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0..<61).contains(clock[2])
+        else { return nil }
         let at = (Int64(date.daysSinceEpoch) * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2]) * 1000
         return min(max(0, at - now), 86_400_000)
     }

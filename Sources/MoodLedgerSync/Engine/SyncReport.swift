@@ -49,15 +49,26 @@ public struct SyncReport: Sendable, Equatable {
     public var json: JSONValue {
         .object([
             ("sent", .int(Int64(sent))), ("delivered", .int(Int64(delivered))), ("retrying", .int(Int64(retrying))),
-            ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))), ("merged", .int(Int64(merged))),
+            ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))),
+            ("merged", .int(Int64(merged))),
             ("requeued", .int(Int64(requeued))), ("server_went_back", .bool(serverWentBack)),
             ("pull_error", .optional(pullError) { .string($0) }),
             ("pending_after", .int(Int64(pendingAfter))), ("parked_after", .int(Int64(parkedAfter))),
             ("held_after", .int(Int64(heldAfter))), ("pull_skipped", .optional(pullSkipped) { .string($0) }),
-            ("next_attempt_at", .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }),
-            ("failures", .array(failures.map {
-                .object([("entry_id", .string($0.entryID.description)), ("error", .string($0.error)), ("parked", .bool($0.parked))])
-            })),
+            (
+                "next_attempt_at",
+                .optional(nextAttemptAt) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }
+            ),
+            (
+                "failures",
+                .array(
+                    failures.map {
+                        .object([
+                            ("entry_id", .string($0.entryID.description)), ("error", .string($0.error)),
+                            ("parked", .bool($0.parked))
+                        ])
+                    })
+            )
         ])
     }
 }

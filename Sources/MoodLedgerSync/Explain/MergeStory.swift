@@ -49,16 +49,20 @@ public enum MergeStory {
             let name = MergeFields.named.first { $0.field == field.field }?.name ?? "field"
             let show = { (entry: MoodEntry?) in value(field.field, of: entry, showNotes: showNotes) }
             if field.field == .existence {
-                lines.append(merge.here == nil
-                    ? "Deleted here while the server changed it (\(changedNames(merge.base, merge.theirs))): "
-                        + (merge.merged == nil ? "the deletion wins; the server's change is lost." : "the server's version is kept.")
-                    : "Deleted on the server while changed here: "
-                        + (merge.merged == nil ? "the deletion wins; the change here is lost." : "the change here brings it back."))
+                lines.append(
+                    merge.here == nil
+                        ? "Deleted here while the server changed it (\(changedNames(merge.base, merge.theirs))): "
+                            + (merge.merged == nil
+                                ? "the deletion wins; the server's change is lost." : "the server's version is kept.")
+                        : "Deleted on the server while changed here: "
+                            + (merge.merged == nil
+                                ? "the deletion wins; the change here is lost." : "the change here brings it back."))
                 continue
             }
             if field.conflict {
-                lines.append("\(name): conflict — base \(show(merge.base)), here \(show(merge.here)), server \(show(merge.theirs)) → "
-                    + "\(show(merge.merged)) (here's: this device's write reaches the server last).")
+                lines.append(
+                    "\(name): conflict — base \(show(merge.base)), here \(show(merge.here)), server \(show(merge.theirs)) → "
+                        + "\(show(merge.merged)) (here's: this device's write reaches the server last).")
             } else if field.changedHere && field.changedThere {
                 lines.append("\(name): changed on both sides → \(show(merge.merged)).")
             } else if field.changedHere {
@@ -72,9 +76,13 @@ public enum MergeStory {
 
     private static func changedNames(_ a: MoodEntry?, _ b: MoodEntry?) -> String {
         guard let b else { return "deleted" }
-        let names = MergeFields.named.filter { $0.field != .existence && ThreeWayMerge.changed($0.field, from: a, to: b) }.map(\.name)
+        let names = MergeFields.named.filter {
+            $0.field != .existence && ThreeWayMerge.changed($0.field, from: a, to: b)
+        }.map(\.name)
         return names.isEmpty ? "no field" : names.joined(separator: ", ")
     }
 
-    private static func list(_ words: [String]) -> String { words.isEmpty ? "[]" : "[" + words.joined(separator: ", ") + "]" }
+    private static func list(_ words: [String]) -> String {
+        words.isEmpty ? "[]" : "[" + words.joined(separator: ", ") + "]"
+    }
 }

@@ -26,7 +26,9 @@ public struct SyncExplanation: Sendable, Equatable {
 
     /// Tells the story of `id` as of `point` (default: now).
     /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event` met while reading the log.
-    public static func explain(_ id: EntryID, in ledger: Ledger, at point: Ledger.Point? = nil) throws -> SyncExplanation {
+    public static func explain(
+        _ id: EntryID, in ledger: Ledger, at point: Ledger.Point? = nil
+    ) throws -> SyncExplanation {
         let through = try point.map { try ledger.seq(at: $0) } ?? ledger.lastSeq
         let state = try point.map { try ledger.state(at: $0) } ?? ledger.state
         var steps: [Step] = []
@@ -39,13 +41,17 @@ public struct SyncExplanation: Sendable, Equatable {
             let text: String?
             switch recorded.event {
             case .created(let entry): text = "Logged here (source \(entry.source.rawValue))."
-            case .updated, .labelsEdited, .associationsEdited, .tagsEdited: text = "Changed here: the backend needs an update."
+            case .updated, .labelsEdited, .associationsEdited, .tagsEdited:
+                text = "Changed here: the backend needs an update."
             case .deleted: text = "Deleted here: the backend needs a delete if it has the entry."
             case .syncAttempted(_, let destination, let operation, let key):
                 guard destination == .backend else { text = nil; break }
                 attempts += 1
-                text = "Attempt \(attempts): \(operation.rawValue) sent" + (key.isEmpty ? "." : " with Idempotency-Key \(key).")
-                    + (unconditional && operation != .create ? " Unconditional: the remote has no revisions, so a change made there since is replaced." : "")
+                text =
+                    "Attempt \(attempts): \(operation.rawValue) sent"
+                    + (key.isEmpty ? "." : " with Idempotency-Key \(key).")
+                    + (unconditional && operation != .create
+                        ? " Unconditional: the remote has no revisions, so a change made there since is replaced." : "")
             case .syncSucceeded(_, let destination, let remoteID, let revision):
                 guard destination == .backend else { text = nil; break }
                 attempts = 0
@@ -53,20 +59,27 @@ public struct SyncExplanation: Sendable, Equatable {
             case .syncFailed(_, let destination, let failure):
                 guard destination == .backend else { text = nil; break }
                 if failure.retryable {
-                    let when = failure.nextAttemptAt.map { "next attempt at \(Self.time($0)) (backoff drawn when it failed)" }
+                    let when =
+                        failure.nextAttemptAt.map { "next attempt at \(Self.time($0)) (backoff drawn when it failed)" }
                         ?? "next attempt after the version-1 backoff"
                     text = "Failed: \(failure.error). Retryable: \(when)."
                 } else {
                     text = "Failed: \(failure.error). Not retryable: parked until the entry changes."
                 }
             case .remoteApplied(let change):
-                guard change.origin == .backend else { text = "A change from \(change.origin.rawValue) was applied."; break }
+                guard change.origin == .backend else {
+                    text = "A change from \(change.origin.rawValue) was applied."; break
+                }
                 let revision = change.revision > 0 ? " at revision \(change.revision)" : ""
                 switch (change.entry == nil, change.conflict) {
                 case (false, false): text = "Pulled the server's version\(revision) and applied it."
-                case (false, true): text = "Conflict: the server changed it\(revision) while a change here was unsent; the change here is kept and will be sent (it lands later, so it wins)."
+                case (false, true):
+                    text =
+                        "Conflict: the server changed it\(revision) while a change here was unsent; the change here is kept and will be sent (it lands later, so it wins)."
                 case (true, false): text = "The server deleted it\(revision); deleted here too."
-                case (true, true): text = "Conflict: the server deleted it\(revision) while a change here was unsent; a delete wins, so it was deleted here."
+                case (true, true):
+                    text =
+                        "Conflict: the server deleted it\(revision) while a change here was unsent; a delete wins, so it was deleted here."
                 }
             case .syncRequeued(_, let destination, let reason):
                 guard destination == .backend else { text = nil; break }
@@ -79,8 +92,10 @@ public struct SyncExplanation: Sendable, Equatable {
                 attempts = 0
                 text = MergeStory.sentences(merge).joined(separator: " ")
             case .conflictResolved(_, let fields, let choice):
-                text = "Conflict on \(fields.names.joined(separator: ", ")) resolved: "
-                    + (choice == .here ? "the value here is kept." : "the server's value was taken (an edit here, sent next).")
+                text =
+                    "Conflict on \(fields.names.joined(separator: ", ")) resolved: "
+                    + (choice == .here
+                        ? "the value here is kept." : "the server's value was taken (an edit here, sent next).")
             case .syncPulled, .remoteConfigured: text = nil
             }
             if let text { steps.append(Step(seq: recorded.seq, at: at, type: recorded.event.type.name, text: text)) }
@@ -92,9 +107,13 @@ public struct SyncExplanation: Sendable, Equatable {
     private static func outlook(_ id: EntryID, in state: LedgerState, remote: RemoteConfig?) -> (String, String) {
         let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
         let entry = state.entries[id]
-        let target = remote.map { "\($0.url) (\($0.dialect.rawValue))" } ?? "the backend (none configured yet: moodledger remote set URL)"
+        let target =
+            remote.map { "\($0.url) (\($0.dialect.rawValue))" }
+            ?? "the backend (none configured yet: moodledger remote set URL)"
         guard let record else {
-            guard let entry else { return ("unknown", "Nothing is pending: the entry does not exist here and the backend never had it.") }
+            guard let entry else {
+                return ("unknown", "Nothing is pending: the entry does not exist here and the backend never had it.")
+            }
             guard OutboxState.isEligible(entry.source, for: .backend) else {
                 return ("not_eligible", "It came from the backend, so it is not sent back there.")
             }
@@ -105,16 +124,28 @@ public struct SyncExplanation: Sendable, Equatable {
             return ("synced", "Up to date at \(target)" + (record.remoteID.map { " as \($0)" } ?? "") + ".")
         }
         if !record.parked, let reason = held(operation, entry: entry, remote: remote) {
-            return ("held", "Not sent: \(reason). It is sent by itself once the remote is known to carry it (`remote set … --capabilities`).")
+            return (
+                "held",
+                "Not sent: \(reason). It is sent by itself once the remote is known to carry it (`remote set … --capabilities`)."
+            )
         }
         if record.parked {
-            return ("failed", "Parked after \"\(record.lastError ?? "an error")\": it is not sent again until the entry changes.")
+            return (
+                "failed",
+                "Parked after \"\(record.lastError ?? "an error")\": it is not sent again until the entry changes."
+            )
         }
         if record.inFlight, let key = record.idempotencyKey, !record.changedSinceAttempt {
-            return ("in_flight", "An attempt began and no outcome was recorded (the process stopped): the next `moodledger sync` resends the \(operation.rawValue) with the same Idempotency-Key \(key), so the server applies it once.")
+            return (
+                "in_flight",
+                "An attempt began and no outcome was recorded (the process stopped): the next `moodledger sync` resends the \(operation.rawValue) with the same Idempotency-Key \(key), so the server applies it once."
+            )
         }
         if let next = record.nextAttemptAt {
-            return ("pending", "A \(operation.rawValue) is due at \(time(next)); the first `moodledger sync` at or after then sends it, with no new change needed.")
+            return (
+                "pending",
+                "A \(operation.rawValue) is due at \(time(next)); the first `moodledger sync` at or after then sends it, with no new change needed."
+            )
         }
         return ("pending", "A \(operation.rawValue) is due now: the next `moodledger sync` sends it to \(target).")
     }
@@ -129,8 +160,10 @@ public struct SyncExplanation: Sendable, Equatable {
 
     /// The story as text lines.
     public var text: String {
-        var lines = ["Entry \(entryID) and the backend"
-            + (remote.map { " \($0.url) (\($0.dialect.rawValue))" } ?? "") + ", as of seq \(asOf):"]
+        var lines = [
+            "Entry \(entryID) and the backend"
+                + (remote.map { " \($0.url) (\($0.dialect.rawValue))" } ?? "") + ", as of seq \(asOf):"
+        ]
         if steps.isEmpty { lines.append("  (no events)") }
         for step in steps { lines.append("  #\(step.seq)  \(Self.time(step.at))  \(step.text)") }
         lines.append("Now: \(status). \(next)")
@@ -141,12 +174,21 @@ public struct SyncExplanation: Sendable, Equatable {
     public var json: JSONValue {
         .object([
             ("entry_id", .string(entryID.description)), ("as_of_seq", .int(Int64(asOf))),
-            ("remote", .optional(remote) { .object([("url", .string($0.url)), ("dialect", .string($0.dialect.rawValue))]) }),
-            ("steps", .array(steps.map {
-                .object([("seq", .int(Int64($0.seq))), ("at", .string(Self.time($0.at))), ("type", .string($0.type)),
-                         ("text", .string($0.text))])
-            })),
-            ("status", .string(status)), ("next", .string(next)),
+            (
+                "remote",
+                .optional(remote) { .object([("url", .string($0.url)), ("dialect", .string($0.dialect.rawValue))]) }
+            ),
+            (
+                "steps",
+                .array(
+                    steps.map {
+                        .object([
+                            ("seq", .int(Int64($0.seq))), ("at", .string(Self.time($0.at))), ("type", .string($0.type)),
+                            ("text", .string($0.text))
+                        ])
+                    })
+            ),
+            ("status", .string(status)), ("next", .string(next))
         ])
     }
 }

@@ -28,18 +28,25 @@ public struct SyncStatus: Sendable, Equatable {
         var statuses = destinations.map { SyncStatus(destination: $0, progress: state.outbox.progress($0)) }
         // One pass over the outbox for every destination (each pass decodes every entry).
         // What is held or not carried depends on what the remote can do: nothing is said before that is known.
-        let codec = state.outbox.progress(.backend).remote.flatMap { $0.capabilitySource == .unknown ? nil : SyncDialect($0) }
+        let codec = state.outbox.progress(.backend).remote.flatMap {
+            $0.capabilitySource == .unknown ? nil : SyncDialect($0)
+        }
         for item in state.outboxItems(includeSynced: true) {
             guard let slot = destinations.firstIndex(of: item.destination) else { continue }
             if item.destination == .backend, let codec {
                 let entry = state.entries[item.entryID]
-                if item.status == "pending", let operation = item.operation, let reason = codec.held(operation, entry: entry) {
+                if item.status == "pending", let operation = item.operation,
+                    let reason = codec.held(operation, entry: entry)
+                {
                     statuses[slot].held.append(Note(entryID: item.entryID, text: reason))
                     continue
                 }
                 if let entry, item.operation != .delete {
                     let lost = codec.notCarried(entry)
-                    if !lost.isEmpty { statuses[slot].notCarried.append(Note(entryID: item.entryID, text: lost.joined(separator: ", "))) }
+                    if !lost.isEmpty {
+                        statuses[slot].notCarried.append(
+                            Note(entryID: item.entryID, text: lost.joined(separator: ", ")))
+                    }
                 }
             }
             switch item.status {
@@ -58,7 +65,9 @@ public struct SyncStatus: Sendable, Equatable {
         return statuses
     }
 
-    private static func time(_ ms: Int64?) -> JSONValue { .optional(ms) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) } }
+    private static func time(_ ms: Int64?) -> JSONValue {
+        .optional(ms) { .string(ISO8601.format(milliseconds: $0, offsetMinutes: 0)) }
+    }
 
     /// One destination as JSON.
     public var json: JSONValue {
@@ -74,37 +83,66 @@ public struct SyncStatus: Sendable, Equatable {
             ("last_error", .optional(progress.lastError) { .string($0) }),
             ("last_pull_at", Self.time(progress.lastPullAt)),
             ("cursor", .int(Int64(progress.cursor))), ("server_revision", .int(Int64(progress.serverRevision))),
-            ("capabilities", .optional(progress.remote.flatMap { $0.capabilitySource == .unknown ? nil : $0 }) {
-                .array($0.capabilities.names.map { .string($0) })
-            }),
+            (
+                "capabilities",
+                .optional(progress.remote.flatMap { $0.capabilitySource == .unknown ? nil : $0 }) {
+                    .array($0.capabilities.names.map { .string($0) })
+                }
+            ),
             ("pulls", .bool(progress.remote?.has(.changes) ?? false)),
-            ("held", .array(held.map { .object([("entry_id", .string($0.entryID.description)), ("reason", .string($0.text))]) })),
-            ("not_carried", .array(notCarried.map {
-                .object([("entry_id", .string($0.entryID.description)), ("fields", .string($0.text))])
-            })),
+            (
+                "held",
+                .array(
+                    held.map { .object([("entry_id", .string($0.entryID.description)), ("reason", .string($0.text))]) })
+            ),
+            (
+                "not_carried",
+                .array(
+                    notCarried.map {
+                        .object([("entry_id", .string($0.entryID.description)), ("fields", .string($0.text))])
+                    })
+            )
         ])
     }
 
     /// One destination as text lines.
     public var text: String {
-        let target = progress.remote.map { "\($0.url) (\($0.dialect.rawValue))" } ?? (destination == .backend ? "not configured" : "this device's store")
-        var lines = ["\(destination.rawValue): \(target)",
-                     "  pending \(pending) (due now \(dueNow), in flight \(inFlight)), parked \(parked), synced \(synced)"]
-        if let next = nextAttemptAt { lines.append("  next retry at \(ISO8601.format(milliseconds: next, offsetMinutes: 0))") }
-        lines.append("  last success: " + (progress.lastSuccessAt.map { ISO8601.format(milliseconds: $0, offsetMinutes: 0) } ?? "never"))
+        let target =
+            progress.remote.map { "\($0.url) (\($0.dialect.rawValue))" }
+            ?? (destination == .backend ? "not configured" : "this device's store")
+        var lines = [
+            "\(destination.rawValue): \(target)",
+            "  pending \(pending) (due now \(dueNow), in flight \(inFlight)), parked \(parked), synced \(synced)"
+        ]
+        if let next = nextAttemptAt {
+            lines.append("  next retry at \(ISO8601.format(milliseconds: next, offsetMinutes: 0))")
+        }
+        lines.append(
+            "  last success: "
+                + (progress.lastSuccessAt.map { ISO8601.format(milliseconds: $0, offsetMinutes: 0) } ?? "never"))
         if let at = progress.lastErrorAt {
-            lines.append("  last error: \(ISO8601.format(milliseconds: at, offsetMinutes: 0)) \(progress.lastError ?? "")")
+            lines.append(
+                "  last error: \(ISO8601.format(milliseconds: at, offsetMinutes: 0)) \(progress.lastError ?? "")")
         }
         if let remote = progress.remote, destination == .backend {
-            lines.append("  capabilities: " + (remote.capabilitySource == .unknown ? "not known yet (the next sync asks the server)"
-                : "\(remote.capabilitySource.name), " + (remote.capabilities.isEmpty ? "none beyond the documented routes"
-                    : remote.capabilities.names.joined(separator: ", "))))
+            lines.append(
+                "  capabilities: "
+                    + (remote.capabilitySource == .unknown
+                        ? "not known yet (the next sync asks the server)"
+                        : "\(remote.capabilitySource.name), "
+                            + (remote.capabilities.isEmpty
+                                ? "none beyond the documented routes"
+                                : remote.capabilities.names.joined(separator: ", ")))
+            )
             let never = SyncDialect(remote).neverCarried
             if remote.capabilitySource != .unknown, !never.isEmpty {
-                lines.append("  this remote keeps no " + never.joined(separator: ", ") + " (the dialect has no field for them)")
+                lines.append(
+                    "  this remote keeps no " + never.joined(separator: ", ") + " (the dialect has no field for them)")
             }
             if remote.capabilitySource != .unknown, !remote.has(.changes) {
-                lines.append("  pull: none — the remote has no changes feed (\(remote.dialect.rawValue) as documented); this device only pushes")
+                lines.append(
+                    "  pull: none — the remote has no changes feed (\(remote.dialect.rawValue) as documented); this device only pushes"
+                )
             }
         }
         if !held.isEmpty {
@@ -113,13 +151,17 @@ public struct SyncStatus: Sendable, Equatable {
             if held.count > 50 { lines.append("    … and \(held.count - 50) more (--json lists all)") }
         }
         if !notCarried.isEmpty {
-            lines.append("  not carried by this remote (sent without it) for \(notCarried.count) entr\(notCarried.count == 1 ? "y" : "ies"):")
+            lines.append(
+                "  not carried by this remote (sent without it) for \(notCarried.count) entr\(notCarried.count == 1 ? "y" : "ies"):"
+            )
             for note in notCarried.prefix(50) { lines.append("    \(note.entryID)  \(note.text)") }
             if notCarried.count > 50 { lines.append("    … and \(notCarried.count - 50) more (--json lists all)") }
         }
         if destination == .backend {
-            lines.append("  last pull: " + (progress.lastPullAt.map { ISO8601.format(milliseconds: $0, offsetMinutes: 0) } ?? "never")
-                         + ", cursor \(progress.cursor), server revision \(progress.serverRevision)")
+            lines.append(
+                "  last pull: "
+                    + (progress.lastPullAt.map { ISO8601.format(milliseconds: $0, offsetMinutes: 0) } ?? "never")
+                    + ", cursor \(progress.cursor), server revision \(progress.serverRevision)")
         }
         return lines.joined(separator: "\n")
     }

@@ -15,7 +15,10 @@ enum CredentialFile {
             case .notRegular:
                 throw SyncError(.config, "the credentials file \(path) is not a regular file")
             case .openMode(let mode):
-                throw SyncError(.config, "the credentials file \(path) has mode \(String(mode, radix: 8)): it must be 0600 (chmod 600 \(path))")
+                throw SyncError(
+                    .config,
+                    "the credentials file \(path) has mode \(String(mode, radix: 8)): it must be 0600 (chmod 600 \(path))"
+                )
             case .tooLarge:
                 throw SyncError(.config, "the credentials file \(path) is larger than 64 KiB")
             }

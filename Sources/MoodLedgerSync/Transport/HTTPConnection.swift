@@ -37,8 +37,9 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         } catch let error as Socket.Unresolved {
             throw Failure(what: "cannot resolve \(host) (\(error.reason))")
         } catch let error as Errno {
-            throw Failure(what: "cannot connect to \(host):\(port) (\(error))",
-                          timedOut: error.isTimeout)
+            throw Failure(
+                what: "cannot connect to \(host):\(port) (\(error))",
+                timedOut: error.isTimeout)
         }
     }
 
@@ -68,8 +69,11 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// - Throws: ``Failure`` at end of stream, a malformed response, or a timeout before a whole response.
     public func readResponse(head: Bool = false) throws -> Response {
         let end = try headerEnd()
-        let lines = String(decoding: buffer[start..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."), let status = Int(statusLine.dropFirst(9).prefix(3)) else {
+        let lines = String(decoding: buffer[start..<end], as: UTF8.self).split(
+            separator: "\r\n", omittingEmptySubsequences: false)
+        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."),
+            let status = Int(statusLine.dropFirst(9).prefix(3))
+        else {
             throw Failure(what: "malformed response status line")
         }
         var headers: [(name: String, value: String)] = []
@@ -84,7 +88,8 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
             var body: [UInt8] = []
             while true {
                 let lineEnd = try lineEnd(from: start)
-                let sizeText = String(decoding: buffer[start..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+                let sizeText =
+                    String(decoding: buffer[start..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
                 guard let size = Int(sizeText.trimmingSpaces(), radix: 16), size >= 0, size <= 64 << 20 else {
                     throw Failure(what: "malformed chunk size")
                 }
@@ -172,7 +177,9 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         var from = position
         while true {
             if buffer.count >= 2, from < buffer.count - 1 {
-                for i in max(position, from - 1)..<(buffer.count - 1) where buffer[i] == 13 && buffer[i + 1] == 10 { return i }
+                for i in max(position, from - 1)..<(buffer.count - 1) where buffer[i] == 13 && buffer[i + 1] == 10 {
+                    return i
+                }
             }
             guard buffer.count - position < 64 << 10 else { throw Failure(what: "response line too long") }
             from = buffer.count
@@ -183,9 +190,12 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     private func fill() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count: Int
-        do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error as Errno {
-            throw Failure(what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
-                          timedOut: error.isTimeout)
+        do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error
+            as Errno
+        {
+            throw Failure(
+                what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
+                timedOut: error.isTimeout)
         }
         guard count > 0 else { throw Failure(what: Self.closed) }
         buffer += chunk[0..<count]

@@ -41,7 +41,9 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
             if let pooled {
                 connection = pooled
             } else {
-                do { connection = try HTTPConnection(host: url.host, port: url.port, timeout: timeout) } catch let error as HTTPConnection.Failure {
+                do { connection = try HTTPConnection(host: url.host, port: url.port, timeout: timeout) } catch let error
+                    as HTTPConnection.Failure
+                {
                     return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
                 } catch {
                     return .failure(kind: "network", message: "\(error)")

@@ -31,8 +31,10 @@ public struct SyncCredentials: Sendable, Equatable {
         public func load() throws(SyncError) -> SyncCredentials {
             if let file {
                 let bytes = try CredentialFile.read(file)
-                guard let json = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)), case .object = json else {
-                    throw SyncError(.config, "the credentials file \(file) is not a JSON object {\"api_key\", \"token\"}")
+                guard let json = try? JSONParser.parse(String(decoding: bytes, as: UTF8.self)), case .object = json
+                else {
+                    throw SyncError(
+                        .config, "the credentials file \(file) is not a JSON object {\"api_key\", \"token\"}")
                 }
                 for key in ["api_key", "token"] {
                     if let value = json[key], !value.isNull, value.stringValue == nil {
@@ -41,8 +43,9 @@ public struct SyncCredentials: Sendable, Equatable {
                 }
                 return SyncCredentials(apiKey: json["api_key"]?.stringValue, token: json["token"]?.stringValue)
             }
-            return SyncCredentials(apiKey: environment["MOODLEDGER_API_KEY"].flatMap { $0.isEmpty ? nil : $0 },
-                                   token: environment["MOODLEDGER_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
+            return SyncCredentials(
+                apiKey: environment["MOODLEDGER_API_KEY"].flatMap { $0.isEmpty ? nil : $0 },
+                token: environment["MOODLEDGER_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
         }
     }
 

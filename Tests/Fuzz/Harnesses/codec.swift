@@ -11,6 +11,7 @@ public func fuzzCodec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let (command, event) = try? EventCodec.decode(type: type, payload: payload) else { return 0 }
     let again = EventCodec.encode(event, commandID: command)
     guard let (command2, event2) = try? again.withUnsafeBytes({ try EventCodec.decode(type: type, payload: $0) }),
-          command2 == command, event2 == event else { fatalError("decode ∘ encode is not the identity") }
+        command2 == command, event2 == event
+    else { fatalError("decode ∘ encode is not the identity") }
     return 0
 }

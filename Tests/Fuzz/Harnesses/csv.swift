@@ -11,12 +11,16 @@ public func fuzzCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     for format in [ImportFormat.daylio, .csv] {
         var position = 0
-        guard var stream = try? ImportStream.open(format: format, options: options, read: { buffer in
-            let count = min(7, buffer.count, bytes.count - position)
-            for i in 0..<count { buffer[i] = bytes[position + i] }
-            position += count
-            return count
-        }) else { continue }
+        guard
+            var stream = try? ImportStream.open(
+                format: format, options: options,
+                read: { buffer in
+                    let count = min(7, buffer.count, bytes.count - position)
+                    for i in 0..<count { buffer[i] = bytes[position + i] }
+                    position += count
+                    return count
+                })
+        else { continue }
         while let row = try? stream.next() { _ = row }
     }
     return 0

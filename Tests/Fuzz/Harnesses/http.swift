@@ -17,8 +17,9 @@ public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     if case .request(let again, let used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<consumed])) {
-        precondition(used == consumed && again.method == request.method && again.path == request.path
-                     && again.query == request.query && again.body == request.body, "the request alone frames differently")
+        precondition(
+            used == consumed && again.method == request.method && again.path == request.path
+                && again.query == request.query && again.body == request.body, "the request alone frames differently")
     } else {
         preconditionFailure("the request alone does not frame")
     }

@@ -20,10 +20,14 @@ public func fuzzLog(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The open's scan hands its records to a visitor: up to the log's last seq exactly the records a read gives;
     // past it only the records of a torn batch.
     var visited: [(seq: UInt64, payload: [UInt8])] = []
-    if let log = try? EventLog.open(directory: fuzzDirectory, configuration: readOnly, visiting: { visited.append(($0.seq, Array($0.payload))) }) {
+    if let log = try? EventLog.open(
+        directory: fuzzDirectory, configuration: readOnly, visiting: { visited.append(($0.seq, Array($0.payload))) })
+    {
         let records = (try? log.records()) ?? []
         let kept = visited.prefix { $0.seq <= log.lastSeq }
-        guard kept.count == records.count, zip(kept, records).allSatisfy({ $0.seq == $1.seq && $0.payload == $1.payload }) else {
+        guard kept.count == records.count,
+            zip(kept, records).allSatisfy({ $0.seq == $1.seq && $0.payload == $1.payload })
+        else {
             fatalError("the records an open visited differ from the log's")
         }
         guard kept.count == visited.count || log.recoveryNotice != nil else {

@@ -41,8 +41,10 @@ public enum ThreeWayMerge {
         if let labels = mergedSet(base?.labels, here.labels, theirs.labels, limit: MoodRules.maximumLabels) {
             result.labels = labels
         }
-        if let associations = mergedSet(base?.associations, here.associations, theirs.associations,
-                                        limit: MoodRules.maximumAssociations) {
+        if let associations = mergedSet(
+            base?.associations, here.associations, theirs.associations,
+            limit: MoodRules.maximumAssociations)
+        {
             result.associations = associations
         }
         if let tags = mergedSet(base?.tags, here.tags, theirs.tags, limit: MoodRules.maximumTags) { result.tags = tags }
@@ -58,8 +60,9 @@ public enum ThreeWayMerge {
             // it brings the entry back).
             let survivor = here ?? theirs
             let lost = survivor.map { survivor in base.map { !sameContent($0, survivor) } ?? true } ?? false
-            let outcome = FieldOutcome(field: .existence, changedHere: here == nil || (here != nil && lost),
-                                       changedThere: theirs == nil || (theirs != nil && lost), conflict: lost)
+            let outcome = FieldOutcome(
+                field: .existence, changedHere: here == nil || (here != nil && lost),
+                changedThere: theirs == nil || (theirs != nil && lost), conflict: lost)
             return Outcome(fields: [outcome], conflicts: lost ? .existence : [])
         }
         var fields: [FieldOutcome] = []
@@ -70,12 +73,18 @@ public enum ThreeWayMerge {
             var conflict = h && t && changed(field, from: here, to: theirs)
             switch field {
             case .labels:
-                conflict = conflict && mergedSet(base?.labels, here.labels, theirs.labels, limit: MoodRules.maximumLabels) == nil
+                conflict =
+                    conflict
+                    && mergedSet(base?.labels, here.labels, theirs.labels, limit: MoodRules.maximumLabels) == nil
             case .associations:
-                conflict = conflict && mergedSet(base?.associations, here.associations, theirs.associations,
-                                                 limit: MoodRules.maximumAssociations) == nil
+                conflict =
+                    conflict
+                    && mergedSet(
+                        base?.associations, here.associations, theirs.associations,
+                        limit: MoodRules.maximumAssociations) == nil
             case .tags:
-                conflict = conflict && mergedSet(base?.tags, here.tags, theirs.tags, limit: MoodRules.maximumTags) == nil
+                conflict =
+                    conflict && mergedSet(base?.tags, here.tags, theirs.tags, limit: MoodRules.maximumTags) == nil
             default: break
             }
             fields.append(FieldOutcome(field: field, changedHere: h, changedThere: t, conflict: conflict))
@@ -112,10 +121,12 @@ public enum ThreeWayMerge {
         let theirSet = Set(theirs)
         var result: [T] = []
         var seen = Set<T>()
-        for item in here where (theirSet.contains(item) || !baseSet.contains(item) || base == nil) && seen.insert(item).inserted {
+        for item in here
+        where (theirSet.contains(item) || !baseSet.contains(item) || base == nil) && seen.insert(item).inserted {
             result.append(item)
         }
-        for item in theirs where (!baseSet.contains(item) || (base == nil && !hereSet.contains(item))) && seen.insert(item).inserted {
+        for item in theirs
+        where (!baseSet.contains(item) || (base == nil && !hereSet.contains(item))) && seen.insert(item).inserted {
             result.append(item)
         }
         return result.count <= limit ? result : nil

@@ -27,10 +27,12 @@ public struct MoodDraft: Sendable, Equatable {
     public var suggestLabels: Bool
 
     /// Creates a draft.
-    public init(valence: Double? = nil, score: Int? = nil, labels: [String] = [], associations: [String] = [],
-                tags: [String] = [], notes: String? = nil, kind: MoodKind = .momentaryEmotion,
-                loggedAt: LoggedAt? = nil, source: MoodSource = .manual, sourceID: String? = nil, id: EntryID? = nil,
-                suggestLabels: Bool = false) {
+    public init(
+        valence: Double? = nil, score: Int? = nil, labels: [String] = [], associations: [String] = [],
+        tags: [String] = [], notes: String? = nil, kind: MoodKind = .momentaryEmotion,
+        loggedAt: LoggedAt? = nil, source: MoodSource = .manual, sourceID: String? = nil, id: EntryID? = nil,
+        suggestLabels: Bool = false
+    ) {
         self.valence = valence
         self.score = score
         self.labels = labels
@@ -71,8 +73,10 @@ public struct MoodChanges: Sendable, Equatable {
     public var kind: MoodKind?
 
     /// Creates a change set.
-    public init(valence: Double? = nil, score: Int? = nil, notes: FieldChange<String>? = nil,
-                loggedAt: LoggedAt? = nil, kind: MoodKind? = nil) {
+    public init(
+        valence: Double? = nil, score: Int? = nil, notes: FieldChange<String>? = nil,
+        loggedAt: LoggedAt? = nil, kind: MoodKind? = nil
+    ) {
         self.valence = valence
         self.score = score
         self.notes = notes

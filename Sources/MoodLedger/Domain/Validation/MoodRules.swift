@@ -20,8 +20,10 @@ public enum MoodRules {
     ///   - newID: makes the id of an entry the draft does not name.
     /// - Returns: the entry to create.
     /// - Throws: ``MoodError`` naming the field and rule.
-    public static func validate(_ draft: MoodDraft, now: Int64, defaultOffsetMinutes: Int = 0,
-                                bounds: LoggedAtBounds = .userInput, newID: () -> EntryID) throws(MoodError) -> MoodEntry {
+    public static func validate(
+        _ draft: MoodDraft, now: Int64, defaultOffsetMinutes: Int = 0,
+        bounds: LoggedAtBounds = .userInput, newID: () -> EntryID
+    ) throws(MoodError) -> MoodEntry {
         if draft.valence != nil, draft.score != nil {
             throw .invalid("valence", "give either a valence or a score, not both")
         }
@@ -37,25 +39,31 @@ public enum MoodRules {
         if let score = draft.score, labels.isEmpty, draft.suggestLabels {
             labels = Suggestions.labels(forScore: score, notes: notes)
         }
-        let loggedAt = try checkLoggedAt(draft.loggedAt ?? LoggedAt(milliseconds: now,
-                                                                    utcOffsetMinutes: defaultOffsetMinutes), now: now,
-                                     bounds: bounds)
+        let loggedAt = try checkLoggedAt(
+            draft.loggedAt
+                ?? LoggedAt(
+                    milliseconds: now,
+                    utcOffsetMinutes: defaultOffsetMinutes), now: now,
+            bounds: bounds)
         if let sourceID = draft.sourceID {
             guard !sourceID.isEmpty, sourceID.count <= maximumSourceIDLength else {
                 throw .invalid("source_id", "must be 1 to \(maximumSourceIDLength) characters")
             }
         }
-        return MoodEntry(id: draft.id ?? newID(), loggedAt: loggedAt, kind: draft.kind, valence: valence,
-                         enteredScore: draft.score, labels: labels, associations: associations,
-                         tags: try checkTags(draft.tags), notes: notes, source: draft.source,
-                         sourceID: draft.sourceID)
+        return MoodEntry(
+            id: draft.id ?? newID(), loggedAt: loggedAt, kind: draft.kind, valence: valence,
+            enteredScore: draft.score, labels: labels, associations: associations,
+            tags: try checkTags(draft.tags), notes: notes, source: draft.source,
+            sourceID: draft.sourceID)
     }
 
     /// Validates changes against the current entry and keeps only what really changes.
     /// - Returns: the update event body; empty when nothing would change.
     /// - Throws: ``MoodError`` (`read_only` for HealthKit entries, `invalid_input` for broken rules).
-    public static func update(_ entry: MoodEntry, with changes: MoodChanges, now: Int64,
-                              bounds: LoggedAtBounds = .userInput) throws(MoodError) -> MoodUpdate {
+    public static func update(
+        _ entry: MoodEntry, with changes: MoodChanges, now: Int64,
+        bounds: LoggedAtBounds = .userInput
+    ) throws(MoodError) -> MoodUpdate {
         try checkEditable(entry)
         if changes.valence != nil, changes.score != nil {
             throw .invalid("valence", "give either a valence or a score, not both")
@@ -88,8 +96,10 @@ public enum MoodRules {
 
     /// Applies a word-list edit; returns `nil` when the list would not change.
     /// - Throws: ``MoodError`` for a bad word or too many words.
-    public static func edit<D: VocabularyDomain>(_ current: [VocabularyWord<D>], _ edit: WordEdit,
-                                                 limit: Int) throws(MoodError) -> [VocabularyWord<D>]? {
+    public static func edit<D: VocabularyDomain>(
+        _ current: [VocabularyWord<D>], _ edit: WordEdit,
+        limit: Int
+    ) throws(MoodError) -> [VocabularyWord<D>]? {
         let result: [VocabularyWord<D>]
         switch edit {
         case .set(let words): result = try self.words(words, as: VocabularyWord<D>.self, limit: limit)
@@ -120,8 +130,9 @@ public enum MoodRules {
     /// Refuses edits of read-only (HealthKit) entries.
     public static func checkEditable(_ entry: MoodEntry) throws(MoodError) {
         if entry.isReadOnly {
-            throw MoodError(code: .readOnly, field: "source",
-                            rule: "entries from healthkit are read-only; change them in the Health app")
+            throw MoodError(
+                code: .readOnly, field: "source",
+                rule: "entries from healthkit are read-only; change them in the Health app")
         }
     }
 
@@ -139,21 +150,26 @@ public enum MoodRules {
     static func checkNotes(_ notes: String?) throws(MoodError) -> String? {
         // Counted in Unicode code points as given (JSON Schema's maxLength), then trimmed.
         if let notes, notes.unicodeScalars.count > maximumNotesLength {
-            throw .invalid("notes", "must be at most \(maximumNotesLength) characters (got \(notes.unicodeScalars.count))")
+            throw .invalid(
+                "notes", "must be at most \(maximumNotesLength) characters (got \(notes.unicodeScalars.count))")
         }
         guard let trimmed = notes?.trimmingWhitespace(), !trimmed.isEmpty else { return nil }
         return trimmed
     }
 
-    static func checkLoggedAt(_ loggedAt: LoggedAt, now: Int64, bounds: LoggedAtBounds = .userInput) throws(MoodError)
-        -> LoggedAt {
+    static func checkLoggedAt(
+        _ loggedAt: LoggedAt, now: Int64, bounds: LoggedAtBounds = .userInput
+    ) throws(MoodError)
+        -> LoggedAt
+    {
         guard abs(loggedAt.utcOffsetMinutes) <= 14 * 60 else {
             throw .invalid("logged_at", "UTC offset must be within ±14:00")
         }
         if bounds == .storage {
             // Local years 1901…2198 with offsets within ±14:00 keep every instant inside what a ledger stores.
             guard EventCodec.loggedAtRange.contains(loggedAt.milliseconds),
-                  (1901...2198).contains(loggedAt.localDate.components.year) else {
+                (1901...2198).contains(loggedAt.localDate.components.year)
+            else {
                 throw .invalid("logged_at", "must be in the years 1901 to 2198")
             }
             return loggedAt
@@ -182,8 +198,11 @@ public enum MoodRules {
         return result
     }
 
-    static func words<D: VocabularyDomain>(_ inputs: [String], as: VocabularyWord<D>.Type, limit: Int) throws(MoodError)
-        -> [VocabularyWord<D>] {
+    static func words<D: VocabularyDomain>(
+        _ inputs: [String], as: VocabularyWord<D>.Type, limit: Int
+    ) throws(MoodError)
+        -> [VocabularyWord<D>]
+    {
         // The list as given is counted (as JSON Schema's maxItems counts it), before aliases and repeats fold.
         guard inputs.count <= limit else { throw .invalid(D.fieldName, "at most \(limit) allowed") }
         var result: [VocabularyWord<D>] = []
@@ -211,7 +230,8 @@ extension String {
         // Most text has no space at either end: one look at the first and last bytes (a byte below 0x80 that is
         // not white space is a whole character that is not white space).
         if let first = utf8.first, let last = utf8.last, first < 0x80, last < 0x80,
-           !Character(Unicode.Scalar(first)).isWhitespace, !Character(Unicode.Scalar(last)).isWhitespace {
+            !Character(Unicode.Scalar(first)).isWhitespace, !Character(Unicode.Scalar(last)).isWhitespace
+        {
             return self
         }
         var view = Substring(self)

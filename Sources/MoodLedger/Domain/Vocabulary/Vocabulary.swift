@@ -1,4 +1,5 @@
 import Foundation  // NFC (precomposedStringWithCanonicalMapping): the standard library has no public normaliser
+
 /// The words of one vocabulary (labels or associations): Apple's canonical names in Apple's order, the aliases
 /// older backends used, and how the words are spelt on the wire.
 public protocol VocabularyDomain: Sendable {
@@ -170,7 +171,7 @@ public enum LabelDomain: VocabularyDomain {
         "disgusted", "embarrassed", "excited", "frustrated", "grateful", "guilty", "happy", "hopeless", "irritated",
         "jealous", "joyful", "lonely", "passionate", "peaceful", "proud", "relieved", "sad", "scared", "stressed",
         "surprised", "worried", "annoyed", "confident", "drained", "hopeful", "indifferent", "overwhelmed",
-        "satisfied",
+        "satisfied"
     ]
     public static let aliases = ["depressed": "hopeless", "energetic": "excited", "tired": "drained"]
     public static let fieldName = "labels"
@@ -180,11 +181,11 @@ public enum LabelDomain: VocabularyDomain {
 public enum AssociationDomain: VocabularyDomain {
     public static let canonicalNames = [
         "community", "currentEvents", "dating", "education", "family", "fitness", "friends", "health", "hobbies",
-        "identity", "money", "partner", "selfCare", "spirituality", "tasks", "travel", "work", "weather",
+        "identity", "money", "partner", "selfCare", "spirituality", "tasks", "travel", "work", "weather"
     ]
     public static let aliases = [
         "exercise": "fitness", "sport": "fitness", "social": "friends", "socialInteraction": "friends",
-        "finances": "money",
+        "finances": "money"
     ]
     public static let fieldName = "associations"
 }

@@ -1,6 +1,6 @@
 import EventLog
-import Synchronization
 import Platform
+import Synchronization
 
 /// A HealthKit stand-in kept in a JSON file: `{"authorized": true, "samples": [...]}`. For tests and the CLI's
 /// `healthkit push|pull --store FILE` on Linux, where HealthKit does not exist.
@@ -39,8 +39,11 @@ public final class FileHealthStore: HealthStore, Sendable {
     }
 
     func write(_ contents: Contents) throws {
-        let text = JSONValue.object([("authorized", .bool(contents.authorized)),
-                                     ("samples", .array(contents.samples.map(\.json)))]).serialized(pretty: true) + "\n"
+        let text =
+            JSONValue.object([
+                ("authorized", .bool(contents.authorized)),
+                ("samples", .array(contents.samples.map(\.json)))
+            ]).serialized(pretty: true) + "\n"
         do { try AtomicFile.write(Array(text.utf8), to: path, io: io) } catch {
             throw HealthStoreError(.unavailable, "cannot write \(path): \(error)")
         }

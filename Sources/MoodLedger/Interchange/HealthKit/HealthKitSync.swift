@@ -12,15 +12,26 @@ public struct HealthKitSyncReport: Sendable, Equatable {
     public static func == (a: HealthKitSyncReport, b: HealthKitSyncReport) -> Bool {
         a.saved == b.saved && a.replaced == b.replaced && a.deleted == b.deleted && a.failed == b.failed
             && a.pulled == b.pulled && a.skippedCustomWords == b.skippedCustomWords
-            && a.failures.map(\.entryID) == b.failures.map(\.entryID) && a.failures.map(\.error) == b.failures.map(\.error)
+            && a.failures.map(\.entryID) == b.failures.map(\.entryID)
+            && a.failures.map(\.error) == b.failures.map(\.error)
     }
 
     public var json: JSONValue {
-        .object([("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
-                 ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
-                 ("skipped_custom_words", .int(Int64(skippedCustomWords))),
-                 ("failures", .array(failures.map { .object([("entry_id", .string($0.entryID.description)),
-                                                             ("error", .string($0.error))]) }))])
+        .object([
+            ("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
+            ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
+            ("skipped_custom_words", .int(Int64(skippedCustomWords))),
+            (
+                "failures",
+                .array(
+                    failures.map {
+                        .object([
+                            ("entry_id", .string($0.entryID.description)),
+                            ("error", .string($0.error))
+                        ])
+                    })
+            )
+        ])
     }
 }
 
@@ -52,10 +63,13 @@ extension Ledger {
                     continue
                 }
                 guard let entry = self.entry(item.entryID),
-                      let sample = StateOfMindSample(entry: entry, uuid: options.newID(),
-                                                     skippedCustomWords: &report.skippedCustomWords) else {
-                    try recordSyncFailure(item.entryID, to: .healthkit,
-                                          SyncFailure(error: "HealthKit needs a valence", retryable: false))
+                    let sample = StateOfMindSample(
+                        entry: entry, uuid: options.newID(),
+                        skippedCustomWords: &report.skippedCustomWords)
+                else {
+                    try recordSyncFailure(
+                        item.entryID, to: .healthkit,
+                        SyncFailure(error: "HealthKit needs a valence", retryable: false))
                     report.failed += 1
                     report.failures.append((item.entryID, "HealthKit needs a valence"))
                     continue
@@ -69,9 +83,11 @@ extension Ledger {
                 }
                 try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: sample.uuid.description)
             } catch let error as HealthStoreError {
-                try recordSyncFailure(item.entryID, to: .healthkit,
-                                      SyncFailure(status: error.code == .authorizationDenied ? 403 : nil,
-                                                  error: error.message, retryable: error.retryable))
+                try recordSyncFailure(
+                    item.entryID, to: .healthkit,
+                    SyncFailure(
+                        status: error.code == .authorizationDenied ? 403 : nil,
+                        error: error.message, retryable: error.retryable))
                 report.failed += 1
                 report.failures.append((item.entryID, error.message))
             }
@@ -88,13 +104,19 @@ extension Ledger {
     /// - Throws: ``HealthStoreError`` or ledger errors.
     public func pullFromHealthKit(_ store: any HealthStore) throws -> HealthKitSyncReport {
         var report = HealthKitSyncReport()
-        let known = Set(state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
+        let known = Set(
+            state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
         var plan = ImportPlan(format: .healthkit)
         for (index, sample) in try store.samples().enumerated() where !known.contains(sample.uuid.description) {
-            plan.rows.append(ImportRow(line: index + 1, draft: MoodDraft(
-                valence: sample.valence, labels: sample.labels.map(\.name), associations: sample.associations.map(\.name),
-                kind: sample.kind, loggedAt: sample.date, source: .healthkit, sourceID: "HK-MOOD-\(sample.uuid)",
-                id: sample.uuid, suggestLabels: false)))
+            plan.rows.append(
+                ImportRow(
+                    line: index + 1,
+                    draft: MoodDraft(
+                        valence: sample.valence, labels: sample.labels.map(\.name),
+                        associations: sample.associations.map(\.name),
+                        kind: sample.kind, loggedAt: sample.date, source: .healthkit,
+                        sourceID: "HK-MOOD-\(sample.uuid)",
+                        id: sample.uuid, suggestLabels: false)))
         }
         report.pulled = try importPlan(plan).created
         return report

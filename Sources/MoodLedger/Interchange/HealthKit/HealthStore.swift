@@ -10,8 +10,10 @@ public struct StateOfMindSample: Sendable, Equatable {
     public var labels: [MoodLabel]
     public var associations: [MoodAssociation]
 
-    public init(uuid: EntryID, date: LoggedAt, kind: MoodKind, valence: Double, labels: [MoodLabel],
-                associations: [MoodAssociation]) {
+    public init(
+        uuid: EntryID, date: LoggedAt, kind: MoodKind, valence: Double, labels: [MoodLabel],
+        associations: [MoodAssociation]
+    ) {
         self.uuid = uuid
         self.date = date
         self.kind = kind
@@ -24,18 +26,20 @@ public struct StateOfMindSample: Sendable, Equatable {
     init?(entry: MoodEntry, uuid: EntryID, skippedCustomWords: inout Int) {
         guard let valence = entry.valence else { return nil }
         skippedCustomWords += entry.labels.filter(\.isCustom).count + entry.associations.filter(\.isCustom).count
-        self.init(uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence,
-                  labels: entry.labels.filter { !$0.isCustom }, associations: entry.associations.filter { !$0.isCustom })
+        self.init(
+            uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence,
+            labels: entry.labels.filter { !$0.isCustom }, associations: entry.associations.filter { !$0.isCustom })
     }
 
     /// HKStateOfMind-shaped JSON with Apple raw values and the classification.
     public var json: JSONValue {
         .object([
-            ("uuid", .string(uuid.description)), ("start_date", .string(date.iso8601)), ("end_date", .string(date.iso8601)),
+            ("uuid", .string(uuid.description)), ("start_date", .string(date.iso8601)),
+            ("end_date", .string(date.iso8601)),
             ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
             ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
             ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
-            ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
+            ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) }))
         ])
     }
 
@@ -52,11 +56,14 @@ public struct StateOfMindSample: Sendable, Equatable {
             var reader = RecordReader(record: json, number: number)
             let draft = try JSONImporters.healthKit(&reader)!
             let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
-            self.init(uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
-                      labels: entry.labels, associations: entry.associations)
+            self.init(
+                uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
+                labels: entry.labels, associations: entry.associations)
         } catch let error as ImportError {
-            throw HealthStoreError(.invalidData, "sample \(number)" + (error.field.map { ", field \($0)" } ?? "")
-                + ": \(error.problem)")
+            throw HealthStoreError(
+                .invalidData,
+                "sample \(number)" + (error.field.map { ", field \($0)" } ?? "")
+                    + ": \(error.problem)")
         } catch let error as MoodError {
             throw HealthStoreError(.invalidData, "sample \(number): \(error)")
         } catch {
@@ -67,16 +74,19 @@ public struct StateOfMindSample: Sendable, Equatable {
     /// Reads the JSON form back (names or raw values).
     public init?(json: JSONValue) {
         guard let uuid = json["uuid"]?.stringValue.flatMap(EntryID.init), let valence = json["valence"]?.doubleValue,
-              valence.isFinite, (-1...1).contains(valence),
-              let date = json["start_date"]?.stringValue.flatMap(ISO8601.parse),
-              let kind = json["kind"]?.intValue.flatMap(MoodKind.init(rawValue:)) else { return nil }
+            valence.isFinite, (-1...1).contains(valence),
+            let date = json["start_date"]?.stringValue.flatMap(ISO8601.parse),
+            let kind = json["kind"]?.intValue.flatMap(MoodKind.init(rawValue:))
+        else { return nil }
         func words<D>(_ key: String) -> [VocabularyWord<D>] {
             (json[key]?.arrayValue ?? []).compactMap { item in
-                item.intValue.flatMap(VocabularyWord<D>.init(appleRawValue:)) ?? item.stringValue.flatMap { try? VocabularyWord<D>.parse($0) }
+                item.intValue.flatMap(VocabularyWord<D>.init(appleRawValue:))
+                    ?? item.stringValue.flatMap { try? VocabularyWord<D>.parse($0) }
             }
         }
-        self.init(uuid: uuid, date: date, kind: kind, valence: Valence.quantized(valence), labels: words("labels"),
-                  associations: words("associations"))
+        self.init(
+            uuid: uuid, date: date, kind: kind, valence: Valence.quantized(valence), labels: words("labels"),
+            associations: words("associations"))
     }
 }
 
