@@ -50,7 +50,6 @@ struct Context {
         let ledger = try Ledger.open(at: ledgerPath, options: options)
         for notice in ledger.notices { console.error("moodledger: notice: \(notice)") }
         opened.add(ledger, write: write)
-        if !write, options.checkSnapshotsWhereReadFrom != .max { console.hold(upTo: 64 << 20) }
         return ledger
     }
 
@@ -124,15 +123,16 @@ struct Context {
     /// Whether a ledger (its log file) exists at the ledger path.
     var ledgerExists: Bool { Ledger.exists(at: ledgerPath, io: baseOptions.io) }
 
-    /// The state to answer from: now, or as it was at `--at POINT`.
-    func state(of ledger: Ledger) throws -> LedgerState {
-        guard let text = arguments.value("at") else { return ledger.state }
+    /// Answers from the state now, or as it was at `--at POINT` (`Ledger.read(at:_:)`: never from a damaged snapshot;
+    /// `body` may run twice, so it computes the answer and the command prints it afterwards).
+    func read<T>(_ ledger: Ledger, _ body: (LedgerState) throws -> T) throws -> T {
+        guard let text = arguments.value("at") else { return try ledger.read(body) }
         let point = try Self.point(text)
         if case .seq(let seq) = point, seq > ledger.lastSeq {
             throw CLIError(
                 ExitCode.invalidInput, "--at \(seq) is past the end of the log (the last seq is \(ledger.lastSeq))")
         }
-        return try ledger.state(at: point)
+        return try ledger.read(at: point, body)
     }
 
     static func point(_ text: String) throws -> Ledger.Point {
@@ -250,17 +250,11 @@ public enum CLI {
                 command: name, arguments: parsed, ledgerPath: ledgerPath, json: parsed.has("json"),
                 console: console, environment: environment, baseOptions: options,
                 ledgerNamed: parsed.value("ledger") != nil || environment["MOODLEDGER_LEDGER"] != nil)
-            let code: Int32
-            do {
-                code = try spec.run(&context)
-            } catch {
-                if let rerun = answerAgain(context, original, environment, console, options) { return rerun }
-                console.releaseHeld()
-                throw error
+            defer {
+                // A snapshot piece found damaged after open: the answer came from the log; say so.
+                for notice in context.opened.laterNotices { console.error("moodledger: notice: \(notice)") }
             }
-            if let rerun = answerAgain(context, original, environment, console, options) { return rerun }
-            console.releaseHeld()
-            return code
+            return try spec.run(&context)
         } catch var error as UsageError {
             // Every hint names the command's own help; an unknown option gets a did-you-mean.
             if error.message == "unknown option --json" {
@@ -281,29 +275,6 @@ public enum CLI {
             console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))
             return failure.code
         }
-    }
-
-    /// A reading command that met a damaged snapshot piece (`Ledger.Options.checkSnapshotsWhereReadFrom`) runs
-    /// again with every snapshot checked whole on open, so the damaged one is skipped with a notice: its first
-    /// answer, held back, is dropped. `nil` when nothing was damaged (or the command wrote: commands decide from
-    /// an undamaged state by themselves).
-    private static func answerAgain(
-        _ context: Context, _ original: [String], _ environment: [String: String],
-        _ console: Console, _ options: Ledger.Options
-    ) -> Int32? {
-        guard !context.opened.wrote, context.opened.metDamagedSnapshot else { return nil }
-        guard options.checkSnapshotsWhereReadFrom != .max, console.discardHeld() else {
-            console.error(
-                "moodledger: a snapshot piece read for the output above fails its checksum: that output may be "
-                    + "wrong (hint: run `moodledger rebuild`, which replaces the snapshots)")
-            return ExitCode.ioError
-        }
-        console.error(
-            "moodledger: notice: a snapshot piece read for this answer fails its checksum: answering again "
-                + "with every snapshot checked whole")
-        var whole = options
-        whole.checkSnapshotsWhereReadFrom = .max
-        return run(original, environment: environment, console: console, options: whole)
     }
 
     /// The ledger options the tool uses: a snapshot on close only once 1,000 events are uncovered, since every
@@ -365,5 +336,6 @@ final class OpenedLedgers: @unchecked Sendable {
 
     var wrote: Bool { lock.withLock { openedForWrite } }
 
-    var metDamagedSnapshot: Bool { lock.withLock { ledgers.contains { $0.metDamagedSnapshot } } }
+    /// What the ledgers noticed after open (a snapshot piece that failed its checksum, the state then rebuilt).
+    var laterNotices: [String] { lock.withLock { ledgers.flatMap(\.laterNotices) } }
 }

@@ -98,19 +98,22 @@ extension Ledger {
         }
     }
 
-    /// All three projections as they were at a point: read-only, and equal to a replay up to that point.
+    /// All three projections as they were at a point: read-only, and equal to a replay up to that point. Apps ask
+    /// through ``read(at:_:)``, which answers again should the snapshot read through prove damaged.
     ///
-    /// Starts from the newest snapshot at or before the point (sparse older snapshots are kept for this) and
-    /// replays the events after it.
-    /// - Parameter point: a sequence number or an instant.
+    /// Starts from the newest snapshot at or before the point (sparse older snapshots are kept for this), unless
+    /// `fromSnapshots` is false, and replays the events after it.
+    /// - Parameters:
+    ///   - point: a sequence number or an instant.
+    ///   - fromSnapshots: whether to start from a snapshot.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func state(at point: Point) throws -> LedgerState {
+    package func state(at point: Point, fromSnapshots: Bool = true) throws -> LedgerState {
         let target = try seq(at: point)
         let (live, log) = core.withLock { ($0.state, $0.log) }
-        if target >= live.seq { return live }
+        if target >= live.seq, fromSnapshots || live.entries.image == nil { return live }
         var state = LedgerState()
         var after: RecordLocation?
-        if options.useSnapshots {
+        if options.useSnapshots, fromSnapshots {
             for seq in store.list() where seq <= target {
                 guard case .success(let image) = store.load(seq: seq, fileID: log.fileID) else { continue }
                 state = LedgerState(image: image)
@@ -127,8 +130,10 @@ extension Ledger {
     /// What changed between two points.
     /// - Throws: as ``state(at:)-3r9yg``.
     public func diff(from: Point, to: Point) throws -> LedgerDiff {
-        let a = try state(at: from)
-        let b = try state(at: to)
+        try read(at: from) { a in try read(at: to) { b in Self.diff(a, b) } }
+    }
+
+    private static func diff(_ a: LedgerState, _ b: LedgerState) -> LedgerDiff {
         var diff = LedgerDiff(fromSeq: a.seq, toSeq: b.seq, added: [], removed: [], changed: [], outbox: [])
         for after in b.entries.all {
             if let before = a.entries[after.id] {

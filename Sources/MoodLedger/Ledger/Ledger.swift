@@ -200,30 +200,25 @@ public final class Ledger: Sendable {
         }
     }
 
-    /// The current state of all projections (a value: later commands do not change it).
+    /// The current state of all projections (a value: later commands do not change it), for the package's own
+    /// modules. It may read through a snapshot piece not yet checked: an answer taken from it must be checked with
+    /// ``LedgerState/readsDamagedSnapshot`` afterwards, which ``read(_:)`` does — the way an app reads.
     ///
     /// Should another program have truncated the mapped snapshot under this process (its cut pages then read as
-    /// zeros), the state is first rebuilt by replaying the log.
-    /// A snapshot piece found damaged while reading it (``Options/checkSnapshotsWhereReadFrom``) has the same
-    /// effect; ``read(_:)`` also asks its question again when that happened while answering it.
-    public var state: LedgerState {
+    /// zeros), or a piece already have failed its checksum, the state is first rebuilt by replaying the log.
+    package var state: LedgerState {
         core.withLock { core in
             replaceIfDamaged(&core)
             return core.state
         }
     }
 
-    /// Whether reading through this ledger met a snapshot piece that fails its checksum: an answer computed from a
-    /// ``state`` taken before may be wrong (``read(_:)`` asks again by itself; the `moodledger` tool answers again
-    /// with every snapshot checked whole).
-    public var metDamagedSnapshot: Bool {
-        core.withLock { !$0.laterNotices.isEmpty || $0.state.readsDamagedSnapshot }
-    }
-
     /// Answers a question from the current state, never from a damaged snapshot: when reading found a snapshot
     /// piece that fails its checksum (``Options/checkSnapshotsWhereReadFrom``), the state is rebuilt from the log
-    /// and `body` runs again on it.
-    /// - Parameter body: the question; it may run twice.
+    /// (with a notice in ``laterNotices``) and `body` runs again on it.
+    ///
+    /// The state is valid only inside `body`: return values (entries, reports, strings), not the state.
+    /// - Parameter body: the question; it may run twice, so it should not have effects beyond its answer.
     /// - Returns: what `body` returned from an undamaged state.
     /// - Throws: what `body` throws from an undamaged state.
     public func read<T>(_ body: (LedgerState) throws -> T) rethrows -> T {
@@ -235,6 +230,33 @@ public final class Ledger: Sendable {
             guard first.readsDamagedSnapshot else { throw error }
         }
         return try body(state)
+    }
+
+    /// Answers a question from the state as it was at `point` (time travel), or now when `point` is `nil`; never from
+    /// a damaged snapshot: when the answer read a snapshot piece that fails its checksum, that point's state is
+    /// replayed from the log alone (with a notice in ``laterNotices``) and `body` runs again on it.
+    /// - Parameters:
+    ///   - point: a sequence number or an instant; `nil` for now.
+    ///   - body: the question; it may run twice.
+    /// - Returns: what `body` returned from an undamaged state.
+    /// - Throws: as ``state(at:)``, and what `body` throws from an undamaged state.
+    public func read<T>(at point: Point?, _ body: (LedgerState) throws -> T) throws -> T {
+        guard let point else { return try read(body) }
+        let first = try state(at: point)
+        do {
+            let answer = try body(first)
+            guard first.readsDamagedSnapshot else { return answer }
+        } catch {
+            guard first.readsDamagedSnapshot else { throw error }
+        }
+        let fresh = try state(at: point, fromSnapshots: false)
+        core.withLock { core in
+            let image = first.entries.image
+            core.laterNotices.append(
+                "snapshot \(image?.seq ?? 0) is damaged (\(image?.damageDescription ?? "damaged")): "
+                    + "the state at \(fresh.seq) was replayed from the log")
+        }
+        return try body(fresh)
     }
 
     /// Runs `decide` on the state, and again on a state rebuilt from the log when it read a damaged snapshot piece

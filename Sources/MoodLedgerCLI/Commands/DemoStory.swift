@@ -72,8 +72,9 @@ enum DemoStory {
                 // The weekly sync round: try what is pending; the backend is down one week in five.
                 clock.set(midnight + 23 * 3_600_000)
                 let down = (day / 7) % 5 == 2
-                let pending = ledger.state.outboxItems(destination: .backend).filter { $0.status == "pending" }.prefix(
-                    40)
+                let pending = ledger.read { state in
+                    state.outboxItems(destination: .backend).filter { $0.status == "pending" }.prefix(40)
+                }
                 for item in pending {
                     try ledger.recordSyncAttempt(item.entryID, to: .backend)
                     if down {
@@ -92,10 +93,9 @@ enum DemoStory {
                 }
             }
         }
-        let state = ledger.state
         summary.events = ledger.lastSeq
-        summary.entries = state.entries.count
-        let lastDay = state.entries.activeDays.last!
+        let (entries, lastDay) = ledger.read { ($0.entries.count, $0.entries.activeDays.last!) }
+        summary.entries = entries
         summary.lastDay = lastDay.description
         summary.lastMonthStart = lastDay.advanced(by: -29).description
         let audited = retried ?? logged.first!

@@ -144,7 +144,7 @@ enum EntryCommands {
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         let id = try context.entryID(in: ledger)
-        guard let entry = try context.state(of: ledger).entries[id] else {
+        guard let entry = try context.read(ledger, { $0.entries[id] }) else {
             throw CLIError(
                 ExitCode.noInput, "no entry \(id)" + (context.arguments.value("at").map { " at \($0)" } ?? ""),
                 hint: "`moodledger history \(id)` shows what happened to it")
@@ -177,9 +177,8 @@ enum EntryCommands {
         query.offset = try a.value("offset").map { try integer($0, "offset") } ?? 0
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         // --all: the whole match in one pass.
-        let page = a.has("all") ? try state.listAll(query) : try state.list(query)
+        let page = try context.read(ledger) { a.has("all") ? try $0.listAll(query) : try $0.list(query) }
         if context.json {
             context.printJSON(page.json)
         } else {

@@ -31,8 +31,10 @@ enum EraseCommand {
             if !context.arguments.has("include-healthkit") {
                 // HealthKit's samples live in the Health app: erasing the copy here alone would not forget them
                 // (a `healthkit pull` brings them back), so `--all` leaves them unless asked.
-                let state = ledger.state
-                let fromHealthKit = Set(ids.filter { state.entries[$0]?.source == .healthkit })
+                let candidates = ids
+                let fromHealthKit = ledger.read { state in
+                    Set(candidates.filter { state.entries[$0]?.source == .healthkit })
+                }
                 skipped = fromHealthKit.count
                 ids.removeAll { fromHealthKit.contains($0) }
             }
@@ -109,13 +111,15 @@ enum EraseCommand {
     /// from here — in HealthKit, at a backend no longer configured, or one the backend did not erase — refuses the
     /// command (69) with nothing changed.
     private static func removeCopies(_ ids: [EntryID], ledger: Ledger, context: Context) throws {
-        let state = ledger.state
-        var held: [SyncDestination: [EntryID]] = [:]
-        for id in ids {
-            for destination in SyncDestination.allCases
-            where state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
-                held[destination, default: []].append(id)
+        let (held, configured) = ledger.read { state in
+            var held: [SyncDestination: [EntryID]] = [:]
+            for id in ids {
+                for destination in SyncDestination.allCases
+                where state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
+                    held[destination, default: []].append(id)
+                }
             }
+            return (held, state.outbox.progress(.backend).remote != nil)
         }
         let hint = "or erase only here with --local-only (the copy then stays where it is)"
         if let atHealthKit = held[.healthkit] {
@@ -125,7 +129,7 @@ enum EraseCommand {
                 hint: "delete (`moodledger delete ID`) and run `moodledger healthkit push --store FILE` first, " + hint)
         }
         guard let atBackend = held[.backend] else { return }
-        guard state.outbox.progress(.backend).remote != nil else {
+        guard configured else {
             throw CLIError(
                 ExitCode.unavailable,
                 "\(copies(atBackend.count)) at a backend that is not configured here; nothing was erased",

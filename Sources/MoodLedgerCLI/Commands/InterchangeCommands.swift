@@ -101,7 +101,7 @@ enum InterchangeCommands {
         }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let text = Exporter.export(try context.state(of: ledger), format: format)
+        let text = try context.read(ledger) { Exporter.export($0, format: format) }
         context.console.line(String(text.dropLast()))
         return ExitCode.ok
     }

@@ -43,7 +43,7 @@ enum MaintenanceCommands {
         defer { ledger.close() }
         let seq = try ledger.rebuild()
         context.console.progressDone()
-        context.console.line("rebuilt from \(seq) events; \(ledger.state.entries.count) entries")
+        context.console.line("rebuilt from \(seq) events; \(ledger.read { $0.entries.count }) entries")
         return ExitCode.ok
     }
 

@@ -19,9 +19,8 @@ enum PictureCommands {
     ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         let (from, to) = try period(context)
-        let report = try state.insights(from: from, to: to)
+        let report = try context.read(ledger) { try $0.insights(from: from, to: to) }
         if context.json { context.printJSON(report.json); return ExitCode.ok }
         let console = context.console
         console.line("insights \(from) to \(to)")
@@ -69,20 +68,18 @@ enum PictureCommands {
         guard let out = context.arguments.value("out") else { throw UsageError("report needs --out FILE.html") }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         let (from, to) = try period(context)
-        let asOf =
-            "as of seq \(state.seq)"
-            + (state.recordedAt == 0
-                ? "" : " (\(ISO8601.format(milliseconds: state.recordedAt / 1000, offsetMinutes: 0)))")
-        let html = ReportHTML(
-            state: state, insights: try state.insights(from: from, to: to),
-            ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
-            includeNotes: context.arguments.has("include-notes")
-        ).render()
-        if ledger.metDamagedSnapshot {
-            // Not written from a damaged snapshot: the command runs again with every snapshot checked whole.
-            throw CLIError(ExitCode.ioError, "a snapshot piece read for the report fails its checksum")
+        let (html, asOf) = try context.read(ledger) { state in
+            let asOf =
+                "as of seq \(state.seq)"
+                + (state.recordedAt == 0
+                    ? "" : " (\(ISO8601.format(milliseconds: state.recordedAt / 1000, offsetMinutes: 0)))")
+            let html = ReportHTML(
+                state: state, insights: try state.insights(from: from, to: to),
+                ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
+                includeNotes: context.arguments.has("include-notes")
+            ).render()
+            return (html, asOf)
         }
         do { try OutputFile.write(Array(html.utf8), to: out) } catch {
             throw CLIError(ExitCode.cannotCreate, "cannot write \(out): \(error)")
@@ -97,12 +94,12 @@ enum PictureCommands {
     ) { context in
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         var year = try context.today().components.year
         if let text = context.arguments.positionals.first {
             year = try Context.integer(text, "year", in: 1...9999)
         }
-        context.console.line(YearView.render(state, year: year, color: context.console.color))
+        let color = context.console.color
+        context.console.line(try context.read(ledger) { YearView.render($0, year: year, color: color) })
         return ExitCode.ok
     }
 }

@@ -12,7 +12,7 @@ enum ReportCommands {
         let date = try context.arguments.positionals.first.map { try context.date($0, "date") } ?? context.today()
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let report = try context.state(of: ledger).day(date, includeEntries: context.arguments.has("entries"))
+        let report = try context.read(ledger) { $0.day(date, includeEntries: context.arguments.has("entries")) }
         if context.json {
             context.printJSON(report.json)
         } else {
@@ -41,7 +41,7 @@ enum ReportCommands {
         let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let report = try context.state(of: ledger).trends(from: from, to: to)
+        let report = try context.read(ledger) { try $0.trends(from: from, to: to) }
         if context.json {
             context.printJSON(report.json)
         } else {
@@ -77,14 +77,14 @@ enum ReportCommands {
         let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         let limit = try context.arguments.value("limit").map { try EntryCommands.integer($0, "limit") } ?? .max
-        let report =
+        let report = try context.read(ledger) { state in
             which == "labels"
-            ? state.labelAnalytics(from: from, to: to, limit: limit)
-            : which == "tags"
-                ? state.tagAnalytics(from: from, to: to, limit: limit)
-                : state.associationAnalytics(from: from, to: to, limit: limit)
+                ? state.labelAnalytics(from: from, to: to, limit: limit)
+                : which == "tags"
+                    ? state.tagAnalytics(from: from, to: to, limit: limit)
+                    : state.associationAnalytics(from: from, to: to, limit: limit)
+        }
         if context.json {
             context.printJSON(report.json)
         } else {
@@ -110,11 +110,9 @@ enum ReportCommands {
         let range = context.arguments.positionals.first ?? "30D"  // the API's default: 30 days ending today
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
         let today = try context.dateOption("today") ?? context.today()
-        let report = try state.summary(
-            range: range, today: today, from: try context.dateOption("from"),
-            to: try context.dateOption("to"))
+        let (from, to) = (try context.dateOption("from"), try context.dateOption("to"))
+        let report = try context.read(ledger) { try $0.summary(range: range, today: today, from: from, to: to) }
         if context.json {
             context.printJSON(report.json)
         } else {
@@ -147,9 +145,9 @@ enum ReportCommands {
         }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let items = try context.state(of: ledger).outboxItems(
-            includeSynced: context.arguments.has("all"),
-            destination: destination)
+        let items = try context.read(ledger) {
+            $0.outboxItems(includeSynced: context.arguments.has("all"), destination: destination)
+        }
         if context.json {
             context.printJSON(.object([("items", .array(items.map(\.json)))]))
         } else {

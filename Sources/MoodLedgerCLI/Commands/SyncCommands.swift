@@ -46,7 +46,7 @@ enum SyncCommands {
         case "show"?, nil:
             let ledger = try context.openLedger(write: false)
             defer { ledger.close() }
-            let config = try context.state(of: ledger).outbox.progress(.backend).remote
+            let config = try context.read(ledger) { $0.outbox.progress(.backend).remote }
             if context.json {
                 context.printJSON(config.map(Self.json) ?? .null)
             } else {
@@ -206,9 +206,8 @@ enum SyncCommands {
         guard context.arguments.positionals.count == 1 else { throw UsageError("sync status takes no argument") }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let state = try context.state(of: ledger)
-        let now = context.arguments.value("at") == nil ? context.baseOptions.clock() : state.recordedAt / 1000
-        let statuses = SyncStatus.of(state, now: now)
+        let clock = context.arguments.value("at") == nil ? context.baseOptions.clock() : nil
+        let statuses = try context.read(ledger) { state in SyncStatus.of(state, now: clock ?? state.recordedAt / 1000) }
         if context.json {
             context.printJSON(.array(statuses.map(\.json)))
         } else {

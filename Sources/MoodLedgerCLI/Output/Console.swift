@@ -3,8 +3,8 @@ import Foundation
 import Platform
 
 /// Where a command's output goes: data to `out`, diagnostics to `err`. Tests capture both in memory.
-// @unchecked Sendable: the writers and flags are set once in init; the held output is read and written only under
-// `heldLock`.
+// @unchecked Sendable: the writers and flags are set once in init and never change; the writers themselves must be
+// safe to call from any thread (FileHandle's are; the tests' captures lock).
 public final class Console: @unchecked Sendable {
     private let writeOut: (String) -> Void
     private let writeErr: (String) -> Void
@@ -33,51 +33,9 @@ public final class Console: @unchecked Sendable {
             color: SystemIO.isTerminal(1) && environment["NO_COLOR"].map(\.isEmpty) ?? true)
     }
 
-    private let heldLock = NSLock()
-    private var held: (text: String, limit: Int)?
-    private var passedHeld = false
+    /// Writes a line of data.
+    public func line(_ text: String = "") { writeOut(text + "\n") }
 
-    /// Writes a line of data (held back while ``hold(upTo:)`` is in force).
-    public func line(_ text: String = "") {
-        let flush: String? = heldLock.withLock {
-            guard var current = held else { return text + "\n" }
-            current.text += text + "\n"
-            guard current.text.utf8.count > current.limit else {
-                held = current
-                return nil
-            }
-            held = nil
-            passedHeld = true
-            return current.text
-        }
-        if let flush { writeOut(flush) }
-    }
-
-    /// Holds the data written from now on until ``releaseHeld()`` (or until more than `limit` bytes are held,
-    /// which are then written and no longer held), so that an answer found to be read from a damaged snapshot can
-    /// be withdrawn before anyone sees it.
-    public func hold(upTo limit: Int) {
-        heldLock.withLock { if held == nil { held = ("", limit) } }
-    }
-
-    /// Writes what is held and stops holding.
-    public func releaseHeld() {
-        let text: String? = heldLock.withLock {
-            defer { held = nil }
-            return held?.text
-        }
-        if let text, !text.isEmpty { writeOut(text) }
-    }
-
-    /// Drops what is held and stops holding.
-    /// - Returns: whether nothing written since ``hold(upTo:)`` reached the output.
-    public func discardHeld() -> Bool {
-        heldLock.withLock {
-            held = nil
-            defer { passedHeld = false }
-            return !passedHeld
-        }
-    }
     /// Writes a diagnostic line.
     public func error(_ text: String, terminator: String = "\n") { writeErr(text + terminator) }
     /// Shows progress on stderr, only when it is a terminal.

@@ -180,8 +180,8 @@ extension MoodServer {
         try user.waitDurable(known.seq)
         var body = known.body
         if body == nil {
-            let then = try user.ledger.state(at: .seq(known.seq))
-            guard let id = known.entryID, let entry = then.entries[id] else {
+            let entry = try known.entryID.flatMap { id in try user.ledger.read(at: .seq(known.seq)) { $0.entries[id] } }
+            guard let entry else {
                 // The request was applied and acknowledged; the entry it wrote has been erased since, so its first
                 // answer (the entry's data) no longer exists anywhere (Specs/server.md, Idempotency).
                 throw APIFailure(410, "erased", "this request was applied; the entry it wrote has since been erased")

@@ -9,7 +9,7 @@ extension SyncEngine {
         var pages = 0
         while pages < 10_000 {
             pages += 1
-            let cursor = ledger.state.outbox.progress(.backend).cursor
+            let cursor = ledger.read { $0.outbox.progress(.backend).cursor }
             guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else {
                 report.pullSkipped =
                     "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"

@@ -57,7 +57,7 @@ public final class SyncEngine: @unchecked Sendable {
         credentials: @escaping @Sendable () throws(SyncError) -> SyncCredentials,
         configuration: Configuration = Configuration()
     ) throws(SyncError) {
-        guard let remote = ledger.state.outbox.progress(.backend).remote else {
+        guard let remote = ledger.read({ $0.outbox.progress(.backend).remote }) else {
             throw SyncError(
                 .config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
         }

@@ -30,10 +30,13 @@ public struct SyncExplanation: Sendable, Equatable {
         _ id: EntryID, in ledger: Ledger, at point: Ledger.Point? = nil
     ) throws -> SyncExplanation {
         let through = try point.map { try ledger.seq(at: $0) } ?? ledger.lastSeq
-        let state = try point.map { try ledger.state(at: $0) } ?? ledger.state
+        let (remote, status, next) = try ledger.read(at: point) { state in
+            let remote = state.outbox.progress(.backend).remote
+            let (status, next) = Self.outlook(id, in: state, remote: remote)
+            return (remote, status, next)
+        }
         var steps: [Step] = []
         var attempts = 0
-        let remote = state.outbox.progress(.backend).remote
         // An update or delete to a remote without revisions cannot say which version it replaces.
         let unconditional = remote.map { $0.capabilitySource != .unknown && !$0.has(.revisions) } ?? false
         for recorded in try ledger.events(after: 0, through: through, filter: EventFilter(entryID: id)) {
@@ -100,7 +103,6 @@ public struct SyncExplanation: Sendable, Equatable {
             }
             if let text { steps.append(Step(seq: recorded.seq, at: at, type: recorded.event.type.name, text: text)) }
         }
-        let (status, next) = Self.outlook(id, in: state, remote: remote)
         return SyncExplanation(entryID: id, asOf: through, remote: remote, steps: steps, status: status, next: next)
     }
 
