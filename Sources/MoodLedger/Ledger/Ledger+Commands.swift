@@ -64,7 +64,7 @@ extension Ledger {
     /// Deletes an entry.
     /// - Throws: ``MoodError`` `not_found` or `read_only`; `EventLogError`.
     public func delete(_ id: EntryID) throws {
-        _ = try perform { state, _ in
+        _ = try commit { state, _ in
             _ = try Self.editable(id, in: state)
             return ([.deleted(id)], id, false)
         }
@@ -81,7 +81,7 @@ extension Ledger {
         _ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
         key: String = ""
     ) throws {
-        _ = try perform { state, _ in
+        _ = try commit { state, _ in
             guard let pending = state.pendingOperation(id, destination) ?? operation else {
                 throw MoodError(code: .notFound, field: "entry_id", rule: "nothing pending for \(destination.rawValue)")
             }
@@ -95,7 +95,7 @@ extension Ledger {
         _ id: EntryID, to destination: SyncDestination, remoteID: String,
         revision: UInt64 = 0
     ) throws {
-        _ = try perform { _, _ in
+        _ = try commit { _, _ in
             guard !remoteID.isEmpty else { throw MoodError.invalid("remote_id", "must not be empty") }
             return ([.syncSucceeded(id, destination, remoteID: remoteID, revision: revision)], id, false)
         }
@@ -104,13 +104,13 @@ extension Ledger {
     /// Records that a send failed.
     /// - Throws: `EventLogError`.
     public func recordSyncFailure(_ id: EntryID, to destination: SyncDestination, _ failure: SyncFailure) throws {
-        _ = try perform { _, _ in ([.syncFailed(id, destination, failure)], id, false) }
+        _ = try commit { _, _ in ([.syncFailed(id, destination, failure)], id, false) }
     }
 
     /// Applies a change pulled from a destination (it is not sent back there).
     /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
     public func applyRemote(_ change: RemoteChange) throws {
-        _ = try perform { _, _ in
+        _ = try commit { _, _ in
             var change = change
             if var entry = change.entry {
                 if let valence = entry.valence { entry.valence = try MoodRules.checkValence(valence) }
@@ -122,27 +122,41 @@ extension Ledger {
 
     // MARK: - The one write path
 
-    /// Validates against the current state, appends the resulting events as one batch (one sync), applies them.
-    private func perform(
-        _ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)
-    ) throws
-        -> LogOutcome
-    {
+    /// Every command's write: under the writer's lock, decides against an undamaged current state (nothing is
+    /// appended when `decide` throws), appends the events followed by the records `attach` returns as one batch
+    /// (one write, one sync: all of it survives a crash or none), and folds them in.
+    /// - Returns: what the command did, and the entry as it was just before (for a command that removed it).
+    /// - Throws: what `decide` throws; `EventLogError` (`notWritable`, `invalidArgument` for an attachment without
+    ///   the safe-to-ignore bit, `io`).
+    func commit(
+        attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
+        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+    ) throws -> (result: CommandResult, before: MoodEntry?) {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }
-            let before = core.state.entries[id]
-            try append(events, now: now, to: &core)
-            // The entry as it now is; one the command removed, as it was just before.
-            guard let entry = core.state.entries[id] ?? before else {
-                // Only a remote delete of an entry this ledger never held gets here; its callers report no entry.
-                return LogOutcome(
-                    entry: MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)), created: false,
-                    appended: !events.isEmpty)
+            let attachments = attach(events, id)
+            for record in attachments where record.type & LogFormat.safeToIgnoreBit == 0 {
+                throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")
             }
-            return LogOutcome(entry: entry, created: created, appended: !events.isEmpty)
+            let before = core.state.entries[id]
+            try append(events, attachments: attachments, now: now, to: &core)
+            let result = CommandResult(
+                entry: core.state.entries[id], created: created, appendedEvents: events.count,
+                lastSeq: core.state.seq)
+            return (result, before)
         }
+    }
+
+    /// ``commit(attaching:_:)`` for the commands that answer with the entry they created or changed, which exists
+    /// after them by construction (`decide` names a created, found or edited entry).
+    private func perform(_ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)) throws -> LogOutcome {
+        let result = try commit { state, now in try decide(state, now) }.result
+        guard let entry = result.entry else {
+            preconditionFailure("a command that creates or edits an entry left none")
+        }
+        return LogOutcome(entry: entry, created: result.created, appended: result.appendedEvents > 0)
     }
 
     /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily
@@ -208,10 +222,12 @@ extension Ledger {
         fold(events, at: seqs, command: command, into: &core)
     }
 
-    /// An event as the record that carries it.
-    private static func record(_ event: MoodEvent, command: EntryID, now: Int64) -> PendingRecord {
+    /// An event as the record that carries it (`now` in milliseconds, or `recordedAt` in microseconds).
+    static func record(_ event: MoodEvent, command: EntryID, now: Int64? = nil, recordedAt: Int64 = 0) -> PendingRecord
+    {
         PendingRecord(
-            type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command), recordedAt: now * 1000)
+            type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
+            recordedAt: now.map { $0 * 1000 } ?? recordedAt)
     }
 
     /// Folds events just appended at `seqs` into the state; `attachments` safe-to-ignore records after them (the
@@ -256,30 +272,18 @@ extension Ledger {
         if draft.valence != nil, draft.score != nil {
             throw MoodError.invalid("valence", "give either a valence or a score, not both")
         }
-        var changes = MoodChanges(valence: draft.valence, score: draft.score, loggedAt: draft.loggedAt)
-        if let notes = draft.notes, !notes.trimmingWhitespace().isEmpty { changes.notes = .set(notes) }
-        let update = try MoodRules.update(existing, with: changes, now: now, bounds: bounds)
-        var events: [MoodEvent] = update.isEmpty ? [] : [.updated(existing.id, update)]
+        // What the draft gives replaces; empty word lists and blank notes are "not given".
+        var replacement = MoodReplacement()
+        replacement.changes = MoodChanges(valence: draft.valence, score: draft.score, loggedAt: draft.loggedAt)
+        if let notes = draft.notes, !notes.trimmingWhitespace().isEmpty { replacement.changes.notes = .set(notes) }
         var labels = draft.labels
         if labels.isEmpty, draft.suggestLabels, let score = draft.score {
             labels = Suggestions.labels(forScore: score, notes: draft.notes).map(\.name)
         }
-        if !labels.isEmpty,
-            let edited = try MoodRules.edit(existing.labels, .set(labels), limit: MoodRules.maximumLabels)
-        {
-            events.append(.labelsEdited(existing.id, edited))
-        }
-        if !draft.associations.isEmpty,
-            let edited = try MoodRules.edit(
-                existing.associations, .set(draft.associations),
-                limit: MoodRules.maximumAssociations)
-        {
-            events.append(.associationsEdited(existing.id, edited))
-        }
-        if !draft.tags.isEmpty, let edited = try MoodRules.editTags(existing.tags, .set(draft.tags)) {
-            events.append(.tagsEdited(existing.id, edited))
-        }
-        return events
+        replacement.labels = labels.isEmpty ? nil : labels
+        replacement.associations = draft.associations.isEmpty ? nil : draft.associations
+        replacement.tags = draft.tags.isEmpty ? nil : draft.tags
+        return try events(replacing: existing, with: replacement, now: now, bounds: bounds)
     }
 }
 

@@ -58,7 +58,16 @@ extension Ledger {
         replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
         now: Int64, bounds: LoggedAtBounds = .userInput
     ) throws -> [MoodEvent] {
-        let entry = try editable(id, in: state)
+        try events(replacing: try editable(id, in: state), with: replacement, now: now, bounds: bounds)
+    }
+
+    /// The events that apply `replacement` to `entry` (already found editable): one `mood.updated` for the scalar
+    /// fields and one edit per word list given, each only if something really changes.
+    /// - Throws: ``MoodError`` `invalid_input`.
+    static func events(
+        replacing entry: MoodEntry, with replacement: MoodReplacement, now: Int64, bounds: LoggedAtBounds
+    ) throws -> [MoodEvent] {
+        let id = entry.id
         let update = try MoodRules.update(entry, with: replacement.changes, now: now, bounds: bounds)
         var events: [MoodEvent] = update.isEmpty ? [] : [.updated(id, update)]
         if let labels = replacement.labels,
@@ -101,19 +110,7 @@ extension Ledger {
     )
         throws -> CommandResult
     {
-        try core.withLock { core in
-            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
-            let now = options.clock()
-            let (events, id, created) = try deciding(&core) { try decide($0, now) }
-            let attachments = attach(events, id)
-            for record in attachments where record.type & LogFormat.safeToIgnoreBit == 0 {
-                throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")
-            }
-            try append(events, attachments: attachments, now: now, to: &core)
-            return CommandResult(
-                entry: core.state.entries[id], created: created, appendedEvents: events.count,
-                lastSeq: core.state.seq)
-        }
+        try commit(attaching: attach, decide).result
     }
 
     /// Calls `body` for each record of type `type` (a safe-to-ignore type the folds skip) from `first` on.

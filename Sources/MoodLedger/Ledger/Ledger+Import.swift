@@ -133,10 +133,7 @@ extension Ledger {
                 for event in events {
                     scratch.apply(
                         RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event))
-                    try emit?(
-                        PendingRecord(
-                            type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
-                            recordedAt: time))
+                    try emit?(Self.record(event, command: command, recordedAt: time))
                     appended += 1
                 }
             }
