@@ -34,7 +34,7 @@ extension EventLog {
         /// Default: 0 (fail at once). A short wait helps when a process that just forked still holds an
         /// inherited lock descriptor for the moment before its exec.
         public var lockWaitMilliseconds = 0
-        /// The system-call layer. Default: ``SystemIO``. Tests pass a fault-injecting one.
+        /// The system-call layer. Default: Platform's `SystemIO`. Tests pass a fault-injecting one.
         public var io: any PlatformIO = SystemIO()
 
         /// The default configuration.

@@ -17,7 +17,7 @@ extension MoodEntry {
     ///   - out: the text to append to.
     ///   - userID: adds the seed's `user_id` after `id` (single-entry answers).
     ///   - typedScore: adds `typed_score` after `score` (the changes feed's entry object, `Specs/server.md`).
-    public func writeJSON(to out: inout JSONBytes, userID: String? = nil, typedScore: Bool = false) {
+    package func writeJSON(to out: inout JSONBytes, userID: String? = nil, typedScore: Bool = false) {
         out.beginObject()
         out.key("id")
         out.id(id)

@@ -3,13 +3,13 @@ import EventLog
 /// The compact binary encoding of events in log records (`Specs/events.md`), with upcasting of old versions.
 ///
 /// Payload: `version u8 · command id (16) · entry id (16) · body`. The record type is the ``EventType`` code.
-public enum EventCodec {
+package enum EventCodec {
     /// Encodes an event into a record payload.
     /// - Parameters:
     ///   - event: the event.
     ///   - commandID: the command that appends it.
     /// - Returns: the payload bytes (the record type is `event.type.rawValue`).
-    public static func encode(_ event: MoodEvent, commandID: EntryID) -> [UInt8] {
+    package static func encode(_ event: MoodEvent, commandID: EntryID) -> [UInt8] {
         var w = ByteWriter()
         if case .redacted(let id, let redaction) = event {
             w.u8(redactedMarker)
@@ -112,7 +112,7 @@ public enum EventCodec {
     ///   - payload: the record payload.
     /// - Returns: the command id and the event.
     /// - Throws: ``MoodError`` `corrupt_event` for an unknown type or version, or malformed bytes.
-    public static func decode(
+    package static func decode(
         type: UInt16, payload: UnsafeRawBufferPointer
     ) throws(MoodError)
         -> (commandID: EntryID, event: MoodEvent)
@@ -301,7 +301,7 @@ public enum EventCodec {
     private static let newerVersionText = "version: newer than this reader"
 
     /// The version byte of a redacted payload (`Specs/erasure.md`).
-    public static let redactedMarker: UInt8 = 0xFF
+    package static let redactedMarker: UInt8 = 0xFF
 
     /// Where every payload, redacted ones included, holds its entry id: after the version byte and the 16-byte
     /// command id (`Specs/events.md`, *Envelope*).
@@ -310,14 +310,14 @@ public enum EventCodec {
     /// The entry id a payload names, read without decoding the rest: `nil` for a payload too short to hold one
     /// (a safe-to-ignore record's may be anything).
     /// - Parameter payload: an event record's payload.
-    public static func entryID(inPayload payload: UnsafeRawBufferPointer) -> EntryID? {
+    package static func entryID(inPayload payload: UnsafeRawBufferPointer) -> EntryID? {
         guard payload.count >= entryIDOffset + 16 else { return nil }
         return payload.entryID(entryIDOffset)
     }
 
     /// Whether a payload is a redacted record's (`Specs/erasure.md`).
     /// - Parameter payload: an event record's payload.
-    public static func isRedacted(_ payload: UnsafeRawBufferPointer) -> Bool {
+    package static func isRedacted(_ payload: UnsafeRawBufferPointer) -> Bool {
         payload.first == redactedMarker
     }
 

@@ -95,7 +95,7 @@ extension Ledger {
     ///
     /// The log is looked at every `interval` (a read-only ledger is brought up to date with ``refresh()`` first),
     /// and the events appended since the last look are reported as one ``LedgerChange``. After a change is
-    /// delivered, ``read(_:)`` and ``state`` answer with it included. The sequence ends when the task iterating it
+    /// delivered, ``read(_:)`` answers with it included. The sequence ends when the task iterating it
     /// is cancelled or the ledger is closed, and throws when the log cannot be read (damage, I/O).
     /// - Parameter interval: how often to look (default 100 ms).
     /// - Returns: an asynchronous sequence of changes.

@@ -128,7 +128,7 @@ extension Ledger {
     }
 
     /// What changed between two points.
-    /// - Throws: as ``state(at:)-3r9yg``.
+    /// - Throws: as ``read(at:_:)``.
     public func diff(from: Point, to: Point) throws -> LedgerDiff {
         try read(at: from) { a in try read(at: to) { b in Self.diff(a, b) } }
     }

@@ -4,26 +4,26 @@ import Dispatch
 ///
 /// Sixteen bytes: a replay of a large ledger holds one table of these per word per day, and the counts of one word
 /// cannot pass 2³¹ − 1 (each is an entry held in memory; the snapshot reader refuses larger ones).
-public struct WordStat: Sendable, Equatable {
+package struct WordStat: Sendable, Equatable {
     private var storedCount: Int32 = 0
     private var storedValenceCount: Int32 = 0
     /// Sum of their valences on the 2⁻⁴⁰ grid (exact).
-    public var valenceSum: Int64 = 0
+    package var valenceSum: Int64 = 0
 
     /// Entries carrying the word.
-    public var count: Int {
+    package var count: Int {
         get { Int(storedCount) }
         set { storedCount = Int32(newValue) }
     }
 
     /// Of those, entries with a valence.
-    public var valenceCount: Int {
+    package var valenceCount: Int {
         get { Int(storedValenceCount) }
         set { storedValenceCount = Int32(newValue) }
     }
 
     /// Creates a stat.
-    public init(count: Int = 0, valenceCount: Int = 0, valenceSum: Int64 = 0) {
+    package init(count: Int = 0, valenceCount: Int = 0, valenceSum: Int64 = 0) {
         storedCount = Int32(count)
         storedValenceCount = Int32(valenceCount)
         self.valenceSum = valenceSum
@@ -40,36 +40,36 @@ public struct WordStat: Sendable, Equatable {
     var isEmpty: Bool { storedCount == 0 }
 
     /// Average valence of the entries with one, or `nil`.
-    public var averageValence: Double? {
+    package var averageValence: Double? {
         valenceCount == 0 ? nil : Double(valenceSum) / Double(valenceCount) / Double(Valence.scale)
     }
 }
 
 extension WordStat: WordTableValue {
     /// The slot value of a word without a stat: a count no stat has.
-    public static var absent: WordStat { WordStat(storedCount: .min) }
-    public var isAbsent: Bool { storedCount == .min }
+    package static var absent: WordStat { WordStat(storedCount: .min) }
+    package var isAbsent: Bool { storedCount == .min }
 
     private init(storedCount: Int32) { self.storedCount = storedCount }
 }
 
 /// One local day's aggregate: exact integer sums and the sorted valences (for an exact median).
-public struct DayAggregate: Sendable, Equatable {
+package struct DayAggregate: Sendable, Equatable {
     /// Entries on the day.
-    public var count = 0
+    package var count = 0
     /// Valences on the grid, ascending.
-    public var valences: [Int64] = []
+    package var valences: [Int64] = []
     /// Sum of the grid valences.
-    public var valenceSum: Int64 = 0
+    package var valenceSum: Int64 = 0
     /// Sum of the squared grid valences (exact).
-    public var valenceSquareSum: Int128 = 0
+    package var valenceSquareSum: Int128 = 0
     /// Per label.
-    public var labels = WordTable<LabelDomain, WordStat>()
+    package var labels = WordTable<LabelDomain, WordStat>()
     /// Per association.
-    public var associations = WordTable<AssociationDomain, WordStat>()
+    package var associations = WordTable<AssociationDomain, WordStat>()
 
     /// Average valence, or `nil` when no entry has one.
-    public var averageValence: Double? {
+    package var averageValence: Double? {
         valences.isEmpty ? nil : Double(valenceSum) / Double(valences.count) / Double(Valence.scale)
     }
 }
@@ -93,11 +93,11 @@ public struct AnalyticsState: Sendable, Equatable {
     /// lower it to reach the copy with few events).
     var foldAfter = 32
     /// All-time label totals (the whole-range top labels without visiting every day).
-    public private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
+    package private(set) var labelTotals = WordTable<LabelDomain, WordStat>()
     /// All-time association totals.
-    public private(set) var associationTotals = WordTable<AssociationDomain, WordStat>()
+    package private(set) var associationTotals = WordTable<AssociationDomain, WordStat>()
 
-    public init() {}
+    package init() {}
 
     /// A state that reads through a snapshot.
     init(image: SnapshotImage) {
@@ -107,14 +107,14 @@ public struct AnalyticsState: Sendable, Equatable {
     }
 
     /// Aggregates of the days that have entries, by day.
-    public var days: Days { Days(state: self) }
+    package var days: Days { Days(state: self) }
 
     /// The aggregates by day (a view: a snapshot's days are decoded when asked for).
-    public struct Days: Sendable {
+    package struct Days: Sendable {
         let state: AnalyticsState
 
         /// The aggregate of a day, if it has entries.
-        public subscript(day: LocalDate) -> DayAggregate? {
+        package subscript(day: LocalDate) -> DayAggregate? {
             if let image = state.image, state.overridden[day] == nil {
                 let stored = image.dayIndex(of: day).map(image.aggregate(dayAt:))
                 guard let changes = state.pending[day] else { return stored }
@@ -125,7 +125,7 @@ public struct AnalyticsState: Sendable, Equatable {
         }
 
         /// The days with entries, ascending.
-        public var dates: [LocalDate] {
+        package var dates: [LocalDate] {
             guard let image = state.image else { return state.changedDays.days }
             let stored = image.dates.filter { state.overridden[$0] == nil && state.pending[$0] == nil }
             let pending = state.pending.pairs.filter { day, changes in
@@ -219,7 +219,7 @@ public struct AnalyticsState: Sendable, Equatable {
 
     /// Builds the analytics of a set of entries from scratch, in bulk: group by day, sort each day's valences once.
     /// A replay from the first event uses it; the tests use it as the brute-force reference for the incremental fold.
-    public static func recomputed(from entries: some Collection<MoodEntry>) -> AnalyticsState {
+    package static func recomputed(from entries: some Collection<MoodEntry>) -> AnalyticsState {
         recomputed { body in entries.forEach { entry in withUnsafePointer(to: entry, body) } }
     }
 

@@ -52,7 +52,7 @@ public struct EntriesState: Sendable, Equatable {
     /// ``buildDeferredDays()`` builds them from the entries at the end (nothing reads them during a replay).
     private var daysDeferred = false
 
-    public init() {}
+    package init() {}
 
     /// A state that reads through a snapshot.
     init(image: SnapshotImage) { self.image = image }

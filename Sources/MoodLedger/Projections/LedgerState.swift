@@ -1,19 +1,19 @@
 /// The three projections together, as of one sequence number: what queries read, live or time-travelled.
 public struct LedgerState: Sendable, Equatable {
     /// Current entries and their indexes.
-    public var entries = EntriesState()
+    public package(set) var entries = EntriesState()
     /// What still has to reach each destination.
-    public var outbox = OutboxState()
+    public package(set) var outbox = OutboxState()
     /// Per-day analytics.
-    public var analytics = AnalyticsState()
+    public package(set) var analytics = AnalyticsState()
     /// The last sequence number applied (0 = empty).
-    public var seq: UInt64 = 0
+    public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
-    public var recordedAt: Int64 = 0
+    public package(set) var recordedAt: Int64 = 0
     /// Erasures whose redaction is not finished: entry → seq of its `entry.erased` (`Specs/erasure.md`).
-    public var pendingErasures: [EntryID: UInt64] = [:]
+    public package(set) var pendingErasures: [EntryID: UInt64] = [:]
 
-    public init() {}
+    package init() {}
 
     /// The state a snapshot holds: entries, analytics and the outbox read through the image.
     init(image: SnapshotImage) {
@@ -26,7 +26,7 @@ public struct LedgerState: Sendable, Equatable {
     }
 
     /// Applies one recorded event to all three projections — the whole fold.
-    public mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
+    package mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
 
     /// Applies one recorded event; with `analytics` false the analytics are left for ``finishBulkReplay()``.
     @inline(__always)

@@ -2,40 +2,40 @@
 ///
 /// Entries with no such record are *implicitly* pending a create at every destination they may go to; that keeps
 /// the state small when nothing has been synced yet. See `Specs/ledger.md`.
-public struct OutboxRecord: Sendable, Equatable {
+package struct OutboxRecord: Sendable, Equatable {
     // The stored fields are ordered widest first and the counts are 32-bit, so the record has no padding: a large
     // ledger holds one for every entry that ever synced.
 
     /// The destination's id once a send succeeded.
-    public var remoteID: String?
+    package var remoteID: String?
     /// The last failure's text.
-    public var lastError: String?
+    package var lastError: String?
     /// The latest attempt's `Idempotency-Key` until a success: a retry of the same version of the entry reuses it,
     /// because after a timeout, a dropped connection or a crash the server may have applied it.
-    public var idempotencyKey: String?
+    package var idempotencyKey: String?
     /// The destination's revision of the entry's last change it acknowledged or sent us (0 = unknown).
-    public var revision: UInt64 = 0
+    package var revision: UInt64 = 0
     /// When to try again (ms), after a retryable failure.
-    public var nextAttemptAt: Int64?
+    package var nextAttemptAt: Int64?
     private var storedStatus: Int32?
     private var storedAttempts: Int32 = 0
     /// What is pending, or `nil` when the destination is up to date.
-    public var operation: SyncOperation?
+    package var operation: SyncOperation?
     /// A non-retryable failure parked the item until the entry changes again.
-    public var parked = false
+    package var parked = false
     /// The entry changed after the latest attempt began (a success then leaves an update pending).
-    public internal(set) var changedSinceAttempt = false
+    package internal(set) var changedSinceAttempt = false
     /// An attempt began and no outcome was recorded (a crash in between): the next send reuses its key.
-    public var inFlight = false
+    package var inFlight = false
 
     /// Attempts since the last success (saturates at 2³¹ − 1, the most a snapshot stores).
-    public var attempts: Int {
+    package var attempts: Int {
         get { Int(storedAttempts) }
         set { storedAttempts = Int32(clamping: newValue) }
     }
 
     /// The last failure's status (an HTTP status: the decoders accept 1…999).
-    public var lastStatus: Int? {
+    package var lastStatus: Int? {
         get { storedStatus.map(Int.init) }
         set { storedStatus = newValue.map { Int32(clamping: $0) } }
     }
@@ -80,7 +80,7 @@ public struct SyncProgress: Sendable, Equatable {
     /// The entry whose failure is the last error (an erasure of it replaces the text by `(erased)`).
     public var lastErrorEntry: EntryID?
 
-    public init() {}
+    package init() {}
 }
 
 /// Where each entry stands with each destination. A pure fold; replaying it never sends anything.
@@ -146,7 +146,7 @@ public struct OutboxState: Sendable, Equatable {
     /// Per destination (by code): the server, the cursor, the latest outcomes.
     public private(set) var progress: [SyncProgress] = [SyncProgress(), SyncProgress()]
 
-    public init() {}
+    package init() {}
 
     /// The state a snapshot holds: its records stay in the mapped file until asked for.
     init(image: SnapshotImage) {
@@ -183,7 +183,7 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// The record of one pair, if it has sync history.
-    public func record(_ key: OutboxKey) -> OutboxRecord? {
+    package func record(_ key: OutboxKey) -> OutboxRecord? {
         pair(key.entryID)?[key.destination]
     }
 
@@ -199,7 +199,7 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// Every record, ordered by entry id then destination.
-    public var records: [(key: OutboxKey, value: OutboxRecord)] {
+    package var records: [(key: OutboxKey, value: OutboxRecord)] {
         pairsByID.flatMap { pair in
             SyncDestination.allCases.sorted().compactMap { destination in
                 pair[destination].map { (OutboxKey(entryID: pair.id, destination: destination), $0) }
@@ -208,7 +208,7 @@ public struct OutboxState: Sendable, Equatable {
     }
 
     /// How many pairs have records.
-    public var recordCount: Int {
+    package var recordCount: Int {
         // Counted where they are: merging and sorting every pair (``pairsByID``) held a copy of the whole outbox.
         var total = pairs.values.reduce(0) { $0 + $1.count }
         image?.forEachOutboxPair { id, records in
@@ -266,13 +266,13 @@ public struct OutboxState: Sendable, Equatable {
     static let erasedText = "(erased)"
 
     /// Backoff after the n-th failed attempt: 30 s × 2^(n−1), at most 6 hours.
-    public static func backoffMilliseconds(afterAttempts attempts: Int) -> Int64 {
+    package static func backoffMilliseconds(afterAttempts attempts: Int) -> Int64 {
         let exponent = min(max(attempts - 1, 0), 20)
         return min(30_000 << Int64(exponent), 6 * 3_600_000)
     }
 
     /// Whether entries from `source` go to `destination` (never back where they came from).
-    public static func isEligible(_ source: MoodSource, for destination: SyncDestination) -> Bool {
+    package static func isEligible(_ source: MoodSource, for destination: SyncDestination) -> Bool {
         source != destination.originSource
     }
 

@@ -52,7 +52,7 @@ public struct EntryPage: Sendable, Equatable {
     ///   - out: the text to append to.
     ///   - writeEntries: writes the `entries` array (a server may reuse cached entry texts); by default each entry's
     ///     ``MoodEntry/writeJSON(to:userID:typedScore:)``.
-    public func writeJSON(
+    package func writeJSON(
         to out: inout JSONBytes, entries writeEntries: (([MoodEntry], inout JSONBytes) -> Void)? = nil
     ) {
         out.beginObject()

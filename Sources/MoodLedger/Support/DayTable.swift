@@ -3,16 +3,16 @@
 /// Ten years of days is 3,650 slots; the table grows at either end as dates arrive. Values live in a plain array
 /// (absent days hold a shared `empty` value) so that mutation through ``modify(_:default:removeIf:_:)`` happens in
 /// place, without copying the value's arrays.
-public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
+package struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     private let empty: Value
     private var base: Int32 = 0
     private var slots: [Value] = []
     private var present: [Bool] = []
     /// How many days hold a value.
-    public private(set) var count = 0
+    package private(set) var count = 0
 
     /// An empty table; `empty` fills the slots of days without a value.
-    public init(empty: Value) { self.empty = empty }
+    package init(empty: Value) { self.empty = empty }
 
     /// A table whose first slot is `base` (bulk builds).
     init(empty: Value, base: LocalDate, slots: [Value?]) {
@@ -24,7 +24,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     }
 
     /// The value of a day, if any.
-    public subscript(day: LocalDate) -> Value? {
+    package subscript(day: LocalDate) -> Value? {
         get {
             let index = Int(day.daysSinceEpoch) - Int(base)
             return index >= 0 && index < slots.count && present[index] ? slots[index] : nil
@@ -47,7 +47,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
 
     /// Mutates a day's value in place (creating it from `default` first), then drops it if `isEmpty` says so.
     @inline(__always)
-    public mutating func modify<R>(
+    package mutating func modify<R>(
         _ day: LocalDate, default make: @autoclosure () -> Value,
         removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> R
     ) -> R {
@@ -67,7 +67,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     }
 
     /// The days that hold a value, ascending.
-    public var days: [LocalDate] {
+    package var days: [LocalDate] {
         var result: [LocalDate] = []
         result.reserveCapacity(count)
         for (offset, isPresent) in present.enumerated() where isPresent {
@@ -77,7 +77,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
     }
 
     /// Every (day, value), ascending.
-    public var pairs: [(LocalDate, Value)] {
+    package var pairs: [(LocalDate, Value)] {
         present.indices.compactMap { offset in
             present[offset] ? (LocalDate(daysSinceEpoch: base + Int32(offset)), slots[offset]) : nil
         }
@@ -104,7 +104,7 @@ public struct DayTable<Value: Sendable & Equatable>: Sendable, Equatable {
         return Int(number - base)
     }
 
-    public static func == (a: DayTable, b: DayTable) -> Bool {
+    package static func == (a: DayTable, b: DayTable) -> Bool {
         a.count == b.count && a.pairs.elementsEqual(b.pairs, by: ==)
     }
 }

@@ -1,5 +1,5 @@
 /// ISO 8601 instants without Foundation's formatters: exact, fast and locale-free.
-public enum ISO8601 {
+package enum ISO8601 {
     static func pad(_ value: Int, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
@@ -7,7 +7,7 @@ public enum ISO8601 {
 
     /// Formats an instant in a UTC offset: `2026-03-01T08:15:00+01:00`, with `.SSS` when milliseconds are non-zero
     /// and `Z` for offset 0.
-    public static func format(milliseconds: Int64, offsetMinutes: Int) -> String {
+    package static func format(milliseconds: Int64, offsetMinutes: Int) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(29)
         write(milliseconds: milliseconds, offsetMinutes: offsetMinutes, into: &bytes)
@@ -15,7 +15,7 @@ public enum ISO8601 {
     }
 
     /// ``format(milliseconds:offsetMinutes:)`` appended as UTF-8 bytes (no intermediate strings: responses use it).
-    public static func write(milliseconds: Int64, offsetMinutes: Int, into out: inout [UInt8]) {
+    package static func write(milliseconds: Int64, offsetMinutes: Int, into out: inout [UInt8]) {
         let local = milliseconds + Int64(offsetMinutes) * 60_000
         let days = local.floorDivided(by: 86_400_000)
         let msOfDay = Int(local - days * 86_400_000)
@@ -76,7 +76,7 @@ public enum ISO8601 {
     /// Parses `yyyy-MM-ddTHH:mm[:ss[.fraction]](Z|±HH:MM|±HHMM)`; a space may replace `T`. Fractions beyond
     /// milliseconds are truncated.
     /// - Returns: the instant and the offset it was written in, or `nil` if malformed or impossible.
-    public static func parse(_ text: String) -> LoggedAt? {
+    package static func parse(_ text: String) -> LoggedAt? {
         let chars = Array(text.utf8)
         guard chars.count >= 16 else { return nil }
         func number(_ from: Int, _ count: Int) -> Int? {

@@ -1,13 +1,13 @@
 /// Compact JSON written straight into bytes: the same text ``JSONValue/serialized(pretty:)`` makes, without building
 /// a tree first. For hot paths (a server's list answers); the caller writes keys and values in order.
-public struct JSONBytes: Sendable {
+package struct JSONBytes: Sendable {
     /// The text so far, UTF-8.
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
     /// Whether the next value is the first of its container (or follows a key): no comma before it.
     private var first = true
 
     /// An empty text with room for `capacity` bytes.
-    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
     private mutating func separate() {
         if !first { bytes.append(UInt8(ascii: ",")) }
@@ -15,33 +15,33 @@ public struct JSONBytes: Sendable {
     }
 
     /// `{`: members follow as ``key(_:)`` and a value each.
-    public mutating func beginObject() {
+    package mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         first = true
     }
 
     /// `}`.
-    public mutating func endObject() {
+    package mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         first = false
     }
 
     /// `[`: elements follow.
-    public mutating func beginArray() {
+    package mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         first = true
     }
 
     /// `]`.
-    public mutating func endArray() {
+    package mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         first = false
     }
 
     /// A member's key, known at compile time (so it needs no escaping (ASCII letters, digits and `_` only: checked in debug); its value comes next.
-    public mutating func key(_ name: StaticString) {
+    package mutating func key(_ name: StaticString) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { buffer in
@@ -57,7 +57,7 @@ public struct JSONBytes: Sendable {
     }
 
     /// An entry id as a JSON string.
-    public mutating func id(_ id: EntryID) {
+    package mutating func id(_ id: EntryID) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         id.write(into: &bytes)
@@ -65,53 +65,53 @@ public struct JSONBytes: Sendable {
     }
 
     /// A value already serialized (a cached fragment, a vocabulary word's quoted name): appended as is.
-    public mutating func fragment(_ text: [UInt8]) {
+    package mutating func fragment(_ text: [UInt8]) {
         separate()
         bytes += text
     }
 
     /// A string, escaped as ``JSONValue`` escapes it.
-    public mutating func string(_ value: String) {
+    package mutating func string(_ value: String) {
         separate()
         JSONValue.quote(value, into: &bytes)
     }
 
     /// A string, or `null`.
-    public mutating func string(_ value: String?) {
+    package mutating func string(_ value: String?) {
         if let value { string(value) } else { null() }
     }
 
     /// An integer.
-    public mutating func int(_ value: Int64) {
+    package mutating func int(_ value: Int64) {
         separate()
         bytes += String(value).utf8
     }
 
     /// An integer, or `null`.
-    public mutating func int(_ value: Int?) {
+    package mutating func int(_ value: Int?) {
         if let value { int(Int64(value)) } else { null() }
     }
 
     /// A number as ``JSONValue`` formats doubles.
-    public mutating func double(_ value: Double) {
+    package mutating func double(_ value: Double) {
         separate()
         bytes += JSONValue.format(value).utf8
     }
 
     /// `true` or `false`.
-    public mutating func bool(_ value: Bool) {
+    package mutating func bool(_ value: Bool) {
         separate()
         bytes += (value ? "true" : "false").utf8
     }
 
     /// `null`.
-    public mutating func null() {
+    package mutating func null() {
         separate()
         bytes += "null".utf8
     }
 
     /// An instant as a JSON string (``ISO8601/format(milliseconds:offsetMinutes:)``).
-    public mutating func instant(milliseconds: Int64, offsetMinutes: Int) {
+    package mutating func instant(milliseconds: Int64, offsetMinutes: Int) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         ISO8601.write(milliseconds: milliseconds, offsetMinutes: offsetMinutes, into: &bytes)
@@ -119,7 +119,7 @@ public struct JSONBytes: Sendable {
     }
 
     /// A whole value from a tree.
-    public mutating func value(_ value: JSONValue) {
+    package mutating func value(_ value: JSONValue) {
         separate()
         bytes += value.serializedBytes()
     }

@@ -1,11 +1,11 @@
 /// A strict JSON parser (RFC 8259) producing ``JSONValue``; errors give the line and column.
-public struct JSONParser {
+package struct JSONParser {
     /// Why a text is not JSON.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public var line: Int
-        public var column: Int
-        public var reason: String
-        public var description: String { "invalid JSON at line \(line), column \(column): \(reason)" }
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package var line: Int
+        package var column: Int
+        package var reason: String
+        package var description: String { "invalid JSON at line \(line), column \(column): \(reason)" }
     }
 
     private let bytes: [UInt8]
@@ -14,7 +14,7 @@ public struct JSONParser {
 
     /// Parses a whole text (a UTF-8 BOM is allowed).
     /// - Throws: ``Failure``.
-    public static func parse(_ text: String) throws(Failure) -> JSONValue {
+    package static func parse(_ text: String) throws(Failure) -> JSONValue {
         var parser = JSONParser(bytes: Array(text.utf8))
         if parser.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
         let value = try parser.value()

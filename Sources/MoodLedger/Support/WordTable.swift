@@ -1,5 +1,5 @@
 /// A value a ``WordTable`` holds: one value of the type stands for "no value" in the table's fixed slots.
-public protocol WordTableValue: Sendable, Equatable {
+package protocol WordTableValue: Sendable, Equatable {
     /// The slot value of a word without a value (never stored as a value).
     static var absent: Self { get }
     /// Whether this is ``absent``.
@@ -11,14 +11,14 @@ public protocol WordTableValue: Sendable, Equatable {
 ///
 /// The fixed slots hold the values themselves, an absent word as ``WordTableValue/absent``, not optionals: a
 /// replay holds two tables for each of thousands of days, and an optional's tag would widen each slot by a word.
-public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendable, Equatable {
+package struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendable, Equatable {
     private var canonical: [Value]
     private var custom: [String: Value] = [:]
 
-    public init() { canonical = Array(repeating: .absent, count: Domain.canonicalNames.count + 1) }
+    package init() { canonical = Array(repeating: .absent, count: Domain.canonicalNames.count + 1) }
 
     /// The value of a word, if any.
-    public subscript(word: VocabularyWord<Domain>) -> Value? {
+    package subscript(word: VocabularyWord<Domain>) -> Value? {
         get {
             switch word.storage {
             case .apple(let raw):
@@ -38,7 +38,7 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
 
     /// Mutates a word's value in place (creating it from `default` first), then drops it if `isEmpty` says so.
     @inline(__always)
-    public mutating func modify(
+    package mutating func modify(
         _ word: VocabularyWord<Domain>, default make: @autoclosure () -> Value,
         removeIf isEmpty: (Value) -> Bool, _ body: (inout Value) -> Void
     ) {
@@ -59,7 +59,7 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
     /// order, then custom words in no set order.
     /// - Parameter body: called once per word that has a value.
     @inline(__always)
-    public func forEach(_ body: (VocabularyWord<Domain>, Value) -> Void) {
+    package func forEach(_ body: (VocabularyWord<Domain>, Value) -> Void) {
         canonical.withUnsafeBufferPointer { slots in
             for raw in 1..<slots.count where !slots[raw].isAbsent {
                 body(VocabularyWord(appleRawValue: raw)!, slots[raw])
@@ -69,7 +69,7 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
     }
 
     /// Every (word, value): canonical words in Apple's order, then custom words alphabetically.
-    public var pairs: [(VocabularyWord<Domain>, Value)] {
+    package var pairs: [(VocabularyWord<Domain>, Value)] {
         var result: [(VocabularyWord<Domain>, Value)] = []
         for raw in 1..<canonical.count {
             let value = canonical[raw]
@@ -80,8 +80,8 @@ public struct WordTable<Domain: VocabularyDomain, Value: WordTableValue>: Sendab
     }
 
     /// How many words hold a value.
-    public var count: Int { custom.count + canonical.reduce(0) { $0 + ($1.isAbsent ? 0 : 1) } }
+    package var count: Int { custom.count + canonical.reduce(0) { $0 + ($1.isAbsent ? 0 : 1) } }
 
     /// Whether no word has a value.
-    public var isEmpty: Bool { custom.isEmpty && canonical.allSatisfy(\.isAbsent) }
+    package var isEmpty: Bool { custom.isEmpty && canonical.allSatisfy(\.isAbsent) }
 }
