@@ -1,4 +1,3 @@
-import EventLog
 import MoodLedger
 import MoodLedgerSync
 import Platform

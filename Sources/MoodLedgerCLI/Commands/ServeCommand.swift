@@ -1,5 +1,4 @@
 import Dispatch
-import EventLog
 import Foundation
 import MoodLedger
 import MoodLedgerServer

@@ -1,4 +1,3 @@
-import EventLog
 import Foundation
 import Platform
 

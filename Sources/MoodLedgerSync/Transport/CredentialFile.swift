@@ -1,4 +1,3 @@
-import EventLog
 import Platform
 
 /// Reads a credentials file only if no one but its owner can read or write it.

@@ -1,4 +1,3 @@
-import EventLog
 import Platform
 
 /// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
