@@ -37,15 +37,7 @@ extension Ledger {
     /// - Parameter id: the entry (it may since have been deleted).
     /// - Returns: the history; empty if no event ever named the id.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func history(of id: EntryID) throws -> [HistoryItem] {
-        var single = EntriesState()
-        var items: [HistoryItem] = []
-        for recorded in try events(filter: EventFilter(entryID: id)) {
-            let change = single.apply(recorded.event, at: recorded.recordedAtMilliseconds)
-            items.append(HistoryItem(event: recorded, changes: change.map(Self.fieldChanges) ?? []))
-        }
-        return items
-    }
+    public func history(of id: EntryID) throws -> [HistoryItem] { try LogHistory(log: eventLog).history(of: id) }
 
     /// The raw log as events, oldest first.
     /// - Parameters:
@@ -55,35 +47,16 @@ extension Ledger {
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func events(
         after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
-    ) throws
-        -> [RecordedEvent]
-    {
-        var result: [RecordedEvent] = []
-        try eventLog.forEach(from: after + 1, through: through) { view in
-            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
-            if let type = filter.type, view.type != type.rawValue { return true }
-            if let id = filter.entryID, !Self.payloadNames(id, view.payload) { return true }
-            let recorded = try Self.decode(view)
-            if let id = filter.entryID, recorded.event.entryID != id { return true }
-            result.append(recorded)
-            return true
-        }
-        return result
+    ) throws -> [RecordedEvent] {
+        try LogHistory(log: eventLog).events(after: after, through: through, filter: filter)
     }
 
     /// The raw log as events from sequence number `first` through `last`, oldest first.
     /// - Throws: as ``events(after:through:filter:)``.
     public func events(
         from first: UInt64, through last: UInt64 = .max, filter: EventFilter = EventFilter()
-    ) throws
-        -> [RecordedEvent]
-    {
+    ) throws -> [RecordedEvent] {
         try events(after: first == 0 ? 0 : first - 1, through: last, filter: filter)
-    }
-
-    /// A cheap pre-check: whether the payload names the entry (a payload too short to name one is decoded).
-    private static func payloadNames(_ id: EntryID, _ payload: UnsafeRawBufferPointer) -> Bool {
-        EventCodec.entryID(inPayload: payload).map { $0 == id } ?? true
     }
 
     /// The fields whose JSON differs between two versions of an entry.
@@ -124,27 +97,9 @@ extension Ledger {
         func matches(_ id: EntryID) -> Bool { id.description.replacing("-", with: "").hasPrefix(wanted) }
         var found = Set(read { $0.entries.ids }.filter(matches))
         if includingPast {
-            try Self.forEachNamedID(in: eventLog) { if matches($0) { found.insert($0) } }
+            try LogHistory(log: eventLog).forEachNamedID { if matches($0) { found.insert($0) } }
         }
         return found.sorted()
-    }
-
-    /// Calls `body` with the entry id of each event record from `first` through `last` (redacted ones included),
-    /// read where the codec keeps it, without decoding the events; safe-to-ignore records and the all-zero id
-    /// (events about no entry) are passed over.
-    /// - Throws: `EventLogError` for damage met while reading.
-    static func forEachNamedID(
-        in log: EventLog, from first: UInt64 = 1, through last: UInt64 = .max,
-        _ body: (EntryID) -> Void
-    ) throws {
-        try log.forEach(from: first, through: last) { view in
-            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
-                id != EntryID.none
-            {
-                body(id)
-            }
-            return true
-        }
     }
 
     /// The current entry logged last (latest `logged_at`, then the greatest id), if any.

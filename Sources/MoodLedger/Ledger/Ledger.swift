@@ -51,75 +51,9 @@ public final class Ledger: Sendable {
     /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
     ///   `corrupt_event` for an undecodable event.
     public static func open(at path: String, options: Options = Options()) throws -> Ledger {
-        var notices: [String] = []
-        let store = SnapshotStore(ledgerDirectory: path, io: options.io)
-        var configuration = EventLog.Configuration()
-        configuration.io = options.io
-        configuration.durability = options.durability
-        configuration.access = options.readOnly ? .readOnly : .readWrite
-        configuration.createIfMissing = options.createIfMissing && !options.readOnly
-        configuration.lockWaitMilliseconds = options.lockWaitMilliseconds
-        let candidates = options.useSnapshots ? store.list() : []
-
-        // The newest snapshot that is intact on its own; its covered record becomes the log's checkpoint.
-        var loaded: SnapshotImage?
-        var remaining = candidates[...]
-        while loaded == nil, let seq = remaining.popFirst() {
-            switch store.load(seq: seq, fileID: nil, checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
-            case .success(let value): loaded = value
-            case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
-            }
-        }
-        configuration.checkpoint = loaded?.header.location
-        var current = LedgerState()
-        // Without a snapshot the replay starts at the first record: it folds the records as the open's recovery scan
-        // reads them, instead of reading the log a second time after it.
-        var coldReplay: Int?
-        let log: EventLog
-        if loaded == nil {
-            (log, coldReplay) = try Replayer.openAndReplay(
-                directory: path, configuration: configuration, into: &current,
-                pipelineThreshold: options.parallelReplayThreshold)
-        } else {
-            log = try EventLog.open(directory: path, configuration: configuration)
-        }
-        if let notice = log.recoveryNotice { notices.append(notice.description) }
-
-        // Check the snapshot belongs to this log and its record is still there; else try older ones. The state reads
-        // through the mapped snapshot: nothing is decoded until a query reads it.
-        var after: RecordLocation?
-        var candidate = loaded.take()
-        while true {
-            if let image = candidate.take() {
-                let header = image.header
-                if header.fileID == log.fileID, snapshotMatches(header.location, log: log) {
-                    current = LedgerState(image: image)
-                    after = header.location
-                    break
-                }
-                notices.append(
-                    "snapshot \(header.location.seq) skipped: it does not match the log (ahead of it, or the log was replaced)"
-                )
-            }
-            guard let seq = remaining.popFirst() else { break }
-            switch store.load(seq: seq, fileID: log.fileID, checkWhereReadFrom: options.checkSnapshotsWhereReadFrom) {
-            case .success(let value): candidate = value
-            case .failure(let problem): notices.append("snapshot skipped: \(problem.text)")
-            }
-        }
-        var replayed =
-            try coldReplay
-            ?? Replayer.replay(
-                log, from: after.map { .after($0) } ?? .beginning, into: &current,
-                pipelineThreshold: options.parallelReplayThreshold)
-        if let image = current.entries.image, image.isDamaged {
-            // The tail read a piece that fails its checksum: the snapshot is not used, the whole log is replayed.
-            notices.append("snapshot \(image.seq) skipped: \(image.damageDescription ?? "damaged")")
-            current = LedgerState()
-            replayed = try Replayer.replay(
-                log, from: .beginning, into: &current,
-                pipelineThreshold: options.parallelReplayThreshold)
-        }
+        let opened = try LedgerRecovery.open(at: path, options: options)
+        let (log, current, replayed) = (opened.log, opened.state, opened.replayed)
+        var notices = opened.notices
         if !current.pendingErasures.isEmpty {
             let count = current.pendingErasures.count
             if options.readOnly {
@@ -172,18 +106,6 @@ public final class Ledger: Sendable {
             guard (try? store.write(core.state, location: location, fileID: core.log.fileID)) != nil else { return }
             store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
         }
-    }
-
-    /// Whether the record a snapshot covers is still in the log, unchanged.
-    private static func snapshotMatches(_ location: RecordLocation, log: EventLog) -> Bool {
-        if log.resumedFromCheckpoint, log.configuration.checkpoint == location { return true }
-        guard location.seq <= log.lastSeq else { return false }
-        var matches = false
-        try? log.forEach(from: location.seq, through: location.seq) { view in
-            matches = view.location == location
-            return false
-        }
-        return matches
     }
 
     /// Decodes one record into a recorded event.

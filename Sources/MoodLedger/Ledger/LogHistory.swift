@@ -1,0 +1,64 @@
+import EventLog
+
+/// The log read as events, without a state: an entry's history, the events of a range, the ids the log names.
+struct LogHistory {
+    let log: EventLog
+
+    /// Every event that touched an entry, oldest first, with what each one changed.
+    /// - Parameter id: the entry (it may since have been deleted).
+    /// - Returns: the history; empty if no event ever named the id.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    func history(of id: EntryID) throws -> [HistoryItem] {
+        var single = EntriesState()
+        var items: [HistoryItem] = []
+        for recorded in try events(filter: EventFilter(entryID: id)) {
+            let change = single.apply(recorded.event, at: recorded.recordedAtMilliseconds)
+            items.append(HistoryItem(event: recorded, changes: change.map(Ledger.fieldChanges) ?? []))
+        }
+        return items
+    }
+
+    /// The raw log as events, oldest first.
+    /// - Parameters:
+    ///   - after: only events with a larger sequence number (default 0: from the start).
+    ///   - through: only events up to this sequence number (default: the end).
+    ///   - filter: only events of one entry and/or one type.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    func events(
+        after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
+    ) throws
+        -> [RecordedEvent]
+    {
+        var result: [RecordedEvent] = []
+        try log.forEach(from: after + 1, through: through) { view in
+            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
+            if let type = filter.type, view.type != type.rawValue { return true }
+            if let id = filter.entryID, !Self.payloadNames(id, view.payload) { return true }
+            let recorded = try Ledger.decode(view)
+            if let id = filter.entryID, recorded.event.entryID != id { return true }
+            result.append(recorded)
+            return true
+        }
+        return result
+    }
+
+    /// A cheap pre-check: whether the payload names the entry (a payload too short to name one is decoded).
+    private static func payloadNames(_ id: EntryID, _ payload: UnsafeRawBufferPointer) -> Bool {
+        EventCodec.entryID(inPayload: payload).map { $0 == id } ?? true
+    }
+
+    /// Calls `body` with the entry id of each event record from `first` through `last` (redacted ones included),
+    /// read where the codec keeps it, without decoding the events; safe-to-ignore records and the all-zero id
+    /// (events about no entry) are passed over.
+    /// - Throws: `EventLogError` for damage met while reading.
+    func forEachNamedID(from first: UInt64 = 1, through last: UInt64 = .max, _ body: (EntryID) -> Void) throws {
+        try log.forEach(from: first, through: last) { view in
+            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
+                id != EntryID.none
+            {
+                body(id)
+            }
+            return true
+        }
+    }
+}
