@@ -97,7 +97,7 @@ extension Ledger {
         func matches(_ id: EntryID) -> Bool { id.description.replacing("-", with: "").hasPrefix(wanted) }
         var found = Set(read { $0.entries.ids }.filter(matches))
         if includingPast {
-            try LogHistory(log: eventLog).forEachNamedID { if matches($0) { found.insert($0) } }
+            try LogHistory(log: eventLog).forEachNamedID { id, _ in if matches(id) { found.insert(id) } }
         }
         return found.sorted()
     }

@@ -126,20 +126,16 @@ extension Ledger {
     /// appended when `decide` throws), appends the events followed by the records `attach` returns as one batch
     /// (one write, one sync: all of it survives a crash or none), and folds them in.
     /// - Returns: what the command did, and the entry as it was just before (for a command that removed it).
-    /// - Throws: what `decide` throws; `EventLogError` (`notWritable`, `invalidArgument` for an attachment without
-    ///   the safe-to-ignore bit, `io`).
+    /// - Throws: what `decide` throws; `EventLogError` (`notWritable`, `io`).
     func commit(
-        attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
+        attaching attach: ([MoodEvent], EntryID) -> [Attachment] = { _, _ in [] },
         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> (result: CommandResult, before: MoodEntry?) {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }
-            let attachments = attach(events, id)
-            for record in attachments where record.type & LogFormat.safeToIgnoreBit == 0 {
-                throw EventLogError(.invalidArgument, "attachment type \(record.type) lacks the safe-to-ignore bit")
-            }
+            let attachments = attach(events, id).map(\.record)
             let before = core.state.entries[id]
             try append(events, attachments: attachments, now: now, to: &core)
             let result = CommandResult(

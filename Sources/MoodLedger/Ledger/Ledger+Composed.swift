@@ -94,18 +94,17 @@ extension Ledger {
         return [.deleted(id)]
     }
 
-    /// Runs `decide` against the current state, then appends its events followed by the records `attach` returns
-    /// (types with the *safe to ignore* bit, which the folds skip) as one batch: one write, one sync, all or nothing
-    /// across a crash. Servers use it to store a request's idempotency key with the change it made.
+    /// Runs `decide` against the current state, then appends its events followed by the ``Attachment``s `attach`
+    /// returns (which the folds skip) as one batch: one write, one sync, all or nothing across a crash. Servers use
+    /// it to store a request's idempotency key with the change it made.
     ///
     /// - Parameters:
-    ///   - attach: given the events and the entry concerned, the extra records to store with them (may be empty).
+    ///   - attach: given the events and the entry concerned, what to store with them (may be empty).
     ///   - decide: the command: the events to append against the state at the current time (ms), and the entry.
     /// - Returns: what the command did, with the ledger's last seq after it.
-    /// - Throws: what `decide` throws (nothing appended), `EventLogError` (`invalidArgument` for an attachment
-    ///   without the safe-to-ignore bit).
+    /// - Throws: what `decide` throws (nothing appended), `EventLogError`.
     public func execute(
-        attaching attach: ([MoodEvent], EntryID) -> [PendingRecord] = { _, _ in [] },
+        attaching attach: ([MoodEvent], EntryID) -> [Attachment] = { _, _ in [] },
         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     )
         throws -> CommandResult
@@ -113,16 +112,29 @@ extension Ledger {
         try commit(attaching: attach, decide).result
     }
 
-    /// Calls `body` for each record of type `type` (a safe-to-ignore type the folds skip) from `first` on.
+    /// Calls `body` for each attachment of `kind` stored from sequence number `first` on, oldest first.
+    /// - Parameters:
+    ///   - kind: which attachments.
+    ///   - first: the first sequence number to look at.
+    ///   - body: given each one's sequence number, record time (µs) and payload.
     /// - Throws: `EventLogError` for damage met while reading, or what `body` throws.
     public func forEachAttachment(
-        type: UInt16, from first: UInt64,
+        _ kind: Attachment.Kind, from first: UInt64,
         _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void
     ) throws {
         let log = core.withLock { $0.log }
         try log.forEach(from: first) { view in
-            if view.type == type { try body(view.seq, view.recordedAt, Array(view.payload)) }
+            if view.type == kind.recordType { try body(view.seq, view.recordedAt, Array(view.payload)) }
             return true
         }
+    }
+
+    /// The sequence number of the last event that named each entry through `last` (redacted ones included), read
+    /// where the codec keeps the id, without decoding: a server's revision of every entry.
+    /// - Throws: `EventLogError` for damage met while reading.
+    package func lastEventSeqs(through last: UInt64) throws -> [EntryID: UInt64] {
+        var seqs: [EntryID: UInt64] = [:]
+        try LogHistory(log: eventLog).forEachNamedID(through: last) { id, seq in seqs[id] = seq }
+        return seqs
     }
 }

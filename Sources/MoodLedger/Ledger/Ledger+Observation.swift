@@ -84,7 +84,9 @@ extension Ledger {
         rewrites = count
         guard last != seq || rewritten else { return nil }
         var ids = Set<EntryID>()
-        if last > seq { try LogHistory(log: log).forEachNamedID(from: seq + 1, through: last) { ids.insert($0) } }
+        if last > seq {
+            try LogHistory(log: log).forEachNamedID(from: seq + 1, through: last) { id, _ in ids.insert(id) }
+        }
         // A repair that cut records leaves the log shorter than what was seen: an empty range, marked rewritten.
         return LedgerChange(
             firstSeq: min(seq + 1, last + 1), lastSeq: last, entryIDs: ids.sorted(), logRewritten: rewritten)

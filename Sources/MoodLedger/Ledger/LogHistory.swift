@@ -51,12 +51,12 @@ struct LogHistory {
     /// read where the codec keeps it, without decoding the events; safe-to-ignore records and the all-zero id
     /// (events about no entry) are passed over.
     /// - Throws: `EventLogError` for damage met while reading.
-    func forEachNamedID(from first: UInt64 = 1, through last: UInt64 = .max, _ body: (EntryID) -> Void) throws {
+    func forEachNamedID(from first: UInt64 = 1, through last: UInt64 = .max, _ body: (EntryID, UInt64) -> Void) throws {
         try log.forEach(from: first, through: last) { view in
             if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
                 id != EntryID.none
             {
-                body(id)
+                body(id, view.seq)
             }
             return true
         }

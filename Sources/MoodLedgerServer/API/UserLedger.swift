@@ -1,4 +1,3 @@
-import EventLog
 import Foundation
 import MoodLedger
 import Synchronization
@@ -9,8 +8,6 @@ final class UserLedger: Sendable {
     let name: String
     let ledger: Ledger
 
-    /// The record type of an idempotency key stored with the change it made (*safe to ignore*: folds skip it).
-    static let idempotencyRecordType: UInt16 = 0x8001
     /// How long an idempotency key is remembered (keys older than this are not loaded on open).
     static let idempotencyWindowMilliseconds: Int64 = 24 * 3600 * 1000
 
@@ -187,14 +184,7 @@ final class UserLedger: Sendable {
     private func revisions() throws -> [EntryID: UInt64] {
         if let known = state.withLock({ $0.revisions }) { return known }
         // Every event payload names its entry where the codec says: one walk, no decoding.
-        var built: [EntryID: UInt64] = [:]
-        let through = ledger.lastSeq
-        try ledger.eventLog.forEach(through: through) { view in
-            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload) {
-                built[id] = view.seq
-            }
-            return true
-        }
+        let built = try ledger.lastEventSeqs(through: ledger.lastSeq)
         return state.withLock { state in
             if let known = state.revisions { return known }
             // Changes noted while the walk ran are newer than it saw.
@@ -274,19 +264,19 @@ final class UserLedger: Sendable {
     }
 
     /// The record that stores a key with its change.
-    static func idempotencyRecord(key: String, fingerprint: String, status: Int, entryID: EntryID?) -> PendingRecord {
+    static func idempotencyRecord(key: String, fingerprint: String, status: Int, entryID: EntryID?) -> Attachment {
         let json = JSONValue.object([
             ("key", .string(key)), ("fingerprint", .string(fingerprint)),
             ("status", .int(Int64(status))),
             ("entry_id", .optional(entryID) { .string($0.description) })
         ])
-        return PendingRecord(type: idempotencyRecordType, payload: Array(json.serialized().utf8))
+        return Attachment(.idempotencyKey, payload: Array(json.serialized().utf8))
     }
 
     private func loadKeys(since: Int64) throws {
-        let first = try ledger.eventLog.lastSeq(atOrBefore: since * 1000) + 1
+        let first = try ledger.seq(at: .instant(since)) + 1
         var keys: [String: Idempotent] = [:]
-        try ledger.forEachAttachment(type: Self.idempotencyRecordType, from: first) { seq, _, payload in
+        try ledger.forEachAttachment(.idempotencyKey, from: first) { seq, _, payload in
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
                 let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
                 let status = json["status"]?.intValue
