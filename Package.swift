@@ -39,7 +39,7 @@ let package = Package(
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
         .target(name: "MoodLedgerServer", dependencies: ["Platform", "MoodLedger", "EventLog"]),
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).
-        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "EventLog"]),
+        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger"]),
         // The command-line tool as a library, so tests run every command in-process.
         .target(
             name: "MoodLedgerCLI",

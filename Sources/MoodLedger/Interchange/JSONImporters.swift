@@ -211,7 +211,7 @@ enum JSONImporters {
         return draft
     }
 
-    static func healthKit(_ r: inout RecordReader) throws(ImportError) -> MoodDraft? {
+    static func healthKit(_ r: inout RecordReader) throws(ImportError) -> MoodDraft {
         guard let uuid = try r.string("uuid"), let id = EntryID(uuid) else { throw r.error("uuid", "must be a UUID") }
         guard let valence = try r.number("valence") else { throw r.error("valence", "is required") }
         var draft = MoodDraft(valence: valence, suggestLabels: false)

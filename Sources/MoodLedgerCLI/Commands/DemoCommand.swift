@@ -20,7 +20,7 @@ enum DemoCommand {
                     ExitCode.cannotCreate, "\(path) exists and is not a demo ledger; not touching it",
                     hint: "give another --ledger PATH")
             }
-            try OutputFile.removeTree(path, io: io)
+            try UserFiles.removeTree(path, io: io)
         }
         let clock = DemoClock()
         var options = context.baseOptions
@@ -32,7 +32,7 @@ enum DemoCommand {
         options.newID = { ids.next() }
         context.baseOptions = options
         let ledger = try context.openLedger(write: true, create: true)
-        try OutputFile.write(Array("built by `moodledger demo`\n".utf8), to: path + "/" + marker, io: io)
+        try UserFiles.write(Array("built by `moodledger demo`\n".utf8), to: path + "/" + marker, io: io)
         let story = try DemoStory.build(ledger, clock: clock)
         ledger.close()
         tour(context, story)

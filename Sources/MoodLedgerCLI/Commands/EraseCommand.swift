@@ -55,7 +55,7 @@ enum EraseCommand {
         var removed: [String] = []
         if context.arguments.has("include-backups") {
             for backup in report.backups {
-                try OutputFile.remove(backup)
+                try UserFiles.remove(backup)
                 removed.append(backup)
             }
         }

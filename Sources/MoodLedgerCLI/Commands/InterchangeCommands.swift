@@ -55,7 +55,7 @@ enum InterchangeCommands {
                 report = try ledger.importStream(
                     &stream, dryRun: a.has("dry-run"), updateExisting: a.has("update-existing"))
             } else {
-                let bytes = try OutputFile.read(path, limit: 1 << 30, io: io)
+                let bytes = try UserFiles.read(path, limit: 1 << 30, io: io)
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     throw CLIError(ExitCode.invalidInput, "\(path) is not UTF-8 text; nothing was imported")
                 }

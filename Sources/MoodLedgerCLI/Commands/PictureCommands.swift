@@ -81,7 +81,7 @@ enum PictureCommands {
             ).render()
             return (html, asOf)
         }
-        do { try OutputFile.write(Array(html.utf8), to: out) } catch {
+        do { try UserFiles.write(Array(html.utf8), to: out) } catch {
             throw CLIError(ExitCode.cannotCreate, "cannot write \(out): \(error)")
         }
         context.console.line("wrote \(out) (\(html.utf8.count) bytes, \(from) to \(to), \(asOf))")

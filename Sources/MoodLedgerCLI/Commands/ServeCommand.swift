@@ -52,7 +52,7 @@ enum ServeCommand {
         }
         let names = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        try OutputFile.makeDirectory(data)
+        try UserFiles.makeDirectory(data)
         var credentials = try Credentials.load(directory: data, create: true)
         var keys: [(String, String)] = []
         keys.reserveCapacity(names.count)
@@ -63,7 +63,7 @@ enum ServeCommand {
             }
         }
         try credentials.save(directory: data)
-        try OutputFile.makeDirectory(data + "/users")
+        try UserFiles.makeDirectory(data + "/users")
         for (name, key) in keys { context.console.line("\(name) \(key)") }
         return ExitCode.ok
     }
@@ -90,14 +90,14 @@ enum ServeCommand {
     }
 
     private static func addUser(_ context: Context, name: String, data: String) throws -> Int32 {
-        try OutputFile.makeDirectory(data)
+        try UserFiles.makeDirectory(data)
         var credentials = try Credentials.load(directory: data, create: true)
         let key: String
         do { key = try credentials.addUser(name) } catch let error as ServerError {
             throw CLIError(ExitCode.invalidInput, error.description)
         }
         try credentials.save(directory: data)
-        try OutputFile.makeDirectory(data + "/users")
+        try UserFiles.makeDirectory(data + "/users")
         context.console.line("user \(name) added; API key (shown once, only its hash is kept):")
         context.console.line(key)
         return ExitCode.ok
@@ -128,7 +128,7 @@ enum ServeCommand {
             }
             // The lock is held until the directory is gone: no writer can open the ledger in between.
             defer { ledger.close() }
-            try OutputFile.removeTree(directory)
+            try UserFiles.removeTree(directory)
             try SystemIO().syncDirectory(data + "/users")  // the removal is durable
         }
         context.console.line("user \(name) erased: ledger directory removed, API key revoked")

@@ -54,7 +54,7 @@ public struct StateOfMindSample: Sendable, Equatable {
         guard case .object = json else { throw HealthStoreError(.invalidData, "sample \(number) is not an object") }
         do {
             var reader = RecordReader(record: json, number: number)
-            let draft = try JSONImporters.healthKit(&reader)!
+            let draft = try JSONImporters.healthKit(&reader)
             let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
             self.init(
                 uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,

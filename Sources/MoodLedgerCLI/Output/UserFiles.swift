@@ -4,7 +4,7 @@ import Platform
 /// The CLI's one door to files outside a ledger (reports, demo markers, server directories): crash-safe whole-file
 /// writes (temp file, fsync, rename, directory fsync; 0600), reads with a size limit, and removals that never follow
 /// a symbolic link. Ledgers themselves are only ever touched through ``Ledger``.
-enum OutputFile {
+enum UserFiles {
     /// Writes a whole file atomically.
     static func write(_ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO()) throws {
         try AtomicFile.write(bytes, to: path, io: io)
