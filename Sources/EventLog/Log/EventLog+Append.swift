@@ -55,6 +55,9 @@ extension EventLog {
                     ))
                 seq += 1
             }
+            // The batch is exactly its records' frames, numbered on from the last sequence number.
+            assert(seq - state.nextSeq == UInt64(records.count) && locations.count == records.count)
+            assert(locations.last.map { $0.0.offset + Int64($0.0.size) == state.end + Int64(buffer.count) } ?? true)
             try writeAndSync(buffer, state: &state)
             for (location, time) in locations {
                 state.index.note(seq: location.seq, offset: location.offset, recordedAt: time)
@@ -65,6 +68,7 @@ extension EventLog {
             state.lastRecordedAt = time
             state.lastRecord = locations.last!.0
             if configuration.durability == .always { state.durableSeq = seq - 1 }
+            assert(state.durableSeq <= state.nextSeq - 1, "nothing is durable that was not written")
             return first...(seq - 1)
         }
     }

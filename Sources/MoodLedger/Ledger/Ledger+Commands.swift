@@ -199,7 +199,10 @@ extension Ledger {
             events.map { Self.record($0, command: command, now: now) }
             + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
+        precondition(seqs.count == records.count, "the log numbered every record of the batch")
         fold(events, at: seqs, command: command, attachments: attachments.count, into: &core)
+        // The state covers exactly the log: every record folded (attachments skipped), nothing beyond.
+        assert(core.state.seq == seqs.upperBound && core.state.seq == core.log.lastSeq)
         if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
             _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
         }
