@@ -126,35 +126,34 @@ enum JSONImporters {
             plan.skipped.append((r.number, "type \(type) is not a mood score"))
             return nil
         }
-        guard let quantity = try r.number("quantity") else { throw r.error("quantity", "is required") }
-        guard quantity.rounded() == quantity, (1...10).contains(quantity) else {
-            throw r.error("quantity", "must be a whole score 1...10")
-        }
-        let loggedAt = try r.instant("logged_at")
-        let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
-        let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
-        return MoodDraft(
-            score: Int(quantity),
-            associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
-            notes: notes, loggedAt: loggedAt, source: .import, sourceID: "progress:\(id)",
-            suggestLabels: options.suggest)
+        return try scored(&r, field: "quantity", idPrefix: "progress", plan: &plan, options: options)
     }
 
     static func legacyMood(
         _ r: inout RecordReader, plan: inout ImportPlan, options: ImportOptions
     ) throws(ImportError) -> MoodDraft? {
-        guard let score = try r.number("mood_score") else { throw r.error("mood_score", "is required") }
+        try scored(
+            &r, field: "mood_score", labelsField: "emotions", idPrefix: "legacy-mood", plan: &plan, options: options)
+    }
+
+    /// A record with a whole 1–10 score in `field`, labels in `labelsField` if any, `logged_at`, `notes` and an
+    /// optional `id` (the source id is `idPrefix:id`, or `idPrefix:` and the time without one).
+    private static func scored(
+        _ r: inout RecordReader, field: String, labelsField: String? = nil, idPrefix: String,
+        plan: inout ImportPlan, options: ImportOptions
+    ) throws(ImportError) -> MoodDraft {
+        guard let score = try r.number(field) else { throw r.error(field, "is required") }
         guard score.rounded() == score, (1...10).contains(score) else {
-            throw r.error("mood_score", "must be a whole score 1...10")
+            throw r.error(field, "must be a whole score 1...10")
         }
-        let emotions = try r.strings("emotions") ?? []
+        let labels = try labelsField.map { name throws(ImportError) in try r.strings(name) ?? [] } ?? []
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)
         return MoodDraft(
-            score: Int(score), labels: emotions,
+            score: Int(score), labels: labels,
             associations: options.suggest ? Suggestions.associations(forNotes: notes).map(\.name) : [],
-            notes: notes, loggedAt: loggedAt, source: .import, sourceID: "legacy-mood:\(id)",
+            notes: notes, loggedAt: loggedAt, source: .import, sourceID: "\(idPrefix):\(id)",
             suggestLabels: options.suggest)
     }
 
