@@ -97,4 +97,75 @@ struct FaultTests {
         #expect(log.durableSeq == 0)
         #expect { try log.sync() } throws: { ($0 as! EventLogError).code == .failedState }
     }
+
+    @Test("Open syncs only after a writer that may have left bytes undurable: LOCK says clean after a durable close")
+    func syncOnOpenOnlyWhenDirty() throws {
+        let dir = TemporaryDirectory()
+        let lockPath = dir.path + "/LOCK"
+        func lockText() -> String {
+            String(decoding: FileManager.default.contents(atPath: lockPath) ?? Data(), as: UTF8.self)
+        }
+        func syncsDuringOpen(
+            _ io: FaultInjectingIO, durability: EventLog.Durability = .always
+        ) throws -> (EventLog, Int) {
+            let before = io.plan.withLock { $0.syncs }
+            let log = try open(dir.path, io, durability: durability)
+            return (log, io.plan.withLock { $0.syncs } - before)
+        }
+        let pid = String(ProcessInfo.processInfo.processIdentifier)
+        let padded = String(repeating: " ", count: 10 - pid.count) + pid
+
+        // A new log, then a close with every append durable: clean.
+        let io = FaultInjectingIO()
+        var (log, _) = try syncsDuringOpen(io)
+        try log.append(type: 1, payload: [1])
+        #expect(lockText() == padded + "\ndirty\n", "marked dirty before the first write")
+        log.close()
+        #expect(lockText() == padded + "\nclean\n")
+
+        // Reopened after a clean close: no sync; opening and reading alone write nothing to LOCK.
+        let writesBefore = io.plan.withLock { $0.writes }
+        var synced = 0
+        (log, synced) = try syncsDuringOpen(io)
+        #expect(synced == 0)
+        #expect(io.plan.withLock { $0.writes } == writesBefore, "same pid, clean: LOCK untouched")
+        log.close()
+        #expect(lockText() == padded + "\nclean\n")
+
+        // Batched appends closed without a sync: not everything is durable, so LOCK stays dirty and the next open syncs.
+        (log, _) = try syncsDuringOpen(io, durability: .batched)
+        try log.append(type: 1, payload: [2])
+        log.close()
+        #expect(lockText() == padded + "\ndirty\n")
+        (log, synced) = try syncsDuringOpen(io)
+        #expect(synced == 1)
+        log.close()
+
+        // A failed sync never leaves it clean.
+        (log, _) = try syncsDuringOpen(io)
+        io.plan.withLock { $0.failNextSync = .ioError }
+        #expect(throws: EventLogError.self) { try log.append(type: 1, payload: [3]) }
+        log.close()
+        #expect(lockText() == padded + "\ndirty\n")
+        (log, synced) = try syncsDuringOpen(io)
+        #expect(synced == 1)
+        log.close()
+
+        // A writer that died with LOCK dirty (another pid), or an older LOCK of a pid alone: the open syncs and
+        // writes its own pid, keeping the state.
+        for old in ["     99999\ndirty\n", "12345\n"] {
+            try Data(old.utf8).write(to: URL(fileURLWithPath: lockPath))
+            (log, synced) = try syncsDuringOpen(io)
+            #expect(synced == 1, "\(old)")
+            #expect(lockText() == padded + "\ndirty\n")
+            log.close()
+            #expect(lockText() == padded + "\nclean\n", "opened and synced: everything is durable")
+        }
+        // Another pid's clean close: no sync; our pid is written, the state kept.
+        try Data("     99999\nclean\n".utf8).write(to: URL(fileURLWithPath: lockPath))
+        (log, synced) = try syncsDuringOpen(io)
+        #expect(synced == 0)
+        #expect(lockText() == padded + "\nclean\n")
+        log.close()
+    }
 }

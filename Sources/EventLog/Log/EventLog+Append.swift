@@ -121,6 +121,7 @@ extension EventLog {
     }
 
     private func writeAndSync(_ buffer: [UInt8], state: inout State) throws {
+        try markDirty(&state)
         do {
             try buffer.withUnsafeBytes { try io.write(state.fd, $0, at: state.end) }
         } catch let error as Errno {

@@ -26,6 +26,7 @@ extension EventLog {
                 throw EventLogError(.notWritable, "the log is closed or read-only")
             }
             if let failure = state.failure { throw failure }
+            try markDirty(&state)
             let reader = ChunkReader(io: io, fd: state.fd, limit: state.end)
             let header =
                 try reader.bytes(at: 0, count: LogFormat.fileHeaderSize).map { Array($0) }

@@ -20,6 +20,7 @@ extension EventLog {
     ) throws -> ClosedRange<UInt64>? {
         try state.withLock { state in
             try checkWritable(state)
+            try markDirty(&state)
             let now = io.now()
             let start = (end: state.end, seq: state.nextSeq, time: state.lastRecordedAt)
             var buffer: [UInt8] = []

@@ -29,6 +29,9 @@ public final class EventLog: Sendable {
     struct State: @unchecked Sendable {
         var fd: Int32
         var lockFD: Int32?
+        /// Whether `LOCK` says dirty: set before this writer's first write to the log, cleared at a close with every
+        /// byte written durable (a later writer then need not sync on open).
+        var lockDirty = true
         /// End of the last acknowledged (written, and in `always` mode synced) record.
         var end: Int64
         var nextSeq: UInt64
@@ -102,13 +105,13 @@ public final class EventLog: Sendable {
         let io = configuration.io
         let path = directory + "/" + LogFormat.logFileName
         let writing = configuration.access == .readWrite
-        var lockFD: Int32?
+        var lock: EventLogFiles.WriterLock?
         if writing {
             if configuration.createIfMissing {
                 let created = try EventLogFiles.makeDirectory(directory, io: io)
                 if created { try? io.syncDirectory(EventLogFiles.parent(of: directory)) }
             }
-            lockFD = try EventLogFiles.acquireLock(
+            lock = try EventLogFiles.acquireLock(
                 directory: directory, io: io,
                 waitMilliseconds: configuration.lockWaitMilliseconds)
         }
@@ -125,21 +128,21 @@ public final class EventLog: Sendable {
             let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
             do {
                 return try recover(
-                    directory: directory, path: path, fd: fd, lockFD: lockFD,
+                    directory: directory, path: path, fd: fd, lock: lock,
                     configuration: configuration, visit: visit)
             } catch {
                 io.close(fd)
                 throw error
             }
         } catch {
-            if let lockFD { io.close(lockFD) }
+            if let lock { io.close(lock.fd) }
             throw error
         }
     }
 
     /// Reads the header, scans (all, or from the checkpoint), trims a torn tail, and builds the log.
     private static func recover(
-        directory: String, path: String, fd: Int32, lockFD: Int32?,
+        directory: String, path: String, fd: Int32, lock: EventLogFiles.WriterLock?,
         configuration: Configuration, visit: (RecordView) throws -> Void
     ) throws -> EventLog {
         let io = configuration.io
@@ -184,11 +187,16 @@ public final class EventLog: Sendable {
             if notice != nil {
                 try wrapIO("cannot trim the torn tail of \(path)") { try io.truncate(fd, to: scanner.offset) }
             }
-            // Sync once on open: what a crashed writer left in the page cache becomes durable before we build on it.
-            try wrapIO("cannot sync \(path)") { try io.syncData(fd) }
+            // Sync once on open: what a writer that died left in the page cache becomes durable before we build on it.
+            // Not needed when the last writer closed with every byte durable (`LOCK` says clean) and nothing was
+            // trimmed; after a power cut the page cache is gone and every byte read is on the disk already.
+            if notice != nil || lock?.previousClean != true {
+                try wrapIO("cannot sync \(path)") { try io.syncData(fd) }
+            }
         }
         let state = State(
-            fd: fd, lockFD: lockFD, end: scanner.offset, nextSeq: scanner.nextSeq,
+            fd: fd, lockFD: lock?.fd, lockDirty: lock?.previousClean != true, end: scanner.offset,
+            nextSeq: scanner.nextSeq,
             lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
             durableSeq: scanner.nextSeq - 1, index: index)
         return EventLog(
@@ -252,9 +260,29 @@ public final class EventLog: Sendable {
     }
 
     private static func release(_ state: inout State, io: any PlatformIO) {
+        if let lockFD = state.lockFD, state.lockDirty, state.failure == nil, state.durableSeq == state.nextSeq - 1 {
+            // Every byte this writer wrote is durable: the next writer need not sync on open. The mark itself needs
+            // no sync (see *Files* in Specs/log-format.md).
+            let clean = EventLogFiles.lockState(clean: true)
+            if (try? clean.withUnsafeBytes { try io.write(lockFD, $0, at: EventLogFiles.lockStateOffset) }) != nil {
+                state.lockDirty = false
+            }
+        }
         io.close(state.fd)
         if let lockFD = state.lockFD { io.close(lockFD) }
         state.closed = true
+    }
+
+    /// Marks `LOCK` dirty before this writer's first write to the log: should the process die before its bytes
+    /// are durable, the next writer syncs them on open.
+    /// - Throws: ``EventLogError`` `io` (nothing was written to the log).
+    func markDirty(_ state: inout State) throws {
+        guard !state.lockDirty, let lockFD = state.lockFD else { return }
+        let dirty = EventLogFiles.lockState(clean: false)
+        try wrapIO("cannot write the lock file") {
+            try dirty.withUnsafeBytes { try io.write(lockFD, $0, at: EventLogFiles.lockStateOffset) }
+        }
+        state.lockDirty = true
     }
 
     /// The highest sequence number in the log (0 when empty).

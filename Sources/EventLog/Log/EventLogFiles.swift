@@ -13,9 +13,37 @@ enum EventLogFiles {
         try wrapIO("cannot create directory \(path)") { try io.makeDirectory(path) }
     }
 
-    /// Opens `LOCK` (0600) and takes the exclusive flock, recording our pid in it.
+    /// The writer lock held: its descriptor, and whether the last writer left the log clean (`Specs/log-format.md`,
+    /// *Files*: every byte it wrote was durable when it closed).
+    struct WriterLock {
+        var fd: Int32
+        var previousClean: Bool
+    }
+
+    /// `LOCK`'s content: the pid right-aligned in 10 bytes, a newline, then `clean` or `dirty` and a newline.
+    static func lockContent(pid: Int32, clean: Bool) -> [UInt8] {
+        let digits = String(pid)
+        return Array((String(repeating: " ", count: max(0, 10 - digits.count)) + digits + "\n").utf8)
+            + lockState(clean: clean)
+    }
+
+    /// The state line of `LOCK`, at ``lockStateOffset``.
+    static func lockState(clean: Bool) -> [UInt8] { Array((clean ? "clean\n" : "dirty\n").utf8) }
+
+    /// Where the state line starts in `LOCK`.
+    static let lockStateOffset: Int64 = 11
+
+    /// The pid `LOCK`'s first line names (0 if none).
+    private static func pid(in content: [UInt8]) -> Int32 {
+        guard content.count >= 11 else { return 0 }
+        return Int32(String(decoding: content[0..<10], as: UTF8.self).trimmingCharacters(in: " ")) ?? 0
+    }
+
+    /// Opens `LOCK` (0600) and takes the exclusive flock, recording our pid in it (written only when it is not
+    /// there already: a server reopening its users' ledgers writes nothing). The state line is kept as the last
+    /// writer left it; an older `LOCK` without one counts as dirty.
     /// - Throws: `locked` with the holder's pid when another writer has it; `notFound` if the directory is missing.
-    static func acquireLock(directory: String, io: any PlatformIO, waitMilliseconds: Int = 0) throws -> Int32 {
+    static func acquireLock(directory: String, io: any PlatformIO, waitMilliseconds: Int = 0) throws -> WriterLock {
         let path = directory + "/" + LogFormat.lockFileName
         let fd: Int32
         do {
@@ -33,23 +61,27 @@ enum EventLogFiles {
                 waited += 5
                 locked = try io.tryLock(fd)
             }
+            var content = [UInt8](repeating: 0, count: 64)
+            let count = (try? content.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
+            content.removeSubrange(max(0, min(count, content.count))...)
             guard locked else {
-                var pidBytes = [UInt8](repeating: 0, count: 16)
-                let count = (try? pidBytes.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
-                let holder = Int32(
-                    String(decoding: pidBytes[0..<count], as: UTF8.self)
-                        .trimmingCharacters(in: " \n\0"))
+                let firstLine =
+                    content.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
+                let holder = Int32(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: " \0"))
                 let who = holder.map { " by pid \($0)" } ?? ""
                 throw EventLogError(
                     .locked, "the ledger at \(directory) is locked\(who) (another writer has it open)",
                     lockHolderPID: holder)
             }
-            let pid = Array("\(io.processID())\n".utf8)
-            try wrapIO("cannot write lock file \(path)") {
-                try io.truncate(fd, to: 0)
-                try pid.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+            let previousClean = content == lockContent(pid: Self.pid(in: content), clean: true)
+            let ours = lockContent(pid: io.processID(), clean: previousClean)
+            if content != ours {
+                try wrapIO("cannot write lock file \(path)") {
+                    try ours.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+                    if content.count > ours.count { try io.truncate(fd, to: Int64(ours.count)) }
+                }
             }
-            return fd
+            return WriterLock(fd: fd, previousClean: previousClean)
         } catch {
             io.close(fd)
             throw error

@@ -88,8 +88,14 @@ extension EventLog {
     ) throws -> RepairReport {
         let path = directory + "/" + LogFormat.logFileName
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
-        let lockFD = try EventLogFiles.acquireLock(directory: directory, io: io)
-        defer { io.close(lockFD) }
+        let lock = try EventLogFiles.acquireLock(directory: directory, io: io)
+        defer { io.close(lock.fd) }
+        // A repair replaces the file: the next writer syncs on open, whatever happens here.
+        try wrapIO("cannot write the lock file") {
+            try EventLogFiles.lockState(clean: false).withUnsafeBytes {
+                try io.write(lock.fd, $0, at: EventLogFiles.lockStateOffset)
+            }
+        }
         var survey = try LogSurvey.survey(path: path, io: io)
         let rejected = try rejectedRecords(in: survey, path: path, io: io, reject: reject)
         survey.problems = (survey.problems + rejected).sorted { $0.offset < $1.offset }
