@@ -373,7 +373,9 @@ public final class MoodServer: Sendable {
         try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
         var options = Ledger.Options()
         options.durability = .batched
-        options.snapshotInterval = 0
+        // No snapshot in the request path (an append never waits for one); one on close once 1,000 events are
+        // uncovered, so a ledger reopened after the pool closed it replays at most that many.
+        options.snapshotInterval = .max
         options.snapshotOnCloseMinimum = 1_000
         options.clock = configuration.clock
         options.io = configuration.io

@@ -37,6 +37,29 @@ struct ManyAccountsTests {
             "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
     }
 
+    @Test(
+        "A ledger closed to make room leaves a snapshot once its tail is 1,000 events: its reopen replays none of them")
+    func closeLeavesSnapshot() throws {
+        let h = try ServerHarness { configuration in configuration.maxOpenLedgers = 1 }
+        defer { h.stop() }
+        let snapshots = h.dir.path + "/users/alice/snapshots"
+        func snapshotCount() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []).filter { $0.hasSuffix(".bin") }
+                .count
+        }
+        for index in 0..<999 {
+            let created = try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.\#(index % 10)}"#)
+            #expect(created.status == 201)
+        }
+        #expect(try h.request("GET", "/api/v1/mood", user: "bob").status == 200)  // alice's ledger closes
+        #expect(snapshotCount() == 0, "999 events: under the threshold, no snapshot")
+        #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.5}"#).status == 201)
+        #expect(try h.request("GET", "/api/v1/mood", user: "bob").status == 200)
+        #expect(snapshotCount() == 1, "1,000 events uncovered: the close wrote a snapshot")
+        let listed = try h.request("GET", "/api/v1/mood?limit=1", user: "alice")
+        #expect(listed.status == 200 && listed.data["total"]?.intValue == 1000, "\(listed.text)")
+    }
+
     @Test("Under ulimit -n 256, 400 users of the built server each write once: 400 × 2xx", .timeLimit(.minutes(2)))
     func descriptorLimit() throws {
         let dir = TemporaryDirectory("many-accounts-ulimit")

@@ -7,7 +7,8 @@ extension Ledger {
         /// When appends are durable. Default: `EventLog/Durability/always` (each command is synced before it
         /// returns).
         public var durability: EventLog.Durability = .always
-        /// Write a snapshot after this many events (and on close). Default: 10,000. 0 turns automatic snapshots off.
+        /// Write a snapshot after this many events (and on close). Default: 10,000. 0 turns automatic snapshots off,
+        /// on close too; `.max` leaves only the ones on close (``snapshotOnCloseMinimum``).
         public var snapshotInterval = 10_000
         /// Close writes a snapshot when at least this many events are not covered by one. Default: 1 (every close
         /// after a change). The CLI, which opens and closes the ledger for every command, uses 1,000 so that one
