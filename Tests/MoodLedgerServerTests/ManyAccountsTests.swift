@@ -37,6 +37,29 @@ struct ManyAccountsTests {
             "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
     }
 
+    @Test("The pool's recency list matches a plain array under seeded appends, removals and searches")
+    func recencyList() {
+        var random = SeededRandom()
+        var list = RecencyList<Int>()
+        var model: [Int] = []
+        for _ in 0..<5_000 {
+            let key = Int.random(in: 0..<40, using: &random)
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0:
+                list.append(key)
+                model.removeAll { $0 == key }
+                model.append(key)
+            case 1:
+                list.remove(key)
+                model.removeAll { $0 == key }
+            default:
+                let bound = Int.random(in: 0..<40, using: &random)
+                #expect(list.first { $0 >= bound } == model.first { $0 >= bound })
+            }
+            #expect(list.keys == model && list.count == model.count, "seed \(random.seed)")
+        }
+    }
+
     @Test(
         "A ledger closed to make room leaves a snapshot once its tail is 1,000 events: its reopen replays none of them")
     func closeLeavesSnapshot() throws {

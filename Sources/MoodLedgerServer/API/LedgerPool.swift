@@ -23,16 +23,43 @@ final class LedgerPool: Sendable {
     private struct Slot {
         var user: UserLedger
         var leases: Int
-        var lastUse: UInt64
     }
 
     private struct State {
         var slots: [String: Slot] = [:]
+        /// The open ledgers no request holds, least recently given back first: a ledger to close to make room is found
+        /// at the front, not by scanning every slot under the lock.
+        var idle = RecencyList<String>()
         /// Users whose ledger is being opened (by one worker; others for the same user wait).
         var opening: Set<String> = []
         /// Users whose ledger is being closed to make room: a request for them waits until it is (it holds the lock).
         var closing: Set<String> = []
-        var tick: UInt64 = 0
+
+        /// Leases an open ledger.
+        mutating func lease(_ name: String) -> UserLedger? {
+            guard var slot = slots[name] else { return nil }
+            if slot.leases == 0 { idle.remove(name) }
+            slot.leases += 1
+            slots[name] = slot
+            return slot.user
+        }
+
+        /// Takes the least recently used idle ledger with nothing waiting out of the pool, marking it closing.
+        mutating func takeVictim() -> UserLedger? {
+            guard let name = idle.first(where: { slots[$0]?.user.isQuiet == true }), let slot = slots[name] else {
+                return nil
+            }
+            idle.remove(name)
+            slots[name] = nil
+            closing.insert(name)
+            return slot.user
+        }
+
+        /// Takes a ledger out of the pool.
+        mutating func take(_ name: String) -> UserLedger? {
+            idle.remove(name)
+            return slots.removeValue(forKey: name)?.user
+        }
     }
 
     /// Most ledgers open at once.
@@ -63,15 +90,7 @@ final class LedgerPool: Sendable {
 
     /// The user's ledger if it is open, leased; `nil` when it must be opened first (on a worker).
     func leaseIfOpen(_ name: String) -> Lease? {
-        let user = state.withLock { state -> UserLedger? in
-            guard var slot = state.slots[name] else { return nil }
-            state.tick += 1
-            slot.leases += 1
-            slot.lastUse = state.tick
-            state.slots[name] = slot
-            return slot.user
-        }
-        return user.map { Lease($0, pool: self) }
+        state.withLock { $0.lease(name) }.map { Lease($0, pool: self) }
     }
 
     /// The user's ledger, leased: opened if need be, after closing the least recently used idle one at capacity.
@@ -86,21 +105,12 @@ final class LedgerPool: Sendable {
                 case open(evict: UserLedger?)
             }
             let step = state.withLock { state -> Step in
-                if var slot = state.slots[name] {
-                    state.tick += 1
-                    slot.leases += 1
-                    slot.lastUse = state.tick
-                    state.slots[name] = slot
-                    return .leased(slot.user)
-                }
+                if let user = state.lease(name) { return .leased(user) }
                 if state.opening.contains(name) || state.closing.contains(name) { return .wait }
                 var victim: UserLedger?
                 if state.slots.count + state.opening.count + state.closing.count >= capacity {
-                    let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
-                    guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return .wait }
-                    state.slots[oldest.user.name] = nil
-                    state.closing.insert(oldest.user.name)
-                    victim = oldest.user
+                    guard let oldest = state.takeVictim() else { return .wait }
+                    victim = oldest
                 }
                 state.opening.insert(name)
                 return .open(evict: victim)
@@ -120,8 +130,7 @@ final class LedgerPool: Sendable {
                     let user = try open(name)
                     state.withLock { state in
                         state.opening.remove(name)
-                        state.tick += 1
-                        state.slots[name] = Slot(user: user, leases: 1, lastUse: state.tick)
+                        state.slots[name] = Slot(user: user, leases: 1)
                     }
                     return Lease(user, pool: self)
                 } catch let error as EventLogError
@@ -144,13 +153,7 @@ final class LedgerPool: Sendable {
 
     /// Closes the least recently used idle ledger; `false` when none is idle.
     private func evictOne() -> Bool {
-        let victim = state.withLock { state -> UserLedger? in
-            let idle = state.slots.values.filter { $0.leases == 0 && $0.user.isQuiet }
-            guard let oldest = idle.min(by: { $0.lastUse < $1.lastUse }) else { return nil }
-            state.slots[oldest.user.name] = nil
-            state.closing.insert(oldest.user.name)
-            return oldest.user
-        }
+        let victim = state.withLock { $0.takeVictim() }
         if let victim { close(victim) }
         return victim != nil
     }
@@ -167,17 +170,18 @@ final class LedgerPool: Sendable {
             guard var slot = state.slots[name] else { return }
             slot.leases = max(0, slot.leases - 1)
             state.slots[name] = slot
+            if slot.leases == 0 { state.idle.append(name) }
         }
     }
 
     /// Takes a ledger out of the pool (the caller closes it); `nil` when it is not open.
-    func remove(_ name: String) -> UserLedger? { state.withLock { $0.slots.removeValue(forKey: name)?.user } }
+    func remove(_ name: String) -> UserLedger? { state.withLock { $0.take(name) } }
 
     /// Takes out every ledger whose user `keep` rejects (the caller closes them).
     func remove(where reject: (String) -> Bool) -> [UserLedger] {
         state.withLock { state in
             let names = state.slots.keys.filter(reject)
-            return names.compactMap { state.slots.removeValue(forKey: $0)?.user }
+            return names.compactMap { state.take($0) }
         }
     }
 
