@@ -63,6 +63,8 @@ public final class MoodServer: Sendable {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         try AtomicFile.makeDirectory(configuration.dataDirectory)
+        // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
+        try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
         accounts = Mutex(
@@ -370,7 +372,6 @@ public final class MoodServer: Sendable {
 
     /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).
     static func openLedger(_ name: String, configuration: Configuration, syncers: WorkerPool) throws -> UserLedger {
-        try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
         var options = Ledger.Options()
         options.durability = .batched
         // No snapshot in the request path (an append never waits for one); one on close once 1,000 events are
