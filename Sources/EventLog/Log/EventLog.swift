@@ -263,10 +263,7 @@ public final class EventLog: Sendable {
         if let lockFD = state.lockFD, state.lockDirty, state.failure == nil, state.durableSeq == state.nextSeq - 1 {
             // Every byte this writer wrote is durable: the next writer need not sync on open. The mark itself needs
             // no sync (see *Files* in Specs/log-format.md).
-            let clean = EventLogFiles.lockState(clean: true)
-            if (try? clean.withUnsafeBytes { try io.write(lockFD, $0, at: EventLogFiles.lockStateOffset) }) != nil {
-                state.lockDirty = false
-            }
+            if (try? EventLogFiles.writeLockState(clean: true, to: lockFD, io: io)) != nil { state.lockDirty = false }
         }
         io.close(state.fd)
         if let lockFD = state.lockFD { io.close(lockFD) }
@@ -278,10 +275,7 @@ public final class EventLog: Sendable {
     /// - Throws: ``EventLogError`` `io` (nothing was written to the log).
     func markDirty(_ state: inout State) throws {
         guard !state.lockDirty, let lockFD = state.lockFD else { return }
-        let dirty = EventLogFiles.lockState(clean: false)
-        try wrapIO("cannot write the lock file") {
-            try dirty.withUnsafeBytes { try io.write(lockFD, $0, at: EventLogFiles.lockStateOffset) }
-        }
+        try EventLogFiles.writeLockState(clean: false, to: lockFD, io: io)
         state.lockDirty = true
     }
 

@@ -28,10 +28,18 @@ enum EventLogFiles {
     }
 
     /// The state line of `LOCK`, at ``lockStateOffset``.
-    static func lockState(clean: Bool) -> [UInt8] { Array((clean ? "clean\n" : "dirty\n").utf8) }
+    private static func lockState(clean: Bool) -> [UInt8] { Array((clean ? "clean\n" : "dirty\n").utf8) }
 
     /// Where the state line starts in `LOCK`.
-    static let lockStateOffset: Int64 = 11
+    private static let lockStateOffset: Int64 = 11
+
+    /// Writes `LOCK`'s state line (never synced: *Writing* in `Specs/log-format.md` says why it need not be).
+    /// - Throws: ``EventLogError`` `io`.
+    static func writeLockState(clean: Bool, to fd: Int32, io: any PlatformIO) throws {
+        try wrapIO("cannot write the lock file") {
+            try lockState(clean: clean).withUnsafeBytes { try io.write(fd, $0, at: lockStateOffset) }
+        }
+    }
 
     /// The pid `LOCK`'s first line names (0 if none).
     private static func pid(in content: [UInt8]) -> Int32 {

@@ -91,11 +91,7 @@ extension EventLog {
         let lock = try EventLogFiles.acquireLock(directory: directory, io: io)
         defer { io.close(lock.fd) }
         // A repair replaces the file: the next writer syncs on open, whatever happens here.
-        try wrapIO("cannot write the lock file") {
-            try EventLogFiles.lockState(clean: false).withUnsafeBytes {
-                try io.write(lock.fd, $0, at: EventLogFiles.lockStateOffset)
-            }
-        }
+        try EventLogFiles.writeLockState(clean: false, to: lock.fd, io: io)
         var survey = try LogSurvey.survey(path: path, io: io)
         let rejected = try rejectedRecords(in: survey, path: path, io: io, reject: reject)
         survey.problems = (survey.problems + rejected).sorted { $0.offset < $1.offset }

@@ -144,14 +144,7 @@ public final class Ledger: Sendable {
     /// - Returns: what `body` returned from an undamaged state.
     /// - Throws: what `body` throws from an undamaged state.
     public func read<T>(_ body: (LedgerState) throws -> T) rethrows -> T {
-        let first = state
-        do {
-            let answer = try body(first)
-            guard first.readsDamagedSnapshot else { return answer }
-        } catch {
-            guard first.readsDamagedSnapshot else { throw error }
-        }
-        return try body(state)
+        try Self.undamaged(state, body) { state }
     }
 
     /// Answers a question from the state as it was at `point` (time travel), or now when `point` is `nil`; never from
@@ -165,35 +158,41 @@ public final class Ledger: Sendable {
     public func read<T>(at point: Point?, _ body: (LedgerState) throws -> T) throws -> T {
         guard let point else { return try read(body) }
         let first = try state(at: point)
-        do {
-            let answer = try body(first)
-            guard first.readsDamagedSnapshot else { return answer }
-        } catch {
-            guard first.readsDamagedSnapshot else { throw error }
+        return try Self.undamaged(first, body) {
+            let fresh = try state(at: point, fromSnapshots: false)
+            core.withLock { core in
+                let image = first.entries.image
+                core.laterNotices.append(
+                    "snapshot \(image?.seq ?? 0) is damaged (\(image?.damageDescription ?? "damaged")): "
+                        + "the state at \(fresh.seq) was replayed from the log")
+            }
+            return fresh
         }
-        let fresh = try state(at: point, fromSnapshots: false)
-        core.withLock { core in
-            let image = first.entries.image
-            core.laterNotices.append(
-                "snapshot \(image?.seq ?? 0) is damaged (\(image?.damageDescription ?? "damaged")): "
-                    + "the state at \(fresh.seq) was replayed from the log")
-        }
-        return try body(fresh)
     }
 
     /// Runs `decide` on the state, and again on a state rebuilt from the log when it read a damaged snapshot piece
     /// (a command never decides from damaged bytes).
     func deciding<T>(_ core: inout Core, _ decide: (LedgerState) throws -> T) rethrows -> T {
         replaceIfDamaged(&core)
-        let state = core.state
-        do {
-            let result = try decide(state)
-            guard state.readsDamagedSnapshot else { return result }
-        } catch {
-            guard state.readsDamagedSnapshot else { throw error }
+        return try Self.undamaged(core.state, decide) {
+            replaceIfDamaged(&core)
+            return core.state
         }
-        replaceIfDamaged(&core)
-        return try decide(core.state)
+    }
+
+    /// `body`'s answer from `first`, unless answering read a snapshot piece that fails its checksum: then its answer
+    /// (or error) is dropped and `body` answers from the state `again` gives, built without that piece. The one rule
+    /// of every read and every command's decision.
+    private static func undamaged<T>(
+        _ first: LedgerState, _ body: (LedgerState) throws -> T, again: () throws -> LedgerState
+    ) rethrows -> T {
+        do {
+            let answer = try body(first)
+            guard first.readsDamagedSnapshot else { return answer }
+        } catch {
+            guard first.readsDamagedSnapshot else { throw error }
+        }
+        return try body(again())
     }
 
     /// Rebuilds the state from the log if the snapshot it reads through was found damaged (a failed piece, or the
