@@ -149,14 +149,17 @@ public enum Socket {
 
     /// Waits up to `timeoutMilliseconds` until one of `watches` is ready; sets each one's `ready`.
     public static func poll(_ watches: inout [Watch], timeoutMilliseconds: Int32) throws {
-        var fds = watches.map { pollfd(fd: $0.fd, events: $0.interest.rawValue, revents: 0) }
-        while true {
-            let result = fds.withUnsafeMutableBufferPointer { LibC.poll($0.baseAddress, $0.count, timeoutMilliseconds) }
-            if result >= 0 { break }
-            let error = lastError
-            if error.rawValue != EINTR { throw error }
+        // The pollfd array lives on the stack (an event loop polls on every turn: no allocation for it).
+        try withUnsafeTemporaryAllocation(of: pollfd.self, capacity: watches.count) { fds in
+            for (index, watch) in watches.enumerated() {
+                fds.initializeElement(at: index, to: pollfd(fd: watch.fd, events: watch.interest.rawValue, revents: 0))
+            }
+            while LibC.poll(fds.baseAddress, watches.count, timeoutMilliseconds) < 0 {
+                let error = lastError
+                if error.rawValue != EINTR { throw error }
+            }
+            for index in watches.indices { watches[index].ready = Readiness(rawValue: fds[index].revents) }
         }
-        for index in watches.indices { watches[index].ready = Readiness(rawValue: fds[index].revents) }
     }
 
     /// A pipe whose read end wakes `poll` (both ends non-blocking, close-on-exec).
