@@ -6,8 +6,9 @@ import Testing
 @Suite("Erasure across SIGKILL (the built binary)")
 struct EraseCrashTests {
     @Test(
-        "Killed at a random moment of erase: reopening shows the entry untouched or the erasure finished, never a mix")
-    func killed() throws {
+        "Killed at a random moment of erase (one entry; --all): reopening shows the entries untouched or the erasure finished, never a mix",
+        arguments: [false, true])
+    func killed(all: Bool) throws {
         var random = SeededRandom()
         for round in 0..<5 {
             let dir = TemporaryDirectory("erase-kill")
@@ -34,7 +35,7 @@ struct EraseCrashTests {
 
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
-            process.arguments = ["erase", secret.description, "--yes", "--ledger", path]
+            process.arguments = (all ? ["erase", "--all"] : ["erase", secret.description]) + ["--yes", "--ledger", path]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -47,15 +48,20 @@ struct EraseCrashTests {
             defer { reopened.close() }
             let now = reopened.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }
                 .sorted()
-            #expect(now == others, "round \(round), delay \(delay): no other entry changed or lost")
+            let erasedEverything = all && reopened.state.entries.count == 0
+            #expect(now == others || erasedEverything, "round \(round), delay \(delay): no other entry changed or lost")
+            #expect(!all || erasedEverything || reopened.state.entries.count == others.count + 1, "all or nothing")
             #expect(reopened.state.pendingErasures.isEmpty)
             let log = try Data(contentsOf: URL(fileURLWithPath: path + "/events.log"))
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.contains(".tmp-") }
             if reopened.entry(secret) == nil {
-                #expect(log.range(of: Data("kill secret".utf8)) == nil, "round \(round): finished")
-                for name in try FileManager.default.contentsOfDirectory(atPath: path + "/snapshots") {
-                    let data = try Data(contentsOf: URL(fileURLWithPath: path + "/snapshots/" + name))
-                    #expect(data.range(of: Data("kill secret".utf8)) == nil)
+                let needles = ["kill secret"] + (all ? ["ordinary 1", "after 1"] : [])
+                for needle in needles {
+                    #expect(log.range(of: Data(needle.utf8)) == nil, "round \(round): finished")
+                    for name in try FileManager.default.contentsOfDirectory(atPath: path + "/snapshots") {
+                        let data = try Data(contentsOf: URL(fileURLWithPath: path + "/snapshots/" + name))
+                        #expect(data.range(of: Data(needle.utf8)) == nil)
+                    }
                 }
             } else {
                 #expect(log.range(of: Data("kill secret".utf8)) != nil, "round \(round): untouched")

@@ -36,7 +36,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<18, using: &random) {
+        switch Int.random(in: 0..<19, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -107,6 +107,11 @@ struct EventFactory {
                     baseRevision: UInt64.random(in: 0...99, using: &random),
                     base: Bool.random(using: &random) ? entry(id: id) : nil, here: here, theirs: theirs,
                     merged: Bool.random(using: &random) ? entry(id: id) : nil))
+        case 17:
+            return .ledgerErased(
+                Erasure(
+                    reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
+                    complete: Bool.random(using: &random), keepsHealthKit: Bool.random(using: &random)))
         case 16:
             return .conflictResolved(
                 id, MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)),
@@ -115,7 +120,7 @@ struct EventFactory {
             let type = EventType.allCases.randomElement(using: &random)!
             let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued]
             // Events about no entry keep the all-zero id when redacted.
-            let named = type == .syncPulled || type == .remoteConfigured ? EntryID.none : id
+            let named = type == .syncPulled || type == .remoteConfigured || type == .ledgerErased ? EntryID.none : id
             return .redacted(named, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
         }
     }
@@ -229,6 +234,10 @@ struct EventCodecTests {
                         merged: mergeVersion(entry, notes: "here", labels: ["calm", "grateful", "hopeful"])))
             ),
             ("conflict_resolved", .conflictResolved(id, [.notes], .server)),
+            (
+                "ledger_erased",
+                .ledgerErased(Erasure(reason: "moving on", requestedBy: "cli", complete: true, keepsHealthKit: true))
+            ),
             ("redacted_created", .redacted(id, Redaction(type: .created))),
             ("redacted_sync_failed", .redacted(id, Redaction(type: .syncFailed, destination: .healthkit)))
         ]

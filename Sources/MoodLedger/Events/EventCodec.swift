@@ -83,6 +83,10 @@ package enum EventCodec {
             w.u8(erasure.complete ? 1 : 0)
             w.string(erasure.reason)
             w.string(erasure.requestedBy)
+        case .ledgerErased(let erasure):
+            w.u8((erasure.complete ? 1 : 0) | (erasure.keepsHealthKit ? 2 : 0))
+            w.string(erasure.reason)
+            w.string(erasure.requestedBy)
         case .syncMerged(let merge):
             w.u8(merge.destination.code)
             var flags: UInt8 = 0
@@ -281,6 +285,15 @@ package enum EventCodec {
                 let reason = try r.string("reason")
                 event = .entryErased(
                     id, Erasure(reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0))
+            case .ledgerErased:
+                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
+                let flags = try r.u8()
+                guard flags & ~0x03 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
+                let reason = try r.string("reason")
+                event = .ledgerErased(
+                    Erasure(
+                        reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0,
+                        keepsHealthKit: flags & 2 != 0))
             }
             guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)

@@ -74,6 +74,11 @@ extension MoodEvent {
                 ("reason", .string(erasure.reason)), ("requested_by", .string(erasure.requestedBy)),
                 ("complete", .bool(erasure.complete))
             ])
+        case .ledgerErased(let erasure):
+            return .object([
+                ("reason", .string(erasure.reason)), ("requested_by", .string(erasure.requestedBy)),
+                ("complete", .bool(erasure.complete)), ("keeps_healthkit", .bool(erasure.keepsHealthKit))
+            ])
         case .syncMerged(let merge):
             return .object([
                 ("destination", .string(merge.destination.rawValue)),

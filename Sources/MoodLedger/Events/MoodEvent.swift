@@ -257,6 +257,10 @@ public enum MoodEvent: Sendable, Equatable {
     /// The entry's personal data is erased (`Specs/erasure.md`): it is gone, and every earlier record about it is
     /// (or, until `complete`, is still to be) rewritten as a redacted record.
     case entryErased(EntryID, Erasure)
+    /// Every entry's personal data is erased at once (`Specs/erasure.md`, *Erasing everything*; entry id: all zero):
+    /// the entries are gone (but HealthKit's copies when ``Erasure/keepsHealthKit``), and every earlier record about
+    /// them is (or, until `complete`, is still to be) rewritten as a redacted record.
+    case ledgerErased(Erasure)
     /// A record whose payload was redacted by an erasure: only its type, entry id and (sync events) destination remain.
     case redacted(EntryID, Redaction)
     /// The entry was merged three ways with a destination's version (`Specs/sync.md`, *Merging*).
@@ -275,7 +279,7 @@ public enum MoodEvent: Sendable, Equatable {
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncMerged(let merge): return merge.entryID
-        case .syncPulled, .remoteConfigured: return EntryID.none
+        case .syncPulled, .remoteConfigured, .ledgerErased: return EntryID.none
         }
     }
 
@@ -296,6 +300,7 @@ public enum MoodEvent: Sendable, Equatable {
         case .remoteConfigured: return .remoteConfigured
         case .syncRequeued: return .syncRequeued
         case .entryErased: return .entryErased
+        case .ledgerErased: return .ledgerErased
         case .syncMerged: return .syncMerged
         case .conflictResolved: return .conflictResolved
         case .redacted(_, let redaction): return redaction.type
@@ -324,12 +329,16 @@ public struct Erasure: Sendable, Equatable {
     public var requestedBy: String
     /// Whether every earlier record about the entry has been rewritten as redacted.
     public var complete: Bool
+    /// For an erasure of every entry (`ledger.erased`): whether the entries whose source is HealthKit stay (their
+    /// samples live in the Health app). Always false for one entry's.
+    public var keepsHealthKit: Bool
 
     /// Creates an erasure.
-    public init(reason: String, requestedBy: String, complete: Bool = false) {
+    public init(reason: String, requestedBy: String, complete: Bool = false, keepsHealthKit: Bool = false) {
         self.reason = reason
         self.requestedBy = requestedBy
         self.complete = complete
+        self.keepsHealthKit = keepsHealthKit
     }
 }
 
@@ -337,7 +346,9 @@ public struct Erasure: Sendable, Equatable {
 public enum EventType: UInt16, Sendable, CaseIterable {
     case created = 1
     case updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-        syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged, conflictResolved
+        syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged,
+        conflictResolved,
+        ledgerErased
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
@@ -358,6 +369,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .entryErased: return "entry.erased"
         case .syncMerged: return "sync.merged"
         case .conflictResolved: return "conflict.resolved"
+        case .ledgerErased: return "ledger.erased"
         }
     }
 

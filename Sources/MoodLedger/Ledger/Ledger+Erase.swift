@@ -2,8 +2,13 @@ import EventLog
 
 /// What an erasure did (`Specs/erasure.md`).
 public struct EraseReport: Sendable, Equatable {
-    /// The entries erased.
+    /// The entries erased (empty for an erasure of every entry: see ``erasedAll``).
     public var erased: [EntryID]
+    /// For an erasure of every entry (``Ledger/eraseAll(keepingHealthKit:reason:requestedBy:ignoringDestinations:)``):
+    /// how many current entries it removed (the deleted ones' records were redacted too); nil otherwise.
+    public var erasedAll: Int?
+    /// Current entries the erasure of every entry kept: HealthKit's copies, when it keeps them.
+    public var kept = 0
     /// Earlier records rewritten as redacted.
     public var recordsRedacted: Int
     /// Size of the rewritten log.
@@ -14,7 +19,9 @@ public struct EraseReport: Sendable, Equatable {
     /// The report as JSON (`moodledger erase --json`).
     public var json: JSONValue {
         .object([
-            ("erased", .array(erased.map { .string($0.description) })),
+            erasedAll.map { ("erased_all", .int(Int64($0))) } ?? (
+                "erased", .array(erased.map { .string($0.description) })
+            ),
             ("records_redacted", .int(Int64(recordsRedacted))), ("bytes_written", .int(bytesWritten)),
             ("backups", .array(backups.map { .string($0) }))
         ])
@@ -78,13 +85,86 @@ extension Ledger {
         }
     }
 
-    /// Rewrites every record about the pending erasures as redacted, marks their `entry.erased` complete, and
-    /// replaces the snapshots. Idempotent: what is already redacted stays as it is.
+    /// Erases every entry's personal data at once (`Specs/erasure.md`, *Erasing everything*): appends one
+    /// `ledger.erased` (durably), whose fold empties the entries, the outbox records and the analytics, then rewrites
+    /// every earlier record about an entry as redacted, replaces the log atomically and rewrites the snapshots. Its
+    /// cost does not grow with the number of entries beyond the rewrite's one pass over the log.
+    /// - Parameters:
+    ///   - keepingHealthKit: keep the current entries whose source is HealthKit (copies of samples that live in the
+    ///     Health app) and their records.
+    ///   - reason: the person's reason (stored; keep personal data out of it).
+    ///   - requestedBy: what asked (`cli`, `server`, `account`).
+    ///   - ignoringDestinations: erase even when a destination still holds a copy (which then stays there).
+    /// - Returns: what was erased and rewritten; nothing is appended when no entry is left to erase.
+    /// - Throws: ``MoodError`` `held_elsewhere` (a destination has a copy of an entry to erase); `EventLogError`.
+    @discardableResult
+    public func eraseAll(
+        keepingHealthKit: Bool, reason: String = "", requestedBy: String = "cli", ignoringDestinations: Bool = false
+    ) throws -> EraseReport {
+        try core.withLock { core in
+            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            let current = try deciding(&core) { state in
+                if !ignoringDestinations {
+                    for destination in SyncDestination.allCases {
+                        for id in state.outbox.entriesHeld(at: destination)
+                        where !(keepingHealthKit && state.entries[id]?.source == .healthkit) {
+                            throw MoodError(
+                                code: .heldElsewhere, field: "entry_id",
+                                rule:
+                                    "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
+                                    + "(moodledger erase does that), or erase only here")
+                        }
+                    }
+                }
+                return state.entries
+            }
+            let keeps: (EntryID) -> Bool = { keepingHealthKit && current[$0]?.source == .healthkit }
+            guard try Self.namesEntries(in: core.log, besides: keeps) else {
+                var report = EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
+                report.erasedAll = 0
+                report.kept = keepingHealthKit ? current.count(source: .healthkit) : 0
+                return report
+            }
+            let before = current.count
+            try appendStreaming(
+                CollectionOfOne(
+                    .ledgerErased(
+                        Erasure(reason: reason, requestedBy: requestedBy, keepsHealthKit: keepingHealthKit))),
+                now: options.clock(), to: &core)
+            try core.log.sync()
+            let kept = core.state.entries.count
+            var report = try finishErasures(&core)
+            report.erasedAll = before - kept
+            report.kept = kept
+            return report
+        }
+    }
+
+    /// Whether a record of the log names an entry with its data (not redacted) that `kept` does not accept.
+    static func namesEntries(in log: EventLog, besides kept: (EntryID) -> Bool) throws -> Bool {
+        var found = false
+        try log.forEach(from: 1) { view in
+            guard view.type & LogFormat.safeToIgnoreBit == 0, !EventCodec.isRedacted(view.payload),
+                view.type != EventType.entryErased.rawValue,
+                let id = EventCodec.entryID(inPayload: view.payload), id != .none
+            else { return true }
+            found = !kept(id)
+            return !found
+        }
+        return found
+    }
+
+    /// Rewrites every record about the pending erasures as redacted, marks their `entry.erased` (or `ledger.erased`)
+    /// complete, and replaces the snapshots. Idempotent: what is already redacted stays as it is.
     func finishErasures(_ core: inout Core) throws -> EraseReport {
-        let pending = core.state.pendingErasures
+        var pending = core.state.pendingErasures
         guard !pending.isEmpty else {
             return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
         }
+        // An erasure of every entry is pending under the all-zero id: it reaches every record before it about an
+        // entry that is not current (the kept HealthKit copies are; nothing is appended before it completes).
+        let everything = pending.removeValue(forKey: .none)
+        let current = core.state.entries
         // Snapshots hold the entries' data: removed before the new log replaces the old one, so a crash after the
         // rename cannot leave them behind (before it, the erasure is still pending and finished on the next open).
         try store.removeAll()
@@ -95,8 +175,25 @@ extension Ledger {
         }
         let report = try core.log.rewritePayloads { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                let id = EventCodec.entryID(inPayload: view.payload), let erasedAt = pending[id], view.seq <= erasedAt
+                let id = EventCodec.entryID(inPayload: view.payload)
             else { return nil }
+            if id == .none {
+                guard view.seq == everything, view.type == EventType.ledgerErased.rawValue else { return nil }
+                let decoded = try Self.decode(view)
+                guard case .ledgerErased(var erasure) = decoded.event, !erasure.complete else { return nil }
+                erasure.complete = true
+                return EventCodec.encode(.ledgerErased(erasure), commandID: decoded.commandID)
+            }
+            let erasedAt = pending[id]
+            if let erasedAt, view.seq <= erasedAt {
+                // One entry's erasure.
+            } else if let everything, view.seq < everything, !current.contains(id) {
+                // Every entry's: an earlier erasure's own record stays (it holds no personal data).
+                if view.type == EventType.entryErased.rawValue { return nil }
+            } else {
+                return nil
+            }
+            if EventCodec.isRedacted(view.payload) { return nil }
             let decoded = try Self.decode(view)
             if case .entryErased(let id, var erasure) = decoded.event {
                 guard view.seq == erasedAt, !erasure.complete else { return nil }
@@ -147,6 +244,12 @@ extension Ledger {
     static func namedEntryIDs(in log: EventLog) throws -> Set<EntryID> {
         var named = Set<EntryID>()
         try log.forEach(from: 1) { view in
+            if view.type == EventType.ledgerErased.rawValue {
+                // Until its rewrite completes (which redacts them): the erased entries are the ones not kept.
+                guard case .ledgerErased(let erasure) = try decode(view).event else { return true }
+                if !erasure.keepsHealthKit { named.removeAll() }
+                return true
+            }
             guard view.type & LogFormat.safeToIgnoreBit == 0, !EventCodec.isRedacted(view.payload),
                 let id = EventCodec.entryID(inPayload: view.payload),
                 id != .none

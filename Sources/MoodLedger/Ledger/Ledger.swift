@@ -56,12 +56,15 @@ public final class Ledger: Sendable {
         var notices = opened.notices
         if !current.pendingErasures.isEmpty {
             let count = current.pendingErasures.count
+            let what =
+                current.pendingErasures[.none] != nil
+                ? "every entry" : "\(count) entr\(count == 1 ? "y" : "ies")"
             if options.readOnly {
                 notices.append(
-                    "an erasure of \(count) entr\(count == 1 ? "y" : "ies") is incomplete: open the ledger for "
-                        + "writing (any writing command) to finish it")
+                    "an erasure of \(what) is incomplete: open the ledger for writing (any writing command) to finish it"
+                )
             } else {
-                let finished = "finished an interrupted erasure of \(count) entr\(count == 1 ? "y" : "ies")"
+                let finished = "finished an interrupted erasure of \(what)"
                 let ledger = Ledger(
                     path: path, options: options, notices: notices + [finished], log: log, state: current,
                     sinceSnapshot: replayed)

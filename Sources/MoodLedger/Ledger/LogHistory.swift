@@ -22,7 +22,7 @@ struct LogHistory {
     /// - Parameters:
     ///   - after: only events with a larger sequence number (default 0: from the start).
     ///   - through: only events up to this sequence number (default: the end).
-    ///   - filter: only events of one entry and/or one type.
+    ///   - filter: only events of one entry (and the erasures of every entry after its first event) and/or one type.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     func events(
         after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
@@ -33,9 +33,11 @@ struct LogHistory {
         try log.forEach(from: after + 1, through: through) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if let type = filter.type, view.type != type.rawValue { return true }
-            if let id = filter.entryID, !Self.payloadNames(id, view.payload) { return true }
+            // An erasure of every entry concerns each entry named before it.
+            let erasesAll = view.type == EventType.ledgerErased.rawValue && !result.isEmpty
+            if let id = filter.entryID, !erasesAll, !Self.payloadNames(id, view.payload) { return true }
             let recorded = try Ledger.decode(view)
-            if let id = filter.entryID, recorded.event.entryID != id { return true }
+            if let id = filter.entryID, !erasesAll, recorded.event.entryID != id { return true }
             result.append(recorded)
             return true
         }

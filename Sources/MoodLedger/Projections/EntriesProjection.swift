@@ -70,6 +70,37 @@ public struct EntriesState: Sendable, Equatable {
         return result
     }
 
+    /// How many current entries came from `source` (decodes the snapshot's rows, one at a time).
+    public func count(source: MoodSource) -> Int {
+        var total = 0
+        forEach { if $0.source == source { total += 1 } }
+        return total
+    }
+
+    /// Calls `body` with every current entry, one at a time (decodes the snapshot's rows without holding them).
+    func forEach(_ body: (MoodEntry) -> Void) {
+        if let image {
+            for row in 0..<image.rowCount where hidden.position(of: image.id(ofRow: row)) == nil {
+                if let entry = image.entry(atRow: row) { body(entry) }
+            }
+        }
+        for entry in changed.values { body(entry) }
+    }
+
+    /// Removes every entry but those `keep` accepts (an erasure of every entry, `Specs/erasure.md`): the state
+    /// afterwards holds the kept entries alone, as values, and no longer reads a snapshot.
+    /// - Parameter keep: which entries stay; nil: none (nothing is decoded).
+    /// - Returns: the entries kept.
+    mutating func removeAll(keeping keep: ((MoodEntry) -> Bool)?) -> [MoodEntry] {
+        var kept: [MoodEntry] = []
+        if let keep { forEach { if keep($0) { kept.append($0) } } }
+        let deferred = daysDeferred
+        self = EntriesState()
+        daysDeferred = deferred
+        for entry in kept { insert(entry) }
+        return kept
+    }
+
     /// Every current entry's id, in no particular order (reads only the ids of the snapshot's rows).
     public var ids: [EntryID] {
         var result: [EntryID] = []
@@ -317,7 +348,8 @@ public struct EntriesState: Sendable, Equatable {
             return upsert(
                 merge.merged, id: merge.entryID, origin: merge.destination, remoteID: merge.remoteID, at: time, &change)
         case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted,
-            .conflictResolved:
+            .conflictResolved, .ledgerErased:
+            // An erasure of every entry is applied by `LedgerState` to all projections at once.
             return nil
         }
     }

@@ -50,9 +50,24 @@ public struct LedgerState: Sendable, Equatable {
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
+        } else if case .ledgerErased(let erasure) = recorded.event {
+            eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
         }
         seq = recorded.seq
         recordedAt = recorded.recordedAt
+    }
+
+    /// The fold of `ledger.erased`: every entry is gone but the kept HealthKit copies (when the erasure keeps them),
+    /// with their outbox records and analytics; until the rewrite completes it, the erasure is pending under the
+    /// all-zero id (`Specs/erasure.md`, *Erasing everything*).
+    private mutating func eraseAll(_ erasure: Erasure, seq: UInt64, analytics withAnalytics: Bool) {
+        let kept = entries.removeAll(keeping: erasure.keepsHealthKit ? { $0.source == .healthkit } : nil)
+        outbox.removeAll(keeping: Set(kept.lazy.map(\.id)))
+        if withAnalytics {
+            analytics = AnalyticsState()
+            for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
+        }
+        pendingErasures[.none] = erasure.complete ? nil : seq
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and

@@ -236,6 +236,34 @@ public struct OutboxState: Sendable, Equatable {
         }
     }
 
+    /// The entries `destination` holds a copy of (their record there has a remote id), ordered by id.
+    package func entriesHeld(at destination: SyncDestination) -> [EntryID] {
+        var held: [EntryID] = []
+        image?.forEachOutboxPair { id, records in
+            if pairs.position(of: id) == nil, Pair(id: id, records: records)[destination]?.remoteID != nil {
+                held.append(id)
+            }
+        }
+        for pair in pairs.values where pair[destination]?.remoteID != nil { held.append(pair.id) }
+        return held.sorted()
+    }
+
+    /// Drops every entry's records but the kept entries' (an erasure of every entry, `Specs/erasure.md`); each
+    /// destination's progress stays, with a last error that came from an erased entry read as `(erased)`.
+    mutating func removeAll(keeping kept: Set<EntryID>) {
+        let keptPairs = kept.compactMap { pair($0) }
+        pairs = IdentifiedTable<Pair>()
+        image = nil
+        imageFilter = nil
+        imageAsks = 0
+        for pair in keptPairs { pairs.set(pair) }
+        for slot in progress.indices {
+            if let id = progress[slot].lastErrorEntry, !kept.contains(id), progress[slot].lastError != nil {
+                progress[slot].lastError = Self.erasedText
+            }
+        }
+    }
+
     /// Starts loading the index slot a lookup of `id` reads (a hint a replay gives a few events ahead).
     @inline(__always)
     func prefetch(_ id: EntryID) {
@@ -411,6 +439,8 @@ public struct OutboxState: Sendable, Equatable {
         case .syncRequeued(let id, let destination, _):
             // The destination lost what it acknowledged: create it there again, from scratch.
             self[OutboxKey(entryID: id, destination: destination)] = OutboxRecord(operation: .create)
+        case .ledgerErased:
+            break  // applied by `LedgerState` to all projections at once (``removeAll(keeping:)``)
         }
     }
 

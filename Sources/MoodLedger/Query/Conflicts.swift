@@ -38,10 +38,12 @@ public struct ConflictsFold: Sendable, Equatable {
     }
 
     /// The event types the fold reads (others change nothing).
-    static let types: Set<UInt16> = [EventType.deleted, .remoteApplied, .entryErased, .syncMerged, .conflictResolved]
-        .reduce(into: []) {
-            $0.insert($1.rawValue)
-        }
+    static let types: Set<UInt16> = [
+        EventType.deleted, .remoteApplied, .entryErased, .syncMerged, .conflictResolved, .ledgerErased
+    ]
+    .reduce(into: []) {
+        $0.insert($1.rawValue)
+    }
 
     /// Applies one event.
     public mutating func apply(_ recorded: RecordedEvent) {
@@ -71,6 +73,10 @@ public struct ConflictsFold: Sendable, Equatable {
             }
         case .entryErased(let id, _):
             for (_, field) in MergeFields.named { open[Key(entryID: id, field: field.rawValue)] = nil }
+        case .ledgerErased(let erasure):
+            // Every entry's, but the kept HealthKit copies' (whose merges the rewrite leaves; the others' records are
+            // redacted by it, so a fold of the rewritten log meets no merge of an erased entry).
+            if !erasure.keepsHealthKit { open = [:] }
         default: break
         }
     }

@@ -23,10 +23,14 @@ enum EraseCommand {
         let localOnly = context.arguments.has("local-only")
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
+        let before = try context.dateOption("before")
+        if all && before == nil {
+            return try eraseEverything(context, ledger: ledger, reason: reason, localOnly: localOnly)
+        }
         var ids: [EntryID]
         var skipped = 0
         if all {
-            ids = try ledger.erasableEntryIDs(loggedBefore: try context.dateOption("before"))
+            ids = try ledger.erasableEntryIDs(loggedBefore: before)
             if !context.arguments.has("include-healthkit") {
                 // HealthKit's samples live in the Health app: erasing the copy here alone would not forget them
                 // (a `healthkit pull` brings them back), so `--all` leaves them unless asked.
@@ -45,13 +49,48 @@ enum EraseCommand {
             // An id never logged or already erased has no copy anywhere, and `erase` refuses it (66) before appending.
             ids = [try context.entryID(0, in: ledger, includingPast: true)]
         }
-        try confirm(context, count: ids.count)
+        try confirm(context, count: "\(ids.count) entr\(ids.count == 1 ? "y" : "ies")")
         // Everything that can refuse is decided before anything is appended: a copy held elsewhere is removed first
         // (or the command refuses, having changed nothing), then the erasure is one batch.
-        if !localOnly { try removeCopies(ids, ledger: ledger, context: context) }
+        if !localOnly {
+            let candidates = Set(ids)
+            try removeCopies(
+                held(ledger, where: { id, _ in candidates.contains(id) }), ledger: ledger, context: context)
+        }
         // Once `entry.erased` is appended the erasure finishes even when interrupted (it must not stop half-way).
         try Interrupted.check("nothing was erased")
         let report = try ledger.erase(ids, reason: reason, requestedBy: "cli", ignoringDestinations: true)
+        return try finish(context, report: report, skipped: skipped, localOnly: localOnly)
+    }
+
+    /// `erase --all` without a date: one `ledger.erased` for every entry (`Specs/erasure.md`, *Erasing everything*),
+    /// its cost one pass over the log whatever the number of entries.
+    private static func eraseEverything(
+        _ context: Context, ledger: Ledger, reason: String, localOnly: Bool
+    ) throws -> Int32 {
+        let keepHealthKit = !context.arguments.has("include-healthkit")
+        let (count, skipped) = ledger.read { state in
+            (state.entries.count, keepHealthKit ? state.entries.count(source: .healthkit) : 0)
+        }
+        try confirm(context, count: "every entry (\(count - skipped) current, and every deleted one)")
+        if !localOnly {
+            // HealthKit's copies that stay are not asked to be deleted anywhere.
+            try removeCopies(
+                held(ledger, where: { _, entry in !(keepHealthKit && entry?.source == .healthkit) }), ledger: ledger,
+                context: context)
+        }
+        try Interrupted.check("nothing was erased")
+        let report = try ledger.eraseAll(
+            keepingHealthKit: keepHealthKit, reason: reason, requestedBy: "cli", ignoringDestinations: true)
+        if report.erasedAll == 0 && report.recordsRedacted == 0 && !context.json {
+            context.console.line("nothing to erase" + skippedNote(report.kept))
+            return ExitCode.ok
+        }
+        return try finish(context, report: report, skipped: report.kept, localOnly: localOnly)
+    }
+
+    /// Prints what an erasure did and removes the repair backups when asked.
+    private static func finish(_ context: Context, report: EraseReport, skipped: Int, localOnly: Bool) throws -> Int32 {
         var removed: [String] = []
         if context.arguments.has("include-backups") {
             for backup in report.backups {
@@ -66,8 +105,11 @@ enum EraseCommand {
             pairs.append(("skipped_healthkit", .int(Int64(skipped))))
             context.printJSON(.object(pairs))
         } else {
+            let what =
+                report.erasedAll.map { "every entry (\($0) current)" }
+                ?? "\(report.erased.count) entr\(report.erased.count == 1 ? "y" : "ies")"
             context.console.line(
-                "erased \(report.erased.count) entr\(report.erased.count == 1 ? "y" : "ies"): "
+                "erased \(what): "
                     + "\(report.recordsRedacted) records redacted, log rewritten (\(report.bytesWritten) bytes), snapshots replaced"
                     + skippedNote(skipped))
             for backup in removed { context.console.line("removed repair backup \(backup)") }
@@ -92,13 +134,13 @@ enum EraseCommand {
     }
 
     /// On a terminal: ask. Elsewhere: `--yes` is required.
-    private static func confirm(_ context: Context, count: Int) throws {
+    private static func confirm(_ context: Context, count: String) throws {
         if context.arguments.has("yes") { return }
         guard SystemIO.isTerminal(0) else {
             throw UsageError("erase cannot be undone: pass --yes to confirm when not on a terminal")
         }
         context.console.error(
-            "Erase \(count) entr\(count == 1 ? "y" : "ies")? Their notes, words and history are "
+            "Erase \(count)? Their notes, words and history are "
                 + "removed for good. Type 'erase' to confirm: ", terminator: "")
         guard readLine()?.trimmingCharacters(in: .whitespaces) == "erase" else {
             throw CLIError(ExitCode.ok, "not confirmed; nothing was erased")
@@ -109,17 +151,10 @@ enum EraseCommand {
     /// its copy (`DELETE …/{id}?erase=true`, idempotent: 404 means it is already gone). A copy that cannot be removed
     /// from here — in HealthKit, at a backend no longer configured, or one the backend did not erase — refuses the
     /// command (69) with nothing changed.
-    private static func removeCopies(_ ids: [EntryID], ledger: Ledger, context: Context) throws {
-        let (held, configured) = ledger.read { state in
-            var held: [SyncDestination: [EntryID]] = [:]
-            for id in ids {
-                for destination in SyncDestination.allCases
-                where state.outbox.record(OutboxKey(entryID: id, destination: destination))?.remoteID != nil {
-                    held[destination, default: []].append(id)
-                }
-            }
-            return (held, state.outbox.progress(.backend).remote != nil)
-        }
+    private static func removeCopies(
+        _ held: (copies: [SyncDestination: [EntryID]], configured: Bool), ledger: Ledger, context: Context
+    ) throws {
+        let (held, configured) = held
         let hint = "or erase only here with --local-only (the copy then stays where it is)"
         if let atHealthKit = held[.healthkit] {
             throw CLIError(
@@ -153,6 +188,21 @@ enum EraseCommand {
                 ExitCode.unavailable,
                 "the backend did not erase \(copies(failures.count)) (\(id): \(why)); nothing was erased",
                 hint: "try again when the backend answers, " + hint)
+        }
+    }
+
+    /// The copies destinations hold of the entries `erases` picks (by id and current entry), and whether a backend
+    /// is configured.
+    private static func held(
+        _ ledger: Ledger, where erases: (EntryID, MoodEntry?) -> Bool
+    ) -> (copies: [SyncDestination: [EntryID]], configured: Bool) {
+        ledger.read { state in
+            var held: [SyncDestination: [EntryID]] = [:]
+            for destination in SyncDestination.allCases {
+                let ids = state.outbox.entriesHeld(at: destination).filter { erases($0, state.entries[$0]) }
+                if !ids.isEmpty { held[destination] = ids }
+            }
+            return (held, state.outbox.progress(.backend).remote != nil)
         }
     }
 

@@ -108,6 +108,12 @@ enum HumanFormat {
             let when = ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0)
             return line + "\n      erased at \(when)" + (erasure.reason.isEmpty ? "" : " (\(erasure.reason))")
                 + (erasure.complete ? "" : " — redaction not finished yet")
+        case .ledgerErased(let erasure):
+            let when = ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0)
+            return line + "\n      every entry erased at \(when)"
+                + (erasure.keepsHealthKit ? " (HealthKit's copies kept)" : "")
+                + (erasure.reason.isEmpty ? "" : " (\(erasure.reason))")
+                + (erasure.complete ? "" : " — redaction not finished yet")
         case .redacted: return line + "\n      redacted by an erasure"
         default: break
         }

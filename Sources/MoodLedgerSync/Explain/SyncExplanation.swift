@@ -89,6 +89,10 @@ public struct SyncExplanation: Sendable, Equatable {
                 text = "Queued again: \(reason)."
             case .entryErased(_, let erasure):
                 text = "Erased" + (erasure.reason.isEmpty ? "." : " (\(erasure.reason)).")
+            case .ledgerErased(let erasure):
+                text =
+                    "Every entry was erased" + (erasure.keepsHealthKit ? " but HealthKit's copies" : "")
+                    + (erasure.reason.isEmpty ? "." : " (\(erasure.reason)).")
             case .redacted(_, let redaction): text = "A \(redaction.type.name) record, redacted by the erasure."
             case .syncMerged(let merge):
                 guard merge.destination == .backend else { text = nil; break }
