@@ -68,6 +68,93 @@ struct StreamingImportTests {
         }
     }
 
+    @Test(
+        "Read on a second thread in batches: the streamed import appends what the whole-file import appends, and an error on either side stops both with nothing appended"
+    )
+    func pipelined() throws {
+        let rows = 2 * RowPipeline.batchSize * RowPipeline.depth + 123  // the reader waits for room, more than once
+        let bytes = Self.daylio(rows: rows)
+        var options = ImportOptions()
+        options.zone = LocalZone(identifier: "Europe/Berlin")
+        let streamedDir = TemporaryDirectory("stream-import-pipelined")
+        let wholeDir = TemporaryDirectory("stream-import-whole")
+        let streamed = try Ledger.open(at: streamedDir.path)
+        defer { streamed.close() }
+        let whole = try Ledger.open(at: wholeDir.path)
+        defer { whole.close() }
+        var stream = try Self.stream(bytes, chunk: 4096)
+        let report = try streamed.importStream(&stream)
+        let plan = try Importer.plan(String(decoding: bytes, as: UTF8.self), format: .daylio, options: options)
+        let expected = try whole.importPlan(plan)
+        #expect(report.created == expected.created && report.existing == expected.existing)
+        let exported = { (ledger: Ledger) in
+            ledger.state.entries.all.map {
+                "\($0.loggedAt) \($0.valence.map(String.init(describing:)) ?? "-") \($0.associations) \($0.tags) "
+                    + "\($0.notes ?? "-") \($0.sourceID ?? "-")"
+            }
+            .sorted()
+        }
+        #expect(exported(streamed) == exported(whole))
+
+        // A row the ledger refuses (decided on this thread) while the reader is still reading ahead.
+        let before = Bytes.read(streamedDir.sub("events.log"))
+        var text = String(decoding: Self.daylio(rows: rows), as: UTF8.self)
+        text += "1850-01-01,January 1,x,10:10,rad,,,\n"
+        text += String(String(decoding: Self.daylio(rows: rows), as: UTF8.self).split(separator: "\n", maxSplits: 1)[1])
+        var refused = try Self.stream(Array(text.utf8), chunk: 4096)
+        #expect(throws: ImportError.self) { try streamed.importStream(&refused) }
+        #expect(Bytes.read(streamedDir.sub("events.log")) == before)
+
+        // A read that fails part way (on the reader's thread).
+        var position = 0
+        var failing = try ImportStream.open(format: .daylio, options: options) { buffer in
+            guard position < bytes.count / 2 else { throw ImportError(line: 0, field: nil, problem: "disk went away") }
+            let count = min(4096, buffer.count, bytes.count - position)
+            for i in 0..<count { buffer[i] = bytes[position + i] }
+            position += count
+            return count
+        }!
+        #expect(throws: ImportError.self) { try streamed.importStream(&failing) }
+        #expect(Bytes.read(streamedDir.sub("events.log")) == before)
+    }
+
+    @Test("Records read by the stream (unquoted ones split without the scalar walk) equal CSVReader's, seeded")
+    func streamedRecordsMatchTheReader() throws {
+        var random = SeededRandom()
+        let pieces = ["a", "", " b ", "é😀", "x\"y", "\"q,1\"", "\"multi\nline\"", "\r", "\"\"", "tab\t", "1"]
+        for _ in 0..<200 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...12, using: &random) {
+                let fields = (0..<Int.random(in: 1...4, using: &random)).map { _ in
+                    pieces.randomElement(using: &random)!
+                }
+                text += fields.joined(separator: ",") + (Bool.random(using: &random) ? "\n" : "\r\n")
+            }
+            if Bool.random(using: &random) { text += "\n" }  // a blank line
+            let expected = Result { try CSVReader.records(text) }
+            let bytes = Array(text.utf8)
+            var position = 0
+            var stream = CSVStream { buffer in
+                let count = min(7, buffer.count, bytes.count - position)
+                for i in 0..<count { buffer[i] = bytes[position + i] }
+                position += count
+                return count
+            }
+            let streamed = Result {
+                var records: [CSVReader.Record] = []
+                while let record = try stream.next() { records.append(record) }
+                return records
+            }
+            switch (expected, streamed) {
+            case (.success(let a), .success(let b)):
+                #expect(a.map(\.fields) == b.map(\.fields), "\(text.debugDescription)")
+                #expect(a.map(\.line) == b.map(\.line), "\(text.debugDescription)")
+            case (.failure, .failure): break
+            default: Issue.record("one side failed: \(text.debugDescription)")
+            }
+        }
+    }
+
     @Test("A bad row late in the file imports nothing and leaves the log byte for byte as it was")
     func badRowAppendsNothing() throws {
         let dir = TemporaryDirectory("stream-import-bad")

@@ -158,6 +158,17 @@ enum DaylioImporter {
 
     /// `15:26`, `6:50 pm`, `12:19 am` → minutes after midnight.
     static func clock(_ text: String) -> Int? {
+        // `H:mm` or `HH:mm` (what exports write), read from the bytes; anything else takes the general path.
+        let bytes = text.utf8
+        if bytes.count == 4 || bytes.count == 5, bytes.allSatisfy({ (48...58).contains($0) }) {
+            let digits = bytes.map { Int($0) - 48 }
+            let colon = digits.count - 3
+            if digits[colon] == 10, !digits.enumerated().contains(where: { $0.offset != colon && $0.element == 10 }) {
+                let h = digits[..<colon].reduce(0) { $0 * 10 + $1 }
+                let m = digits[colon + 1] * 10 + digits[colon + 2]
+                return h < 24 && m < 60 ? h * 60 + m : nil
+            }
+        }
         var t = text.trimmingWhitespace().lowercased()
         var pm: Bool?
         if t.hasSuffix("am") || t.hasSuffix("pm") {

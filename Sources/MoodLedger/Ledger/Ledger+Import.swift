@@ -59,8 +59,9 @@ extension Ledger {
         return report
     }
 
-    /// Imports a file read row by row (``ImportStream``), atomically, with memory that does not grow with the file:
-    /// each row is validated, its events encoded and written as it comes, and the batch is synced once at the end
+    /// Imports a file read row by row (``ImportStream``, parsed on a second thread a few batches ahead), atomically,
+    /// with memory that does not grow with the file: each row is validated, its events encoded and written as it
+    /// comes, and the batch is synced once at the end
     /// (an unfinished batch, after a crash or a bad row, is never visible: `Specs/log-format.md`, *Batches*).
     /// - Parameters:
     ///   - stream: the rows.
@@ -74,7 +75,11 @@ extension Ledger {
     ) throws
         -> ImportReport
     {
-        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) { try stream.next() }
+        // The file is parsed on a second thread while this one decides and writes (`RowPipeline`).
+        let pipeline = RowPipeline(stream)
+        let result = Result { try importRows(dryRun: dryRun, updateExisting: updateExisting) { try pipeline.next() } }
+        stream = pipeline.finish()
+        var report = try result.get()
         report.note(stream.plan)
         return report
     }

@@ -229,8 +229,10 @@ extension String {
     func trimmingWhitespace() -> String {
         // Most text has no space at either end: one look at the first and last bytes (a byte below 0x80 that is
         // not white space is a whole character that is not white space).
-        if let first = utf8.first, let last = utf8.last, first < 0x80, last < 0x80,
-            !Character(Unicode.Scalar(first)).isWhitespace, !Character(Unicode.Scalar(last)).isWhitespace
+        // The ASCII white space characters are tab, line feed, vertical tab, form feed, carriage return and space.
+        func isASCIISpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        if let first = utf8.first, let last = utf8.last, first < 0x80, last < 0x80, !isASCIISpace(first),
+            !isASCIISpace(last)
         {
             return self
         }
