@@ -15,13 +15,32 @@ package enum AtomicFile {
         _ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
         check: ((String) throws -> Void)? = nil
     ) throws {
+        try write(pieces: [(0, bytes)], to: path, io: io, check: check)
+    }
+
+    /// Writes a file as ``write(_:to:io:check:)`` does, from pieces at their offsets (in order, not overlapping; the
+    /// bytes between two pieces are zero): a large file is never assembled in memory.
+    package static func write(
+        pieces: [(offset: Int, bytes: [UInt8])], to path: String, io: any PlatformIO = SystemIO(),
+        check: ((String) throws -> Void)? = nil
+    ) throws {
         let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
         let temp = path + ".tmp-" + suffix
         do {
             try wrapIO("cannot write \(temp)") {
                 let fd = try io.open(temp, .createExclusive)
                 defer { io.close(fd) }
-                try bytes.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+                var end = 0
+                for (offset, bytes) in pieces {
+                    precondition(offset >= end, "pieces in order, not overlapping")
+                    if offset > end {
+                        // Written, not left as a hole: the file's bytes are the same either way, its blocks too.
+                        let zeros = [UInt8](repeating: 0, count: offset - end)
+                        try zeros.withUnsafeBytes { try io.write(fd, $0, at: Int64(end)) }
+                    }
+                    try bytes.withUnsafeBytes { try io.write(fd, $0, at: Int64(offset)) }
+                    end = offset + bytes.count
+                }
                 try io.syncData(fd)
             }
             try check?(temp)

@@ -89,16 +89,16 @@ struct SnapshotStore: Sendable {
     ///   it (nothing is written); ``EventLogError`` for I/O.
     func write(_ state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws {
         try AtomicFile.makeDirectory(directory, io: io)
-        let bytes: [UInt8]
+        let pieces: [(offset: Int, bytes: [UInt8])]
         do throws(SnapshotProblem) {
-            bytes = try SnapshotWriter.file(of: state, location: location, fileID: fileID)
+            pieces = try SnapshotWriter.pieces(of: state, location: location, fileID: fileID)
         } catch {
             throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
         }
         if let image = state.entries.image, image.isDamaged {
             throw SnapshotProblem("the snapshot read through is damaged (\(image.damageDescription ?? "damaged"))")
         }
-        try AtomicFile.write(bytes, to: path(for: location.seq), io: io)
+        try AtomicFile.write(pieces: pieces, to: path(for: location.seq), io: io)
     }
 
     /// Maps and checks one snapshot file: header, section table, every section's checksum and structure,

@@ -8,6 +8,21 @@ enum SnapshotWriter {
     static func file(
         of state: LedgerState, location: RecordLocation, fileID: [UInt8]
     ) throws(SnapshotProblem) -> [UInt8] {
+        let pieces = try self.pieces(of: state, location: location, fileID: fileID)
+        var file: [UInt8] = []
+        file.reserveCapacity(pieces.last.map { $0.offset + $0.bytes.count } ?? 0)
+        for (offset, bytes) in pieces {
+            file.append(contentsOf: repeatElement(0, count: offset - file.count))
+            file.append(contentsOf: bytes)
+        }
+        return file
+    }
+
+    /// The snapshot file as its pieces and where each starts (header and section table, then each section): the bytes
+    /// between them are zero. Written piece by piece, a large snapshot is never also copied whole in memory.
+    static func pieces(
+        of state: LedgerState, location: RecordLocation, fileID: [UInt8]
+    ) throws(SnapshotProblem) -> [(offset: Int, bytes: [UInt8])] {
         var rows = ByteWriter(capacity: state.entries.count * SnapshotLayout.rowSize)
         var arena = ByteWriter(capacity: state.entries.count * 48)
         var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
@@ -160,7 +175,7 @@ enum SnapshotWriter {
     /// Header, section table, then each section at the next multiple of 8 (zero padding).
     private static func assemble(
         _ sections: [[UInt8]], location: RecordLocation, recordedAt: Int64, fileID: [UInt8]
-    ) -> [UInt8] {
+    ) -> [(offset: Int, bytes: [UInt8])] {
         var table = ByteWriter(capacity: sections.count * SnapshotLayout.tableEntrySize)
         var offset = SnapshotLayout.headerSize + sections.count * SnapshotLayout.tableEntrySize
         var offsets: [Int] = []
@@ -177,13 +192,7 @@ enum SnapshotWriter {
             sectionCount: sections.count, fingerprint: SnapshotCodec.fingerprint, location: location,
             fileID: fileID, recordedAt: recordedAt, fileLength: UInt64(offset),
             tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
-        var file = header.encoded() + table.bytes
-        file.reserveCapacity(offset)
-        for (section, start) in zip(sections, offsets) {
-            file.append(contentsOf: repeatElement(0, count: start - file.count))
-            file.append(contentsOf: section)
-        }
-        return file
+        return [(0, header.encoded() + table.bytes)] + zip(offsets, sections).map { ($0, $1) }
     }
 
     /// The id slots: a power of two with the load at or below 0.7, each `u64` holding `row + 1` in its low half
