@@ -28,6 +28,10 @@ public final class MoodServer: Sendable {
         /// Most user ledgers open at once (two descriptors each); the least recently used idle one is closed to open
         /// another. Default `nil`: 1,024, fewer when `RLIMIT_NOFILE` leaves less room beside the connections.
         public var maxOpenLedgers: Int?
+        /// The largest log (bytes) a list for a user whose ledger is not open is read from by a read-only open for that
+        /// request alone, instead of opening the ledger into the pool. Default 128 KiB (about 1,300 events, replayed in
+        /// well under a millisecond); 0: never.
+        public var readOnlyListBytes: Int64 = 128 * 1024
         /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
         public var io: any PlatformIO = SystemIO()
         /// Where operator messages go. Default: standard error.
@@ -195,7 +199,7 @@ public final class MoodServer: Sendable {
             responder.onWorker { [self] in
                 let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
                 do {
-                    let lease = try ledgers.lease(user)
+                    let lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
                     if let response = answer(
                         request, route: route, method: method, lease: lease, now: now, responder: here)
                     {
@@ -372,6 +376,14 @@ public final class MoodServer: Sendable {
 
     /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).
     static func openLedger(_ name: String, configuration: Configuration, syncers: WorkerPool) throws -> UserLedger {
+        let ledger = try Ledger.open(
+            at: Self.userDirectory(name, in: configuration.dataDirectory), options: ledgerOptions(configuration))
+        for notice in ledger.notices { configuration.log("\(name): \(notice)") }
+        return try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
+    }
+
+    /// How a user's ledger is opened.
+    package static func ledgerOptions(_ configuration: Configuration, readOnly: Bool = false) -> Ledger.Options {
         var options = Ledger.Options()
         options.durability = .batched
         // No snapshot in the request path (an append never waits for one); one on close once 1,000 events are
@@ -381,9 +393,28 @@ public final class MoodServer: Sendable {
         options.clock = configuration.clock
         options.io = configuration.io
         options.loggedAtBounds = .storage  // the seed API bounds no logged_at; the ledger stores 1900…2199
-        let ledger = try Ledger.open(at: Self.userDirectory(name, in: configuration.dataDirectory), options: options)
-        for notice in ledger.notices { configuration.log("\(name): \(notice)") }
-        return try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
+        options.readOnly = readOnly
+        return options
+    }
+
+    /// For a read that needs no revisions (the lists) by a user whose ledger is not open: the ledger opened read-only
+    /// for this request alone — no writer lock, no pool slot, nothing to close but its log — when its log is small
+    /// and opened without a notice (`Specs/server.md`, *Many accounts*). nil: the request takes the pool's way (a
+    /// large ledger is worth keeping open; a notice means recovery the writer does).
+    private func readOnlyLease(_ name: String, route: Route, method: String) -> LedgerPool.Lease? {
+        guard method == "GET", !route.readsRevisions(method), configuration.readOnlyListBytes > 0,
+            let ledger = try? Ledger.open(
+                at: Self.userDirectory(name, in: configuration.dataDirectory),
+                options: Self.ledgerOptions(configuration, readOnly: true))
+        else { return nil }
+        guard ledger.eventLog.endOffset <= configuration.readOnlyListBytes, ledger.notices.isEmpty,
+            let user = try? UserLedger(
+                name: name, ledger: ledger, syncers: syncers, now: configuration.clock(), loadingKeys: false)
+        else {
+            ledger.close()
+            return nil
+        }
+        return .detached(user)
     }
 
     /// Forgets a ledger whose sync failed; the next request reopens it, recovering from disk.

@@ -92,8 +92,8 @@ enum ManyUsersBench {
             try credentials.save(directory: data)
             let seconds = Benchmark.seconds(since: start)
             try keys.joined(separator: "\n").write(toFile: data + "/bench-keys.txt", atomically: true, encoding: .utf8)
-            var options = Ledger.Options()
-            options.durability = .batched
+            // As the server leaves a small user's ledger: no snapshot until 1,000 events are uncovered.
+            var options = MoodServer.ledgerOptions(MoodServer.Configuration(dataDirectory: data))
             options.createIfMissing = true
             let day = Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000
             for index in 0..<count {

@@ -37,6 +37,43 @@ struct ManyAccountsTests {
             "closing and reopening ledgers is quiet: \(notices.withLock { $0.prefix(3) })")
     }
 
+    @Test(
+        "A list for a user whose small ledger is not open is read by a read-only open for that request: current data, no pool slot; a larger one is opened into the pool"
+    )
+    func readOnlyLists() throws {
+        let h = try ServerHarness(users: ["alice", "bob", "carol"]) { configuration in
+            configuration.maxOpenLedgers = 1
+            configuration.readOnlyListBytes = 2048
+        }
+        defer { h.stop() }
+        func isOpen(_ user: String) -> Bool { h.backend.ledgers.leaseIfOpen(user) != nil }
+        for index in 0..<3 {
+            #expect(
+                try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.\#(index)}"#).status == 201)
+        }
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.5}"#).status == 201)
+        #expect(isOpen("bob") && !isOpen("alice"))
+        let listed = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=30", user: "alice")
+        #expect(listed.status == 200 && listed.data["total"]?.intValue == 3, "\(listed.text)")
+        #expect(isOpen("bob") && !isOpen("alice"), "read without taking bob's slot")
+        // A write after it, then the list again: it sees the write.
+        #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.9}"#).status == 201)
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.1}"#).status == 201)
+        let again = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=30", user: "alice")
+        #expect(again.status == 200 && again.data["total"]?.intValue == 4, "\(again.text)")
+        // carol's log is past 2 KiB: her list opens her ledger into the pool.
+        for index in 0..<40 {
+            #expect(
+                try h.request("POST", "/api/v1/mood", user: "carol", json: #"{"valence":0.\#(index % 10)}"#).status
+                    == 201)
+        }
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.2}"#).status == 201)
+        #expect(!isOpen("carol"))
+        let large = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=30", user: "carol")
+        #expect(large.status == 200 && large.data["total"]?.intValue == 40, "\(large.text)")
+        #expect(isOpen("carol"))
+    }
+
     @Test("The pool's recency list matches a plain array under seeded appends, removals and searches")
     func recencyList() {
         var random = SeededRandom()
@@ -74,10 +111,11 @@ struct ManyAccountsTests {
             let created = try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.\#(index % 10)}"#)
             #expect(created.status == 201)
         }
-        #expect(try h.request("GET", "/api/v1/mood", user: "bob").status == 200)  // alice's ledger closes
+        // A write of bob's takes the one slot: alice's ledger closes.
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.1}"#).status == 201)
         #expect(snapshotCount() == 0, "999 events: under the threshold, no snapshot")
         #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.5}"#).status == 201)
-        #expect(try h.request("GET", "/api/v1/mood", user: "bob").status == 200)
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.2}"#).status == 201)
         #expect(snapshotCount() == 1, "1,000 events uncovered: the close wrote a snapshot")
         let listed = try h.request("GET", "/api/v1/mood?limit=1", user: "alice")
         #expect(listed.status == 200 && listed.data["total"]?.intValue == 1000, "\(listed.text)")

@@ -136,7 +136,7 @@ enum Replayer {
             }
             return 0
         }
-        return try fold(into: &state) { state, analytics in
+        return try fold(into: &state, records: end - first + 1) { state, analytics in
             if end - first + 1 < pipelineThreshold {
                 var count = 0
                 try read(log, from: start, through: last) { view in
@@ -173,7 +173,8 @@ enum Replayer {
     ) throws -> (log: EventLog, count: Int) {
         precondition(configuration.checkpoint == nil && state.buildsAnalyticsInBulk, "a replay from the first record")
         let bytes = logBytes(directory: directory, io: configuration.io)
-        let (opened, count) = try fold(into: &state) { state, analytics -> (EventLog, Int) in
+        let (opened, count) = try fold(into: &state, records: UInt64(bytes / minimumRecordBytes)) {
+            state, analytics -> (EventLog, Int) in
             if UInt64(bytes / minimumRecordBytes) < pipelineThreshold {
                 var count = 0
                 let log = try open(directory, configuration) { view throws(MoodError) in
@@ -207,6 +208,9 @@ enum Replayer {
         return log
     }
 
+    /// From how many records a bulk replay hands the allocator's free pages back around itself (about 6 MB of log).
+    static let trimFromRecords: UInt64 = 100_000
+
     /// The least a record of an event takes in the log (a header and a short payload): what turns a file's size
     /// into the most records it can hold, for ``openAndReplay(directory:configuration:into:pipelineThreshold:)``.
     private static let minimumRecordBytes: Int64 = 64
@@ -220,23 +224,27 @@ enum Replayer {
 
     /// Runs a replay's fold, in bulk when `state` is empty: the analytics and the days' indexes are then built once
     /// at the end, also when the fold fails part way.
+    /// - Parameter records: about how many records the replay folds (at most): a small one does not hand memory back.
     private static func fold<Result>(
-        into state: inout LedgerState,
+        into state: inout LedgerState, records: UInt64,
         _ body: (inout LedgerState, _ analytics: Bool) throws -> Result
     ) throws -> Result {
         let analytics = !state.buildsAnalyticsInBulk
+        let trims = !analytics && records >= trimFromRecords
         // A bulk replay builds the whole ledger in memory: the allocator's free pages go back to the system before
         // it starts and before its end builds the days and analytics, or what an earlier one freed (a closed ledger,
         // whose memory sits in another thread's heap) and what the fold freed (its batches, decoded values) stay
         // resident beside it. At 1,000,000 events the peak of three cold opens in one process falls from 146.2 to
-        // 143.8 MiB; a call takes ~0.4 ms, ~8 ms when a whole closed ledger was freed since.
+        // 143.8 MiB; a call takes ~0.4 ms, ~8 ms when a whole closed ledger was freed since — more than a small
+        // ledger's whole replay (a server opening one per request spent a fifth of its time there), so only a replay
+        // of ``trimFromRecords`` records or more pays for it.
         if !analytics {
-            SystemIO.releaseFreeMemory()
+            if trims { SystemIO.releaseFreeMemory() }
             state.beginBulkReplay()
         }
         defer {
             if !analytics {
-                SystemIO.releaseFreeMemory()
+                if trims { SystemIO.releaseFreeMemory() }
                 state.finishBulkReplay()
             }
         }

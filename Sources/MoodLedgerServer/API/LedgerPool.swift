@@ -12,12 +12,19 @@ final class LedgerPool: Sendable {
     /// A request's hold on a ledger: given back when the last closure that captured it is released.
     final class Lease: Sendable {
         let user: UserLedger
-        private let pool: LedgerPool
-        fileprivate init(_ user: UserLedger, pool: LedgerPool) {
+        /// nil: a ledger opened for this request alone (read-only), closed when the lease ends.
+        private let pool: LedgerPool?
+        fileprivate init(_ user: UserLedger, pool: LedgerPool?) {
             self.user = user
             self.pool = pool
         }
-        deinit { pool.giveBack(user.name) }
+
+        /// A lease of a ledger outside the pool, opened for one request: closed when the lease ends.
+        static func detached(_ user: UserLedger) -> Lease { Lease(user, pool: nil) }
+
+        deinit {
+            if let pool { pool.giveBack(user.name) } else { user.ledger.close() }
+        }
     }
 
     private struct Slot {

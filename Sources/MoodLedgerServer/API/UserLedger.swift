@@ -62,12 +62,13 @@ final class UserLedger: Sendable {
     var busy: Bool { longWork.load(ordering: .sequentiallyConsistent) > 0 }
     private let longWork = Atomic<Int>(0)
 
-    init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64) throws {
+    /// - Parameter loadingKeys: load the idempotency keys of the last day (a ledger that is only read needs none).
+    init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64, loadingKeys: Bool = true) throws {
         self.name = name
         self.ledger = ledger
         self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
-        try loadKeys(since: now - Self.idempotencyWindowMilliseconds)
+        if loadingKeys { try loadKeys(since: now - Self.idempotencyWindowMilliseconds) }
     }
 
     // MARK: - Group commit
