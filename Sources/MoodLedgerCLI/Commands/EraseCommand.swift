@@ -69,10 +69,13 @@ enum EraseCommand {
         _ context: Context, ledger: Ledger, reason: String, localOnly: Bool
     ) throws -> Int32 {
         let keepHealthKit = !context.arguments.has("include-healthkit")
-        let (count, skipped) = ledger.read { state in
-            (state.entries.count, keepHealthKit ? state.entries.count(source: .healthkit) : 0)
-        }
-        try confirm(context, count: "every entry (\(count - skipped) current, and every deleted one)")
+        // Counting HealthKit's copies decodes every entry: only for the question (the erasure counts what it kept).
+        try confirm(
+            context,
+            count: ledger.read { state in
+                let kept = keepHealthKit ? state.entries.count(source: .healthkit) : 0
+                return "every entry (\(state.entries.count - kept) current, and every deleted one)"
+            })
         if !localOnly {
             // HealthKit's copies that stay are not asked to be deleted anywhere.
             try removeCopies(
@@ -134,13 +137,14 @@ enum EraseCommand {
     }
 
     /// On a terminal: ask. Elsewhere: `--yes` is required.
-    private static func confirm(_ context: Context, count: String) throws {
+    /// - Parameter count: what is to be erased, worded (asked for only when the question is put).
+    private static func confirm(_ context: Context, count: @autoclosure () -> String) throws {
         if context.arguments.has("yes") { return }
         guard SystemIO.isTerminal(0) else {
             throw UsageError("erase cannot be undone: pass --yes to confirm when not on a terminal")
         }
         context.console.error(
-            "Erase \(count)? Their notes, words and history are "
+            "Erase \(count())? Their notes, words and history are "
                 + "removed for good. Type 'erase' to confirm: ", terminator: "")
         guard readLine()?.trimmingCharacters(in: .whitespaces) == "erase" else {
             throw CLIError(ExitCode.ok, "not confirmed; nothing was erased")
