@@ -81,10 +81,15 @@ public struct LocalZone: Sendable, Equatable, CustomStringConvertible {
     /// - Returns: the instant with its offset, and the adjustment made, if any.
     public func resolve(localMilliseconds local: Int64) -> (LoggedAt, Adjustment?) {
         // Offsets in force a day either side cover every transition near this time.
-        let candidates = Set([
+        let (earlier, middle, later) = (
             offsetMinutes(atUTC: local - 86_400_000), offsetMinutes(atUTC: local),
             offsetMinutes(atUTC: local + 86_400_000)
-        ])
+        )
+        if earlier == middle, middle == later, offsetMinutes(atUTC: local - Int64(middle) * 60_000) == middle {
+            // No transition near (most times): the one offset, without building the candidates.
+            return (LoggedAt(milliseconds: local - Int64(middle) * 60_000, utcOffsetMinutes: middle), nil)
+        }
+        let candidates = Set([earlier, middle, later])
         let valid = candidates.filter { offset in offsetMinutes(atUTC: local - Int64(offset) * 60_000) == offset }
             .sorted(by: >)  // larger offset = earlier instant
         if let first = valid.first {

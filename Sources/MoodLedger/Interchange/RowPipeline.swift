@@ -2,19 +2,27 @@ import Dispatch
 import Synchronization
 
 /// Reads an ``ImportStream`` on a second thread while the caller decides and writes the rows it has read: parsing a
-/// CSV row costs about as much as deciding, encoding and writing it, so on two cores the import takes about half the
-/// time. Rows cross in batches (a lock and a wake-up per batch, not per row), at most ``depth`` batches ahead.
+/// CSV row and validating its draft (``prepare``: what needs no ledger state) cost about as much as deciding,
+/// encoding and writing it, so on two cores the import takes about half the time. Rows cross in batches (a lock and a
+/// wake-up per batch, not per row), at most ``depth`` batches ahead.
 ///
 /// The stream is the reading thread's alone from ``init(_:)`` until ``finish()`` returns it: the caller calls
 /// ``finish()`` on every path (also after an error of its own), which stops the reader and waits for it.
 final class RowPipeline: Sendable {
     /// Rows a batch holds.
     static let batchSize = 1_024
-    /// Batches read ahead of the caller at most (about 4,000 rows: a few MB however large the file).
-    static let depth = 4
+    /// Batches read ahead of the caller at most (about 32,000 rows, some 10 MB however large the file: enough to ride
+    /// out the caller's pauses, such as its entry table growing, without stopping the reader).
+    static let depth = 32
+
+    /// A row read, with its draft validated into an entry (or why not) by ``prepare``.
+    struct Prepared: Sendable {
+        var row: ImportRow
+        var entry: Result<MoodEntry, MoodError>
+    }
 
     private struct Shared {
-        var batches: [[ImportRow]] = []
+        var batches: [[Prepared]] = []
         var finished = false
         var cancelled = false
         var failure: (any Error)?
@@ -31,22 +39,24 @@ final class RowPipeline: Sendable {
     private let space = DispatchSemaphore(value: depth)
     private let done = DispatchSemaphore(value: 0)
     private let holder: Holder
+    private let prepare: @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>
     /// The batch being handed out: only the caller's thread touches it.
-    private let current = Mutex<(rows: [ImportRow], next: Int)>(([], 0))
+    private let current = Mutex<(rows: [Prepared], next: Int)>(([], 0))
 
-    /// Starts reading `stream` on a second thread.
-    init(_ stream: ImportStream) {
+    /// Starts reading `stream` on a second thread, each row's draft validated there by `prepare`.
+    init(_ stream: ImportStream, prepare: @escaping @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>) {
         holder = Holder(stream)
+        self.prepare = prepare
         DispatchQueue.global(qos: .userInitiated).async { [self] in read() }
     }
 
     private func read() {
         defer { done.signal() }
         do {
-            var batch: [ImportRow] = []
+            var batch: [Prepared] = []
             batch.reserveCapacity(Self.batchSize)
             while let row = try holder.stream.next() {
-                batch.append(row)
+                batch.append(Prepared(row: row, entry: prepare(row.draft)))
                 guard batch.count == Self.batchSize else { continue }
                 space.wait()
                 let cancelled = shared.withLock { shared in
@@ -74,8 +84,8 @@ final class RowPipeline: Sendable {
 
     /// The next row, in the stream's order, or nil at its end.
     /// - Throws: what the stream threw, once the rows read before it are handed out.
-    func next() throws -> ImportRow? {
-        if let row = current.withLock({ current -> ImportRow? in
+    func next() throws -> Prepared? {
+        if let row = current.withLock({ current -> Prepared? in
             guard current.next < current.rows.count else { return nil }
             defer { current.next += 1 }
             return current.rows[current.next]
@@ -83,7 +93,7 @@ final class RowPipeline: Sendable {
             return row
         }
         while true {
-            let (batch, finished, failure) = shared.withLock { shared -> ([ImportRow]?, Bool, (any Error)?) in
+            let (batch, finished, failure) = shared.withLock { shared -> ([Prepared]?, Bool, (any Error)?) in
                 if !shared.batches.isEmpty { return (shared.batches.removeFirst(), false, nil) }
                 return (nil, shared.finished, shared.failure)
             }

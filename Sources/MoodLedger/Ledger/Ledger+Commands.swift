@@ -158,13 +158,21 @@ extension Ledger {
     /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily
     /// mood, or a creation. A draft with a known id or source id is validated like a creation before it is found
     /// "already there": an invalid repeat is refused, never answered with the stored entry.
+    /// - Parameter prepared: the draft already validated at `now` with no id drawn (`MoodRules.validate` with
+    ///   `newID` giving `.none`), as an import's reading thread does; nil: validated here.
     static func decide(
-        _ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options
+        _ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options,
+        validated prepared: Result<MoodEntry, MoodError>? = nil
     ) throws
         -> ([MoodEvent], EntryID, Bool)
     {
         func validated(newID: () -> EntryID) throws(MoodError) -> MoodEntry {
-            try MoodRules.validate(
+            if let prepared {
+                var entry = try prepared.get()
+                if draft.id == nil { entry.id = newID() }
+                return entry
+            }
+            return try MoodRules.validate(
                 draft, now: now,
                 defaultOffsetMinutes: options.zone?.offsetMinutes(atUTC: now) ?? options.utcOffsetMinutes,
                 bounds: options.loggedAtBounds, newID: newID)

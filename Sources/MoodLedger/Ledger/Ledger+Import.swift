@@ -51,9 +51,9 @@ extension Ledger {
         _ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false
     ) throws -> ImportReport {
         var index = 0
-        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting) {
+        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting, now: options.clock()) {
             defer { index += 1 }
-            return index < plan.rows.count ? plan.rows[index] : nil
+            return index < plan.rows.count ? (plan.rows[index], nil) : nil
         }
         report.note(plan)
         return report
@@ -75,9 +75,22 @@ extension Ledger {
     ) throws
         -> ImportReport
     {
-        // The file is parsed on a second thread while this one decides and writes (`RowPipeline`).
-        let pipeline = RowPipeline(stream)
-        let result = Result { try importRows(dryRun: dryRun, updateExisting: updateExisting) { try pipeline.next() } }
+        // The file is parsed and each draft validated on a second thread while this one decides and writes
+        // (`RowPipeline`): validation needs no ledger state, only the import's time and the ledger's rules.
+        let now = options.clock()
+        let (zone, offset, bounds) = (options.zone, options.utcOffsetMinutes, options.loggedAtBounds)
+        let pipeline = RowPipeline(stream) { draft in
+            Result { () throws(MoodError) in
+                try MoodRules.validate(
+                    draft, now: now, defaultOffsetMinutes: zone?.offsetMinutes(atUTC: now) ?? offset, bounds: bounds,
+                    newID: { .none })
+            }
+        }
+        let result = Result {
+            try importRows(dryRun: dryRun, updateExisting: updateExisting, now: now) {
+                try pipeline.next().map { ($0.row, $0.entry) }
+            }
+        }
         stream = pipeline.finish()
         var report = try result.get()
         report.note(stream.plan)
@@ -86,17 +99,22 @@ extension Ledger {
 
     /// The one import path: rows decided against a scratch state that sees the earlier rows, their events streamed
     /// into one batch; the scratch state becomes the ledger's once the batch is durable.
-    private func importRows(dryRun: Bool, updateExisting: Bool, next: () throws -> ImportRow?) throws -> ImportReport {
+    /// - Parameter next: the next row, with its draft already validated (at `now`, without an id) when it was.
+    private func importRows(
+        dryRun: Bool, updateExisting: Bool, now: Int64,
+        next: () throws -> (ImportRow, Result<MoodEntry, MoodError>?)?
+    ) throws -> ImportReport {
         try core.withLock { core in
             if !dryRun, options.readOnly { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             var report = ImportReport(dryRun: dryRun)
-            let now = options.clock()
             let time = max(core.log.lastRecordedAt, now * 1000)
             let command = options.newID()
             replaceIfDamaged(&core)
             var scratch = core.state
             var appended = 0
-            func handle(_ row: ImportRow, emit: ((PendingRecord) throws -> Void)?) throws {
+            func handle(
+                _ row: ImportRow, validated: Result<MoodEntry, MoodError>?, emit: ((PendingRecord) throws -> Void)?
+            ) throws {
                 report.rows += 1
                 let decided: ([MoodEvent], EntryID, Bool)
                 var corrected = false
@@ -113,7 +131,8 @@ extension Ledger {
                         corrected = updateExisting && !events.isEmpty
                         decided = (corrected ? events : [], existing.id, false)
                     } else {
-                        decided = try Self.decide(row.draft, in: scratch, now: now, options: options)
+                        decided = try Self.decide(
+                            row.draft, in: scratch, now: now, options: options, validated: validated)
                     }
                 } catch let error as MoodError {
                     throw ImportError(line: row.line, field: error.field, problem: error.rule)
@@ -143,12 +162,12 @@ extension Ledger {
                 }
             }
             guard !dryRun else {
-                while let row = try next() { try handle(row, emit: nil) }
+                while let (row, validated) = try next() { try handle(row, validated: validated, emit: nil) }
                 return report
             }
             let seqs = try core.log.appendStream { emit in
                 try withoutActuallyEscaping(emit) { emit in
-                    while let row = try next() { try handle(row, emit: emit) }
+                    while let (row, validated) = try next() { try handle(row, validated: validated, emit: emit) }
                 }
             }
             guard let seqs else { return report }
