@@ -36,7 +36,9 @@ final class RowPipeline: Sendable {
 
     private let shared = Mutex(Shared())
     private let ready = DispatchSemaphore(value: 0)
-    private let space = DispatchSemaphore(value: depth)
+    /// Room for batches: made with value 0 and signalled ``depth`` times, because a semaphore released below the value
+    /// it was made with traps (libdispatch), and a reader stopped early leaves batches nobody took.
+    private let space = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let holder: Holder
     private let prepare: @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>
@@ -47,6 +49,7 @@ final class RowPipeline: Sendable {
     init(_ stream: ImportStream, prepare: @escaping @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>) {
         holder = Holder(stream)
         self.prepare = prepare
+        for _ in 0..<Self.depth { space.signal() }
         DispatchQueue.global(qos: .userInitiated).async { [self] in read() }
     }
 

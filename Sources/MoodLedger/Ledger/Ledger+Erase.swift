@@ -211,6 +211,8 @@ extension Ledger {
             }
             return EventCodec.encode(.redacted(id, redaction), commandID: decoded.commandID)
         }
+        // Earlier records changed: observers read their views again (an erasure of every entry names no entry).
+        core.rewrites += 1
         // What replaying the rewritten records gives: the erasures are complete.
         core.state.pendingErasures = [:]
         _ = try writeSnapshot(&core)

@@ -10,8 +10,8 @@ public struct LedgerChange: Sendable, Equatable {
     /// The entries the appended events concern, in ascending order, without duplicates (events about no entry,
     /// such as `remote.configured`, add none).
     public var entryIDs: [EntryID]
-    /// Whether another process replaced the log file (an erasure's or a repair's rewrite): earlier records may
-    /// have changed too, so a view of the whole ledger should be read again, not only the entries listed.
+    /// Whether the log file was replaced (an erasure's or a repair's rewrite, here or in another process): earlier
+    /// records may have changed too, so a view of the whole ledger should be read again, not only the entries listed.
     public var logRewritten: Bool
 
     /// A change from its parts.
