@@ -133,16 +133,7 @@ struct EraseAllTests {
         let ledger = try Ledger.open(at: dir.path, options: options)
         let (needles, healthKit) = try Self.populate(ledger)
         let before = ledger.state.entries.count
-        io.plan.withLock { plan in
-            switch step {
-            case .appendWrite: plan.failNextWrite = .ioError
-            case .appendSync: plan.failNextSync = .ioError
-            case .tempWrite: plan.failNextWrite = .noSpace; plan.writesBeforeFailure = 1
-            case .tempSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 1
-            case .rename: plan.failNextRename = .ioError
-            case .directorySync: plan.failNextDirectorySync = .ioError
-            }
-        }
+        step.fail(io)
         #expect(throws: (any Error).self) { try ledger.eraseAll(keepingHealthKit: true) }
         ledger.close()
         let reopened = try Ledger.open(at: dir.path)
@@ -165,11 +156,8 @@ struct EraseAllTests {
     @Test("eraseAll refuses, appending nothing, while a destination holds a copy of an entry it would erase")
     func heldElsewhere() throws {
         let dir = TemporaryDirectory("erase-all-held")
-        let ledger = try Ledger.open(at: dir.path)
+        let (ledger, id) = try ErasureTests.withBackendCopy(dir)
         defer { ledger.close() }
-        let id = try ledger.log(MoodDraft(valence: 0.2, labels: ["calm"], notes: "n")).entry.id
-        try ledger.recordSyncAttempt(id, to: .backend)
-        try ledger.recordSyncSuccess(id, to: .backend, remoteID: "remote-secret-id", revision: 4)
         let seq = ledger.lastSeq
         #expect(throws: MoodError.self) { try ledger.eraseAll(keepingHealthKit: true) }
         #expect(ledger.lastSeq == seq)

@@ -159,6 +159,29 @@ struct ErasureTests {
     enum Step: String, CaseIterable, CustomStringConvertible {
         case appendWrite, appendSync, tempWrite, tempSync, rename, directorySync
         var description: String { rawValue }
+
+        /// Plans the fault at this step of an erasure (the append, then the rewrite's temp file and rename).
+        func fail(_ io: FaultInjectingIO) {
+            io.plan.withLock { plan in
+                switch self {
+                case .appendWrite: plan.failNextWrite = .ioError
+                case .appendSync: plan.failNextSync = .ioError
+                case .tempWrite: plan.failNextWrite = .noSpace; plan.writesBeforeFailure = 1
+                case .tempSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 1
+                case .rename: plan.failNextRename = .ioError
+                case .directorySync: plan.failNextDirectorySync = .ioError
+                }
+            }
+        }
+    }
+
+    /// A ledger with one entry the backend holds a copy of (remote id `remote-secret-id`).
+    static func withBackendCopy(_ dir: TemporaryDirectory) throws -> (Ledger, EntryID) {
+        let ledger = try Ledger.open(at: dir.path)
+        let id = try ledger.log(MoodDraft(valence: 0.2, labels: ["calm"], notes: "n")).entry.id
+        try ledger.recordSyncAttempt(id, to: .backend)
+        try ledger.recordSyncSuccess(id, to: .backend, remoteID: "remote-secret-id", revision: 4)
+        return (ledger, id)
     }
 
     @Test(
@@ -172,16 +195,7 @@ struct ErasureTests {
         let ledger = try Ledger.open(at: dir.path, options: options)
         let (secret, needles) = try Self.populate(ledger)
         let before = Self.exportOthers(ledger, except: secret)
-        io.plan.withLock { plan in
-            switch step {
-            case .appendWrite: plan.failNextWrite = .ioError
-            case .appendSync: plan.failNextSync = .ioError
-            case .tempWrite: plan.failNextWrite = .noSpace; plan.writesBeforeFailure = 1
-            case .tempSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 1
-            case .rename: plan.failNextRename = .ioError
-            case .directorySync: plan.failNextDirectorySync = .ioError
-            }
-        }
+        step.fail(io)
         #expect(throws: (any Error).self) { try ledger.erase([secret]) }
         ledger.close()
         let reopened = try Ledger.open(at: dir.path)
@@ -202,11 +216,8 @@ struct ErasureTests {
     @Test("Erasing an entry a destination holds needs the delete first, or ignoringDestinations")
     func heldElsewhere() throws {
         let dir = TemporaryDirectory("erase-held")
-        let ledger = try Ledger.open(at: dir.path)
+        let (ledger, id) = try Self.withBackendCopy(dir)
         defer { ledger.close() }
-        let id = try ledger.log(MoodDraft(valence: 0.2, labels: ["calm"], notes: "n")).entry.id
-        try ledger.recordSyncAttempt(id, to: .backend)
-        try ledger.recordSyncSuccess(id, to: .backend, remoteID: "remote-secret-id", revision: 4)
         #expect(throws: MoodError.self) { try ledger.erase([id]) }
         try ledger.erase([id], ignoringDestinations: true)
         #expect(ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend)) == nil)
