@@ -43,7 +43,14 @@ final class RowPipeline: Sendable {
     private let holder: Holder
     private let prepare: @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>
     /// The batch being handed out: only the caller's thread touches it.
-    private let current = Mutex<(rows: [Prepared], next: Int)>(([], 0))
+    private let current = Taken()
+
+    /// The rows of the batch being handed out, last row first (the reader reverses each batch, so each row is moved
+    /// out from the end, not copied): only the caller's thread — the one that calls ``next()`` — touches them, so no
+    /// lock guards them.
+    private final class Taken: @unchecked Sendable {
+        @exclusivity(unchecked) var rows: [Prepared] = []
+    }
 
     /// Starts reading `stream` on a second thread, each row's draft validated there by `prepare`.
     init(_ stream: ImportStream, prepare: @escaping @Sendable (MoodDraft) -> Result<MoodEntry, MoodError>) {
@@ -61,6 +68,7 @@ final class RowPipeline: Sendable {
             while let row = try holder.stream.next() {
                 batch.append(Prepared(row: row, entry: prepare(row.draft)))
                 guard batch.count == Self.batchSize else { continue }
+                batch.reverse()  // handed out from the end (see ``Taken``)
                 space.wait()
                 let cancelled = shared.withLock { shared in
                     if !shared.cancelled { shared.batches.append(batch) }
@@ -72,6 +80,7 @@ final class RowPipeline: Sendable {
                 batch.reserveCapacity(Self.batchSize)
             }
             if !batch.isEmpty {
+                batch.reverse()
                 space.wait()
                 shared.withLock { $0.batches.append(batch) }
             }
@@ -88,13 +97,7 @@ final class RowPipeline: Sendable {
     /// The next row, in the stream's order, or nil at its end.
     /// - Throws: what the stream threw, once the rows read before it are handed out.
     func next() throws -> Prepared? {
-        if let row = current.withLock({ current -> Prepared? in
-            guard current.next < current.rows.count else { return nil }
-            defer { current.next += 1 }
-            return current.rows[current.next]
-        }) {
-            return row
-        }
+        if let row = current.rows.popLast() { return row }
         while true {
             let (batch, finished, failure) = shared.withLock { shared -> ([Prepared]?, Bool, (any Error)?) in
                 if !shared.batches.isEmpty { return (shared.batches.removeFirst(), false, nil) }
@@ -102,8 +105,8 @@ final class RowPipeline: Sendable {
             }
             if let batch {
                 space.signal()
-                current.withLock { $0 = (batch, 1) }
-                return batch.first
+                current.rows = batch
+                return current.rows.popLast()
             }
             if finished {
                 if let failure { throw failure }
