@@ -340,6 +340,10 @@ public struct Erasure: Sendable, Equatable {
         self.complete = complete
         self.keepsHealthKit = keepsHealthKit
     }
+
+    /// Whether an erasure of every entry leaves this entry as it is: a HealthKit copy, when it keeps them (their
+    /// samples live in the Health app). The one rule of the fold, the rewrite and the commands that ask first.
+    public func keeps(_ entry: MoodEntry?) -> Bool { keepsHealthKit && entry?.source == .healthkit }
 }
 
 /// The event types: their wire names, record type codes and current schema versions.

@@ -103,11 +103,12 @@ extension Ledger {
     ) throws -> EraseReport {
         try core.withLock { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            let erasure = Erasure(reason: reason, requestedBy: requestedBy, keepsHealthKit: keepingHealthKit)
             let current = try deciding(&core) { state in
                 if !ignoringDestinations {
                     for destination in SyncDestination.allCases {
                         for id in state.outbox.entriesHeld(at: destination)
-                        where !(keepingHealthKit && state.entries[id]?.source == .healthkit) {
+                        where !erasure.keeps(state.entries[id]) {
                             throw MoodError(
                                 code: .heldElsewhere, field: "entry_id",
                                 rule:
@@ -118,19 +119,14 @@ extension Ledger {
                 }
                 return state.entries
             }
-            let keeps: (EntryID) -> Bool = { keepingHealthKit && current[$0]?.source == .healthkit }
-            guard try Self.namesEntries(in: core.log, besides: keeps) else {
+            guard try Self.namesEntries(in: core.log, besides: { erasure.keeps(current[$0]) }) else {
                 var report = EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
                 report.erasedAll = 0
                 report.kept = keepingHealthKit ? current.count(source: .healthkit) : 0
                 return report
             }
             let before = current.count
-            try appendStreaming(
-                CollectionOfOne(
-                    .ledgerErased(
-                        Erasure(reason: reason, requestedBy: requestedBy, keepsHealthKit: keepingHealthKit))),
-                now: options.clock(), to: &core)
+            try appendStreaming(CollectionOfOne(.ledgerErased(erasure)), now: options.clock(), to: &core)
             try core.log.sync()
             let kept = core.state.entries.count
             var report = try finishErasures(&core)

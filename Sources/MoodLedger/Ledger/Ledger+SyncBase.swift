@@ -46,13 +46,11 @@ extension Ledger {
             if view.type == EventType.ledgerErased.rawValue {
                 // The erased entries have no base any more (a later entry with the same id starts afresh).
                 guard case .ledgerErased(let erasure) = try Self.decode(view).event else { return true }
-                let keep: ((MoodEntry) -> Bool)? = erasure.keepsHealthKit ? { $0.source == .healthkit } : nil
-                for id in Set(bases.keys).union(attempted.keys) where !(versions[id].map { keep?($0) == true } ?? false)
-                {
+                for id in Set(bases.keys).union(attempted.keys) where !erasure.keeps(versions[id]) {
                     bases[id] = SyncBase(revision: 0, entry: nil)
                     attempted[id] = nil
                 }
-                _ = versions.removeAll(keeping: keep)
+                _ = versions.removeAll(keptBy: erasure)
                 return true
             }
             guard let id = EventCodec.entryID(inPayload: view.payload), ids.contains(id) else { return true }

@@ -173,9 +173,9 @@ enum Replayer {
     ) throws -> (log: EventLog, count: Int) {
         precondition(configuration.checkpoint == nil && state.buildsAnalyticsInBulk, "a replay from the first record")
         let bytes = logBytes(directory: directory, io: configuration.io)
-        let (opened, count) = try fold(into: &state, records: UInt64(bytes / minimumRecordBytes)) {
-            state, analytics -> (EventLog, Int) in
-            if UInt64(bytes / minimumRecordBytes) < pipelineThreshold {
+        let mostRecords = UInt64(bytes / minimumRecordBytes)
+        let (opened, count) = try fold(into: &state, records: mostRecords) { state, analytics -> (EventLog, Int) in
+            if mostRecords < pipelineThreshold {
                 var count = 0
                 let log = try open(directory, configuration) { view throws(MoodError) in
                     try apply(view, to: &state, analytics: analytics)

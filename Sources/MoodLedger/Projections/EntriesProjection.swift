@@ -87,13 +87,13 @@ public struct EntriesState: Sendable, Equatable {
         for entry in changed.values { body(entry) }
     }
 
-    /// Removes every entry but those `keep` accepts (an erasure of every entry, `Specs/erasure.md`): the state
-    /// afterwards holds the kept entries alone, as values, and no longer reads a snapshot.
-    /// - Parameter keep: which entries stay; nil: none (nothing is decoded).
+    /// Removes every entry but those an erasure of every entry keeps (`Specs/erasure.md`): the state afterwards holds
+    /// the kept entries alone, as values, and no longer reads a snapshot.
+    /// - Parameter erasure: the erasure (one that keeps nothing decodes no entry).
     /// - Returns: the entries kept.
-    mutating func removeAll(keeping keep: ((MoodEntry) -> Bool)?) -> [MoodEntry] {
+    mutating func removeAll(keptBy erasure: Erasure) -> [MoodEntry] {
         var kept: [MoodEntry] = []
-        if let keep { forEach { if keep($0) { kept.append($0) } } }
+        if erasure.keepsHealthKit { forEach { if erasure.keeps($0) { kept.append($0) } } }
         let deferred = daysDeferred
         self = EntriesState()
         daysDeferred = deferred

@@ -61,7 +61,7 @@ public struct LedgerState: Sendable, Equatable {
     /// with their outbox records and analytics; until the rewrite completes it, the erasure is pending under the
     /// all-zero id (`Specs/erasure.md`, *Erasing everything*).
     private mutating func eraseAll(_ erasure: Erasure, seq: UInt64, analytics withAnalytics: Bool) {
-        let kept = entries.removeAll(keeping: erasure.keepsHealthKit ? { $0.source == .healthkit } : nil)
+        let kept = entries.removeAll(keptBy: erasure)
         outbox.removeAll(keeping: Set(kept.lazy.map(\.id)))
         if withAnalytics {
             analytics = AnalyticsState()

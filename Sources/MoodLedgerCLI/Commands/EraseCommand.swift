@@ -69,6 +69,7 @@ enum EraseCommand {
         _ context: Context, ledger: Ledger, reason: String, localOnly: Bool
     ) throws -> Int32 {
         let keepHealthKit = !context.arguments.has("include-healthkit")
+        let scope = Erasure(reason: reason, requestedBy: "cli", keepsHealthKit: keepHealthKit)
         // Counting HealthKit's copies decodes every entry: only for the question (the erasure counts what it kept).
         try confirm(
             context,
@@ -79,7 +80,7 @@ enum EraseCommand {
         if !localOnly {
             // HealthKit's copies that stay are not asked to be deleted anywhere.
             try removeCopies(
-                held(ledger, where: { _, entry in !(keepHealthKit && entry?.source == .healthkit) }), ledger: ledger,
+                held(ledger, where: { _, entry in !scope.keeps(entry) }), ledger: ledger,
                 context: context)
         }
         try Interrupted.check("nothing was erased")
