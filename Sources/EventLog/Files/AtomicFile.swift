@@ -24,24 +24,38 @@ package enum AtomicFile {
         pieces: [(offset: Int, bytes: [UInt8])], to path: String, io: any PlatformIO = SystemIO(),
         check: ((String) throws -> Void)? = nil
     ) throws {
+        try write(to: path, io: io, check: check) { write in
+            var end = 0
+            for (offset, bytes) in pieces {
+                precondition(offset >= end, "pieces in order, not overlapping")
+                if offset > end {
+                    // Written, not left as a hole: the file's bytes are the same either way, its blocks too.
+                    try [UInt8](repeating: 0, count: offset - end).withUnsafeBytes { try write(end, $0) }
+                }
+                try bytes.withUnsafeBytes { try write(offset, $0) }
+                end = offset + bytes.count
+            }
+        }
+    }
+
+    /// Writes a file as ``write(_:to:io:check:)`` does, from what `produce` hands to its argument: bytes at
+    /// offsets, in any order, never overlapping (bytes never written read as zero).
+    /// - Throws: ``EventLogError`` `io`, or what `produce` or `check` throw; on failure the temp file is removed and
+    ///   `path` is untouched.
+    package static func write(
+        to path: String, io: any PlatformIO = SystemIO(), check: ((String) throws -> Void)? = nil,
+        produce: (_ write: (_ offset: Int, _ bytes: UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws {
         let suffix = io.randomBytes(6).map { String($0, radix: 16) }.joined()
         let temp = path + ".tmp-" + suffix
         do {
-            try wrapIO("cannot write \(temp)") {
-                let fd = try io.open(temp, .createExclusive)
+            let fd = try wrapIO("cannot write \(temp)") { try io.open(temp, .createExclusive) }
+            do {
                 defer { io.close(fd) }
-                var end = 0
-                for (offset, bytes) in pieces {
-                    precondition(offset >= end, "pieces in order, not overlapping")
-                    if offset > end {
-                        // Written, not left as a hole: the file's bytes are the same either way, its blocks too.
-                        let zeros = [UInt8](repeating: 0, count: offset - end)
-                        try zeros.withUnsafeBytes { try io.write(fd, $0, at: Int64(end)) }
-                    }
-                    try bytes.withUnsafeBytes { try io.write(fd, $0, at: Int64(offset)) }
-                    end = offset + bytes.count
+                try produce { offset, bytes in
+                    try wrapIO("cannot write \(temp)") { try io.write(fd, bytes, at: Int64(offset)) }
                 }
-                try io.syncData(fd)
+                try wrapIO("cannot write \(temp)") { try io.syncData(fd) }
             }
             try check?(temp)
             try wrapIO("cannot rename \(temp)") { try io.rename(temp, path) }

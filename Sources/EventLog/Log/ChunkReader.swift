@@ -34,12 +34,17 @@ final class ChunkReader {
                 buffer.deallocate()
                 buffer = .allocate(byteCount: max(count, buffer.count * 2), alignment: 16)
             }
-            let want = readAhead ? Int(min(Int64(buffer.count), limit - offset)) : count
-            let got = try io.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-            bufferStart = offset
+            // Reading backwards (before the window), the window ends where the wanted bytes end: a walk from the
+            // end towards the start reads each buffer's worth once, as a forward walk does.
+            let from =
+                readAhead && offset < bufferStart && bufferCount > 0
+                ? max(0, offset + Int64(count) - Int64(buffer.count)) : offset
+            let want = readAhead ? Int(min(Int64(buffer.count), limit - from)) : count
+            let got = try io.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: from)
+            bufferStart = from
             bufferCount = got
-            guard got >= count else {
-                throw EventLogError(.io, "file shrank while being read", offset: offset + Int64(got))
+            guard from + Int64(got) >= offset + Int64(count) else {
+                throw EventLogError(.io, "file shrank while being read", offset: from + Int64(got))
             }
         }
         let start = Int(offset - bufferStart)

@@ -9,14 +9,17 @@ extension EventLog {
     /// The log's lock is held while `produce` runs: other appends wait.
     /// - Parameters:
     ///   - chunkBytes: how much to buffer before a write (default 1 MiB).
-    ///   - produce: calls `emit` once per record, in order; what it throws aborts the batch.
+    ///   - produce: calls `emit` once per record, in order (it answers where the record goes); what it throws aborts
+    ///     the batch. `payload` reads back the payload of a record this batch emitted, from the buffer or the file.
     /// - Returns: the sequence numbers given, or `nil` if `produce` emitted nothing.
     /// - Throws: what `produce` throws (nothing appended), ``EventLogError`` `invalidArgument`, `failedState`,
     ///   `notWritable`, or `io` (then the log is in the failed state, as for ``append(_:)``).
     @discardableResult
     public func appendStream(
         chunkBytes: Int = 1 << 20,
-        _ produce: (_ emit: (PendingRecord) throws -> Void) throws -> Void
+        _ produce: (
+            _ emit: (PendingRecord) throws -> StreamedRecord, _ payload: (StreamedRecord) throws -> [UInt8]
+        ) throws -> Void
     ) throws -> ClosedRange<UInt64>? {
         try state.withLock { state in
             try checkWritable(state)
@@ -60,26 +63,46 @@ extension EventLog {
                 buffer.removeAll(keepingCapacity: true)
             }
 
-            do {
-                try produce { record in
-                    guard record.type != 0, record.type != LogFormat.lostRecordType else {
-                        throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
+            func payload(of record: StreamedRecord) throws -> [UInt8] {
+                if record.seq == seq, let pending { return pending.payload }  // emitted, not yet encoded
+                let flushed = start.end + written
+                precondition(record.seq < seq && record.offset >= start.end, "a record this batch emitted")
+                if record.offset >= flushed {
+                    return buffer.withUnsafeBytes { bytes in
+                        let at = Int(record.offset - flushed)
+                        let length = Int(bytes.u32(at + 8))
+                        let body = at + LogFormat.recordHeaderSize
+                        return Array(bytes[body..<(body + length)])
                     }
-                    guard record.payload.count <= maxPayload else {
-                        throw EventLogError(
-                            .invalidArgument,
-                            "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
-                    }
-                    if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
-                        throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
-                    }
-                    guard seq < LogFormat.maximumSeq - 1 else {
-                        throw EventLogError(.invalidArgument, "the log has reached its highest sequence number")
-                    }
-                    if let previous = pending { encode(previous, continues: true) }
-                    pending = record
-                    if buffer.count >= chunkBytes { try flush() }
                 }
+                let fetcher = RecordFetcher(
+                    io: io, fd: state.fd, limit: flushed, maxPayload: maxPayload, window: 1 << 14)
+                return try fetcher.payload(of: record) { Array($0.payload) }
+            }
+
+            do {
+                try produce(
+                    { record in
+                        guard record.type != 0, record.type != LogFormat.lostRecordType else {
+                            throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
+                        }
+                        guard record.payload.count <= maxPayload else {
+                            throw EventLogError(
+                                .invalidArgument,
+                                "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
+                        }
+                        if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
+                            throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
+                        }
+                        guard seq < LogFormat.maximumSeq - 1 else {
+                            throw EventLogError(.invalidArgument, "the log has reached its highest sequence number")
+                        }
+                        if let previous = pending { encode(previous, continues: true) }
+                        pending = record
+                        let position = StreamedRecord(seq: seq, offset: start.end + written + Int64(buffer.count))
+                        if buffer.count >= chunkBytes { try flush() }
+                        return position
+                    }, payload)
                 guard let final = pending else { return nil }
                 encode(final, continues: false)
                 try flush()

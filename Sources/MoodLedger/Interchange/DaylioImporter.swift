@@ -35,7 +35,7 @@ enum DaylioImporter {
         /// Every mood name no level is known for, in order of appearance.
         var unmapped: [String] = []
         /// Rows already seen per local minute (ms as if UTC): the `#n` of the source id.
-        var seen: [Int64: Int] = [:]
+        var seen = OccurrenceCounter()
 
         /// Reads the header. - Throws: ``ImportError`` when it is not a Daylio export header.
         init(header: CSVReader.Record, options: ImportOptions) throws(ImportError) {
@@ -59,7 +59,8 @@ enum DaylioImporter {
         }
 
         /// Fails when some mood names had no level (listing every one), after the whole file was read.
-        func finish() throws(ImportError) {
+        mutating func finish() throws(ImportError) {
+            seen = OccurrenceCounter()  // the file is read: no row is numbered again
             guard !unmapped.isEmpty else { return }
             var error = ImportError(
                 line: 0, field: "mood",
@@ -140,8 +141,7 @@ enum DaylioImporter {
                 .joined(separator: "\n")
             let localMs = day.utcMidnightMilliseconds + Int64(minutes) * 60_000
             let stamp = day.description + "T" + ISO8601.pad(minutes / 60, 2) + ":" + ISO8601.pad(minutes % 60, 2)
-            let occurrence = seen[localMs, default: 0]  // rows at the same minute: #0, #1, … in file order
-            seen[localMs] = occurrence + 1
+            let occurrence = seen.count(localMs)  // rows at the same minute: #0, #1, … in file order
             // The zone's offset at that instant (DST right); a skipped or repeated local time is reported.
             let zone = options.zone ?? .fixed(minutes: options.utcOffsetMinutes)
             let (loggedAt, adjustment) = zone.resolve(localMilliseconds: localMs)

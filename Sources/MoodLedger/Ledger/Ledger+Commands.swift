@@ -11,7 +11,7 @@ extension Ledger {
     @discardableResult
     public func log(_ draft: MoodDraft) throws -> LogOutcome {
         try perform { state, now in
-            try Self.decide(draft, in: state, now: now, options: options)
+            try Self.decide(draft, in: state.entries, now: now, options: options)
         }
     }
 
@@ -161,7 +161,7 @@ extension Ledger {
     /// - Parameter prepared: the draft already validated at `now` with no id drawn (`MoodRules.validate` with
     ///   `newID` giving `.none`), as an import's reading thread does; nil: validated here.
     static func decide(
-        _ draft: MoodDraft, in state: LedgerState, now: Int64, options: Options,
+        _ draft: MoodDraft, in entries: some DraftLookup, now: Int64, options: Options,
         validated prepared: Result<MoodEntry, MoodError>? = nil
     ) throws
         -> ([MoodEvent], EntryID, Bool)
@@ -178,11 +178,11 @@ extension Ledger {
                 bounds: options.loggedAtBounds, newID: newID)
         }
         // A repeat is checked as a creation would be (no id is drawn for the check: ids stay as they were).
-        if let sourceID = draft.sourceID, let existing = state.entries.entry(source: draft.source, sourceID: sourceID) {
+        if let sourceID = draft.sourceID, let existing = try entries.entry(source: draft.source, sourceID: sourceID) {
             _ = try validated { .none }
             return ([], existing.id, false)
         }
-        if let id = draft.id, state.entries[id] != nil {
+        if let id = draft.id, entries.contains(id) {
             _ = try validated { .none }
             return ([], id, false)
         }
@@ -190,7 +190,7 @@ extension Ledger {
         if draft.kind == .dailyMood {
             // A second daily mood for a local day merges into the first: what is given replaces, the rest is kept.
             let day = (draft.loggedAt ?? LoggedAt(milliseconds: now, utcOffsetMinutes: defaultOffset)).localDate
-            if let existing = state.entries.dailyMood(on: day) {
+            if let existing = try entries.dailyMood(on: day) {
                 return (try merge(draft, into: existing, now: now, bounds: options.loggedAtBounds), existing.id, false)
             }
         }
@@ -222,8 +222,8 @@ extension Ledger {
     func appendStreaming<S: Sequence<MoodEvent>>(_ events: S, now: Int64, to core: inout Core) throws {
         let command = options.newID()
         guard
-            let seqs = try core.log.appendStream({ emit in
-                for event in events { try emit(Self.record(event, command: command, now: now)) }
+            let seqs = try core.log.appendStream({ emit, _ in
+                for event in events { _ = try emit(Self.record(event, command: command, now: now)) }
             })
         else { return }
         fold(events, at: seqs, command: command, into: &core)

@@ -47,7 +47,7 @@ extension Ledger {
         logging draft: MoodDraft, in state: LedgerState, now: Int64,
         options: Options
     ) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool) {
-        let (events, id, created) = try decide(draft, in: state, now: now, options: options)
+        let (events, id, created) = try decide(draft, in: state.entries, now: now, options: options)
         return (events, id, created)
     }
 

@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// What an import did (or, dry, would do).
 public struct ImportReport: Sendable, Equatable {
@@ -98,7 +99,11 @@ extension Ledger {
     }
 
     /// The one import path: rows decided against a scratch state that sees the earlier rows, their events streamed
-    /// into one batch; the scratch state becomes the ledger's once the batch is durable.
+    /// into one batch; the scratch state becomes the ledger's once the batch is durable. The scratch holds the
+    /// entries the import creates apart, compactly, and reads them back from the log when a later row asks
+    /// (``ImportScratch``): an import's memory does not grow with its entries' contents. When the import makes a
+    /// snapshot due, it is written from the state and the held entries read back day by day, and the ledger reads
+    /// through it; otherwise the held entries join the state.
     /// - Parameter next: the next row, with its draft already validated (at `now`, without an id) when it was.
     private func importRows(
         dryRun: Bool, updateExisting: Bool, now: Int64,
@@ -110,23 +115,26 @@ extension Ledger {
             let time = max(core.log.lastRecordedAt, now * 1000)
             let command = options.newID()
             replaceIfDamaged(&core)
-            var scratch = core.state
+            let scratch = ImportScratch(core.state, holds: !dryRun)
             var appended = 0
             func handle(
-                _ row: ImportRow, validated: Result<MoodEntry, MoodError>?, emit: ((PendingRecord) throws -> Void)?
+                _ row: ImportRow, validated: Result<MoodEntry, MoodError>?,
+                emit: ((PendingRecord) throws -> StreamedRecord)?
             ) throws {
                 report.rows += 1
                 let decided: ([MoodEvent], EntryID, Bool)
                 var corrected = false
                 do {
                     if let sourceID = row.draft.sourceID,
-                        let existing = scratch.entries.entry(source: row.draft.source, sourceID: sourceID)
+                        let existing = try scratch.entry(source: row.draft.source, sourceID: sourceID)
                     {
                         // Already imported: do the values differ (a corrected --tz, --mood-map…)?
                         let events =
-                            (try? Self.events(
-                                replacing: existing.id, with: MoodReplacement(row.draft), in: scratch,
-                                now: now, bounds: options.loggedAtBounds)) ?? []
+                            (try? MoodRules.checkEditable(existing)).flatMap {
+                                try? Self.events(
+                                    replacing: existing, with: MoodReplacement(row.draft), now: now,
+                                    bounds: options.loggedAtBounds)
+                            } ?? []
                         if !events.isEmpty { report.differing += 1 }
                         corrected = updateExisting && !events.isEmpty
                         decided = (corrected ? events : [], existing.id, false)
@@ -155,9 +163,10 @@ extension Ledger {
                     report.merged += 1
                 }
                 for event in events {
-                    scratch.apply(
-                        RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event))
-                    try emit?(Self.record(event, command: command, recordedAt: time))
+                    let written = try emit?(Self.record(event, command: command, recordedAt: time))
+                    try scratch.apply(
+                        RecordedEvent(seq: scratch.state.seq + 1, recordedAt: time, commandID: command, event: event),
+                        at: written)
                     appended += 1
                 }
             }
@@ -165,21 +174,72 @@ extension Ledger {
                 while let (row, validated) = try next() { try handle(row, validated: validated, emit: nil) }
                 return report
             }
-            let seqs = try core.log.appendStream { emit in
+            let seqs = try core.log.appendStream { emit, payload in
                 try withoutActuallyEscaping(emit) { emit in
-                    while let (row, validated) = try next() { try handle(row, validated: validated, emit: emit) }
+                    try withoutActuallyEscaping(payload) { payload in
+                        scratch.fetch = { record in
+                            try payload(record).withUnsafeBytes {
+                                try ImportScratch.entry(createdBy: $0, recordedAt: time)
+                            }
+                        }
+                        defer { scratch.fetch = nil }
+                        while let (row, validated) = try next() { try handle(row, validated: validated, emit: emit) }
+                    }
                 }
             }
             guard let seqs else { return report }
             // The scratch state folded exactly these events at these seqs and this time: it is the ledger's now.
-            precondition(seqs.upperBound == scratch.seq, "the import's scratch state and the log disagree")
-            core.state = scratch
+            precondition(seqs.upperBound == scratch.state.seq, "the import's scratch state and the log disagree")
             report.appended = appended
             core.sinceSnapshot += appended
-            if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
-                _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the import
-            }
+            settle(scratch, into: &core)
             return report
+        }
+    }
+
+    /// Makes an import's scratch state the ledger's, its batch being durable: through a snapshot written from it when
+    /// one is due (the held entries read back day by day), else with the held entries read back into it. The import
+    /// has happened whatever this meets: should its records not read back, the state is rebuilt from the log, and
+    /// failing that a notice says to open the ledger again.
+    private func settle(_ scratch: ImportScratch, into core: inout Core) {
+        scratch.dropLookups()
+        // The rows' buffers and the lookup tables are gone: their pages go back before the end's own tables grow.
+        SystemIO.releaseFreeMemory()
+        do {
+            let fetcher = try core.log.fetcher()
+            if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval,
+                let location = core.log.lastRecord
+            {
+                do {
+                    try store.write(
+                        scratch.state, days: scratch.days(from: fetcher), rowCapacity: scratch.entryCount,
+                        location: location, fileID: core.log.fileID)
+                    store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
+                    if case .success(let image) = store.load(
+                        seq: location.seq, fileID: core.log.fileID,
+                        checkWhereReadFrom: options.checkSnapshotsWhereReadFrom)
+                    {
+                        core.state = LedgerState(image: image)
+                        core.sinceSnapshot = 0
+                        return
+                    }
+                } catch {
+                    // A snapshot is a cache: a failed one never fails the import (the entries join the state below).
+                }
+            }
+            core.state = try scratch.materialized(from: fetcher)
+        } catch {
+            var fresh = LedgerState()
+            if (try? Replayer.replay(
+                core.log, from: .beginning, into: &fresh, pipelineThreshold: options.parallelReplayThreshold)) != nil
+            {
+                core.state = fresh
+            } else {
+                core.state = scratch.state
+                core.laterNotices.append(
+                    "the import was written, but its entries could not be read back (\(error)): "
+                        + "open the ledger again to see them")
+            }
         }
     }
 }

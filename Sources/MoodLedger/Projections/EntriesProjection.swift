@@ -245,15 +245,17 @@ public struct EntriesState: Sendable, Equatable {
     enum DaySource {
         case image(SnapshotImage, SnapshotImage.Day)
         case entries([MoodEntry], dailyMood: EntryID?)
+        /// Entries already encoded as the snapshot stores them (an import's, read back from its records).
+        case encoded(EncodedDay)
     }
 
     /// Calls `body` for every day with entries, ascending, with where they are (the snapshot writer copies the
     /// image's rows of unchanged days as they are, instead of decoding and encoding them again).
-    func forEachDaySource(_ body: (LocalDate, DaySource) -> Void) {
+    func forEachDaySource(_ body: (LocalDate, DaySource) throws -> Void) rethrows {
         for day in activeDays {
             if let image, let record = imageDay(day) {
                 // A day with a replaced row is written from its entries: its stored rows are not all current.
-                body(
+                try body(
                     day,
                     replaced[day] == nil
                         ? .image(image, record)
@@ -261,7 +263,8 @@ public struct EntriesState: Sendable, Equatable {
                             record.rows.compactMap { entry(atRow: $0, of: image, on: day) },
                             dailyMood: dailyMood(on: day)?.id))
             } else {
-                body(day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
+                try body(
+                    day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
             }
         }
     }

@@ -57,6 +57,16 @@ public struct LedgerState: Sendable, Equatable {
         recordedAt = recorded.recordedAt
     }
 
+    /// Applies the `entry.created` of a new entry held elsewhere (an import's, ``ImportScratch``): the analytics, the
+    /// outbox and the numbering take it as ``apply(_:)`` would; the entries do not.
+    /// - Parameter entry: the entry as the fold creates it (created and updated at the event's time).
+    mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
+        analytics.apply(EntryChange(before: nil, after: entry))
+        outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
+        seq = recorded.seq
+        recordedAt = recorded.recordedAt
+    }
+
     /// The fold of `ledger.erased`: every entry is gone but the kept HealthKit copies (when the erasure keeps them),
     /// with their outbox records and analytics; until the rewrite completes it, the erasure is pending under the
     /// all-zero id (`Specs/erasure.md`, *Erasing everything*).

@@ -84,21 +84,38 @@ struct SnapshotStore: Sendable {
         }.sorted(by: >)
     }
 
-    /// Writes a snapshot of `state` covering `location` atomically.
+    /// Writes a snapshot of `state` covering `location` atomically, streamed to the file (``SnapshotWriter``).
+    /// - Parameters:
+    ///   - state: the state.
+    ///   - days: where each day's entries are, when not `state`'s own (see ``SnapshotWriter/write(_:days:rowCapacity:location:fileID:to:)``).
+    ///   - rowCapacity: with `days`, at least as many rows as it gives.
+    ///   - location: the record the snapshot covers.
+    ///   - fileID: the log's file id.
     /// - Throws: ``SnapshotProblem`` when the snapshot `state` reads through was found damaged while copying from
-    ///   it (nothing is written); ``EventLogError`` for I/O.
-    func write(_ state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws {
+    ///   it (nothing is written); ``EventLogError`` for I/O or a state too large for one snapshot; what `days`
+    ///   throws.
+    func write(
+        _ state: LedgerState, days: SnapshotWriter.Days? = nil, rowCapacity: Int? = nil,
+        location: RecordLocation, fileID: [UInt8]
+    ) throws {
         try AtomicFile.makeDirectory(directory, io: io)
-        let pieces: [(offset: Int, bytes: [UInt8])]
-        do throws(SnapshotProblem) {
-            pieces = try SnapshotWriter.pieces(of: state, location: location, fileID: fileID)
-        } catch {
-            throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
-        }
-        if let image = state.entries.image, image.isDamaged {
-            throw SnapshotProblem("the snapshot read through is damaged (\(image.damageDescription ?? "damaged"))")
-        }
-        try AtomicFile.write(pieces: pieces, to: path(for: location.seq), io: io)
+        let image = state.entries.image
+        try AtomicFile.write(
+            to: path(for: location.seq), io: io,
+            check: { _ in
+                if let image, image.isDamaged {
+                    throw SnapshotProblem(
+                        "the snapshot read through is damaged (\(image.damageDescription ?? "damaged"))")
+                }
+            },
+            produce: { write in
+                do {
+                    try SnapshotWriter.write(
+                        state, days: days, rowCapacity: rowCapacity, location: location, fileID: fileID, to: write)
+                } catch let error as SnapshotProblem {
+                    throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
+                }
+            })
     }
 
     /// Maps and checks one snapshot file: header, section table, every section's checksum and structure,

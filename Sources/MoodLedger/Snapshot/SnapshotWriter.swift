@@ -2,41 +2,77 @@ import EventLog
 
 /// Writes a version-4 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
 /// ordered by local day, their bodies in one arena, the id and source indexes, per-day analytics and the outbox.
+///
+/// The rows and the arena, which grow with the entries, go to the file as they are made (a MiB at a time, their
+/// checksums taken on the way); the other sections are a few bytes per entry or per day and are written at the end,
+/// then the header and section table at the start.
 enum SnapshotWriter {
+    /// Where the file's bytes go: `bytes` at `offset`, never overlapping what was given before.
+    typealias Sink = (_ offset: Int, _ bytes: UnsafeRawBufferPointer) throws -> Void
+    /// Calls its argument with every day that has entries, ascending, and where that day's entries are.
+    typealias Days = (_ body: (LocalDate, EntriesState.DaySource) throws -> Void) throws -> Void
+
     /// The bytes of a snapshot of `state` covering `location`.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address.
-    static func file(
-        of state: LedgerState, location: RecordLocation, fileID: [UInt8]
-    ) throws(SnapshotProblem) -> [UInt8] {
-        let pieces = try self.pieces(of: state, location: location, fileID: fileID)
+    static func file(of state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws -> [UInt8] {
         var file: [UInt8] = []
-        file.reserveCapacity(pieces.last.map { $0.offset + $0.bytes.count } ?? 0)
-        for (offset, bytes) in pieces {
-            file.append(contentsOf: repeatElement(0, count: offset - file.count))
-            file.append(contentsOf: bytes)
+        try write(state, location: location, fileID: fileID) { offset, bytes in
+            if file.count < offset + bytes.count {
+                file.append(contentsOf: repeatElement(0, count: offset + bytes.count - file.count))
+            }
+            file.withUnsafeMutableBytes {
+                UnsafeMutableRawBufferPointer(rebasing: $0[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
+            }
         }
         return file
     }
 
-    /// The snapshot file as its pieces and where each starts (header and section table, then each section): the bytes
-    /// between them are zero. Written piece by piece, a large snapshot is never also copied whole in memory.
-    static func pieces(
-        of state: LedgerState, location: RecordLocation, fileID: [UInt8]
-    ) throws(SnapshotProblem) -> [(offset: Int, bytes: [UInt8])] {
-        var rows = ByteWriter(capacity: state.entries.count * SnapshotLayout.rowSize)
-        var arena = ByteWriter(capacity: state.entries.count * 48)
+    /// Writes a snapshot of `state` covering `location` to `sink`.
+    /// - Parameters:
+    ///   - state: the analytics, outbox, numbering and (unless `days` is given) entries to write.
+    ///   - days: where each day's entries are, when not `state`'s own (an import's entries held elsewhere).
+    ///   - rowCapacity: at least as many rows as `days` gives (default: `state`'s entry count); the arena starts
+    ///     after this many rows.
+    ///   - location: the record the snapshot covers.
+    ///   - fileID: the log's file id.
+    ///   - sink: where the bytes go.
+    /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address or `days` gave
+    ///   more rows than `rowCapacity`; what `days` or `sink` throw.
+    static func write(
+        _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil,
+        location: RecordLocation, fileID: [UInt8], to sink: Sink
+    ) throws {
+        let forEachDay: Days = days ?? { body in try state.entries.forEachDaySource(body) }
+        let capacity = rowCapacity ?? state.entries.count
+        let sectionCount = SnapshotLayout.Section.allCases.count
+        let metaOffset = align(SnapshotLayout.headerSize + sectionCount * SnapshotLayout.tableEntrySize)
+        let rowsOffset = align(metaOffset + SnapshotLayout.metaSize)
+        var rows = SectionStream(offset: rowsOffset)
+        var arena = SectionStream(offset: align(rowsOffset + capacity * SnapshotLayout.rowSize))
         var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
         var dayCount = 0
-        var valences = ByteWriter(capacity: state.entries.count * 8)
+        var valences = ByteWriter(capacity: capacity * 8)  // at most one per entry: never grown by copying
         var words = ByteWriter(capacity: 4096 * 32)
-        var ids: [EntryID] = []
-        ids.reserveCapacity(state.entries.count)
+        var slots = IDSlots(rows: capacity)
+        var rowCount = 0
         var sources: [(hash: UInt64, row: UInt32)] = []
+        sources.reserveCapacity(capacity)
         var valenceCount = 0
         var overflow = false
         var hashes: (image: SnapshotImage, byRow: [Int: UInt64])?
-        state.entries.forEachDaySource { date, source in
-            let firstRow = ids.count
+        /// Adds one row (its first 40 bytes already in `rows`) whose body is `body`.
+        func addRow(_ id: EntryID, body: UnsafeRawBufferPointer) throws {
+            guard rowCount < capacity else { throw SnapshotProblem("more entries than the snapshot was laid out for") }
+            let start = arena.length
+            arena.w.bytes.append(contentsOf: body)
+            if arena.length > Int(UInt32.max) { overflow = true }
+            rows.w.fixed(UInt64(truncatingIfNeeded: start), 4)
+            rows.w.fixed(UInt64(body.count), 4)
+            slots.insert(id, row: rowCount)
+            rowCount += 1
+        }
+        try forEachDay { date, source in
+            let firstRow = rowCount
             var moodRow = SnapshotLayout.noRow
             let wordsStart = words.bytes.count
             let valencesStart = valences.bytes.count
@@ -47,46 +83,59 @@ enum SnapshotWriter {
                 // An unchanged day: its rows, bodies, valences and word stats are copied as they are.
                 if hashes?.image !== image { hashes = (image, image.sourceHashes()) }
                 for (row, bytes) in zip(day.rows, raw) {
-                    let start = arena.bytes.count
-                    arena.bytes.append(contentsOf: bytes.body)
-                    if arena.bytes.count > Int(UInt32.max) { overflow = true }
-                    rows.bytes.append(contentsOf: bytes.row[0..<40])
-                    rows.fixed(UInt64(truncatingIfNeeded: start), 4)
-                    rows.fixed(UInt64(bytes.body.count), 4)
-                    if row == day.dailyMoodRow { moodRow = UInt32(ids.count) }
-                    if let hash = hashes?.byRow[row] { sources.append((hash, UInt32(ids.count))) }
-                    ids.append(image.id(ofRow: row))
+                    if row == day.dailyMoodRow { moodRow = UInt32(rowCount) }
+                    if let hash = hashes?.byRow[row] { sources.append((hash, UInt32(rowCount))) }
+                    rows.w.bytes.append(contentsOf: bytes.row[0..<40])
+                    try addRow(image.id(ofRow: row), body: bytes.body)
                 }
                 let stored = image.rawAggregate(day)
                 valences.bytes.append(contentsOf: stored.valences)
                 words.bytes.append(contentsOf: stored.words)
                 dayValences = day.valences.count
             } else {
-                let entries: [MoodEntry]
-                let dailyMood: EntryID?
                 switch source {
-                case .image(let image, let day):
-                    entries = day.rows.compactMap(image.entry(atRow:))
-                    dailyMood = day.dailyMoodRow.map(image.id(ofRow:))
-                case .entries(let list, let mood):
-                    entries = list
-                    dailyMood = mood
-                }
-                for entry in entries {
-                    let start = arena.bytes.count
-                    EventCodec.writeEntryBody(entry, to: &arena, withTags: true)
-                    if arena.bytes.count > Int(UInt32.max) { overflow = true }
-                    rows.id(entry.id)
-                    rows.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
-                    rows.fixed(UInt64(bitPattern: entry.createdAt), 8)
-                    rows.fixed(UInt64(bitPattern: entry.updatedAt), 8)
-                    rows.fixed(UInt64(truncatingIfNeeded: start), 4)
-                    rows.fixed(UInt64(truncatingIfNeeded: arena.bytes.count - start), 4)
-                    if entry.id == dailyMood { moodRow = UInt32(ids.count) }
-                    if let sourceID = entry.sourceID {
-                        sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(ids.count)))
+                case .encoded(let day):
+                    let mood = day.dailyMoodRow
+                    try day.bodies.withUnsafeBytes { bodies in
+                        for (index, row) in day.rows.enumerated() {
+                            if index == mood { moodRow = UInt32(rowCount) }
+                            if let hash = row.sourceHash { sources.append((hash, UInt32(rowCount))) }
+                            rows.w.id(row.id)
+                            rows.w.fixed(UInt64(bitPattern: row.loggedAt), 8)
+                            rows.w.fixed(UInt64(bitPattern: row.createdAt), 8)
+                            rows.w.fixed(UInt64(bitPattern: row.updatedAt), 8)
+                            try addRow(
+                                row.id,
+                                body: UnsafeRawBufferPointer(
+                                    rebasing: bodies[row.bodyStart..<(row.bodyStart + row.bodyCount)]))
+                        }
                     }
-                    ids.append(entry.id)
+                case .image, .entries:
+                    let entries: [MoodEntry]
+                    let dailyMood: EntryID?
+                    if case .image(let image, let day) = source {
+                        entries = day.rows.compactMap(image.entry(atRow:))
+                        dailyMood = day.dailyMoodRow.map(image.id(ofRow:))
+                    } else if case .entries(let list, let mood) = source {
+                        entries = list
+                        dailyMood = mood
+                    } else {
+                        (entries, dailyMood) = ([], nil)
+                    }
+                    var body = ByteWriter(capacity: 256)
+                    for entry in entries {
+                        if entry.id == dailyMood { moodRow = UInt32(rowCount) }
+                        if let sourceID = entry.sourceID {
+                            sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(rowCount)))
+                        }
+                        rows.w.id(entry.id)
+                        rows.w.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
+                        rows.w.fixed(UInt64(bitPattern: entry.createdAt), 8)
+                        rows.w.fixed(UInt64(bitPattern: entry.updatedAt), 8)
+                        body.bytes.removeAll(keepingCapacity: true)
+                        EventCodec.writeEntryBody(entry, to: &body, withTags: true)
+                        try body.bytes.withUnsafeBytes { try addRow(entry.id, body: $0) }
+                    }
                 }
                 let aggregate = state.analytics.days[date] ?? DayAggregate()
                 writeStats(aggregate.labels, to: &words)
@@ -94,7 +143,9 @@ enum SnapshotWriter {
                 for q in aggregate.valences { valences.fixed(UInt64(bitPattern: q), 8) }
                 dayValences = aggregate.valences.count
             }
-            guard ids.count > firstRow else {
+            try rows.spill(to: sink)
+            try arena.spill(to: sink)
+            guard rowCount > firstRow else {
                 // A day whose rows all failed to decode (only a crafted image has one): no day record, no stats.
                 words.bytes.removeSubrange(wordsStart...)
                 valences.bytes.removeSubrange(valencesStart...)
@@ -102,7 +153,7 @@ enum SnapshotWriter {
             }
             days.fixed(UInt64(UInt32(bitPattern: date.daysSinceEpoch)), 4)
             days.fixed(UInt64(firstRow), 4)
-            days.fixed(UInt64(ids.count - firstRow), 4)
+            days.fixed(UInt64(rowCount - firstRow), 4)
             days.fixed(UInt64(moodRow), 4)
             days.fixed(UInt64(valenceCount), 4)
             days.fixed(UInt64(dayValences), 4)
@@ -111,38 +162,88 @@ enum SnapshotWriter {
             valenceCount += dayValences
             dayCount += 1
         }
-        guard !overflow, ids.count < Int(UInt32.max) / 2 else {
+        guard !overflow, rowCount < Int(UInt32.max) / 2 else {
             throw SnapshotProblem("entries too large for one snapshot")
         }
-        let slots = idSlots(ids)
-        sources.sort { ($0.hash, $0.row) < ($1.hash, $1.row) }
-        var sourceBytes = ByteWriter(capacity: sources.count * SnapshotLayout.sourceSize)
-        for source in sources {
-            sourceBytes.fixed(source.hash, 8)
-            sourceBytes.fixed(UInt64(source.row), 4)
-            sourceBytes.fixed(0, 4)
+        try rows.spill(to: sink, all: true)
+        try arena.spill(to: sink, all: true)
+        var streams = [rows, arena]
+        /// The next section, written after the last one.
+        func section(_ fill: (inout SectionStream) throws -> Void) throws {
+            let last = streams[streams.count - 1]
+            var stream = SectionStream(offset: align(last.offset + last.length))
+            try fill(&stream)
+            try stream.spill(to: sink, all: true)
+            streams.append(stream)
         }
-        var totals = ByteWriter(capacity: 1024)
-        writeStats(state.analytics.labelTotals, to: &totals)
-        writeStats(state.analytics.associationTotals, to: &totals)
-        var meta = ByteWriter(capacity: SnapshotLayout.metaSize)
-        meta.fixed(state.seq, 8)
-        meta.fixed(UInt64(bitPattern: state.recordedAt), 8)
-        meta.fixed(UInt64(ids.count), 4)
-        meta.fixed(UInt64(dayCount), 4)
-        meta.fixed(UInt64(slots.count / 8), 4)
-        meta.fixed(UInt64(sources.count), 4)
+        try section { stream in
+            for value in slots.values {
+                stream.w.fixed(value, 8)
+                try stream.spill(to: sink)
+            }
+        }
+        let slotCount = slots.values.count
+        slots = IDSlots(rows: 0)
+        for bytes in [days.bytes, valences.bytes, words.bytes] {
+            try section { $0.w.bytes.append(contentsOf: bytes) }
+        }
+        (days, valences, words) = (ByteWriter(), ByteWriter(), ByteWriter())
+        try section { stream in
+            writeStats(state.analytics.labelTotals, to: &stream.w)
+            writeStats(state.analytics.associationTotals, to: &stream.w)
+        }
+        sources.sort { ($0.hash, $0.row) < ($1.hash, $1.row) }
+        try section { stream in
+            for source in sources {
+                stream.w.fixed(source.hash, 8)
+                stream.w.fixed(UInt64(source.row), 4)
+                stream.w.fixed(0, 4)
+                try stream.spill(to: sink)
+            }
+        }
+        let sourceCount = sources.count
+        sources = []
         let outbox = SnapshotCodec.encodeOutbox(state)
         guard outbox.records.count <= Int(UInt32.max) else {
             throw SnapshotProblem("outbox too large for one snapshot")
         }
-        var sections = [
-            meta.bytes, rows.bytes, arena.bytes, slots, days.bytes, valences.bytes, words.bytes, totals.bytes,
-            sourceBytes.bytes, outbox.index, outbox.records, outbox.sync
-        ]
-        sections.append(pieceChecksums(of: sections))
-        return assemble(sections, location: location, recordedAt: state.recordedAt, fileID: fileID)
+        for bytes in [outbox.index, outbox.records, outbox.sync] {
+            try section { $0.w.bytes.append(contentsOf: bytes) }
+        }
+        var meta = SectionStream(offset: metaOffset)
+        meta.w.fixed(state.seq, 8)
+        meta.w.fixed(UInt64(bitPattern: state.recordedAt), 8)
+        meta.w.fixed(UInt64(rowCount), 4)
+        meta.w.fixed(UInt64(dayCount), 4)
+        meta.w.fixed(UInt64(slotCount), 4)
+        meta.w.fixed(UInt64(sourceCount), 4)
+        try meta.spill(to: sink, all: true)
+        streams.insert(meta, at: 0)
+        try section { stream in
+            for piece in streams.lazy.flatMap(\.pieceCRCs) { stream.w.fixed(UInt64(piece), 4) }
+        }
+        // The zeros that pad each section to the next (none after the last, the pieces, which ends the file).
+        for (stream, next) in zip(streams, streams.dropFirst()) where stream.offset + stream.length < next.offset {
+            let end = stream.offset + stream.length
+            try [UInt8](repeating: 0, count: align(end) - end).withUnsafeBytes { try sink(end, $0) }
+        }
+        var table = ByteWriter(capacity: sectionCount * SnapshotLayout.tableEntrySize)
+        for (index, stream) in streams.enumerated() {
+            table.fixed(UInt64(index + 1), 4)
+            table.fixed(UInt64(stream.checksum), 4)
+            table.fixed(UInt64(stream.offset), 8)
+            table.fixed(UInt64(stream.length), 8)
+        }
+        let last = streams[streams.count - 1]
+        let header = SnapshotHeader(
+            sectionCount: sectionCount, fingerprint: SnapshotCodec.fingerprint, location: location,
+            fileID: fileID, recordedAt: state.recordedAt, fileLength: UInt64(last.offset + last.length),
+            tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
+        try (header.encoded() + table.bytes).withUnsafeBytes { try sink(0, $0) }
     }
+
+    /// `offset` rounded up to a multiple of 8.
+    private static func align(_ offset: Int) -> Int { (offset + 7) / 8 * 8 }
 
     /// The pieces section: for each section in order, the masked CRC-32C of each of its 1 KiB pieces (the last
     /// one shorter), which lets a reader check a large snapshot where it reads instead of all of it on open.
@@ -170,48 +271,6 @@ enum SnapshotWriter {
     {
         let raw = day.rows.compactMap(image.rawRow)
         return raw.count == day.rows.count ? raw : nil
-    }
-
-    /// Header, section table, then each section at the next multiple of 8 (zero padding).
-    private static func assemble(
-        _ sections: [[UInt8]], location: RecordLocation, recordedAt: Int64, fileID: [UInt8]
-    ) -> [(offset: Int, bytes: [UInt8])] {
-        var table = ByteWriter(capacity: sections.count * SnapshotLayout.tableEntrySize)
-        var offset = SnapshotLayout.headerSize + sections.count * SnapshotLayout.tableEntrySize
-        var offsets: [Int] = []
-        for (index, section) in sections.enumerated() {
-            offset = (offset + 7) / 8 * 8
-            offsets.append(offset)
-            table.fixed(UInt64(index + 1), 4)
-            table.fixed(UInt64(CRC32C.mask(CRC32C.checksum(section))), 4)
-            table.fixed(UInt64(offset), 8)
-            table.fixed(UInt64(section.count), 8)
-            offset += section.count
-        }
-        let header = SnapshotHeader(
-            sectionCount: sections.count, fingerprint: SnapshotCodec.fingerprint, location: location,
-            fileID: fileID, recordedAt: recordedAt, fileLength: UInt64(offset),
-            tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
-        return [(0, header.encoded() + table.bytes)] + zip(offsets, sections).map { ($0, $1) }
-    }
-
-    /// The id slots: a power of two with the load at or below 0.7, each `u64` holding `row + 1` in its low half
-    /// and the hash's high 32 bits (a fingerprint: a lookup of an absent id rarely reads a row) in its high half,
-    /// at the id's hash, linear probing.
-    private static func idSlots(_ ids: [EntryID]) -> [UInt8] {
-        var count = 16
-        while count * 7 < ids.count * 10 { count <<= 1 }
-        var slots = [UInt64](repeating: 0, count: count)
-        let mask = count - 1
-        for (row, id) in ids.enumerated() {
-            let hash = UInt64(bitPattern: Int64(id.slotHash))
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = (hash >> 32) << 32 | UInt64(row + 1)
-        }
-        var w = ByteWriter(capacity: count * 8)
-        for value in slots { w.fixed(value, 8) }
-        return w.bytes
     }
 
     /// Recomputes every section checksum, the table's and the header's of a snapshot's bytes, so that a mutation
