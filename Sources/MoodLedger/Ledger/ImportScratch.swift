@@ -68,6 +68,20 @@ final class ImportScratch {
 
     var readsDamagedSnapshot: Bool { state.readsDamagedSnapshot }
 
+    /// The last seq applied (read here: reading ``state`` from outside copies it).
+    var seq: UInt64 { state.seq }
+
+    /// The source key a row was last looked up by, and its hash: the creation that usually follows holds it.
+    private var lastKey: (source: MoodSource, sourceID: String, hash: UInt64)?
+
+    /// ``SnapshotImage/sourceHash(_:_:)``, once per row.
+    private func sourceHash(_ source: MoodSource, _ sourceID: String) -> UInt64 {
+        if let lastKey, lastKey.source == source, lastKey.sourceID == sourceID { return lastKey.hash }
+        let hash = SnapshotImage.sourceHash(source, sourceID)
+        lastKey = (source, sourceID, hash)
+        return hash
+    }
+
     // MARK: - Lookups
 
     /// The entry holding a source key: the state's or a held one (the one created first, then the smaller id, should
@@ -75,7 +89,7 @@ final class ImportScratch {
     func entry(source: MoodSource, sourceID: String) throws -> MoodEntry? {
         var best = state.entries.entry(source: source, sourceID: sourceID)
         guard heldCount > 0 else { return best }
-        let hash = SnapshotImage.sourceHash(source, sourceID)
+        let hash = sourceHash(source, sourceID)
         var slot = Int(truncatingIfNeeded: hash) & (sourceSlots.count - 1)
         while sourceSlots[slot] != 0 {
             let position = Int(sourceSlots[slot] - 1)
@@ -141,7 +155,7 @@ final class ImportScratch {
         }
         let position = UInt32(held.count)
         idSlots[slot] = position + 1
-        let sourceHash = entry.sourceID.map { SnapshotImage.sourceHash(entry.source, $0) }
+        let sourceHash = entry.sourceID.map { self.sourceHash(entry.source, $0) }
         held.append(
             Held(
                 id: entry.id, milliseconds: entry.loggedAt.milliseconds, offset: record.offset,

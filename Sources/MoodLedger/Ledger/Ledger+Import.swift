@@ -165,7 +165,7 @@ extension Ledger {
                 for event in events {
                     let written = try emit?(Self.record(event, command: command, recordedAt: time))
                     try scratch.apply(
-                        RecordedEvent(seq: scratch.state.seq + 1, recordedAt: time, commandID: command, event: event),
+                        RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event),
                         at: written)
                     appended += 1
                 }
@@ -189,7 +189,7 @@ extension Ledger {
             }
             guard let seqs else { return report }
             // The scratch state folded exactly these events at these seqs and this time: it is the ledger's now.
-            precondition(seqs.upperBound == scratch.state.seq, "the import's scratch state and the log disagree")
+            precondition(seqs.upperBound == scratch.seq, "the import's scratch state and the log disagree")
             report.appended = appended
             core.sinceSnapshot += appended
             settle(scratch, into: &core)

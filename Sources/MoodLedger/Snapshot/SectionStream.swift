@@ -6,7 +6,7 @@ struct SectionStream {
     /// Where the section starts in the file.
     let offset: Int
     /// The bytes not yet written.
-    var w = ByteWriter(capacity: 1 << 20 + 64 * 1024)
+    var w: ByteWriter
     /// How many bytes were written.
     private(set) var written = 0
     /// The running CRC-32C of what was written.
@@ -14,7 +14,13 @@ struct SectionStream {
     /// The masked CRC-32C of each 1 KiB piece written.
     private(set) var pieceCRCs: [UInt32] = []
 
-    init(offset: Int) { self.offset = offset }
+    /// - Parameters:
+    ///   - offset: where the section starts in the file.
+    ///   - streams: whether it will be written as it grows (room for a MiB and a bit is taken at once).
+    init(offset: Int, streams: Bool = false) {
+        self.offset = offset
+        w = ByteWriter(capacity: streams ? 1 << 20 + 64 * 1024 : 0)
+    }
 
     /// The section's length so far (what the next byte's offset in it will be).
     var length: Int { written + w.bytes.count }
@@ -39,6 +45,6 @@ struct SectionStream {
             try sink(offset + written, part)
         }
         written += count
-        w.bytes.removeSubrange(0..<count)
+        if all { w = ByteWriter(capacity: 0) } else { w.bytes.removeSubrange(0..<count) }
     }
 }

@@ -47,8 +47,8 @@ enum SnapshotWriter {
         let sectionCount = SnapshotLayout.Section.allCases.count
         let metaOffset = align(SnapshotLayout.headerSize + sectionCount * SnapshotLayout.tableEntrySize)
         let rowsOffset = align(metaOffset + SnapshotLayout.metaSize)
-        var rows = SectionStream(offset: rowsOffset)
-        var arena = SectionStream(offset: align(rowsOffset + capacity * SnapshotLayout.rowSize))
+        var rows = SectionStream(offset: rowsOffset, streams: true)
+        var arena = SectionStream(offset: align(rowsOffset + capacity * SnapshotLayout.rowSize), streams: true)
         var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
         var dayCount = 0
         var valences = ByteWriter(capacity: capacity * 8)  // at most one per entry: never grown by copying
@@ -60,16 +60,30 @@ enum SnapshotWriter {
         var valenceCount = 0
         var overflow = false
         var hashes: (image: SnapshotImage, byRow: [Int: UInt64])?
-        /// Adds one row (its first 40 bytes already in `rows`) whose body is `body`.
-        func addRow(_ id: EntryID, body: UnsafeRawBufferPointer) throws {
+        /// Adds one row (its first 40 bytes already in `rows`) whose body `body` writes to the arena.
+        func addRow(_ id: EntryID, body: (inout ByteWriter) -> Void) throws {
             guard rowCount < capacity else { throw SnapshotProblem("more entries than the snapshot was laid out for") }
             let start = arena.length
-            arena.w.bytes.append(contentsOf: body)
+            body(&arena.w)
             if arena.length > Int(UInt32.max) { overflow = true }
             rows.w.fixed(UInt64(truncatingIfNeeded: start), 4)
-            rows.w.fixed(UInt64(body.count), 4)
+            rows.w.fixed(UInt64(truncatingIfNeeded: arena.length - start), 4)
             slots.insert(id, row: rowCount)
             rowCount += 1
+        }
+        /// Adds a day's entries as rows, encoding each.
+        func addEntries(_ entries: [MoodEntry], dailyMood: EntryID?, moodRow: inout UInt32) throws {
+            for entry in entries {
+                if entry.id == dailyMood { moodRow = UInt32(rowCount) }
+                if let sourceID = entry.sourceID {
+                    sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(rowCount)))
+                }
+                rows.w.id(entry.id)
+                rows.w.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
+                rows.w.fixed(UInt64(bitPattern: entry.createdAt), 8)
+                rows.w.fixed(UInt64(bitPattern: entry.updatedAt), 8)
+                try addRow(entry.id) { EventCodec.writeEntryBody(entry, to: &$0, withTags: true) }
+            }
         }
         try forEachDay { date, source in
             let firstRow = rowCount
@@ -86,7 +100,7 @@ enum SnapshotWriter {
                     if row == day.dailyMoodRow { moodRow = UInt32(rowCount) }
                     if let hash = hashes?.byRow[row] { sources.append((hash, UInt32(rowCount))) }
                     rows.w.bytes.append(contentsOf: bytes.row[0..<40])
-                    try addRow(image.id(ofRow: row), body: bytes.body)
+                    try addRow(image.id(ofRow: row)) { $0.bytes.append(contentsOf: bytes.body) }
                 }
                 let stored = image.rawAggregate(day)
                 valences.bytes.append(contentsOf: stored.valences)
@@ -104,38 +118,17 @@ enum SnapshotWriter {
                             rows.w.fixed(UInt64(bitPattern: row.loggedAt), 8)
                             rows.w.fixed(UInt64(bitPattern: row.createdAt), 8)
                             rows.w.fixed(UInt64(bitPattern: row.updatedAt), 8)
-                            try addRow(
-                                row.id,
-                                body: UnsafeRawBufferPointer(
-                                    rebasing: bodies[row.bodyStart..<(row.bodyStart + row.bodyCount)]))
+                            try addRow(row.id) {
+                                $0.bytes.append(contentsOf: bodies[row.bodyStart..<(row.bodyStart + row.bodyCount)])
+                            }
                         }
                     }
-                case .image, .entries:
-                    let entries: [MoodEntry]
-                    let dailyMood: EntryID?
-                    if case .image(let image, let day) = source {
-                        entries = day.rows.compactMap(image.entry(atRow:))
-                        dailyMood = day.dailyMoodRow.map(image.id(ofRow:))
-                    } else if case .entries(let list, let mood) = source {
-                        entries = list
-                        dailyMood = mood
-                    } else {
-                        (entries, dailyMood) = ([], nil)
-                    }
-                    var body = ByteWriter(capacity: 256)
-                    for entry in entries {
-                        if entry.id == dailyMood { moodRow = UInt32(rowCount) }
-                        if let sourceID = entry.sourceID {
-                            sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(rowCount)))
-                        }
-                        rows.w.id(entry.id)
-                        rows.w.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
-                        rows.w.fixed(UInt64(bitPattern: entry.createdAt), 8)
-                        rows.w.fixed(UInt64(bitPattern: entry.updatedAt), 8)
-                        body.bytes.removeAll(keepingCapacity: true)
-                        EventCodec.writeEntryBody(entry, to: &body, withTags: true)
-                        try body.bytes.withUnsafeBytes { try addRow(entry.id, body: $0) }
-                    }
+                case .image(let image, let day):
+                    try addEntries(
+                        day.rows.compactMap(image.entry(atRow:)), dailyMood: day.dailyMoodRow.map(image.id(ofRow:)),
+                        moodRow: &moodRow)
+                case .entries(let list, let mood):
+                    try addEntries(list, dailyMood: mood, moodRow: &moodRow)
                 }
                 let aggregate = state.analytics.days[date] ?? DayAggregate()
                 writeStats(aggregate.labels, to: &words)
@@ -184,10 +177,16 @@ enum SnapshotWriter {
         }
         let slotCount = slots.values.count
         slots = IDSlots(rows: 0)
-        for bytes in [days.bytes, valences.bytes, words.bytes] {
-            try section { $0.w.bytes.append(contentsOf: bytes) }
+        for index in 0..<3 {
+            // Handed over, not copied: each is the stream's own buffer, written whole.
+            try section { stream in
+                switch index {
+                case 0: swap(&stream.w, &days)
+                case 1: swap(&stream.w, &valences)
+                default: swap(&stream.w, &words)
+                }
+            }
         }
-        (days, valences, words) = (ByteWriter(), ByteWriter(), ByteWriter())
         try section { stream in
             writeStats(state.analytics.labelTotals, to: &stream.w)
             writeStats(state.analytics.associationTotals, to: &stream.w)
@@ -208,7 +207,7 @@ enum SnapshotWriter {
             throw SnapshotProblem("outbox too large for one snapshot")
         }
         for bytes in [outbox.index, outbox.records, outbox.sync] {
-            try section { $0.w.bytes.append(contentsOf: bytes) }
+            try section { $0.w.bytes = bytes }
         }
         var meta = SectionStream(offset: metaOffset)
         meta.w.fixed(state.seq, 8)

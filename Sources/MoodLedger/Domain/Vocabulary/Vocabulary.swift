@@ -136,12 +136,43 @@ struct VocabularyTables: Sendable {
 enum WordNormalizer {
     /// Lowercased with spaces, underscores and hyphens removed: `Current Events` → `currentevents`.
     static func key(_ text: String) -> String {
-        String(text.lowercased().unicodeScalars.filter { !$0.properties.isWhitespace && $0 != "_" && $0 != "-" })
+        if let key = asciiWords(text, separator: nil) { return key }
+        return String(text.lowercased().unicodeScalars.filter { !$0.properties.isWhitespace && $0 != "_" && $0 != "-" })
     }
 
     /// Lowercased, trimmed, inner whitespace runs collapsed to one space.
     static func custom(_ text: String) -> String {
-        nfc(text.lowercased().split(whereSeparator: { $0.isWhitespace }).joined(separator: " "))
+        if let custom = asciiWords(text, separator: 0x20) { return custom }
+        return nfc(text.lowercased().split(whereSeparator: { $0.isWhitespace }).joined(separator: " "))
+    }
+
+    /// ``key(_:)`` (no `separator`: white space, `_` and `-` dropped) or ``custom(_:)`` (white space runs become one
+    /// `separator`, none at either end) of an ASCII text, from its bytes; nil for any other text. ASCII's white
+    /// space is tab, line feed, vertical tab, form feed, carriage return and space, as Unicode's is for these bytes.
+    private static func asciiWords(_ text: String, separator: UInt8?) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            return String(unsafeUninitializedCapacity: bytes.count) { out in
+                var count = 0
+                var pendingSpace = false
+                for byte in bytes {
+                    if byte == 0x20 || (0x09...0x0D).contains(byte) {
+                        pendingSpace = count > 0
+                        continue
+                    }
+                    if separator == nil, byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") { continue }
+                    if pendingSpace, let separator {
+                        out[count] = separator
+                        count += 1
+                    }
+                    pendingSpace = false
+                    out[count] = (0x41...0x5A).contains(byte) ? byte + 0x20 : byte
+                    count += 1
+                }
+                return count
+            }
+        }
     }
 
     /// Unicode Normalization Form C: canonically equivalent spellings (`é` and `e` + U+0301) become one, so a word
