@@ -11,19 +11,7 @@ extension EventLog {
     @discardableResult
     public func append(_ records: [PendingRecord]) throws -> ClosedRange<UInt64> {
         guard !records.isEmpty else { throw EventLogError(.invalidArgument, "an append needs at least one record") }
-        for record in records {
-            if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
-                throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
-            }
-            guard record.type != 0, record.type != LogFormat.lostRecordType else {
-                throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
-            }
-            guard record.payload.count <= maxPayload else {
-                throw EventLogError(
-                    .invalidArgument,
-                    "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
-            }
-        }
+        for record in records { try check(record) }
         return try state.withLock { state in
             try checkWritable(state)
             guard LogFormat.maximumSeq - state.nextSeq >= UInt64(records.count) else {
@@ -141,5 +129,20 @@ extension EventLog {
         state.failure = error
         try? io.truncate(state.fd, to: state.end)
         return error
+    }
+
+    /// Refuses a record no log may hold: a reserved type, a payload above the maximum, a time outside years 1…9999.
+    /// - Throws: ``EventLogError`` `invalidArgument`.
+    func check(_ record: PendingRecord) throws {
+        guard record.type != 0, record.type != LogFormat.lostRecordType else {
+            throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
+        }
+        guard record.payload.count <= maxPayload else {
+            throw EventLogError(
+                .invalidArgument, "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
+        }
+        if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
+            throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
+        }
     }
 }

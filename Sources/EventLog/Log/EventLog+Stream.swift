@@ -83,17 +83,7 @@ extension EventLog {
             do {
                 try produce(
                     { record in
-                        guard record.type != 0, record.type != LogFormat.lostRecordType else {
-                            throw EventLogError(.invalidArgument, "record type \(record.type) is reserved")
-                        }
-                        guard record.payload.count <= maxPayload else {
-                            throw EventLogError(
-                                .invalidArgument,
-                                "payload of \(record.payload.count) bytes exceeds the maximum \(maxPayload)")
-                        }
-                        if let time = record.recordedAt, !LogFormat.recordedAtRange.contains(time) {
-                            throw EventLogError(.invalidArgument, "recorded_at \(time) is outside years 1…9999")
-                        }
+                        try check(record)
                         guard seq < LogFormat.maximumSeq - 1 else {
                             throw EventLogError(.invalidArgument, "the log has reached its highest sequence number")
                         }
