@@ -15,27 +15,7 @@ package enum AtomicFile {
         _ bytes: [UInt8], to path: String, io: any PlatformIO = SystemIO(),
         check: ((String) throws -> Void)? = nil
     ) throws {
-        try write(pieces: [(0, bytes)], to: path, io: io, check: check)
-    }
-
-    /// Writes a file as ``write(_:to:io:check:)`` does, from pieces at their offsets (in order, not overlapping; the
-    /// bytes between two pieces are zero): a large file is never assembled in memory.
-    package static func write(
-        pieces: [(offset: Int, bytes: [UInt8])], to path: String, io: any PlatformIO = SystemIO(),
-        check: ((String) throws -> Void)? = nil
-    ) throws {
-        try write(to: path, io: io, check: check) { write in
-            var end = 0
-            for (offset, bytes) in pieces {
-                precondition(offset >= end, "pieces in order, not overlapping")
-                if offset > end {
-                    // Written, not left as a hole: the file's bytes are the same either way, its blocks too.
-                    try [UInt8](repeating: 0, count: offset - end).withUnsafeBytes { try write(end, $0) }
-                }
-                try bytes.withUnsafeBytes { try write(offset, $0) }
-                end = offset + bytes.count
-            }
-        }
+        try write(to: path, io: io, check: check) { write in try bytes.withUnsafeBytes { try write(0, $0) } }
     }
 
     /// Writes a file as ``write(_:to:io:check:)`` does, from what `produce` hands to its argument: bytes at

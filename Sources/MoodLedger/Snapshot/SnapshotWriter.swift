@@ -177,16 +177,11 @@ enum SnapshotWriter {
         }
         let slotCount = slots.values.count
         slots = IDSlots(rows: 0)
-        for index in 0..<3 {
-            // Handed over, not copied: each is the stream's own buffer, written whole.
-            try section { stream in
-                switch index {
-                case 0: swap(&stream.w, &days)
-                case 1: swap(&stream.w, &valences)
-                default: swap(&stream.w, &words)
-                }
-            }
-        }
+        /// The next section, made of `buffer`: handed over to its stream, not copied, and written whole.
+        func section(taking buffer: inout ByteWriter) throws { try section { swap(&$0.w, &buffer) } }
+        try section(taking: &days)
+        try section(taking: &valences)
+        try section(taking: &words)
         try section { stream in
             writeStats(state.analytics.labelTotals, to: &stream.w)
             writeStats(state.analytics.associationTotals, to: &stream.w)
@@ -222,7 +217,7 @@ enum SnapshotWriter {
             for piece in streams.lazy.flatMap(\.pieceCRCs) { stream.w.fixed(UInt64(piece), 4) }
         }
         // The zeros that pad each section to the next (none after the last, the pieces, which ends the file).
-        for (stream, next) in zip(streams, streams.dropFirst()) where stream.offset + stream.length < next.offset {
+        for stream in streams.dropLast() where align(stream.offset + stream.length) > stream.offset + stream.length {
             let end = stream.offset + stream.length
             try [UInt8](repeating: 0, count: align(end) - end).withUnsafeBytes { try sink(end, $0) }
         }
