@@ -275,7 +275,7 @@ extension Ledger {
     ) throws
         -> [MoodEvent]
     {
-        try MoodRules.checkEditable(existing)
+        try MoodRules.checkEditable(existing)  // a read-only day's mood is refused before the draft is looked at
         if draft.valence != nil, draft.score != nil {
             throw MoodError.invalid("valence", "give either a valence or a score, not both")
         }

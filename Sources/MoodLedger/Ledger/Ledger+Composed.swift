@@ -58,15 +58,16 @@ extension Ledger {
         replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
         now: Int64, bounds: LoggedAtBounds = .userInput
     ) throws -> [MoodEvent] {
-        try events(replacing: try editable(id, in: state), with: replacement, now: now, bounds: bounds)
+        try events(replacing: try existing(id, in: state), with: replacement, now: now, bounds: bounds)
     }
 
-    /// The events that apply `replacement` to `entry` (already found editable): one `mood.updated` for the scalar
-    /// fields and one edit per word list given, each only if something really changes.
-    /// - Throws: ``MoodError`` `invalid_input`.
+    /// The events that apply `replacement` to `entry`: one `mood.updated` for the scalar fields and one edit per word
+    /// list given, each only if something really changes.
+    /// - Throws: ``MoodError`` `read_only` (HealthKit's entries) or `invalid_input`.
     static func events(
         replacing entry: MoodEntry, with replacement: MoodReplacement, now: Int64, bounds: LoggedAtBounds
     ) throws -> [MoodEvent] {
+        try MoodRules.checkEditable(entry)
         let id = entry.id
         let update = try MoodRules.update(entry, with: replacement.changes, now: now, bounds: bounds)
         var events: [MoodEvent] = update.isEmpty ? [] : [.updated(id, update)]

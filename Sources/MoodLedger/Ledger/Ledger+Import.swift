@@ -130,11 +130,9 @@ extension Ledger {
                     {
                         // Already imported: do the values differ (a corrected --tz, --mood-map…)?
                         let events =
-                            (try? MoodRules.checkEditable(existing)).flatMap {
-                                try? Self.events(
-                                    replacing: existing, with: MoodReplacement(row.draft), now: now,
-                                    bounds: options.loggedAtBounds)
-                            } ?? []
+                            (try? Self.events(
+                                replacing: existing, with: MoodReplacement(row.draft), now: now,
+                                bounds: options.loggedAtBounds)) ?? []
                         if !events.isEmpty { report.differing += 1 }
                         corrected = updateExisting && !events.isEmpty
                         decided = (corrected ? events : [], existing.id, false)
