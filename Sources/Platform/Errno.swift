@@ -31,6 +31,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let fileExists = Errno(rawValue: EEXIST)
     public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
     public static let permissionDenied = Errno(rawValue: EACCES)
+    /// The operation is not permitted to this process (`EPERM`).
+    public static let notPermitted = Errno(rawValue: EPERM)
     public static let outOfMemory = Errno(rawValue: ENOMEM)
     /// The process (`EMFILE`) or the system (`ENFILE`) has no descriptor left.
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)

@@ -1,3 +1,5 @@
+import CPlatform
+
 #if canImport(Darwin)
     import Darwin
 #elseif canImport(Glibc)
@@ -10,6 +12,9 @@
 /// these instead. Linux is the platform this package is built and tested on; the Darwin spellings here are where a
 /// port starts, and no CI builds them.
 enum LibC {
+    /// `O_NOATIME` where the system has it (Linux): a read does not dirty the file's inode to record its access time.
+    static let noAccessTime: Int32 = cplatform_no_access_time_flag()
+
     static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
         #if canImport(Darwin)
             Darwin.open(path, flags, mode)

@@ -89,6 +89,22 @@ public protocol PlatformIO: Sendable {
     func identity(ofPath path: String) -> FileIdentity?
     /// The size in bytes of the file `path` names now, following links; `nil` when nothing is there.
     func size(ofPath path: String) -> Int64?
+    /// Which file `path` names now and its size, from one `stat`; `nil` when nothing is there.
+    func status(ofPath path: String) -> FileStatus?
+}
+
+/// Which file a path names and how large it is, read together.
+public struct FileStatus: Sendable, Hashable {
+    /// The file's device and inode.
+    public var identity: FileIdentity
+    /// Its size in bytes.
+    public var size: Int64
+
+    /// A status from `stat` fields.
+    public init(identity: FileIdentity, size: Int64) {
+        self.identity = identity
+        self.size = size
+    }
 }
 
 /// A file's device and inode: two descriptors or paths name the same file exactly when these are equal.
@@ -116,4 +132,6 @@ extension PlatformIO {
     public func identity(ofPath path: String) -> FileIdentity? { SystemIO().identity(ofPath: path) }
     /// Test doubles size files as the system does.
     public func size(ofPath path: String) -> Int64? { SystemIO().size(ofPath: path) }
+    /// Test doubles read a path's status as the system does.
+    public func status(ofPath path: String) -> FileStatus? { SystemIO().status(ofPath: path) }
 }

@@ -1,5 +1,6 @@
 // The few things Swift cannot say itself: the CPU's CRC-32C instruction, a SIGBUS guard for mapped files, a
-// cache prefetch hint, atomic bits in a shared bitmap and handing free memory back to the system.
+// cache prefetch hint, atomic bits in a shared bitmap, handing free memory back to the system, and the open flag
+// Glibc declares only to GNU sources.
 #ifndef CPLATFORM_H
 #define CPLATFORM_H
 
@@ -23,6 +24,9 @@ void cplatform_guard_unregister(int slot);
 
 /// Whether a SIGBUS hit the registered mapping since it was registered.
 int cplatform_guard_damaged(int slot);
+
+/// `O_NOATIME` where the system has it, else 0.
+int cplatform_no_access_time_flag(void);
 
 /// Asks the CPU to start loading the cache line at `address` into its caches: a hint (no fault, no effect on any
 /// result), which a replay gives a few events ahead for the hash slots those events will probe.

@@ -17,7 +17,8 @@ final class ChunkReader {
         self.io = io
         self.fd = fd
         self.limit = limit
-        buffer = .allocate(byteCount: chunkSize, alignment: 16)
+        // A small file gets a buffer its size: opening many small logs allocates no chunk it never fills.
+        buffer = .allocate(byteCount: Int(clamping: min(Int64(chunkSize), max(limit, 64))), alignment: 16)
     }
 
     deinit { buffer.deallocate() }

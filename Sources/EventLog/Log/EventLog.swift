@@ -116,7 +116,11 @@ public final class EventLog: Sendable {
                 waitMilliseconds: configuration.lockWaitMilliseconds)
         }
         do {
-            if !io.exists(path) {
+            // Opened first, created only when missing: an open of an existing log pays no separate existence check.
+            let fd: Int32
+            do {
+                fd = try io.open(path, writing ? .readWrite : .readOnly)
+            } catch let error as Errno where error == .noSuchFile {
                 guard writing, configuration.createIfMissing else {
                     throw EventLogError(.notFound, "no event log at \(path)")
                 }
@@ -124,8 +128,10 @@ public final class EventLog: Sendable {
                     fileID: io.randomBytes(16), baseSeq: 0,
                     maxPayload: UInt32(LogFormat.maximumPayloadSize))
                 try AtomicFile.write(header.encoded(), to: path, io: io)
+                fd = try wrapIO("cannot open \(path)") { try io.open(path, .readWrite) }
+            } catch let error as Errno {
+                throw EventLogError.io("cannot open \(path)", error)
             }
-            let fd = try wrapIO("cannot open \(path)") { try io.open(path, writing ? .readWrite : .readOnly) }
             do {
                 return try recover(
                     directory: directory, path: path, fd: fd, lock: lock,

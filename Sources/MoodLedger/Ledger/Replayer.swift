@@ -217,9 +217,7 @@ enum Replayer {
 
     /// The log file's size (0 if it cannot be read: the open reports why).
     private static func logBytes(directory: String, io: any PlatformIO) -> Int64 {
-        guard let fd = try? io.open(directory + "/" + LogFormat.logFileName, .readOnly) else { return 0 }
-        defer { io.close(fd) }
-        return (try? io.size(fd)) ?? 0
+        io.size(ofPath: directory + "/" + LogFormat.logFileName) ?? 0
     }
 
     /// Runs a replay's fold, in bulk when `state` is empty: the analytics and the days' indexes are then built once
