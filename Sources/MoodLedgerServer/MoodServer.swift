@@ -32,6 +32,10 @@ public final class MoodServer: Sendable {
         /// request alone, instead of opening the ledger into the pool. Default 128 KiB (about 1,300 events, replayed in
         /// well under a millisecond); 0: never.
         public var readOnlyListBytes: Int64 = 128 * 1024
+        /// Credential pairs remembered as checked (until their token expires), so a returning client pays no MAC and no
+        /// key hash; all are forgotten when this many are held, or when an account changes. Default 131,072: more
+        /// than the users one machine serves (`Specs/benchmark.md`, *Many accounts*), about 0.35 KB each.
+        public var rememberedSignIns = 131_072
         /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
         public var io: any PlatformIO = SystemIO()
         /// Where operator messages go. Default: standard error.
@@ -44,12 +48,9 @@ public final class MoodServer: Sendable {
 
     public let configuration: Configuration
     /// The accounts as last replayed from the accounts log, and which log that was and how long.
-    private let accounts: Mutex<(credentials: Credentials, file: AccountsVersion)>
-    /// Which accounts log was read, and how long it was: a log only grows, so a new size or file means a change.
-    struct AccountsVersion: Equatable {
-        var identity: FileIdentity?
-        var size: Int64?
-    }
+    /// Which accounts log was read, and how long it was (one `stat`): a log only grows, so a new size or file means
+    /// a change.
+    private let accounts: PlainLock<(credentials: Credentials, file: FileStatus?)>
     /// The accounts in force: replayed again when the accounts log changed since (``refreshAccounts()``).
     var credentials: Credentials { accounts.withLock { $0.credentials } }
     private let stopping = Atomic<Bool>(false)
@@ -59,7 +60,7 @@ public final class MoodServer: Sendable {
     /// How many user ledgers are open now.
     public var openLedgerCount: Int { ledgers.count }
     /// Credential pairs already checked: (user, token expiry in seconds).
-    private let verified = Mutex([String: (user: String, expiry: Int64)]())
+    private let verified = PlainLock([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool
 
     /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
@@ -71,13 +72,7 @@ public final class MoodServer: Sendable {
         try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
-        accounts = Mutex(
-            (
-                loaded,
-                AccountsVersion(
-                    identity: configuration.io.identity(ofPath: path),
-                    size: configuration.io.size(ofPath: path))
-            ))
+        accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
         limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
         let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
         self.syncers = syncers
@@ -115,8 +110,7 @@ public final class MoodServer: Sendable {
     /// accounts that are gone are closed. A log that cannot be read keeps the accounts as they were (with a log line).
     func refreshAccounts() {
         let path = Credentials.logPath(in: configuration.dataDirectory)
-        let file = AccountsVersion(
-            identity: configuration.io.identity(ofPath: path), size: configuration.io.size(ofPath: path))
+        let file = configuration.io.status(ofPath: path)
         guard file != accounts.withLock({ $0.file }) else { return }
         let loaded: Credentials
         do {
@@ -325,7 +319,7 @@ public final class MoodServer: Sendable {
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
         let user = try checkCredentials(request, now: now)
         verified.withLock { cache in
-            if cache.count >= 10_000 { cache.removeAll() }
+            if cache.count >= configuration.rememberedSignIns { cache.removeAll() }
             cache[pair] = (user, tokenExpiry(request) ?? 0)
         }
         return user
@@ -376,8 +370,10 @@ public final class MoodServer: Sendable {
 
     /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).
     static func openLedger(_ name: String, configuration: Configuration, syncers: WorkerPool) throws -> UserLedger {
-        let ledger = try Ledger.open(
-            at: Self.userDirectory(name, in: configuration.dataDirectory), options: ledgerOptions(configuration))
+        let directory = Self.userDirectory(name, in: configuration.dataDirectory)
+        var options = ledgerOptions(configuration)
+        options.useSnapshots = !replaysWhole(directory, io: configuration.io)
+        let ledger = try Ledger.open(at: directory, options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
         return try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
     }
@@ -397,16 +393,29 @@ public final class MoodServer: Sendable {
         return options
     }
 
+    /// A log of at most this many bytes (about 650 events) is replayed whole on open, its snapshots not even listed:
+    /// the replay costs less than the listing, and it is fewer events than a close leaves a snapshot for.
+    static let wholeReplayBytes: Int64 = 64 * 1024
+
+    /// Whether the ledger in `directory` is small enough to replay whole (``wholeReplayBytes``; one `stat`).
+    private static func replaysWhole(_ directory: String, io: any PlatformIO) -> Bool {
+        io.size(ofPath: directory + "/" + LogFormat.logFileName).map { $0 <= wholeReplayBytes } ?? false
+    }
+
     /// For a read that needs no revisions (the lists) by a user whose ledger is not open: the ledger opened read-only
     /// for this request alone — no writer lock, no pool slot, nothing to close but its log — when its log is small
     /// and opened without a notice (`Specs/server.md`, *Many accounts*). nil: the request takes the pool's way (a
     /// large ledger is worth keeping open; a notice means recovery the writer does).
     private func readOnlyLease(_ name: String, route: Route, method: String) -> LedgerPool.Lease? {
+        let directory = Self.userDirectory(name, in: configuration.dataDirectory)
+        // The log's size is asked first (one stat), so a large ledger goes to the pool without an open first.
         guard method == "GET", !route.readsRevisions(method), configuration.readOnlyListBytes > 0,
-            let ledger = try? Ledger.open(
-                at: Self.userDirectory(name, in: configuration.dataDirectory),
-                options: Self.ledgerOptions(configuration, readOnly: true))
+            let size = configuration.io.size(ofPath: directory + "/" + LogFormat.logFileName),
+            size <= configuration.readOnlyListBytes
         else { return nil }
+        var options = Self.ledgerOptions(configuration, readOnly: true)
+        options.useSnapshots = size > Self.wholeReplayBytes
+        guard let ledger = try? Ledger.open(at: directory, options: options) else { return nil }
         guard ledger.eventLog.endOffset <= configuration.readOnlyListBytes, ledger.notices.isEmpty,
             let user = try? UserLedger(
                 name: name, ledger: ledger, syncers: syncers, now: configuration.clock(), loadingKeys: false)

@@ -121,6 +121,39 @@ struct ManyAccountsTests {
         #expect(listed.status == 200 && listed.data["total"]?.intValue == 1000, "\(listed.text)")
     }
 
+    @Test(
+        "A small ledger is replayed whole, its snapshots never read; a larger one is opened from its snapshot")
+    func smallLedgerReplaysWhole() throws {
+        let lines = Mutex<[String]>([])
+        let h = try ServerHarness { configuration in
+            configuration.maxOpenLedgers = 1
+            configuration.log = { line in lines.withLock { $0.append(line) } }
+        }
+        defer { h.stop() }
+        #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.5}"#).status == 201)
+        // bob's write closes alice's ledger; a damaged snapshot is then put beside her small log.
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.1}"#).status == 201)
+        let snapshots = h.dir.path + "/users/alice/snapshots"
+        try FileManager.default.createDirectory(atPath: snapshots, withIntermediateDirectories: true)
+        try Data(repeating: 0xAB, count: 512).write(to: URL(fileURLWithPath: snapshots + "/snapshot-1.bin"))
+        let listed = try h.request("GET", "/api/v1/mood", user: "alice")
+        #expect(listed.status == 200 && listed.data["total"]?.intValue == 1, "\(listed.text)")
+        #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.2}"#).status == 201)
+        #expect(lines.withLock { $0 }.allSatisfy { !$0.contains("snapshot") }, "\(lines.withLock { $0 })")
+
+        // Past the whole-replay size the writer's open lists the snapshots: the damaged one is skipped, with a notice.
+        let note = String(repeating: "n", count: 450)
+        let events = Int(MoodServer.wholeReplayBytes) / 450 + 1
+        for _ in 0..<events {
+            let created = try h.request(
+                "POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.3,"notes":"\#(note)"}"#)
+            #expect(created.status == 201)
+        }
+        #expect(try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"valence":0.1}"#).status == 201)
+        #expect(try h.request("POST", "/api/v1/mood", user: "alice", json: #"{"valence":0.4}"#).status == 201)
+        #expect(lines.withLock { $0 }.contains { $0.contains("alice") && $0.contains("snapshot skipped") })
+    }
+
     @Test("Under ulimit -n 256, 400 users of the built server each write once: 400 × 2xx", .timeLimit(.minutes(2)))
     func descriptorLimit() throws {
         let dir = TemporaryDirectory("many-accounts-ulimit")

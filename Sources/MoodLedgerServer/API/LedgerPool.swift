@@ -73,7 +73,7 @@ final class LedgerPool: Sendable {
     let capacity: Int
     /// How long a request waits for a ledger to be given back before it is answered 503.
     let patience: Double
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
     private let open: @Sendable (String) throws -> UserLedger
     private let log: @Sendable (String) -> Void
 

@@ -29,7 +29,7 @@ final class RateLimiter: Sendable {
     private let limits: [Class: Int]
     private let windowMilliseconds: Int64
     private struct Window { var start: Int64; var used: Int }
-    private let windows = Mutex([String: Window]())
+    private let windows = PlainLock([String: Window]())
 
     /// - Parameters:
     ///   - writesPerWindow: POST, PUT and DELETE; 0 turns the limit off.

@@ -8,7 +8,7 @@ import Synchronization
 // before that thread starts); other threads hand it answers only through `completed` (a Mutex) and the wake pipe.
 final class EventLoop: @unchecked Sendable {
     private let wakePipe: (read: Int32, write: Int32)
-    private let completed = Mutex([(Int32, HTTPResponse, Bool)]())
+    private let completed = PlainLock([(Int32, HTTPResponse, Bool)]())
     private var server: HTTPServer!
     /// One read buffer per loop (a read never outlives the call that made it).
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)

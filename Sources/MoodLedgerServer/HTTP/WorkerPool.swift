@@ -9,7 +9,7 @@ final class WorkerPool: Sendable {
         var head = 0
         var stopped = false
     }
-    private let queue = Mutex(Queue())
+    private let queue = PlainLock(Queue())
     private let available = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     let count: Int
