@@ -194,6 +194,10 @@ public final class MoodServer: Sendable {
                 let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
                 do {
                     let lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
+                    // The revisions a write needs are built here, on a worker already, so the write is answered
+                    // directly (this worker runs its sync) instead of offloaded (a sync thread runs it while this
+                    // worker waits for the hand-off back).
+                    if route.readsRevisions(method) { try lease.user.prepareRevisions() }
                     if let response = answer(
                         request, route: route, method: method, lease: lease, now: now, responder: here)
                     {
