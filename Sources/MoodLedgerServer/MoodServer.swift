@@ -47,9 +47,8 @@ public final class MoodServer: Sendable {
     }
 
     public let configuration: Configuration
-    /// The accounts as last replayed from the accounts log, and which log that was and how long.
-    /// Which accounts log was read, and how long it was (one `stat`): a log only grows, so a new size or file means
-    /// a change.
+    /// The accounts as last replayed from the accounts log, and which log that was and how long (one `stat`): a log
+    /// only grows, so a new size or file means a change.
     private let accounts: PlainLock<(credentials: Credentials, file: FileStatus?)>
     /// The accounts in force: replayed again when the accounts log changed since (``refreshAccounts()``).
     var credentials: Credentials { accounts.withLock { $0.credentials } }
@@ -397,8 +396,8 @@ public final class MoodServer: Sendable {
         return options
     }
 
-    /// A log of at most this many bytes (about 650 events) is replayed whole on open, its snapshots not even listed:
-    /// the replay costs less than the listing, and it is fewer events than a close leaves a snapshot for.
+    /// A log of at most this many bytes (about 650 events of the API's size) is replayed whole on open, its snapshots
+    /// not even listed: the replay costs less than the listing (snapshots are a cache; the answers are the same).
     static let wholeReplayBytes: Int64 = 64 * 1024
 
     /// Whether the ledger in `directory` is small enough to replay whole (``wholeReplayBytes``; one `stat`).

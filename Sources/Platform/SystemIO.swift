@@ -35,10 +35,9 @@ public struct SystemIO: PlatformIO {
         // An existing file's access time is not ours to keep current: updating it turns every read of a ledger into
         // an inode write. The kernel allows O_NOATIME only to the file's owner (else EPERM): then open as asked.
         if mode == .readOnly || mode == .readWrite, LibC.noAccessTime != 0 {
-            let fd = LibC.open(path, flags | LibC.noAccessTime, 0o600)
-            if fd >= 0 { return fd }
-            let error = Errno.current
-            if error != .interrupted && error != .notPermitted { throw error }
+            do {
+                return try retrying { LibC.open(path, flags | LibC.noAccessTime, 0o600) }
+            } catch let error as Errno where error == .notPermitted {}
         }
         return try retrying { LibC.open(path, flags, 0o600) }
     }
@@ -104,17 +103,9 @@ public struct SystemIO: PlatformIO {
         return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    public func identity(ofPath path: String) -> FileIdentity? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-    }
+    public func identity(ofPath path: String) -> FileIdentity? { status(ofPath: path)?.identity }
 
-    public func size(ofPath path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Int64(info.st_size)
-    }
+    public func size(ofPath path: String) -> Int64? { status(ofPath: path)?.size }
 
     public func status(ofPath path: String) -> FileStatus? {
         var info = stat()

@@ -5,7 +5,7 @@ import Synchronization
 /// One thread's share of the server: its connections, polled together; requests framed and handled here, answers
 /// given later (writes once durable, offloaded work) taken back through a wake pipe.
 // @unchecked Sendable: one thread runs the loop and alone touches its connections, buffers and `server` (set once
-// before that thread starts); other threads hand it answers only through `completed` (a Mutex) and the wake pipe.
+// before that thread starts); other threads hand it answers only through `completed` (under its lock) and the wake pipe.
 final class EventLoop: @unchecked Sendable {
     private let wakePipe: (read: Int32, write: Int32)
     private let completed = PlainLock([(Int32, HTTPResponse, Bool)]())
