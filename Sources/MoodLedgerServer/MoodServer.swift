@@ -320,55 +320,50 @@ public final class MoodServer: Sendable {
         }
         let pair = (request.header("authorization") ?? "") + "\n" + (request.header("x-api-key") ?? "")
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
-        let user = try checkCredentials(request, now: now)
+        let claims = try checkCredentials(request, now: now)
         verified.withLock { cache in
             if cache.count >= configuration.rememberedSignIns { cache.removeAll() }
-            cache[pair] = (user, tokenExpiry(request) ?? 0)
+            cache[pair] = (claims.subject, claims.expiry)
         }
-        return user
+        return claims.subject
     }
 
-    /// The `exp` of the request's (already verified) token.
-    private func tokenExpiry(_ request: HTTPRequest) -> Int64? {
-        guard let token = request.header("authorization")?.dropFirst(7).split(separator: ".").dropFirst().first,
-            let claims = ByteText.unbase64URL(String(token)),
-            let json = try? JSONParser.parse(String(decoding: claims, as: UTF8.self))
-        else { return nil }
-        return json["exp"]?.intValue.map(Int64.init)
-    }
-
-    private func checkCredentials(_ request: HTTPRequest, now: Int64) throws -> String {
+    /// The claims of the request's token, once the token and the key it is paired with are checked.
+    private func checkCredentials(_ request: HTTPRequest, now: Int64) throws -> JWT.Claims {
         let challenge = "Bearer realm=\"moodledger\""
         guard let authorization = request.header("authorization") else {
             throw APIFailure(
                 401, "unauthorized", "Authorization: Bearer <token> is required",
                 headers: [("WWW-Authenticate", challenge)])
         }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        let scheme = authorization.utf8.prefix(7)
+        guard authorization.utf8.count > 7, String(decoding: scheme, as: UTF8.self).lowercased() == "bearer " else {
             throw APIFailure(
                 401, "unauthorized", "the Authorization scheme must be Bearer",
                 headers: [("WWW-Authenticate", challenge)])
         }
-        let subject: String
+        let claims: JWT.Claims
         // The key is asked for before the token is checked, so an answer never tells whether a token alone is valid.
         guard let key = request.header("x-api-key") else {
             throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
         }
         do {
-            subject = try JWT.verify(
-                String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces),
-                now: now / 1000, secret: credentials.secret)
+            // Spaces and tabs around the token are not part of it (the header's own were trimmed when parsed).
+            let token = authorization.utf8.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
+            claims = try JWT.claims(
+                of: String(decoding: token, as: UTF8.self), now: now / 1000, secret: credentials.secret)
         } catch {
             throw APIFailure(
                 401, "unauthorized", "invalid token: \(error.reason)",
                 headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
         }
-        guard Credentials.isValidUserName(subject), credentials.user(named: subject, apiKey: key) != nil else {
+        guard Credentials.isValidUserName(claims.subject), credentials.user(named: claims.subject, apiKey: key) != nil
+        else {
             throw APIFailure(
                 401, "unauthorized", "the API key does not belong to the token's user",
                 headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
         }
-        return subject
+        return claims
     }
 
     /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).

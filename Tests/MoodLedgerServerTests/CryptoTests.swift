@@ -69,6 +69,10 @@ struct CryptoTests {
         #expect(
             ByteText.unbase64URL("YQ==") == nil && ByteText.unbase64URL("Y") == nil
                 && ByteText.unbase64URL("a+b/") == nil)
+        // Only the one encoding of a byte string: a short last group's leftover bits must be zero.
+        #expect(ByteText.unbase64URL("YQ") == [0x61] && ByteText.unbase64URL("YR") == nil)
+        #expect(ByteText.unbase64URL("YWE") == [0x61, 0x61] && ByteText.unbase64URL("YWF") == nil)
+        #expect(ByteText.unbase64URL("YW\u{e9}") == nil && ByteText.unbase64URL("") == [])
     }
 
     @Test("JWT: HS256 signed and verified; tampering, expiry, other secrets and alg none are refused")
@@ -86,5 +90,8 @@ struct CryptoTests {
         let none = ByteText.base64URL(Array(#"{"alg":"none","typ":"JWT"}"#.utf8))
         #expect(throws: JWT.Invalid.self) { try JWT.verify("\(none).\(parts[1]).", now: 1000, secret: secret) }
         #expect(throws: JWT.Invalid.self) { try JWT.verify("garbage", now: 1000, secret: secret) }
+        #expect(throws: JWT.Invalid.self) { try JWT.verify(token + ".", now: 1000, secret: secret) }
+        #expect(throws: JWT.Invalid.self) { try JWT.verify("\(parts[0]).\(parts[1])", now: 1000, secret: secret) }
+        #expect(try JWT.claims(of: token, now: 1000, secret: secret) == JWT.Claims(subject: "alice", expiry: 1060))
     }
 }

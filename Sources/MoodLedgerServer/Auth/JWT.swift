@@ -17,15 +17,37 @@ public enum JWT {
         return "\(header).\(payload).\(ByteText.base64URL(signature))"
     }
 
+    /// What a verified token says: whose it is and until when it is valid.
+    public struct Claims: Sendable, Equatable {
+        /// The `sub` claim: the user.
+        public var subject: String
+        /// The `exp` claim: seconds since 1970.
+        public var expiry: Int64
+    }
+
     /// Checks a token's form, algorithm (HS256 only; `none` never), signature (constant time) and expiry.
     /// - Returns: the subject.
     /// - Throws: ``Invalid``.
     public static func verify(_ token: String, now: Int64, secret: [UInt8]) throws(Invalid) -> String {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard token.utf8.count <= 4096, parts.count == 3,
-            let headerBytes = ByteText.unbase64URL(String(parts[0])),
-            let payloadBytes = ByteText.unbase64URL(String(parts[1])),
-            let signature = ByteText.unbase64URL(String(parts[2]))
+        try claims(of: token, now: now, secret: secret).subject
+    }
+
+    /// Checks a token as ``verify(_:now:secret:)`` does.
+    /// - Parameters:
+    ///   - token: the compact serialization, `header.payload.signature`.
+    ///   - now: seconds since 1970, for `exp` and `nbf`.
+    ///   - secret: the HMAC key.
+    /// - Returns: its subject and expiry.
+    /// - Throws: ``Invalid``.
+    public static func claims(of token: String, now: Int64, secret: [UInt8]) throws(Invalid) -> Claims {
+        let bytes = token.utf8
+        let dot = UInt8(ascii: ".")
+        guard bytes.count <= 4096, let first = bytes.firstIndex(of: dot),
+            let second = bytes[bytes.index(after: first)...].firstIndex(of: dot),
+            !bytes[bytes.index(after: second)...].contains(dot),
+            let headerBytes = ByteText.unbase64URL(utf8: bytes[..<first]),
+            let payloadBytes = ByteText.unbase64URL(utf8: bytes[bytes.index(after: first)..<second]),
+            let signature = ByteText.unbase64URL(utf8: bytes[bytes.index(after: second)...])
         else {
             throw Invalid(reason: "malformed token")
         }
@@ -34,7 +56,7 @@ public enum JWT {
         else {
             throw Invalid(reason: "the token's algorithm must be HS256")
         }
-        let expected = HMACSHA256.mac(key: secret, message: Array("\(parts[0]).\(parts[1])".utf8))
+        let expected = HMACSHA256.mac(key: secret, message: Array(bytes[..<second]))
         guard ConstantTime.equal(signature, expected) else { throw Invalid(reason: "bad signature") }
         guard let claims = try? JSONParser.parse(String(decoding: payloadBytes, as: UTF8.self)),
             let subject = claims["sub"]?.stringValue, let expiry = claims["exp"]?.intValue
@@ -45,6 +67,6 @@ public enum JWT {
         if let notBefore = claims["nbf"]?.intValue, Int64(notBefore) > now {
             throw Invalid(reason: "the token is not valid yet")
         }
-        return subject
+        return Claims(subject: subject, expiry: Int64(expiry))
     }
 }

@@ -180,24 +180,46 @@ public enum ByteText {
     }
 
     /// Decodes base64url without padding; `nil` for anything else (padding, other characters, a stray bit).
-    public static func unbase64URL(_ text: String) -> [UInt8]? {
-        var values: [UInt8] = []
-        for byte in text.utf8 {
-            guard let index = alphabet.firstIndex(of: byte) else { return nil }
-            values.append(UInt8(index))
-        }
-        guard values.count % 4 != 1 else { return nil }
+    public static func unbase64URL(_ text: String) -> [UInt8]? { unbase64URL(utf8: text.utf8) }
+
+    /// Each byte's value in the base64url alphabet; 0xFF for a byte outside it.
+    private static let alphabetValues: [UInt8] = {
+        var values = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { values[Int(byte)] = UInt8(index) }
+        return values
+    }()
+
+    /// Decodes base64url without padding from UTF-8 bytes; `nil` for anything else. The only encoding of each byte
+    /// string is accepted: the bits a short last group leaves over must be zero (what encoding again would give).
+    static func unbase64URL<Bytes: Collection<UInt8>>(utf8 text: Bytes) -> [UInt8]? {
+        guard text.count % 4 != 1 else { return nil }
         var out: [UInt8] = []
-        var i = 0
-        while i < values.count {
-            let chunk = values[i..<min(i + 4, values.count)]
-            var n: UInt32 = 0
-            for (j, v) in chunk.enumerated() { n |= UInt32(v) << UInt32(18 - 6 * j) }
-            out.append(UInt8(n >> 16))
-            if chunk.count > 2 { out.append(UInt8(truncatingIfNeeded: n >> 8)) }
-            if chunk.count > 3 { out.append(UInt8(truncatingIfNeeded: n)) }
-            i += 4
+        out.reserveCapacity(text.count * 3 / 4)
+        var group: UInt32 = 0
+        var filled = 0
+        for byte in text {
+            let value = alphabetValues[Int(byte)]
+            guard value != 0xFF else { return nil }
+            group = group << 6 | UInt32(value)
+            filled += 1
+            if filled == 4 {
+                out += [
+                    UInt8(truncatingIfNeeded: group >> 16), UInt8(truncatingIfNeeded: group >> 8),
+                    UInt8(truncatingIfNeeded: group)
+                ]
+                group = 0
+                filled = 0
+            }
         }
-        return base64URL(out) == text ? out : nil
+        switch filled {
+        case 2:
+            guard group & 0xF == 0 else { return nil }
+            out.append(UInt8(truncatingIfNeeded: group >> 4))
+        case 3:
+            guard group & 0x3 == 0 else { return nil }
+            out += [UInt8(truncatingIfNeeded: group >> 10), UInt8(truncatingIfNeeded: group >> 2)]
+        default: break
+        }
+        return out
     }
 }
