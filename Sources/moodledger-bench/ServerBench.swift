@@ -65,10 +65,12 @@ enum ServerBench {
             }
             bench.record("idle_connections_rss_mb", try idle(port: server.port, count: 1000), places: 1)
             loopback.stop()
-            // What the two ledgers alone take open (in a fresh process): the server's own share is the rest.
+            // What the two ledgers alone take open as the server held them (in a fresh process): the server's own
+            // share is the rest. The writer's state was built in memory by its appends, so it is replayed whole here
+            // (the snapshot the server's close left would map it instead, a fraction of what the server held).
             let ledgers = try BenchmarkCommand.runSelf([
                 "--ledger-rss", MoodServer.userDirectory("bench", in: data),
-                MoodServer.userDirectory("writer", in: data)
+                "--whole", MoodServer.userDirectory("writer", in: data)
             ])
             guard let ledgersMB = Double(ledgers) else { throw BenchError(text: "--ledger-rss said: \(ledgers)") }
             bench.record("ledgers_rss_mb", ledgersMB, places: 1)
@@ -114,12 +116,20 @@ enum ServerBench {
         return (Double(result.requests) / result.seconds, result.p50, result.p99)
     }
 
-    /// `--ledger-rss PATH…` (a child process): the resident-set growth of opening these ledgers, in MB.
-    static func ledgerResidentSize(_ paths: [String]) -> Int32 {
+    /// `--ledger-rss PATH… [--whole PATH…]` (a child process): the resident-set growth of opening these ledgers, in
+    /// MB; those after `--whole` are replayed whole, not opened from a snapshot.
+    static func ledgerResidentSize(_ arguments: [String]) -> Int32 {
         let before = SystemIO.currentResidentBytes()
         var open: [Ledger] = []
-        for path in paths {
-            guard let ledger = try? Ledger.open(at: path) else { return 74 }
+        var whole = false
+        for argument in arguments {
+            if argument == "--whole" {
+                whole = true
+                continue
+            }
+            var options = Ledger.Options()
+            options.useSnapshots = !whole
+            guard let ledger = try? Ledger.open(at: argument, options: options) else { return 74 }
             open.append(ledger)
         }
         print(Double(SystemIO.currentResidentBytes() - before) / 1_048_576)
