@@ -21,11 +21,13 @@ struct EndToEndTests {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Starts the server; returns the process and its port once it listens.
-    static func start(_ data: String) throws -> (Process, UInt16) {
+    /// Starts the server (`options` after the data directory, port and rate limits); returns the process and its port
+    /// once it listens.
+    static func start(_ data: String, options: [String] = []) throws -> (Process, UInt16) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
-        process.arguments = ["serve", "--data", data, "--port", "0", "--writes-per-hour", "0", "--reads-per-hour", "0"]
+        process.arguments =
+            ["serve", "--data", data, "--port", "0", "--writes-per-hour", "0", "--reads-per-hour", "0"] + options
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
