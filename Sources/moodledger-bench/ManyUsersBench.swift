@@ -68,7 +68,7 @@ enum ManyUsersBench {
             bench.record("open_descriptors", Double(descriptors), places: 0)
             bench.record("open_ledgers", Double(backend.openLedgerCount), places: 0)
             bench.record("server_peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
-            try DeviceProbe.measure(directory: directory, seconds: 1, into: &bench)
+            try DeviceProbe.measure(directory: directory, seconds: min(1, seconds), into: &bench)
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench --server --users: \(error)\n".utf8))
             return 74
