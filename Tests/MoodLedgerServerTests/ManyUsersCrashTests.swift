@@ -52,8 +52,7 @@ struct ManyUsersCrashTests {
             ]
         }
 
-        var (server, port) = try EndToEndTests.start(data, options: ["--max-open-ledgers", "4"])
-        let loadPort = port
+        let (loaded, loadPort) = try EndToEndTests.start(data, options: ["--max-open-ledgers", "4"])
         var random = SeededRandom()
         let seed = random.seed
         // The cut comes after 100 to 400 acknowledged writes, so it meets the load at a different point each seed.
@@ -87,6 +86,13 @@ struct ManyUsersCrashTests {
                 }
             }.start()
         }
+        // Should a step below throw, the writers stop and the server goes (a server left running would hold the mount).
+        defer {
+            stop.store(true, ordering: .relaxed)
+            if loaded.isRunning { kill(loaded.processIdentifier, SIGKILL) }
+            loaded.waitUntilExit()
+            group.wait()
+        }
         // Cut once the load is well under way (a machine busy with the rest of the suite gets up to 15 s to get there).
         let started = Date()
         while count.load(ordering: .relaxed) < cutAfter, Date().timeIntervalSince(started) < 15 {
@@ -94,8 +100,8 @@ struct ManyUsersCrashTests {
         }
         print("cut after \(Date().timeIntervalSince(started)) s at \(count.load(ordering: .relaxed)) acknowledged")
         try cut()
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        kill(loaded.processIdentifier, SIGKILL)
+        loaded.waitUntilExit()
         stop.store(true, ordering: .relaxed)
         group.wait()
         let acked = acknowledged.withLock { $0 }
@@ -104,7 +110,7 @@ struct ManyUsersCrashTests {
             acked.filter { !$0.isEmpty }.count > 8, "writes went to many users, so ledgers were closed and reopened")
         try restore()
 
-        (server, port) = try EndToEndTests.start(data, options: ["--max-open-ledgers", "4"])
+        let (server, port) = try EndToEndTests.start(data, options: ["--max-open-ledgers", "4"])
         defer {
             server.terminate()
             server.waitUntilExit()
