@@ -220,6 +220,36 @@ struct HTTPCorpusTests {
     }
 
     struct CorpusError: Error { var name: String }
+
+    @Test("A request's parts as parsed: the query's pairs decoded, header names lowercased, values without OWS")
+    func parsedParts() throws {
+        let raw = Array(
+            ("GET /api/v1/mood?a=1&&b=%20x+y&c&=&d=%zz&e=1=2&f=%C3%A9#frag HTTP/1.1\r\nHost: h\r\n"
+                + "X-Mixed-Case:\t  spaced value \t\r\nX-Empty:   \r\nX-Latin: caf\u{E9}\r\n\r\n").utf8)
+        let parser = HTTPParser(limits: HTTPParser.Limits())
+        let parsed = raw.withUnsafeBytes { parser.parse($0) }
+        guard case .request(let request, let consumed) = parsed else {
+            Issue.record("not a request: \(parsed)")
+            return
+        }
+        #expect(consumed == raw.count)
+        #expect(request.path == "/api/v1/mood" && request.query == "a=1&&b=%20x+y&c&=&d=%zz&e=1=2&f=%C3%A9")
+        #expect(
+            request.queryItems.map { "\($0.name)=\($0.value)" } == [
+                "a=1", "b= x y", "c=", "=", "d=", "e=1=2", "f=\u{E9}"
+            ])
+        #expect(request.header("x-mixed-case") == "spaced value")
+        #expect(request.header("x-empty") == "")
+        #expect(request.header("x-latin") == "caf\u{E9}")
+        #expect(request.headers.map(\.name) == ["host", "x-mixed-case", "x-empty", "x-latin"])
+        // A byte that is not UTF-8 in a value is read as ISO-8859-1.
+        let latin1 = Array("GET / HTTP/1.1\r\nHost: h\r\nX-Old: caf".utf8) + [0xE9] + Array("\r\n\r\n".utf8)
+        guard case .request(let old, _) = latin1.withUnsafeBytes({ parser.parse($0) }) else {
+            Issue.record("a Latin-1 value was refused")
+            return
+        }
+        #expect(old.header("x-old") == "caf\u{E9}")
+    }
 }
 
 @Suite("Replays and the write budget", .serialized)

@@ -40,25 +40,47 @@ public struct HTTPRequest: Sendable {
         return minorVersion >= 1 || tokens.contains("keep-alive")
     }
 
+    /// The query's `name=value` pairs split at `&` (empty pairs skipped) and the first `=`, each side
+    /// percent-decoded; a side that does not decode is empty. Read as bytes: a request target is ASCII.
     static func parseQuery(_ query: String) -> [(name: String, value: String)] {
-        query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = HTTPRequest.percentDecode(String(parts[0]))
-            let value = parts.count > 1 ? HTTPRequest.percentDecode(String(parts[1])) : ""
-            return (name ?? "", value ?? "")
+        var items: [(name: String, value: String)] = []
+        let bytes = query.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            if end > start {
+                let pair = bytes[start..<end]
+                if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
+                    items.append(
+                        (
+                            percentDecode(bytes: pair[..<equals]) ?? "",
+                            percentDecode(bytes: pair[bytes.index(after: equals)...]) ?? ""
+                        ))
+                } else {
+                    items.append((percentDecode(bytes: pair) ?? "", ""))
+                }
+            }
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
         }
+        return items
     }
 
     /// Percent-decodes `text` (`+` → space); `nil` for a malformed escape or invalid UTF-8.
-    public static func percentDecode(_ text: String) -> String? {
+    public static func percentDecode(_ text: String) -> String? { percentDecode(bytes: text.utf8) }
+
+    /// Percent-decodes UTF-8 bytes (`+` → space); `nil` for a malformed escape or invalid UTF-8.
+    static func percentDecode<Bytes: Collection<UInt8>>(bytes text: Bytes) -> String? {
         var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
+        bytes.reserveCapacity(text.count)
+        var index = text.startIndex
+        while index != text.endIndex {
+            let byte = text[index]
+            index = text.index(after: index)
             if byte == UInt8(ascii: "%") {
-                guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!)
-                else {
-                    return nil
-                }
+                guard index != text.endIndex, let high = hexValue(text[index]) else { return nil }
+                index = text.index(after: index)
+                guard index != text.endIndex, let low = hexValue(text[index]) else { return nil }
+                index = text.index(after: index)
                 bytes.append(high << 4 | low)
             } else {
                 bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)

@@ -54,10 +54,13 @@ struct HTTPParser {
         let lines = split(lines: UnsafeRawBufferPointer(rebasing: buffer[start..<headEnd]))
         guard let requestLine = lines.first else { return .failure(.plain(400, "empty request")) }
         if requestLine.count > limits.requestLine { return .failure(.plain(414, "request line too long")) }
-        guard let line = String(validating: requestLine, as: UTF8.self) else {
+        guard String(validating: requestLine, as: UTF8.self) != nil else {
             return .failure(.plain(400, "request line is not UTF-8"))
         }
-        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        // Split at the space bytes (the line is UTF-8, so each part is too).
+        let parts = requestLine.split(separator: 0x20, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             return .failure(.plain(400, "malformed request line"))
         }
@@ -73,13 +76,15 @@ struct HTTPParser {
             }
             return .failure(.plain(400, "malformed HTTP version"))
         }
-        var target = String(parts[1])
+        var target = parts[1]
         guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return .failure(.plain(400, "request target holds a character that must be percent-encoded"))
         }
         // absolute-form (`http://host/path`), which a server MUST accept (RFC 9112 §3.2.2): the path and query are
         // what is asked for; the authority stands in for Host.
-        if let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) {
+        if target.utf8.first != UInt8(ascii: "/"),
+            let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) })
+        {
             let rest = target.dropFirst(scheme.count)
             guard let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else {
                 target = "/"
@@ -96,7 +101,7 @@ struct HTTPParser {
             return .failure(.plain(400, "request target must be a path (origin-form) or an absolute URI"))
         }
         // A fragment is the client's own business (never part of a request target): it does not reach the query.
-        if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+        if let hash = target.utf8.firstIndex(of: UInt8(ascii: "#")) { target = String(target[..<hash]) }
         return parsed(method: method, minor: minor, target: target, lines: lines, headEnd: headEnd, buffer: buffer)
     }
 
@@ -118,16 +123,29 @@ struct HTTPParser {
             guard nameBytes.allSatisfy(Self.isTokenByte) else {
                 return .failure(.plain(400, "malformed header field name (no whitespace before the colon)"))
             }
-            let valueBytes = UnsafeRawBufferPointer(rebasing: raw[(colon + 1)..<raw.endIndex])
+            var valueBytes = UnsafeRawBufferPointer(rebasing: raw[(colon + 1)..<raw.endIndex])
             guard valueBytes.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 return .failure(.plain(400, "header field value holds a control character"))
+            }
+            // Optional whitespace (spaces and tabs) around the value is not part of it (RFC 9110 §5.5).
+            while let first = valueBytes.first, first == 0x20 || first == 0x09 {
+                valueBytes = UnsafeRawBufferPointer(rebasing: valueBytes.dropFirst())
+            }
+            while let last = valueBytes.last, last == 0x20 || last == 0x09 {
+                valueBytes = UnsafeRawBufferPointer(rebasing: valueBytes.dropLast())
             }
             // obs-text (0x80–0xFF) is allowed in field values: read as UTF-8 when it is, else as ISO-8859-1.
             let value =
                 String(validating: valueBytes, as: UTF8.self)
                 ?? String(String.UnicodeScalarView(valueBytes.map { Unicode.Scalar($0) }))
-            headers.append(
-                (String(decoding: nameBytes, as: UTF8.self).lowercased(), Substring(value).trimmingCharacters()))
+            // A name is token bytes (ASCII), lowercased byte by byte.
+            let name = String(unsafeUninitializedCapacity: nameBytes.count) { name in
+                for (index, byte) in nameBytes.enumerated() {
+                    name[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                }
+                return nameBytes.count
+            }
+            headers.append((name, value))
         }
         let hosts = headers.filter { $0.name == "host" }
         if minor == 1, hosts.count != 1 { return .failure(.plain(400, "an HTTP/1.1 request needs exactly one Host")) }
@@ -136,7 +154,7 @@ struct HTTPParser {
         let bodyStart = headEnd + 4
         let path: String
         let query: String
-        if let mark = target.firstIndex(of: "?") {
+        if let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = String(target[..<mark])
             query = String(target[target.index(after: mark)...])
         } else {
@@ -245,7 +263,11 @@ struct HTTPParser {
     }
 
     /// tchar of RFC 9110 §5.6.2.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    static func isTokenByte(_ byte: UInt8) -> Bool { tokenBytes[Int(byte)] }
+
+    /// Whether each byte is a tchar: letters, digits and `!#$%&'*+-.^_`|~`.
+    private static let tokenBytes: [Bool] = (0...255).map { value in
+        let byte = UInt8(value)
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
             UInt8(ascii: "0")...UInt8(ascii: "9"):
