@@ -85,11 +85,7 @@ public protocol PlatformIO: Sendable {
     /// Which file a descriptor is open on (device and inode), to tell whether a path still names that file.
     /// - Throws: ``Errno``.
     func identity(_ fd: Int32) throws -> FileIdentity
-    /// Which file `path` names now (device and inode), following links; `nil` when nothing is there.
-    func identity(ofPath path: String) -> FileIdentity?
-    /// The size in bytes of the file `path` names now, following links; `nil` when nothing is there.
-    func size(ofPath path: String) -> Int64?
-    /// Which file `path` names now and its size, from one `stat`; `nil` when nothing is there.
+    /// Which file `path` names now and its size, from one `stat` following links; `nil` when nothing is there.
     func status(ofPath path: String) -> FileStatus?
 }
 
@@ -128,10 +124,10 @@ extension PlatformIO {
     public func map(_ fd: Int32, length: Int) throws -> MappedFile { try SystemIO().map(fd, length: length) }
     /// Test doubles identify files as the system does.
     public func identity(_ fd: Int32) throws -> FileIdentity { try SystemIO().identity(fd) }
-    /// Test doubles identify files as the system does.
-    public func identity(ofPath path: String) -> FileIdentity? { SystemIO().identity(ofPath: path) }
-    /// Test doubles size files as the system does.
-    public func size(ofPath path: String) -> Int64? { SystemIO().size(ofPath: path) }
     /// Test doubles read a path's status as the system does.
     public func status(ofPath path: String) -> FileStatus? { SystemIO().status(ofPath: path) }
+    /// Which file `path` names now (device and inode), following links; `nil` when nothing is there.
+    public func identity(ofPath path: String) -> FileIdentity? { status(ofPath: path)?.identity }
+    /// The size in bytes of the file `path` names now, following links; `nil` when nothing is there.
+    public func size(ofPath path: String) -> Int64? { status(ofPath: path)?.size }
 }

@@ -103,10 +103,6 @@ public struct SystemIO: PlatformIO {
         return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    public func identity(ofPath path: String) -> FileIdentity? { status(ofPath: path)?.identity }
-
-    public func size(ofPath path: String) -> Int64? { status(ofPath: path)?.size }
-
     public func status(ofPath path: String) -> FileStatus? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
