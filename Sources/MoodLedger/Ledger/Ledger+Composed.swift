@@ -130,12 +130,28 @@ extension Ledger {
         }
     }
 
-    /// The sequence number of the last event that named each entry through `last` (redacted ones included), read
-    /// where the codec keeps the id, without decoding: a server's revision of every entry.
+    /// The last sequence number of the last batch that named each entry through `last` (redacted events included),
+    /// read where the codec keeps the id, without decoding: a server's revision of every entry. The batch's end, not
+    /// the event's own seq: a server answers a write with the seq its whole batch ends at (the change and its
+    /// idempotency record), and a revision derived on open must equal the one it answered before.
     /// - Throws: `EventLogError` for damage met while reading.
     package func lastEventSeqs(through last: UInt64) throws -> [EntryID: UInt64] {
         var seqs: [EntryID: UInt64] = [:]
-        try LogHistory(log: eventLog).forEachNamedID(through: last) { id, seq in seqs[id] = seq }
+        var open: [EntryID] = []
+        try eventLog.forEach(from: 1, through: last) { view in
+            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
+                id != EntryID.none
+            {
+                open.append(id)
+            }
+            if !view.continuesBatch {
+                for id in open { seqs[id] = view.lastSeq }
+                open.removeAll(keepingCapacity: true)
+            }
+            return true
+        }
+        // A batch cut by `last` ends there.
+        for id in open { seqs[id] = last }
         return seqs
     }
 }
