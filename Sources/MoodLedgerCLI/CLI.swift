@@ -11,6 +11,8 @@ struct CommandSpec: Sendable {
     var flags: Set<String> = []
     /// Whether the command prints data (and so takes `--json`).
     var printsData = true
+    /// What each option does, for `--help` (one line an option).
+    var details: String? = nil
     var run: @Sendable (inout Context) throws -> Int32
 }
 
@@ -240,7 +242,8 @@ public enum CLI {
                 valueOptions: spec.values.union(["ledger", "wait", "tz", "utc-offset"]),
                 flagOptions: spec.flags.union(globals))
             if parsed.has("help") {
-                console.line("usage: moodledger \(spec.usage)\n\n\(spec.summary)")
+                console.line(
+                    "usage: moodledger \(spec.usage)\n\n\(spec.summary)" + (spec.details.map { "\n\n\($0)" } ?? ""))
                 return ExitCode.ok
             }
             try CommandLineManners.check(parsed, command: name)

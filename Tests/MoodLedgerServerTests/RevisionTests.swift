@@ -1,7 +1,7 @@
 import Foundation
 import MoodLedger
-import Testing
 import TestSupport
+import Testing
 
 @testable import MoodLedgerServer
 
@@ -44,7 +44,8 @@ struct RevisionTests {
             let put = try h.request(
                 "PUT", "/api/v1/mood/\(ids[1])", headers: [("Idempotency-Key", "put-1")], json: #"{"notes":"x"}"#)
             #expect(put.status == 200)
-            #expect(try h.request("DELETE", "/api/v1/mood/\(ids[2])", headers: [("Idempotency-Key", "d")]).status == 204)
+            #expect(
+                try h.request("DELETE", "/api/v1/mood/\(ids[2])", headers: [("Idempotency-Key", "d")]).status == 204)
             #expect(try h.request("DELETE", "/api/v1/mood/\(ids[3])?erase=true").status == 204)
             before = try revisions(h, ids)
             #expect(before[ids[1]] == put.header("ETag"))

@@ -82,4 +82,38 @@ extension Ledger {
         }
         return bases
     }
+
+    /// When each entry's current streak of attempts with `destination` began (the first `sync.attempted` since the
+    /// record was last in step: a success, a merge, a pulled version, a re-queue, another server or an erasure), in
+    /// ms since 1970; absent for an entry with no attempt since. One pass over the log for all the ids.
+    /// - Parameters:
+    ///   - ids: the entries.
+    ///   - destination: the destination (`backend`).
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    public func failingSince(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: Int64] {
+        var since: [EntryID: Int64] = [:]
+        guard !ids.isEmpty else { return since }
+        let resets: Set<UInt16> = [
+            EventType.syncSucceeded.rawValue, EventType.syncMerged.rawValue, EventType.syncRequeued.rawValue,
+            EventType.remoteApplied.rawValue
+        ]
+        try eventLog.forEach(from: 1, through: lastSeq) { view in
+            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
+            if view.type == EventType.remoteConfigured.rawValue || view.type == EventType.ledgerErased.rawValue {
+                since.removeAll()
+                return true
+            }
+            let attempted = view.type == EventType.syncAttempted.rawValue
+            guard attempted || resets.contains(view.type), let id = EventCodec.entryID(inPayload: view.payload),
+                ids.contains(id)
+            else { return true }
+            if attempted {
+                if since[id] == nil { since[id] = view.recordedAt / 1000 }
+            } else {
+                since[id] = nil
+            }
+            return true
+        }
+        return since
+    }
 }

@@ -108,8 +108,22 @@ enum SyncCommands {
     static let sync = CommandSpec(
         name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
         usage:
-            "sync [--once] [--now] [--dry-run] [--credentials FILE]\n       sync status [--at POINT]\n       sync explain ID [--at POINT]",
-        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"]
+            "sync [--once] [--now] [--dry-run] [--credentials FILE] [--concurrency N] [--json]\n"
+            + "       sync status [--at POINT] [--json]\n       sync explain ID [--at POINT] [--json]",
+        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"],
+        details: """
+            options:
+              --once            one push pass and one pull (a push again only for what the pull re-queued)
+              --now             send every pending item whatever its retry time (attempts still count)
+              --dry-run         print the requests a run would send now, with their keys; append nothing
+              --credentials F   read {"api_key", "token"} from F (0600) instead of the environment
+              --concurrency N   requests in flight at once, 1 to 64 (default 8)
+              --at POINT        status and explain: as of a seq, an instant or a relative time
+              --json            machine-readable output
+            exit: 0 done (held items aside); 69 items left to retry or parked, or the pull failed (the attempts and
+            failures are recorded even so); 75 another writer holds the ledger; 77 credentials refused; 78 no remote or
+            a bad credentials file
+            """
     ) { context in
         switch context.arguments.positionals.first {
         case "status"?: return try status(context)
@@ -172,19 +186,27 @@ enum SyncCommands {
     }
 
     private static func print(_ report: SyncReport, to context: Context) {
+        // Every sent item is counted once: sent = delivered + merged + re-queued + to retry + parked.
         context.console.line(
-            "sent \(report.sent): \(report.delivered) delivered, \(report.retrying) to retry, \(report.parked) parked; "
+            "sent \(report.sent): \(report.delivered) delivered, \(report.merged) merged"
+                + (report.requeuedAtPush > 0 ? ", \(report.requeuedAtPush) re-queued" : "")
+                + ", \(report.retrying) to retry, \(report.parked) parked; "
                 + "pulled \(report.pulled) change\(report.pulled == 1 ? "" : "s")"
-                + (report.merged > 0 ? "; merged \(report.merged)" : "")
-                + (report.conflicts > 0 ? " (\(report.conflicts) with conflicts: `moodledger conflicts`)" : "")
-                + (report.requeued > 0 ? "; re-queued \(report.requeued) the server lost" : ""))
-        if report.serverWentBack {
+                + (report.mergedAtPull > 0 ? " (\(report.mergedAtPull) merged)" : "")
+                + (report.conflicts > 0 ? "; \(report.conflicts) with conflicts: `moodledger conflicts`" : "")
+                + (report.requeued > report.requeuedAtPush
+                    ? "; re-queued \(report.requeued - report.requeuedAtPush) the server lost" : ""))
+        if let wentBack = report.wentBack {
+            context.console.line("notice: \(wentBack) Each such entry is created there again from this device.")
+        } else if report.serverWentBack {
             context.console.line(
                 "notice: the server's revision went back (restored from a backup?): what it lacked was sent again")
         }
-        for failure in report.failures.prefix(20) {
+        let shown = 20
+        for failure in report.failures.prefix(shown) {
             context.console.line("  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(failure.error)")
         }
+        if report.failures.count > shown { context.console.line("  and \(report.failures.count - shown) more") }
         if let error = report.pullError { context.console.line("pull failed: \(error)") }
         if let skipped = report.pullSkipped { context.console.line("not pulled: \(skipped)") }
         if report.heldAfter > 0 {

@@ -108,7 +108,7 @@ extension SyncEngine {
             }
             report.pulled += applied
             report.conflicts += conflicts
-            report.merged += merged
+            report.mergedAtPull += merged
             if !page.hasMore || page.nextSince <= cursor { return }
         }
     }

@@ -30,9 +30,21 @@ extension SyncEngine {
     /// Set once the credentials were refused: what is not sent yet is not sent.
     final class StopFlag: Sendable { let value = Atomic<Bool>(false) }
 
-    func push(into report: inout SyncReport, once: Bool) throws {
-        var passes = 0
+    /// What one run has spent on each entry (`Specs/sync.md`, *Bounded work*): attempts and merges, and the entries
+    /// whose send failed (not sent again in this run, `--now` or not).
+    struct RunBook {
+        var attempts: [EntryID: Int] = [:]
         var merges: [EntryID: Int] = [:]
+        var failed: Set<EntryID> = []
+
+        /// Whether the run may send `id` once more.
+        func allows(_ id: EntryID, maximumAttempts: Int) -> Bool {
+            !failed.contains(id) && attempts[id, default: 0] < maximumAttempts
+        }
+    }
+
+    func push(into report: inout SyncReport, once: Bool, book: inout RunBook) throws {
+        var passes = 0
         // `once`: one pass, and another only for what a merge left to send.
         var merged = true
         let stop = StopFlag()
@@ -41,20 +53,25 @@ extension SyncEngine {
             merged = false
             // The pass's candidates, read once; each batch re-checks its items against the state it appends to.
             let now = ledger.options.clock()
-            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }[...]
+            let spent = book
+            let most = configuration.maximumAttemptsPerRun
+            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }.filter {
+                spent.allows($0.entryID, maximumAttempts: most)
+            }[...]
             if candidates.isEmpty { break }
             var previous: InFlight?
             while !candidates.isEmpty || previous != nil {
-                let batch = stop.value.load(ordering: .relaxed) ? [] : try appendAttempts(from: &candidates)
+                let batch =
+                    stop.value.load(ordering: .relaxed) ? [] : try appendAttempts(from: &candidates, book: &book)
                 if stop.value.load(ordering: .relaxed) { candidates = [] }
                 let current = batch.isEmpty ? nil : launch(batch, stop: stop)
                 if let previous {
-                    let outcome = try appendOutcomes(previous.batch, previous.wait(), merges: &merges, into: &report)
+                    let outcome = try appendOutcomes(previous.batch, previous.wait(), book: &book, into: &report)
                     if outcome.merged { merged = true }
                     if let unauthorized = outcome.unauthorized {
                         stop.value.store(true, ordering: .relaxed)
                         if let current {
-                            _ = try appendOutcomes(current.batch, current.wait(), merges: &merges, into: &report)
+                            _ = try appendOutcomes(current.batch, current.wait(), book: &book, into: &report)
                         }
                         throw SyncError(
                             .unauthorized,
@@ -70,7 +87,7 @@ extension SyncEngine {
 
     /// Attempts: the next batch of still-due items, chosen and appended against the current state as one batch. Each
     /// request is built from the entry as it is here, so a success's version is known exactly (the next merge's base).
-    private func appendAttempts(from candidates: inout ArraySlice<Due>) throws -> [Sending] {
+    private func appendAttempts(from candidates: inout ArraySlice<Due>, book: inout RunBook) throws -> [Sending] {
         var batch: [Sending] = []
         var remaining = candidates
         _ = try ledger.execute { state, now in
@@ -89,6 +106,7 @@ extension SyncEngine {
             return (events, .none, false)
         }
         candidates = remaining
+        for sending in batch { book.attempts[sending.item.entryID, default: 0] += 1 }
         return batch
     }
 
@@ -118,7 +136,7 @@ extension SyncEngine {
     /// The outcomes of a batch, appended together: successes, failures, and merges with the server's version where a
     /// conditional send found it changed (their bases read in one pass over the log).
     private func appendOutcomes(
-        _ batch: [Sending], _ outcomes: [SyncVerdict], merges: inout [EntryID: Int],
+        _ batch: [Sending], _ outcomes: [SyncVerdict], book: inout RunBook,
         into report: inout SyncReport
     ) throws -> (merged: Bool, unauthorized: String?) {
         let stale = Set(
@@ -129,10 +147,22 @@ extension SyncEngine {
                 }
             })
         let bases = try ledger.syncBases(of: stale)
+        // Items at the attempt limit whose send failed for a transient reason: parked only when their failures also
+        // span the minimum time (one pass over the log for all of them).
+        let streaks = try ledger.failingSince(
+            of: Set(
+                zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
+                    guard sending.item.attempts + 1 >= SyncPolicy.maximumAttempts else { return nil }
+                    switch verdict {
+                    case .retry, .stale: return sending.item.entryID
+                    default: return nil
+                    }
+                }))
         var unauthorized: String?
         var mergedHere = 0
         var conflicts = 0
-        let allowed = merges
+        var wentBack: [EntryID: String] = [:]
+        let allowed = book.merges
         _ = try ledger.execute { state, now in
             var events: [MoodEvent] = []
             mergedHere = 0
@@ -140,6 +170,13 @@ extension SyncEngine {
             for (sending, verdict) in zip(batch, outcomes) {
                 let id = sending.item.entryID
                 switch verdict {
+                case .stale(_, let revision, _) where revision > 0 && revision < sending.item.revision:
+                    // The server's revision went below one it gave: it was restored (or lost data). Never merged
+                    // against (its If-Match would fail for good): created again from here, compared in full.
+                    let reason =
+                        "the server's revision went back from \(sending.item.revision) to \(revision): restored from a backup?"
+                    wentBack[id] = reason
+                    events.append(.syncRequeued(id, .backend, reason: reason))
                 case .stale(let theirs, let revision, let remoteID)
                 where allowed[id, default: 0] < self.configuration.maximumMergesPerRun:
                     let merge = Self.merge(
@@ -159,14 +196,31 @@ extension SyncEngine {
                     events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
                 default:
                     events.append(
-                        self.event(for: sending.item, verdict, in: state, now: now, unauthorized: &unauthorized))
+                        self.event(
+                            for: sending.item, verdict, in: state, now: now, failingSince: streaks[id],
+                            unauthorized: &unauthorized))
                 }
             }
             return (events, .none, false)
         }
         for (sending, verdict) in zip(batch, outcomes) {
-            if case .stale = verdict { merges[sending.item.entryID, default: 0] += 1 }
-            tally(sending.item, verdict, into: &report)
+            let id = sending.item.entryID
+            if let reason = wentBack[id] {
+                report.requeuedAtPush += 1
+                report.requeued += 1
+                report.serverWentBack = true
+                report.wentBack = report.wentBack ?? reason
+                continue
+            }
+            let merged: Bool
+            if case .stale = verdict, allowed[id, default: 0] < configuration.maximumMergesPerRun {
+                book.merges[id, default: 0] += 1
+                merged = true
+            } else {
+                merged = false
+            }
+            if !merged, !Self.delivered(verdict) { book.failed.insert(id) }
+            tally(sending.item, verdict, merged: merged, into: &report)
         }
         report.sent += batch.count
         report.conflicts += conflicts
@@ -191,22 +245,37 @@ extension SyncEngine {
             base: base?.entry, here: here, theirs: theirs, merged: merged)
     }
 
-    /// The outcome event of one item.
+    /// Whether a verdict delivered the item.
+    static func delivered(_ verdict: SyncVerdict) -> Bool {
+        switch verdict {
+        case .delivered, .recreated: return true
+        default: return false
+        }
+    }
+
+    /// The outcome event of one item. A transient failure parks the item only when it is the
+    /// ``SyncPolicy/maximumAttempts``-th in a row and the first of them is at least ``SyncPolicy/parkAfterMilliseconds``
+    /// old (`failingSince`, ms): a short outage never parks anything, however often `--now` runs.
     private func event(
-        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64,
+        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64, failingSince: Int64?,
         unauthorized: inout String?
     ) -> MoodEvent {
         let attempts =
             (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
+        let givingUp =
+            attempts >= SyncPolicy.maximumAttempts && now - (failingSince ?? now) >= SyncPolicy.parkAfterMilliseconds
         switch verdict {
         case .delivered(let remoteID, let revision):
             return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
         case .retry(let status, let error, let retryAfter):
-            if attempts >= SyncPolicy.maximumAttempts {
+            if givingUp {
                 return .syncFailed(
                     item.entryID, .backend,
                     SyncFailure(
-                        status: status, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
+                        status: status,
+                        error:
+                            "gave up after \(attempts) attempts over \(Self.span(now - (failingSince ?? now))): \(error)",
+                        retryable: false))
             }
             let next = random.withLock {
                 SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0)
@@ -224,6 +293,11 @@ extension SyncEngine {
             // Merged as often as a run allows and still refused: the server's version moves under us; later.
             let error =
                 "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
+            if givingUp {
+                return .syncFailed(
+                    item.entryID, .backend,
+                    SyncFailure(status: 412, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
+            }
             let next = random.withLock {
                 SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0)
             }
@@ -232,7 +306,24 @@ extension SyncEngine {
         }
     }
 
-    private func tally(_ item: Due, _ verdict: SyncVerdict, into report: inout SyncReport) {
+    /// A duration in words, rounded down: "26 hours", "3 days".
+    static func span(_ milliseconds: Int64) -> String {
+        let hours = max(0, milliseconds) / 3_600_000
+        return hours >= 48 ? "\(hours / 24) days" : hours == 1 ? "1 hour" : "\(hours) hours"
+    }
+
+    /// Counts one item's outcome: every sent item lands in exactly one of delivered, merged, retry and parked.
+    private func tally(_ item: Due, _ verdict: SyncVerdict, merged: Bool, into report: inout SyncReport) {
+        if case .stale = verdict, !merged {
+            report.retrying += 1
+            report.failures.append(
+                .init(
+                    entryID: item.entryID,
+                    error:
+                        "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run",
+                    parked: false))
+            return
+        }
         switch verdict {
         case .delivered: report.delivered += 1
         case .retry(_, let error, _):
@@ -242,12 +333,12 @@ extension SyncEngine {
             report.parked += 1
             report.failures.append(.init(entryID: item.entryID, error: error, parked: true))
         case .unauthorized(let error):
+            report.retrying += 1
             report.failures.append(.init(entryID: item.entryID, error: error, parked: false))
         case .stale:
             report.merged += 1
         case .recreated:
             report.delivered += 1
-            report.merged += 1
         }
     }
 }

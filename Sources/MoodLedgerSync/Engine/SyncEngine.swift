@@ -26,6 +26,9 @@ public final class SyncEngine: @unchecked Sendable {
         /// Merges of one entry in one run at most; a conditional send still refused after them is retried later
         /// with backoff. Default 3.
         public var maximumMergesPerRun = 3
+        /// Sends of one entry in one run at most, whatever ``ignoreBackoff`` says: the first, and one after each merge.
+        /// An entry whose send failed is not sent again in the same run. Default 4.
+        public var maximumAttemptsPerRun = 4
 
         public init() {}
     }
@@ -88,25 +91,44 @@ public final class SyncEngine: @unchecked Sendable {
     ///   recorded first); ``EventLogError`` when the log cannot be written.
     public func run(once: Bool = false) throws -> SyncReport {
         var report = SyncReport()
+        var book = RunBook()
         try learnCapabilities()
-        try push(into: &report, once: once)
+        try push(into: &report, once: once, book: &book)
         try pull(into: &report)
-        if report.requeued > 0 || !once { try push(into: &report, once: once) }
+        if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }
         summarize(into: &report)
         return report
     }
 
     /// The requests a run would make now, without sending anything or appending anything (`--dry-run`). A remote
     /// whose capabilities are not known yet is planned for as its seed documents it (the run itself asks first).
+    ///
+    /// The keys are the ones the run would send: a run that first asks the remote what it can do appends that answer
+    /// (one event) before its attempts, and each batch's keys name the seq its attempts are appended at — after the
+    /// previous batch's attempts and the outcomes of the one before (one event each, as when every answer is a plain
+    /// success or failure).
     public func plannedRequests() -> [SyncRequest] {
         let now = ledger.options.clock()
         let dialect = self.dialect
+        let batchSize = max(1, configuration.batchSize)
         return ledger.read { state in
-            dueItems(in: state, now: now, limit: .max).map { item in
-                dialect.request(
-                    item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
-                    remoteID: item.remoteID, key: key(for: item, in: state), baseRevision: item.revision)
+            let due = dueItems(in: state, now: now, limit: .max)
+            var seq = state.seq + (dialect.remote.capabilitySource == .unknown ? 1 : 0)
+            var previousCount = 0
+            var requests: [SyncRequest] = []
+            for start in stride(from: 0, to: due.count, by: batchSize) {
+                let batch = due[start..<min(due.count, start + batchSize)]
+                for item in batch {
+                    requests.append(
+                        dialect.request(
+                            item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
+                            remoteID: item.remoteID, key: key(for: item, in: state, atSeq: seq),
+                            baseRevision: item.revision))
+                }
+                seq += UInt64(batch.count + previousCount)
+                previousCount = batch.count
             }
+            return requests
         }
     }
 
@@ -192,13 +214,14 @@ public final class SyncEngine: @unchecked Sendable {
     /// first answer back), else `<entry id>.<ledger tag>.<ledger seq>` — new for every version of the entry. The tag
     /// (``keyTag``) keeps two devices of one account apart: each numbers its own events, and the same entry edited
     /// on both at the same seq would otherwise be two different requests under one key, the second refused for good.
-    func key(for item: Due, in state: LedgerState) -> String {
+    /// `atSeq`: the seq the attempt is appended after (the state's, unless planning ahead).
+    func key(for item: Due, in state: LedgerState, atSeq: UInt64? = nil) -> String {
         if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
             let key = record.idempotencyKey, !record.changedSinceAttempt
         {
             return key
         }
-        return "\(item.entryID).\(keyTag).\(state.seq)"
+        return "\(item.entryID).\(keyTag).\(atSeq ?? state.seq)"
     }
 
     /// The item of `id` if it is still pending, unparked and due in `state`.

@@ -24,8 +24,12 @@ public enum SyncPolicy {
     public static let baseMilliseconds: Int64 = 1_000
     /// The backoff cap: 15 min.
     public static let capMilliseconds: Int64 = 15 * 60_000
-    /// After this many failed attempts in a row an item is parked.
+    /// After this many failed attempts in a row an item is parked, if they also span ``parkAfterMilliseconds``. A run
+    /// counts a failed item once (it is not sent again in that run), so parking takes at least this many runs.
     public static let maximumAttempts = 10
+    /// The shortest time from the first failure of a streak to parking: 24 hours. An outage of minutes or hours
+    /// never parks anything, however often `sync --now` runs.
+    public static let parkAfterMilliseconds: Int64 = 24 * 3_600_000
 
     /// The upper bound of the full-jitter delay after the `attempts`-th failure: `min(cap, base · 2^attempts)`.
     public static func backoffCeiling(attempts: Int) -> Int64 {

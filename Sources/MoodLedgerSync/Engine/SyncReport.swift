@@ -2,23 +2,29 @@ import MoodLedger
 
 /// What one sync run did.
 public struct SyncReport: Sendable, Equatable {
-    /// Requests sent for outbox items.
+    /// Items sent (one attempt each): `sent == delivered + merged + requeuedAtPush + retrying + parked`.
     public var sent = 0
     /// Items the server acknowledged.
     public var delivered = 0
-    /// Items that failed and will be retried.
+    /// Items that failed and will be retried (the credentials refused included).
     public var retrying = 0
     /// Items parked (never going to work as sent) in this run.
     public var parked = 0
     /// Remote changes applied locally, and of those, conflicts (`Specs/sync.md`, *Conflicts*).
     public var pulled = 0
     public var conflicts = 0
-    /// Entries merged three ways with the server's version (after a 412, or met by a pull with changes unsent).
+    /// Sent items the server had changed (a 412): merged three ways with its version and sent again.
     public var merged = 0
-    /// Entries the server lost, queued again.
+    /// Pulled changes that met unsent changes here and were merged.
+    public var mergedAtPull = 0
+    /// Entries the server lost, queued again (by the pull, or by a send that found the revision gone back).
     public var requeued = 0
-    /// The server's revision went below the cursor (restored from a backup).
+    /// Sent items whose answer showed the server's revision gone back: queued again, created anew.
+    public var requeuedAtPush = 0
+    /// The server's revision went below one it gave (restored from a backup).
     public var serverWentBack = false
+    /// How the revision went back, in words, when a send found it.
+    public var wentBack: String?
     /// Why pulling failed, if it did.
     public var pullError: String?
     /// Outbox items still pending after the run (waiting for a retry time), and parked ones.
@@ -50,7 +56,8 @@ public struct SyncReport: Sendable, Equatable {
         .object([
             ("sent", .int(Int64(sent))), ("delivered", .int(Int64(delivered))), ("retrying", .int(Int64(retrying))),
             ("parked", .int(Int64(parked))), ("pulled", .int(Int64(pulled))), ("conflicts", .int(Int64(conflicts))),
-            ("merged", .int(Int64(merged))),
+            ("merged", .int(Int64(merged))), ("merged_at_pull", .int(Int64(mergedAtPull))),
+            ("requeued_at_push", .int(Int64(requeuedAtPush))),
             ("requeued", .int(Int64(requeued))), ("server_went_back", .bool(serverWentBack)),
             ("pull_error", .optional(pullError) { .string($0) }),
             ("pending_after", .int(Int64(pendingAfter))), ("parked_after", .int(Int64(parkedAfter))),
