@@ -252,6 +252,15 @@ public enum Socket {
         throw failure
     }
 
+    /// Sets how long a blocking receive waits for data (at least 1 ms), as ``connectBlocking(host:port:timeout:)``
+    /// set it at first: a caller with an overall deadline shortens each wait to what is left of it.
+    public static func setReceiveTimeout(_ fd: Int32, seconds: Double) {
+        let bounded = max(0.001, seconds)
+        var time = timeval(
+            tv_sec: .init(Int(bounded)), tv_usec: .init(Int((bounded - Double(Int(bounded))) * 1e6)))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Sends every byte on a blocking socket.
     /// - Throws: ``Errno`` (`EAGAIN`: the send timed out; `EPIPE`, `ECONNRESET`: the peer is gone).
     public static func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {

@@ -125,7 +125,7 @@ final class RawClient {
     /// Whether the server has closed this connection, looking without waiting.
     func closedNow() -> Bool { client.closedByPeerWithoutWaiting() }
     func readResponse(head: Bool = false) throws -> RawResponse {
-        let response = try client.readResponse(head: head)
+        let response = try client.readResponse(head: head, returningInterim: true)
         return RawResponse(
             status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
     }

@@ -16,6 +16,11 @@ final class FaultProxy: @unchecked Sendable {
         case dropAfterCommit
         /// Answer with these raw bytes and close (framings other servers use: chunked, close-delimited).
         case raw(String)
+        /// Relay, and send these bytes (interim answers) before the server's answer.
+        case relayAfter(String)
+        /// Send `head`, then `piece` again and again until the client stops reading (an endless body), at most
+        /// `limit` bytes.
+        case endless(head: String, piece: String, limit: Int)
     }
 
     struct Seen: Sendable {
@@ -103,6 +108,16 @@ final class FaultProxy: @unchecked Sendable {
                 continue
             }
             let action = decide(index, method, path)
+            if case .endless(let headText, let piece, let limit) = action {
+                seen.withLock {
+                    $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false))
+                }
+                guard Self.sendAll(client, Array(headText.utf8)) else { return }
+                let bytes = Array(piece.utf8)
+                var sent = 0
+                while sent < limit, Self.sendAll(client, bytes) { sent += bytes.count }
+                return
+            }
             if case .raw(let text) = action {
                 seen.withLock {
                     $0.append(Seen(method: method, path: path, idempotencyKey: key, status: nil, replayed: false))
@@ -135,6 +150,7 @@ final class FaultProxy: @unchecked Sendable {
             switch action {
             case .dropAfterCommit: return
             case .delay(let milliseconds): Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+            case .relayAfter(let interim): guard Self.sendAll(client, Array(interim.utf8)) else { return }
             default: break
             }
             guard Self.sendAll(client, response.head + response.body) else { return }

@@ -204,10 +204,11 @@ enum SyncCommands {
         }
         let shown = 20
         for failure in report.failures.prefix(shown) {
-            context.console.line("  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(failure.error)")
+            context.console.line(
+                "  \(failure.entryID)  \(failure.parked ? "parked" : "retry")  \(ConsoleText.escaped(failure.error))")
         }
         if report.failures.count > shown { context.console.line("  and \(report.failures.count - shown) more") }
-        if let error = report.pullError { context.console.line("pull failed: \(error)") }
+        if let error = report.pullError { context.console.line("pull failed: \(ConsoleText.escaped(error))") }
         if let skipped = report.pullSkipped { context.console.line("not pulled: \(skipped)") }
         if report.heldAfter > 0 {
             context.console.line(
@@ -233,7 +234,7 @@ enum SyncCommands {
         if context.json {
             context.printJSON(.array(statuses.map(\.json)))
         } else {
-            for status in statuses { context.console.line(status.text) }
+            for status in statuses { context.console.line(ConsoleText.escaped(status.text, keepingLineBreaks: true)) }
         }
         return ExitCode.ok
     }
@@ -255,7 +256,12 @@ enum SyncCommands {
         if story.steps.isEmpty && story.status == "unknown" {
             throw CLIError(ExitCode.noInput, "no event names entry \(id)")
         }
-        if context.json { context.printJSON(story.json) } else { context.console.line(story.text) }
+        if context.json {
+            context.printJSON(story.json)
+        } else {
+            // What a server said (errors, ids) is shown, never obeyed: control characters as escapes.
+            context.console.line(ConsoleText.escaped(story.text, keepingLineBreaks: true))
+        }
         return ExitCode.ok
     }
 }

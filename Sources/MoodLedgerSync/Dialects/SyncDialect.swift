@@ -11,16 +11,27 @@ public struct SyncRequest: Sendable, Equatable {
     public var idempotencyKey: String?
     /// The `If-Match` entity tag: the base revision of a conditional update or delete.
     public var ifMatch: String?
+    /// Most bytes the answer may have, head and body (``SyncLimits``).
+    public var maximumResponseBytes: Int
 
     /// Creates a request.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - path: the path below the remote's prefix, with its query.
+    ///   - body: the JSON body.
+    ///   - idempotencyKey: the write's key.
+    ///   - ifMatch: the entity tag a conditional write carries.
+    ///   - maximumResponseBytes: the answer's byte budget (default: one entry's, ``SyncLimits/entryAnswerBytes``).
     public init(
-        method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil
+        method: String, path: String, body: [UInt8]? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil,
+        maximumResponseBytes: Int = SyncLimits.entryAnswerBytes
     ) {
         self.method = method
         self.path = path
         self.body = body
         self.idempotencyKey = idempotencyKey
         self.ifMatch = ifMatch
+        self.maximumResponseBytes = maximumResponseBytes
     }
 }
 

@@ -43,7 +43,9 @@ extension SyncEngine {
         var refreshed = false
         while true {
             let credentials = try currentCredentials(refresh: refreshed)
-            switch transport.perform(SyncRequest(method: "GET", path: probePath), credentials: credentials) {
+            let request = SyncRequest(
+                method: "GET", path: probePath, maximumResponseBytes: SyncLimits.probeAnswerBytes)
+            switch transport.perform(request, credentials: credentials) {
             case .failure(let kind, let message):
                 throw SyncError(.unavailable, "could not ask the remote what it can do: \(kind): \(message)")
             case .response(401, _, let body):
@@ -66,8 +68,10 @@ extension SyncEngine {
                     }
                     return result.intersection(.ceiling(dialect))
                 }
-                // 408, 429 and 5xx say nothing about the remote: ask again next run. Anything else is its answer.
-                if [408, 429].contains(status) || status >= 500 {
+                // 408, 429, 5xx and redirects say nothing about the remote (a redirect is not followed: a proxy's
+                // login page or a moved server is no seed backend's answer): ask again next run. Anything else is
+                // its answer.
+                if [408, 429].contains(status) || status >= 500 || (300..<400).contains(status) {
                     throw SyncError(
                         .unavailable,
                         "could not ask the remote what it can do: HTTP \(status)"

@@ -7,7 +7,13 @@ extension SyncEngine {
     /// re-queued and the cursor follows it down.
     func pull(into report: inout SyncReport) throws {
         var pages = 0
-        while pages < 10_000 {
+        var wentBack = false
+        while true {
+            if pages == SyncLimits.pullPagesPerRun {
+                report.pullError =
+                    "pull: stopped after \(pages) pages in this run (the feed says it has more): the next run goes on"
+                return
+            }
             pages += 1
             let cursor = ledger.read { $0.outbox.progress(.backend).cursor }
             guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else {
@@ -29,6 +35,12 @@ extension SyncEngine {
                 page = fetched
             }
             if page.revision < cursor {
+                if wentBack {
+                    report.pullError =
+                        "pull: the changes feed's revision went back again in this run (\(cursor) to \(page.revision)): stopped"
+                    return
+                }
+                wentBack = true
                 report.serverWentBack = true
                 _ = try ledger.execute { state, _ in
                     var events: [MoodEvent] = []
@@ -109,7 +121,12 @@ extension SyncEngine {
             report.pulled += applied
             report.conflicts += conflicts
             report.mergedAtPull += merged
-            if !page.hasMore || page.nextSince <= cursor { return }
+            if !page.hasMore { return }
+            if page.nextSince <= cursor {
+                report.pullError =
+                    "pull: the changes feed says it has more but its cursor did not advance (\(cursor) to \(page.nextSince)): stopped"
+                return
+            }
         }
     }
 
@@ -190,7 +207,10 @@ extension SyncEngine {
             do { credentials = try currentCredentials(refresh: refreshed) } catch {
                 return .unauthorized(error.message)
             }
-            switch transport.perform(SyncRequest(method: "GET", path: path), credentials: credentials) {
+            let request = SyncRequest(
+                method: "GET", path: path,
+                maximumResponseBytes: SyncLimits.changesPageBytes(limit: configuration.pullPageSize))
+            switch transport.perform(request, credentials: credentials) {
             case .failure(let kind, let message):
                 return .failure("pull: \(kind): \(message)")
             case .response(let status, _, let body):
@@ -206,6 +226,11 @@ extension SyncEngine {
                 }
                 guard let page = Self.parsePage(body) else {
                     return .failure("pull: the changes feed's answer is not the documented shape")
+                }
+                guard page.changes.count <= configuration.pullPageSize else {
+                    return .failure(
+                        "pull: the changes feed answered \(page.changes.count) changes where \(configuration.pullPageSize) were asked for"
+                    )
                 }
                 return .page(page)
             }

@@ -288,7 +288,21 @@ public final class SyncEngine: @unchecked Sendable {
         let request = dialect.request(
             operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
             baseRevision: item.revision)
-        let (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
+        var (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
+        // An answer that names another entry than the one sent is never recorded against this one: a create whose
+        // body carries our id (extensions; progress bodies never do) must answer with this id, an update with the id
+        // it was sent to.
+        let expected =
+            operation == .create
+            ? (dialect.remote.has(.extensions) && dialect.dialect != .progress ? item.entryID.description : nil)
+            : operation == .update ? item.remoteID ?? item.entryID.description : nil
+        if case .delivered(let remoteID, _) = verdict, let expected, remoteID != expected,
+            operation == .create || remoteID != item.entryID.description
+        {
+            verdict = .retry(
+                status: nil, error: "the answer names another entry than the one sent: not taken", retryAfter: nil)
+            alreadyThere = false
+        }
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
             dialect.dialect != .progress, dialect.remote.has(.update)
         {

@@ -60,8 +60,20 @@ public enum SyncPolicy {
         switch status {
         case 200..<300:
             let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self))
-            let remoteID = json?["data"]?["id"]?.stringValue ?? entryID.description
-            return .delivered(remoteID: remoteID, revision: revision(headers))
+            let given = json?["data"]?["id"]
+            if let given, given != .null {
+                // What a server says is data: an id is a short string of printable characters, or the answer is
+                // refused for this item alone (the rest of the batch is recorded as usual).
+                guard let remoteID = given.stringValue, isUsableRemoteID(remoteID) else {
+                    return .park(
+                        status: status,
+                        error:
+                            "HTTP \(status): the server's id for this entry is not usable (not a string of 1 to \(SyncLimits.remoteIDBytes) bytes without control characters)"
+                    )
+                }
+                return .delivered(remoteID: remoteID, revision: revision(headers))
+            }
+            return .delivered(remoteID: entryID.description, revision: revision(headers))
         case 401:
             return .unauthorized(error: "HTTP 401: \(message ?? "unauthorized")")
         case 404 where operation == .delete:
@@ -96,9 +108,19 @@ public enum SyncPolicy {
         } else if !text.isEmpty {
             message = text.split(separator: "\n").first.map(String.init)
         }
-        guard var result = message?.filter({ !$0.isNewline }), !result.isEmpty else { return nil }
-        if result.count > 200 { result = String(result.prefix(200)) + "…" }
+        guard let message else { return nil }
+        var result = ConsoleText.escaped(String(message.filter { !$0.isNewline }))
+        guard !result.isEmpty else { return nil }
+        if result.count > SyncLimits.serverMessageCharacters {
+            result = String(result.prefix(SyncLimits.serverMessageCharacters)) + "…"
+        }
         return result
+    }
+
+    /// Whether a remote id may be kept: 1 to ``SyncLimits/remoteIDBytes`` UTF-8 bytes, no control character.
+    static func isUsableRemoteID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= SyncLimits.remoteIDBytes
+            && !id.unicodeScalars.contains { ConsoleText.isControl($0) }
     }
 
     /// `Retry-After` in ms from now: delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3).

@@ -1,3 +1,4 @@
+import Dispatch
 import Platform
 
 /// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
@@ -19,6 +20,9 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     public struct Failure: Error, Sendable, CustomStringConvertible {
         public var what: String
         public var timedOut = false
+        /// A limit of the request was breached (too large, or the deadline passed): never retried on a fresh
+        /// connection.
+        public var limit = false
         public var description: String { what }
     }
 
@@ -26,11 +30,17 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     private var start = 0
+    /// The limits of the response being read, and where it began in the buffer.
+    private var limits = Limits()
+    private var budgetStart = 0
+    /// The per-read timeout the connection was made with.
+    private let readTimeout: Double
 
     /// Connects to `host:port` (a name or a numeric IPv4/IPv6 address); connecting, sends and reads each time out
     /// after `timeout` seconds.
     /// - Throws: ``Failure`` when the name does not resolve or no address accepts the connection.
     public init(host: String = "127.0.0.1", port: UInt16, timeout: Double = 30) throws {
+        readTimeout = timeout
         do {
             fd = try Socket.connectBlocking(host: host, port: port, timeout: timeout)
         } catch let error as Socket.Unresolved {
@@ -64,32 +74,75 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// Sends text as UTF-8.
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    /// Reads one response; `head` for the answer to a HEAD request (a length but no body).
-    /// - Throws: ``Failure`` at end of stream, a malformed response, or a timeout before a whole response.
-    public func readResponse(head: Bool = false) throws -> Response {
-        let end = try headerEnd()
-        let lines = String(decoding: buffer[start..<end], as: UTF8.self).split(
-            separator: "\r\n", omittingEmptySubsequences: false)
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."),
-            let status = Int(statusLine.dropFirst(9).prefix(3))
-        else {
-            throw Failure(what: "malformed response status line")
+    /// What one response may cost: its bytes (head and body, chunked or not, interim answers included) and the time
+    /// until it must be whole.
+    public struct Limits: Sendable {
+        /// Most bytes of one response, from its first interim answer to its body's end. Default 64 MiB.
+        public var maximumBytes: Int
+        /// When the whole response must have arrived (`DispatchTime` uptime in ns); `nil`: only each read's timeout.
+        public var deadline: UInt64?
+
+        /// Limits of `maximumBytes` and an optional deadline.
+        public init(maximumBytes: Int = 64 << 20, deadline: UInt64? = nil) {
+            self.maximumBytes = maximumBytes
+            self.deadline = deadline
+        }
+    }
+
+    /// Whether the last response was read exactly to its end with nothing after it, on a persistent HTTP/1.1
+    /// connection: only then may the connection carry another request. Any doubt closes it.
+    public private(set) var reusable = false
+
+    /// Reads one response; `head` for the answer to a HEAD request (a length but no body). Interim (1xx) answers
+    /// are read and passed over (RFC 9110 §15.2: a client accepts those it did not ask for); a `101` is an error,
+    /// since no upgrade was asked for. The status line must be `HTTP/1.x`, a space and exactly three digits.
+    /// - Parameter limits: the response's byte budget and deadline; breaching either is a ``Failure``.
+    /// - Throws: ``Failure`` at end of stream, a malformed response, a limit breached, or a timeout.
+    /// - Parameter returningInterim: return a 1xx answer as it is (a test that asked for `100 Continue` reads it).
+    public func readResponse(head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false) throws
+        -> Response
+    {
+        reusable = false
+        self.limits = limits
+        budgetStart = start
+        defer { self.limits = Limits() }
+        var end: Int
+        var lines: [Substring]
+        var status: Int
+        var minor: UInt8
+        while true {
+            end = try headerEnd()
+            lines = String(decoding: buffer[start..<end], as: UTF8.self).split(
+                separator: "\r\n", omittingEmptySubsequences: false)
+            guard let statusLine = lines.first, let parsed = Self.status(of: Array(statusLine.utf8)) else {
+                throw Failure(what: "malformed response status line")
+            }
+            (status, minor) = parsed
+            start = end + 4
+            if status == 101 { throw Failure(what: "the server switched protocols (101), which was not asked for") }
+            if (100..<200).contains(status) && !returningInterim { continue }
+            break
         }
         var headers: [(name: String, value: String)] = []
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
         }
-        start = end + 4
-        let response = Response(status: status, headers: headers, body: [])
-        if head || status == 204 || status == 304 || (100..<200).contains(status) { return compacted(response) }
+        var response = Response(status: status, headers: headers, body: [])
+        let connection = response.header("Connection")?.lowercased() ?? ""
+        var persistent = minor >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
+        defer { reusable = persistent && start == buffer.count && minor >= 1 }
+        if head || status == 204 || status == 304 || status < 200 { return compacted(response) }
         if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
             var body: [UInt8] = []
             while true {
                 let lineEnd = try lineEnd(from: start)
                 let sizeText =
                     String(decoding: buffer[start..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-                guard let size = Int(sizeText.trimmingSpaces(), radix: 16), size >= 0, size <= 64 << 20 else {
+                let digits = sizeText.trimmingSpaces()
+                guard !digits.isEmpty, digits.count <= 16, let size = Int(digits, radix: 16), size >= 0,
+                    size <= limits.maximumBytes
+                else {
                     throw Failure(what: "malformed chunk size")
                 }
                 start = lineEnd + 2
@@ -103,33 +156,60 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
                     }
                     break
                 }
-                while buffer.count < start + size + 2 { try fill() }
+                try need(start + size + 2)
+                guard buffer[start + size] == 13, buffer[start + size + 1] == 10 else {
+                    throw Failure(what: "malformed chunk: no CRLF after its data")
+                }
                 body += buffer[start..<(start + size)]
                 start += size + 2
             }
-            var whole = response
-            whole.body = body
-            return compacted(whole)
+            response.body = body
+            return compacted(response)
         }
         guard let lengthText = response.header("Content-Length") else {
-            // Neither a length nor chunked: the body runs to the end of the connection (RFC 9112 §6.3).
-            while buffer.count - start <= 64 << 20 {
+            // Neither a length nor chunked: the body runs to a real close of the connection (RFC 9112 §6.3), within
+            // the budget; a body still going at the budget is refused, never taken as whole.
+            persistent = false
+            while true {
                 do { try fill() } catch let failure as Failure where failure.what == Self.closed { break }
             }
-            var whole = response
-            whole.body = Array(buffer[start...])
-            whole.headers.append(("Connection", "close"))
+            response.body = Array(buffer[start...])
+            response.headers.append(("Connection", "close"))
             start = buffer.count
-            return compacted(whole)
+            return compacted(response)
         }
-        guard let length = Int(lengthText), length >= 0, length <= 64 << 20 else {
+        guard lengthText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), lengthText.utf8.count <= 18,
+            let length = Int(lengthText), length >= 0
+        else {
             throw Failure(what: "malformed Content-Length")
         }
-        while buffer.count < start + length { try fill() }
-        var whole = response
-        whole.body = Array(buffer[start..<(start + length)])
+        try need(start + length)
+        response.body = Array(buffer[start..<(start + length)])
         start += length
-        return compacted(whole)
+        return compacted(response)
+    }
+
+    /// `HTTP/1.x SP DIGIT DIGIT DIGIT` and then a space or the line's end: the status and the minor version.
+    static func status(of line: [UInt8]) -> (status: Int, minor: UInt8)? {
+        let prefix = Array("HTTP/1.".utf8)
+        guard line.count >= 12, Array(line[0..<7]) == prefix, line[7] >= 48, line[7] <= 57, line[8] == 32 else {
+            return nil
+        }
+        let digits = line[9..<12]
+        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), line.count == 12 || line[12] == 32 else { return nil }
+        let status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+        guard status >= 100 else { return nil }
+        return (status, line[7] - 48)
+    }
+
+    /// Reads until the buffer holds `count` bytes from its start (within the response's budget).
+    private func need(_ count: Int) throws {
+        guard count - budgetStart <= limits.maximumBytes else { throw tooLarge() }
+        while buffer.count < count { try fill() }
+    }
+
+    private func tooLarge() -> Failure {
+        Failure(what: "the response is larger than the \(limits.maximumBytes) bytes this request allows", limit: true)
     }
 
     private func compacted(_ response: Response) -> Response {
@@ -187,11 +267,23 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     }
 
     private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        if let deadline = limits.deadline {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else {
+                throw Failure(what: "timed out: the whole response did not arrive in time", timedOut: true, limit: true)
+            }
+            Socket.setReceiveTimeout(fd, seconds: min(readTimeout, Double(deadline - now) / 1e9))
+        }
+        guard buffer.count - budgetStart < limits.maximumBytes else { throw tooLarge() }
+        var chunk = [UInt8](repeating: 0, count: min(65536, max(1, limits.maximumBytes - (buffer.count - budgetStart))))
         let count: Int
         do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error
             as Errno
         {
+            let pastDeadline = limits.deadline.map { DispatchTime.now().uptimeNanoseconds >= $0 } ?? false
+            if error.isTimeout, pastDeadline {
+                throw Failure(what: "timed out: the whole response did not arrive in time", timedOut: true, limit: true)
+            }
             throw Failure(
                 what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
                 timedOut: error.isTimeout)

@@ -1,3 +1,4 @@
+import Dispatch
 import MoodLedger
 import Synchronization
 
@@ -22,17 +23,25 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     private let timeout: Double
     private let pool = Mutex<[HTTPConnection]>([])
 
+    private let requestTimeout: Double
+
     /// Creates a transport.
     /// - Parameters:
     ///   - url: the remote.
-    ///   - timeout: seconds for connecting and for each response.
-    public init(url: RemoteURL, timeout: Double = 30) {
+    ///   - timeout: seconds one read or send may wait (``SyncLimits/readSeconds``).
+    ///   - requestTimeout: seconds from connecting to the answer's last byte (``SyncLimits/requestSeconds``).
+    public init(
+        url: RemoteURL, timeout: Double = SyncLimits.readSeconds, requestTimeout: Double = SyncLimits.requestSeconds
+    ) {
         self.url = url
         self.timeout = timeout
+        self.requestTimeout = requestTimeout
     }
 
     public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
         let bytes = encode(request, credentials: credentials)
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestTimeout * 1e9)
+        let limits = HTTPConnection.Limits(maximumBytes: request.maximumResponseBytes, deadline: deadline)
         // A pooled connection the server has since closed fails before any answer; one fresh retry is safe because
         // every write carries its Idempotency-Key.
         for attempt in 0..<2 {
@@ -41,9 +50,11 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
             if let pooled {
                 connection = pooled
             } else {
-                do { connection = try HTTPConnection(host: url.host, port: url.port, timeout: timeout) } catch let error
-                    as HTTPConnection.Failure
-                {
+                let left = Double(deadline &- min(deadline, DispatchTime.now().uptimeNanoseconds)) / 1e9
+                do {
+                    connection = try HTTPConnection(
+                        host: url.host, port: url.port, timeout: max(0.001, min(timeout, left)))
+                } catch let error as HTTPConnection.Failure {
                     return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
                 } catch {
                     return .failure(kind: "network", message: "\(error)")
@@ -51,12 +62,18 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
             }
             do {
                 try connection.send(bytes)
-                let response = try connection.readResponse(head: request.method == "HEAD")
-                let closing = response.header("Connection")?.lowercased() == "close"
-                if !closing { pool.withLock { $0.append(connection) } }
+                let response = try connection.readResponse(head: request.method == "HEAD", limits: limits)
+                // Only a response read exactly to its end, with nothing after it, leaves the connection usable: any
+                // doubt closes it, so no later answer is ever taken for another request's.
+                if connection.reusable {
+                    pool.withLock { $0.append(connection) }
+                } else {
+                    connection.close()
+                }
                 return .response(status: response.status, headers: response.headers, body: response.body)
             } catch let error as HTTPConnection.Failure {
-                if pooled != nil && !error.timedOut { continue }
+                connection.close()
+                if pooled != nil && !error.timedOut && !error.limit { continue }
                 return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
             } catch {
                 return .failure(kind: "network", message: "\(error)")
