@@ -99,7 +99,9 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// - Parameter limits: the response's byte budget and deadline; breaching either is a ``Failure``.
     /// - Throws: ``Failure`` at end of stream, a malformed response, a limit breached, or a timeout.
     /// - Parameter returningInterim: return a 1xx answer as it is (a test that asked for `100 Continue` reads it).
-    public func readResponse(head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false) throws
+    public func readResponse(
+        head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false
+    ) throws
         -> Response
     {
         reusable = false
