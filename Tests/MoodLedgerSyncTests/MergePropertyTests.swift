@@ -24,7 +24,9 @@ struct MergePropertyTests {
         guard let entry else { return nil }
         switch field {
         case .notes: return entry.notes
-        case .mood: return entry.valence.map { "\(Valence.display($0))" }
+        case .mood:
+            if let score = entry.enteredScore { return "score \(score)" }
+            return entry.valence.map { "\(Valence.display($0))" }
         default: return nil
         }
     }
@@ -35,7 +37,10 @@ struct MergePropertyTests {
     func concurrentEdits(seed: UInt64?) throws {
         var random = SeededRandom(seed: seed)
         let dir = TemporaryDirectory("merge-property")
-        let server = try SyncServer(dir: dir.sub("server"))
+        // The server restarts (its ledgers closed, the revisions derived again on open) and goes down at random.
+        var server = try SyncServer(dir: dir.sub("server"))
+        let port = server.port
+        let credentials = server.credentials
         defer { server.stop() }
         let count = Int.random(in: 2...4, using: &random)
         let devices = try (0..<count).map { try Device(dir.sub("d\($0)"), remote: server.url) }
@@ -43,13 +48,22 @@ struct MergePropertyTests {
         let plain = HTTPTransport(url: try RemoteURL(server.url))
         let faulty = FaultyTransport(plain) { _, _ in faults.next() }
         let ids = try (0..<3).map { _ in try devices[0].log(0.1, label: "calm", notes: "start") }
-        for device in devices { try device.sync(server.credentials) }
+        for device in devices { try device.sync(credentials) }
         #expect(devices.allSatisfy { $0.ledger.state.entries.all.count == 3 })
 
         var writes: [Write] = []
         var tags: [EntryID: Set<String>] = [:]
         var serial = 0
         var kills = 0
+        var restarts = 0
+        var outages = 0
+        // One run appends at most 12 events per entry (4 attempts, 4 outcomes, 3 merges, a re-queue).
+        func checkBound(_ device: Device, after seq: UInt64) throws {
+            var perEntry: [EntryID: Int] = [:]
+            for recorded in try device.ledger.events(after: seq) { perEntry[recorded.event.entryID, default: 0] += 1 }
+            perEntry[EntryID.none] = nil
+            #expect((perEntry.values.max() ?? 0) <= 12, "events per entry in one run: \(perEntry), seed \(random.seed)")
+        }
         for round in 0..<10 {
             for (index, device) in devices.enumerated() {
                 for _ in 0..<Int.random(in: 0...3, using: &random) {
@@ -69,6 +83,12 @@ struct MergePropertyTests {
                         if field == .notes {
                             entry = try device.ledger.update(
                                 id, MoodChanges(notes: .set("d\(index)-r\(round)-\(serial)")))
+                        } else if Bool.random(using: &random) {
+                            // A typed score (never the one the entry has here: that would change nothing), which must
+                            // stay typed on every device and on the server.
+                            var score = serial % 10 + 1
+                            if device.ledger.entry(id)?.enteredScore == score { score = score % 10 + 1 }
+                            entry = try device.ledger.update(id, MoodChanges(score: score))
                         } else {
                             entry = try device.ledger.update(
                                 id, MoodChanges(valence: Double(serial % 997) / 1000 - 0.4))
@@ -86,25 +106,48 @@ struct MergePropertyTests {
                 // A kill between attempt and outcome: one pending change's attempt is recorded, the server applies
                 // the request, and the outcome is never recorded. The next run resends it under the same key.
                 let device = devices.randomElement(using: &random)!
-                let engine = try SyncEngine(ledger: device.ledger, credentials: { server.credentials })
+                let engine = try SyncEngine(ledger: device.ledger, credentials: { credentials })
                 if let request = engine.plannedRequests().filter({ $0.method != "POST" }).randomElement(using: &random),
                     let key = request.idempotencyKey, let id = EntryID(String(key.prefix(36)))
                 {
                     try device.ledger.recordSyncAttempt(id, to: .backend, key: key)
-                    _ = plain.perform(request, credentials: server.credentials)
+                    _ = plain.perform(request, credentials: credentials)
                     kills += 1
                 }
             }
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                // A restart between rounds (sometimes right after an attempt whose outcome was never recorded).
+                server.stop()
+                server = try SyncServer(dir: dir.sub("server"), port: port)
+                restarts += 1
+            case 1:
+                // An outage: every device syncs with --now against nothing, then the server comes back.
+                server.stop()
+                for device in devices {
+                    let before = device.ledger.lastSeq
+                    let report = try device.sync(credentials, seed: random.next(), concurrency: 1, now: true)
+                    #expect(report.parked == 0, "an outage parked items: \(random.seed)")
+                    try checkBound(device, after: before)
+                }
+                server = try SyncServer(dir: dir.sub("server"), port: port)
+                outages += 1
+            default: break
+            }
             for index in (0..<count).shuffled(using: &random) {
                 devices[index].advance(Int64.random(in: 0...3_000, using: &random))
-                try devices[index].sync(server.credentials, transport: faulty, seed: random.next(), concurrency: 1)
+                let before = devices[index].ledger.lastSeq
+                try devices[index].sync(
+                    credentials, transport: faulty, seed: random.next(), concurrency: 1,
+                    now: Bool.random(using: &random))
+                try checkBound(devices[index], after: before)
             }
         }
         // Fault-free, every retry due: sync until nothing moves.
         for _ in 0..<4 {
             for device in devices {
                 device.advance(60 * 60_000)
-                try device.sync(server.credentials, transport: plain)
+                try device.sync(credentials, transport: plain)
             }
         }
         let context = "seed \(random.seed), \(count) devices"
@@ -138,8 +181,10 @@ struct MergePropertyTests {
             }
         }
         let merges = try devices.reduce(0) { $0 + (try $1.ledger.events(ofType: .syncMerged).count) }
+        let requeues = try devices.reduce(0) { $0 + (try $1.ledger.events(ofType: .syncRequeued).count) }
+        #expect(requeues == 0, "a server that never went back made \(requeues) re-queues: \(context)")
         print(
-            "[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(kills) kills, \(listed.count) conflicting values listed"
+            "[concurrentEdits] \(context): \(writes.count) writes, \(merges) merges, \(kills) kills, \(restarts) restarts, \(outages) outages, \(listed.count) conflicting values listed"
         )
         for write in writes where !write.replacedKnowingly {
             let final = Self.value(write.field, of: devices[0].ledger.entry(write.entry))

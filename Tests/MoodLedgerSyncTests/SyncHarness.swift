@@ -115,11 +115,12 @@ final class Device: @unchecked Sendable {
     @discardableResult
     func sync(
         _ credentials: SyncCredentials, transport: (any SyncTransport)? = nil, once: Bool = false,
-        seed: UInt64 = 1, concurrency: Int = 8
+        seed: UInt64 = 1, concurrency: Int = 8, now: Bool = false
     ) throws -> SyncReport {
         var configuration = SyncEngine.Configuration()
         configuration.seed = seed
         configuration.concurrency = concurrency
+        configuration.ignoreBackoff = now
         let engine = try SyncEngine(
             ledger: ledger, transport: transport, credentials: { credentials },
             configuration: configuration)
@@ -178,7 +179,9 @@ struct Content: Equatable, CustomStringConvertible {
         notes = entry.notes
     }
 
-    var description: String { "\(id) \(valence.map { String($0) } ?? "-") \(labels) \(notes ?? "")" }
+    var description: String {
+        "\(id) \(valence.map { String($0) } ?? "-")\(score.map { " typed \($0)" } ?? "") \(labels) \(tags) \(notes ?? "")"
+    }
 
     static func of(_ entries: [MoodEntry]) -> [Content] { entries.map(Content.init).sorted { $0.id < $1.id } }
 }

@@ -154,4 +154,109 @@ struct SyncRestartTests {
         try account.run(account.b, ["sync"])
         #expect(try account.entries(account.b)[id]?["notes"] == .string("four"))
     }
+
+    /// The built `moodledger serve` on `port` (0: any) over `data`; its port once it listens.
+    static func serve(_ data: String, port: UInt16) throws -> (Process, UInt16) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
+        process.arguments = [
+            "serve", "--data", data, "--port", String(port), "--writes-per-hour", "0", "--reads-per-hour", "0"
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+            let bound = UInt16(text[range].split(separator: ":")[1])
+        else {
+            process.terminate()
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (process, bound)
+    }
+
+    @Test("Two devices and the built server killed (SIGKILL, SIGTERM, mid-sync) at seeded points: identical at the end")
+    func killedServer() throws {
+        var random = SeededRandom()
+        let dir = TemporaryDirectory("sync-killed-server")
+        let data = dir.sub("server")
+        let key =
+            try Tool.run(["serve", "user", "add", "alice", "--data", data]).out
+            .split(separator: "\n").last.map(String.init) ?? ""
+        let token = try Tool.run(["serve", "token", "--user", "alice", "--data", data, "--ttl", "1d"]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var (server, port) = try Self.serve(data, port: 0)
+        defer {
+            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+            server.waitUntilExit()
+        }
+        let environment = ["MOODLEDGER_API_KEY": key, "MOODLEDGER_TOKEN": token]
+        let devices = [dir.sub("a"), dir.sub("b"), dir.sub("c")]
+        func cli(_ ledger: String, _ arguments: [String]) throws -> (Int32, String) {
+            try SyncCrashTests.run(arguments + ["--ledger", ledger], environment: environment)
+        }
+        for ledger in devices {
+            #expect(try cli(ledger, ["init"]).0 == 0)
+            #expect(try cli(ledger, ["remote", "set", "http://127.0.0.1:\(port)"]).0 == 0)
+        }
+        var ids: [String] = []
+        for index in 0..<3 {
+            let (code, id) = try cli(devices[0], ["log", "--score", "\(index + 4)", "--label", "calm"])
+            #expect(code == 0)
+            ids.append(id.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        for ledger in devices.prefix(2) { #expect(try cli(ledger, ["sync"]).0 == 0) }
+        var kills = 0
+        for step in 0..<24 {
+            let ledger = devices[Int.random(in: 0..<2, using: &random)]
+            let id = ids.randomElement(using: &random)!
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: _ = try cli(ledger, ["update", id, "--note", "n\(step)"])
+            case 1: _ = try cli(ledger, ["update", id, "--score", "\(Int.random(in: 1...10, using: &random))"])
+            case 2: _ = try cli(ledger, ["labels", id, "--add", ["grateful", "hopeful", "tired"][step % 3]])
+            default: _ = try cli(ledger, ["update", id, "--valence", "0.\(Int.random(in: 10...99, using: &random))"])
+            }
+            if Int.random(in: 0..<3, using: &random) == 0 {
+                // A kill while a sync may be between its attempt and its outcome, or between syncs.
+                let (syncing, pipe) = try SyncCrashTests.start(
+                    ["sync", "--now", "--ledger", devices[Int.random(in: 0..<2, using: &random)]],
+                    environment: environment)
+                Thread.sleep(forTimeInterval: Double(Int.random(in: 0...40, using: &random)) / 1000)
+                kill(server.processIdentifier, Bool.random(using: &random) ? SIGKILL : SIGTERM)
+                server.waitUntilExit()
+                _ = pipe.fileHandleForReading.readDataToEndOfFile()
+                syncing.waitUntilExit()
+                (server, port) = try Self.serve(data, port: port)
+                kills += 1
+            } else {
+                _ = try cli(ledger, ["sync", "--now"])
+            }
+        }
+        // Fault-free: every retry now, until nothing moves.
+        for _ in 0..<3 { for ledger in devices { _ = try cli(ledger, ["sync", "--now"]) } }
+        print("[killedServer] seed \(random.seed): \(kills) kills")
+        func exported(_ ledger: String) throws -> [JSONValue] {
+            let (_, text) = try cli(ledger, ["export", "--format", "json"])
+            let entries = try JSONParser.parse(text)["entries"]?.arrayValue ?? []
+            return entries.map { entry in
+                guard case .object(let pairs) = entry else { return entry }
+                return .object(pairs.filter { !["source", "source_id", "created_at", "updated_at"].contains($0.0) })
+            }.sorted { ($0["id"]?.stringValue ?? "") < ($1["id"]?.stringValue ?? "") }
+        }
+        let first = try exported(devices[0])
+        #expect(first.count == 3)
+        for ledger in devices.dropFirst() {
+            #expect(try exported(ledger) == first, "seed \(random.seed)")
+        }
+        for ledger in devices {
+            let (code, output) = try cli(ledger, ["sync", "status", "--json"])
+            #expect(code == 0 && output.contains("\"parked\": 0"), "seed \(random.seed): \(output)")
+        }
+    }
 }

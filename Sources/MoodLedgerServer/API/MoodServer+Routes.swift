@@ -26,9 +26,18 @@ extension MoodServer {
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
+            // The mood route's read carries `typed_score` (as the changes feed does): a client merging after a 412
+            // must know whether the score was typed, or it takes a typed score for a changed mood.
+            var typed = false
+            if case .moodItem = route.name { typed = true }
+            let typedScore = typed
             return .now(
                 APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
-                    Self.writeEntry(entry, progress: false, user: user, to: &$0)
+                    if typedScore {
+                        entry.writeJSON(to: &$0, userID: user.name, typedScore: true)
+                    } else {
+                        Self.writeEntry(entry, progress: false, user: user, to: &$0)
+                    }
                 })
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)

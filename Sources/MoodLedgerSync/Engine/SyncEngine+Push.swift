@@ -234,6 +234,17 @@ extension SyncEngine {
         _ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
         base: SyncBase?
     ) -> SyncMerge {
+        // A remote's single-entry answer carries no typed flag: a valence that is exactly the typed score here or in
+        // the base is that score, not a change (*Merging*: compared like with like).
+        var theirs = theirs
+        if var version = theirs, version.enteredScore == nil, let valence = version.valence,
+            let score = [base?.entry?.enteredScore, here?.enteredScore].compactMap({ $0 }).first(where: {
+                Valence.from(score: $0) == valence
+            })
+        {
+            version.enteredScore = score
+            theirs = version
+        }
         let merged: MoodEntry?
         if let here, let theirs {
             merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)

@@ -60,9 +60,12 @@ public enum MergeStory {
                 continue
             }
             if field.conflict {
+                // A conflict's values are shown as `conflicts` shows them (notes included: the user's own data,
+                // needed to choose a side).
+                let full = { (entry: MoodEntry?) in value(field.field, of: entry, showNotes: true) }
                 lines.append(
-                    "\(name): conflict — base \(show(merge.base)), here \(show(merge.here)), server \(show(merge.theirs)) → "
-                        + "\(show(merge.merged)) (here's: this device's write reaches the server last).")
+                    "\(name): conflict — base \(full(merge.base)), here \(full(merge.here)), server \(full(merge.theirs)) → "
+                        + "\(full(merge.merged)) (here's: this device's write reaches the server last).")
             } else if field.changedHere && field.changedThere {
                 lines.append("\(name): changed on both sides → \(show(merge.merged)).")
             } else if field.changedHere {

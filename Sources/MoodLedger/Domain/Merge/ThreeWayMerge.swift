@@ -5,7 +5,7 @@
 /// - `labels`, `associations` and `tags` merge as sets of additions and removals against the base: what both keep,
 ///   plus what either added; what either removed is gone. A result over the field's limit keeps here's list and is
 ///   a conflict.
-/// - Valence and a typed score are one field, compared by valence; `logged_at`, `kind` and `notes` are each a field.
+/// - Valence and a typed score are one field; `logged_at`, `kind` and `notes` are each a field.
 /// - A field changed on both sides to different values is a conflict: here's value wins (the merging device's write
 ///   reaches the server last), and the conflict is recorded with both values.
 /// - Without a base every difference counts as changed on both sides (scalars: here wins, a conflict; sets: union).
@@ -97,10 +97,9 @@ public enum ThreeWayMerge {
     public static func changed(_ field: MergeFields, from a: MoodEntry?, to b: MoodEntry) -> Bool {
         guard let a else { return true }
         switch field {
-        // Compared like with like: a typed score is its valence exactly, so a side that reports a typed score as its
-        // valence (a remote's single-entry answer carries no typed flag) has not changed the mood. Which form the
-        // result keeps follows the side whose mood is taken: here's, when neither changed it.
-        case .mood: return a.valence != b.valence
+        // The typed flag is part of the mood: a device that turns a derived score into a typed one has changed it.
+        // (A remote answer that carries no typed flag is read as the typed score it translates before merging.)
+        case .mood: return a.valence != b.valence || a.enteredScore != b.enteredScore
         case .loggedAt: return a.loggedAt != b.loggedAt
         case .kind: return a.kind != b.kind
         case .notes: return a.notes != b.notes
