@@ -56,4 +56,42 @@ struct RevisionTests {
         let after = try revisions(h, ids)
         #expect(after == before, "revisions changed across a restart: \(before) → \(after)")
     }
+
+    @Test(
+        "A write that replaced another device's edit says so in the feed, before and after a restart; a bad note is 422"
+    )
+    func replacedNotes() throws {
+        let dir = TemporaryDirectory("replaced")
+        let id: String
+        var keys: [String: String] = [:]
+        do {
+            let h = try ServerHarness(dir: dir)
+            defer { h.stop() }
+            keys = h.keys
+            id = try #require(
+                try h.request("POST", "/api/v1/mood", json: #"{"valence":0.1,"notes":"a"}"#).data["id"]?.stringValue)
+            for bad in ["x; fields=notes", "0; fields=notes", "3; fields=", "3; fields=notes,colour", "3 fields=notes"]
+            {
+                let refused = try h.request(
+                    "PUT", "/api/v1/mood/\(id)", headers: [("MoodLedger-Replaces", bad)], json: #"{"notes":"b"}"#)
+                #expect(refused.status == 422 && refused.text.contains("MoodLedger-Replaces"), "\(bad)")
+            }
+            let put = try h.request(
+                "PUT", "/api/v1/mood/\(id)", headers: [("MoodLedger-Replaces", "1; fields=notes,mood")],
+                json: #"{"notes":"b"}"#)
+            #expect(put.status == 200)
+            let change = try h.request("GET", "/api/v1/mood/changes?since=0").data["changes"]?.arrayValue?.first
+            #expect(change?["replaced"]?["revision"] == .int(1))
+            #expect(change?["replaced"]?["fields"] == .array([.string("notes"), .string("mood")]))
+        }
+        let h = try ServerHarness(dir: dir)
+        defer { h.stop() }
+        h.keys = keys
+        let change = try h.request("GET", "/api/v1/mood/changes?since=0").data["changes"]?.arrayValue?.first
+        #expect(change?["replaced"]?["fields"] == .array([.string("notes"), .string("mood")]))
+        // A later change without a note is plain again.
+        #expect(try h.request("PUT", "/api/v1/mood/\(id)", json: #"{"notes":"c"}"#).status == 200)
+        let later = try h.request("GET", "/api/v1/mood/changes?since=0").data["changes"]?.arrayValue?.first
+        #expect(later?["replaced"] == nil)
+    }
 }

@@ -127,7 +127,12 @@ struct MergeEndToEndTests {
         let account = try Account("merge-same")
         try account.apart(a: ["update", account.id, "--note", "from A"], b: ["update", account.id, "--note", "from B"])
         #expect(try account.entry(account.a)["notes"]?.stringValue == "from B", "B reached the server last")
-        #expect(try account.conflicts(account.a).isEmpty, "A's device saw an ordinary pull")
+        // A's device learns that its note was replaced: the same conflict, won by the server.
+        let lost = try account.conflicts(account.a)
+        #expect(lost.count == 1, "\(lost)")
+        #expect(
+            lost.first?["here"]?.stringValue == "from A" && lost.first?["server"]?.stringValue == "from B"
+                && lost.first?["won"]?.stringValue == "server", "\(lost)")
         let open = try account.conflicts(account.b)
         #expect(open.count == 1)
         let conflict = try #require(open.first)
@@ -140,7 +145,8 @@ struct MergeEndToEndTests {
         #expect(try account.conflicts(account.b, ["--at", String(seq)]).count == 1)
         #expect(try account.conflicts(account.b, ["--at", String(seq - 1)]).isEmpty)
         let then = try account.run(account.b, ["sync", "explain", account.id, "--at", String(seq)])
-        #expect(then.contains("notes: conflict") && !then.contains("from A"), "explain never shows notes: \(then)")
+        // A conflict's values are shown as `conflicts` shows them.
+        #expect(then.contains("notes: conflict") && then.contains("\"from A\""), "\(then)")
 
         try account.run(account.b, ["conflicts", "resolve", String(account.id.prefix(8)), "--take", "server"])
         #expect(try account.conflicts(account.b).isEmpty)

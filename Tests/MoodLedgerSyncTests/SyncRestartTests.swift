@@ -106,6 +106,32 @@ struct SyncRestartTests {
         #expect(try account.run(account.a, ["conflicts", "--json"]).contains("[]"))
     }
 
+    @Test("The device whose edit a concurrent edit replaced learns it: conflicts, explain and history say so")
+    func losingDeviceKnows() throws {
+        let account = try Account("sync-losing")
+        let id = try account.run(account.a, ["log", "--score", "6", "--label", "calm", "--note", "original"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try account.run(account.a, ["sync"])
+        try account.run(account.b, ["sync"])
+        try account.run(account.a, ["update", id, "--note", "from a"])
+        try account.run(account.a, ["sync"])
+        try account.run(account.b, ["update", id, "--note", "from b"])
+        try account.run(account.b, ["sync"])
+        try account.restart()  // the server's note of what was replaced survives a restart
+        try account.run(account.a, ["sync"])
+        let conflicts = try JSONParser.parse(try account.run(account.a, ["conflicts", "--json"])).arrayValue ?? []
+        #expect(conflicts.count == 1, "\(conflicts)")
+        #expect(conflicts.first?["field"] == .string("notes"))
+        #expect(conflicts.first?["here"] == .string("from a") && conflicts.first?["server"] == .string("from b"))
+        #expect(conflicts.first?["won"] == .string("server"))
+        let explain = try account.run(account.a, ["sync", "explain", id])
+        #expect(explain.contains("another device's write replaced this device's value"), "\(explain)")
+        #expect(try account.run(account.a, ["history", id]).contains("sync.merged"))
+        #expect(try account.entries(account.a) == account.entries(account.b))
+        // Resolving here sends "from a" again; the other device then holds it too.
+        try account.run(account.a, ["conflicts", "resolve", id, "--take", "here"])
+    }
+
     @Test("An outage with sync --now counts one attempt per run and parks nothing; the next run delivers")
     func outageDoesNotPark() throws {
         let account = try Account("sync-outage")

@@ -16,6 +16,10 @@ public struct Attachment: Sendable, Equatable {
         /// record type `0x8001`, a JSON object `{"key", "fingerprint", "status", "entry_id"}`.
         public static let idempotencyKey = Kind(recordType: 0x8001)
 
+        /// A change that replaced another device's concurrent edit (`Specs/server.md`, *Replaced edits*): record
+        /// type `0x8002`, a JSON object `{"entry_id", "revision", "fields"}`, the last record of the change's batch.
+        public static let replacement = Kind(recordType: 0x8002)
+
         init(recordType: UInt16) {
             precondition(recordType & LogFormat.safeToIgnoreBit != 0, "an attachment's type is safe to ignore")
             self.recordType = recordType

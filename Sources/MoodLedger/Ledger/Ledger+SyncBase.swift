@@ -25,9 +25,14 @@ extension Ledger {
     ///   - destination: the destination (`backend`).
     /// - Returns: a base for every id (revision 0 and no version where none is known).
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func syncBases(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: SyncBase] {
+    ///   - before: per id, a revision: the base as it was before the destination's version at that revision or later
+    ///     (what the entry was in step with before this device's own change at that revision).
+    public func syncBases(
+        of ids: Set<EntryID>, destination: SyncDestination = .backend, before: [EntryID: UInt64] = [:]
+    ) throws -> [EntryID: SyncBase] {
         var bases = Dictionary(uniqueKeysWithValues: ids.map { ($0, SyncBase(revision: 0, entry: nil)) })
         guard !ids.isEmpty else { return bases }
+        var frozen: Set<EntryID> = []
         var versions = EntriesState()
         var attempted: [EntryID: (operation: SyncOperation, entry: MoodEntry?)] = [:]
         var server: RemoteConfig?
@@ -53,8 +58,23 @@ extension Ledger {
                 _ = versions.removeAll(keptBy: erasure)
                 return true
             }
-            guard let id = EventCodec.entryID(inPayload: view.payload), ids.contains(id) else { return true }
+            guard let id = EventCodec.entryID(inPayload: view.payload), ids.contains(id), !frozen.contains(id) else {
+                return true
+            }
             let event = try Self.decode(view).event
+            if let limit = before[id] {
+                let revision: UInt64?
+                switch event {
+                case .syncSucceeded(_, destination, _, let value): revision = value
+                case .remoteApplied(let change) where change.origin == destination: revision = change.revision
+                case .syncMerged(let merge) where merge.destination == destination: revision = merge.serverRevision
+                default: revision = nil
+                }
+                if let revision, revision >= limit {
+                    frozen.insert(id)
+                    return true
+                }
+            }
             var ignored = EntryChange.Discarded()
             _ = versions.apply(event, at: 0, into: &ignored)
             switch event {

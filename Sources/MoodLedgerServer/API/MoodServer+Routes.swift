@@ -132,6 +132,10 @@ extension MoodServer {
             for (id, _) in all.prefix(limit) { found[id] = state.entries[id] }
             return (state.seq, all, found)
         }
+        var replaced: [EntryID: UserLedger.Replacement] = [:]
+        for (id, revision) in all.prefix(limit) where found[id] != nil {
+            replaced[id] = try user.replacement(of: id, at: revision)
+        }
         let page = all.prefix(limit)
         let hasMore = all.count > page.count
         let next = hasMore ? page.last!.1 : seq
@@ -150,6 +154,18 @@ extension MoodServer {
                 out.id(id)
                 out.key("entry")
                 if let entry { entry.writeJSON(to: &out, typedScore: true) } else { out.null() }
+                if let note = replaced[id] {
+                    // This revision replaced another device's concurrent edit: that device learns it lost.
+                    out.key("replaced")
+                    out.beginObject()
+                    out.key("revision")
+                    out.int(Int64(note.revision))
+                    out.key("fields")
+                    out.beginArray()
+                    for field in note.fields { out.string(field) }
+                    out.endArray()
+                    out.endObject()
+                }
                 out.endObject()
             }
             out.endArray()

@@ -43,6 +43,7 @@ extension MoodServer {
             }
         }
         try user.prepareRevisions()
+        let replaces = try Self.replaces(request, write: write)
         var stored: UserLedger.Idempotent?
         defer { if let key { user.finish(key, stored) } }
         // If-Match, the change and its revision are one step per user, so a stale precondition never slips through.
@@ -52,9 +53,16 @@ extension MoodServer {
             let result = try user.ledger.execute(attaching: { events, id in
                 entryID = id
                 status = self.status(of: write, events: events)
-                return key.map {
-                    [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)]
-                } ?? []
+                var records =
+                    key.map {
+                        [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)]
+                    } ?? []
+                // Last in the batch: its seq is the change's revision.
+                if let replaces, !events.isEmpty {
+                    records.append(
+                        UserLedger.replacementRecord(id, revision: replaces.revision, fields: replaces.fields))
+                }
+                return records
             }) { state, now in
                 switch write {
                 case .create(let draft, _):
@@ -71,7 +79,15 @@ extension MoodServer {
                     return (try Ledger.events(deleting: id, in: state), id, false)
                 }
             }
-            if let entryID, result.appendedEvents > 0 { user.noteChange(entryID, at: result.lastSeq) }
+            if let entryID, result.appendedEvents > 0 {
+                user.noteChange(entryID, at: result.lastSeq)
+                if let replaces {
+                    user.noteReplacement(
+                        entryID,
+                        UserLedger.Replacement(
+                            seq: result.lastSeq, revision: replaces.revision, fields: replaces.fields))
+                }
+            }
             return (result, status)
         }
         let response = try render(write, status: status, entry: result.entry, user: user)
@@ -131,6 +147,26 @@ extension MoodServer {
     }
 
     static func etag(_ revision: UInt64) -> String { "\"\(revision)\"" }
+
+    /// `MoodLedger-Replaces: <revision>; fields=<name>,…` on a PUT: the client merged with the entry's revision
+    /// `<revision>` (another device's) and its write replaces that revision's values of these fields
+    /// (`Specs/server.md`, *Replaced edits*). Absent: `nil`. Malformed: 422 naming the header.
+    static func replaces(_ request: HTTPRequest, write: Write) throws -> (revision: UInt64, fields: [String])? {
+        guard let text = request.header("moodledger-replaces"), !text.isEmpty else { return nil }
+        let invalid = APIFailure(
+            422, "validation_error",
+            "must be <revision>; fields=<field>,… with a revision above 0 and fields among \(MergeFields.named.map(\.name).joined(separator: ", "))",
+            field: "MoodLedger-Replaces")
+        guard case .replace = write else { throw invalid }
+        let parts = text.split(separator: ";", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, let revision = UInt64(parts[0]), revision > 0, parts[1].hasPrefix("fields="),
+            text.utf8.count <= 256
+        else { throw invalid }
+        let fields = parts[1].dropFirst("fields=".count).split(separator: ",").map(String.init)
+        let known = Set(MergeFields.named.map(\.name))
+        guard !fields.isEmpty, fields.allSatisfy(known.contains) else { throw invalid }
+        return (revision, fields)
+    }
 
     /// The response of a write: the entry (mood and wellness routes), the progress record, or 204.
     private func render(_ write: Write, status: Int, entry: MoodEntry?, user: UserLedger) throws -> HTTPResponse {

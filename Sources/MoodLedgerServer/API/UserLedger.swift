@@ -33,6 +33,18 @@ final class UserLedger: Sendable {
         var revisions: [EntryID: UInt64]?
         var keys: [String: Idempotent] = [:]
         var inFlight: Set<String> = []
+        /// entry id → the last change that said it replaced a concurrent edit: that change's revision, and what it
+        /// replaced; built by one walk on first need, like the revisions.
+        var replaced: [EntryID: Replacement]?
+    }
+
+    /// What a change said it replaced: another device's revision of the entry, and the fields that were in conflict.
+    struct Replacement: Sendable, Equatable {
+        /// The revision of the change that replaced it.
+        var seq: UInt64
+        /// The revision whose values it replaced.
+        var revision: UInt64
+        var fields: [String]
     }
     private let state: Mutex<State>
     /// List-form entry texts, reused while the entry is unchanged (see ``writeEntries(_:to:)``).
@@ -161,6 +173,39 @@ final class UserLedger: Sendable {
     func changes(since: UInt64) throws -> [(EntryID, UInt64)] {
         try prepareRevisions()
         return try revisions().filter { $0.value > since }.sorted { $0.value < $1.value }.map { ($0.key, $0.value) }
+    }
+
+    /// The replacement note of an entry's current revision, if its last change carried one.
+    func replacement(of id: EntryID, at revision: UInt64) throws -> Replacement? {
+        if let known = state.withLock({ $0.replaced }) { return known[id].flatMap { $0.seq == revision ? $0 : nil } }
+        var built: [EntryID: Replacement] = [:]
+        try ledger.forEachAttachment(.replacement, from: 1) { seq, _, payload in
+            guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
+                let id = json["entry_id"]?.stringValue.flatMap(EntryID.init), let replaced = json["revision"]?.intValue,
+                replaced > 0, let fields = json["fields"]?.arrayValue?.compactMap(\.stringValue)
+            else { return }
+            built[id] = Replacement(seq: seq, revision: UInt64(replaced), fields: fields)
+        }
+        let known = state.withLock { state in
+            if let known = state.replaced { return known }
+            state.replaced = built
+            return built
+        }
+        return known[id].flatMap { $0.seq == revision ? $0 : nil }
+    }
+
+    /// Notes a change that carried a replacement note (its batch's last seq is the change's revision).
+    func noteReplacement(_ id: EntryID, _ replacement: Replacement) {
+        state.withLock { state in if state.replaced != nil { state.replaced![id] = replacement } }
+    }
+
+    /// The record that stores a replacement note with its change.
+    static func replacementRecord(_ id: EntryID, revision: UInt64, fields: [String]) -> Attachment {
+        let json = JSONValue.object([
+            ("entry_id", .string(id.description)), ("revision", .int(Int64(revision))),
+            ("fields", .array(fields.map { .string($0) }))
+        ])
+        return Attachment(.replacement, payload: Array(json.serialized().utf8))
     }
 
     /// Notes a change made through the API.

@@ -13,6 +13,9 @@ public struct SyncRequest: Sendable, Equatable {
     public var ifMatch: String?
     /// Most bytes the answer may have, head and body (``SyncLimits``).
     public var maximumResponseBytes: Int
+    /// `MoodLedger-Replaces`: the revision and fields of another device's edit this write replaces (a merge's
+    /// conflicts, sent to the reference server so that the other device learns it; `Specs/sync.md`).
+    public var replaces: String?
 
     /// Creates a request.
     /// - Parameters:
@@ -32,6 +35,7 @@ public struct SyncRequest: Sendable, Equatable {
         self.idempotencyKey = idempotencyKey
         self.ifMatch = ifMatch
         self.maximumResponseBytes = maximumResponseBytes
+        self.replaces = nil
     }
 }
 

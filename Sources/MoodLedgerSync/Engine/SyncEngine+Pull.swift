@@ -5,7 +5,7 @@ extension SyncEngine {
     /// `sync.pulled` that moves the cursor past them are appended as one batch: the cursor never runs ahead of
     /// the changes. A server revision below the cursor means the server went back (a restore): what it lacks is
     /// re-queued and the cursor follows it down.
-    func pull(into report: inout SyncReport) throws {
+    func pull(into report: inout SyncReport, book: inout RunBook) throws {
         var pages = 0
         var wentBack = false
         while true {
@@ -70,6 +70,7 @@ extension SyncEngine {
             var conflicts = 0
             var merged = 0
             var failure: String?
+            var newMerges: [SyncMerge] = []
             // Changes that meet unsent changes here are merged: their bases, in one pass over the log.
             let meeting = ledger.read { state in
                 Set(
@@ -81,16 +82,35 @@ extension SyncEngine {
                     }.map(\.id))
             }
             let bases = try ledger.syncBases(of: meeting)
+            // Changes that say they replaced this device's own edit: the base before that edit, to tell the loss.
+            let replacing = ledger.read { state in
+                Dictionary(
+                    page.changes.compactMap { change -> (EntryID, UInt64)? in
+                        guard let replaced = change.replaced, change.entry != nil,
+                            !Self.hasUnsentChange(change.id, in: state),
+                            state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.revision
+                                == replaced.revision
+                        else { return nil }
+                        return (change.id, replaced.revision)
+                    }, uniquingKeysWith: { first, _ in first })
+            }
+            let priorBases = try ledger.syncBases(of: Set(replacing.keys), before: replacing)
             _ = try ledger.execute { state, _ in
                 var events: [MoodEvent] = []
                 applied = 0
                 conflicts = 0
                 merged = 0
+                newMerges = []
                 for change in page.changes {
                     do {
-                        guard let event = try Self.decide(change, in: state, bases: bases) else { continue }
+                        guard
+                            let event = try Self.decide(
+                                change, in: state, bases: bases,
+                                lostBase: replacing[change.id].flatMap { _ in priorBases[change.id] })
+                        else { continue }
                         if case .remoteApplied(let remote) = event, remote.conflict { conflicts += 1 }
                         if case .syncMerged(let merge) = event {
+                            newMerges.append(merge)
                             merged += 1
                             if !merge.conflicts.isEmpty { conflicts += 1 }
                         }
@@ -118,6 +138,7 @@ extension SyncEngine {
                 report.pullError = failure
                 return
             }
+            for merge in newMerges { book.noteMerge(merge) }
             report.pulled += applied
             report.conflicts += conflicts
             report.mergedAtPull += merged
@@ -132,8 +153,12 @@ extension SyncEngine {
 
     /// What to append for one remote change, or `nil` when there is nothing to do (our own change echoed back, or
     /// one already applied).
+    /// `lostBase`: the change says it replaced this device's own edit at the revision this device holds, and this
+    /// is the base before that edit: the change is recorded as a merge whose result is the server's version, so the
+    /// conflict (this device's values lost) is listed here too.
     static func decide(
-        _ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:]
+        _ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:],
+        lostBase: SyncBase? = nil
     )
         throws(MoodError) -> MoodEvent?
     {
@@ -157,6 +182,12 @@ extension SyncEngine {
                 SyncEngine.merge(
                     change.id, here: nil, theirs: entry, revision: change.revision,
                     remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
+        }
+        if let lostBase, !pendingHere, let local, let record {
+            let merge = SyncMerge(
+                entryID: change.id, remoteID: record.remoteID ?? change.id.description, serverRevision: change.revision,
+                baseRevision: lostBase.revision, base: lostBase.entry, here: local, theirs: entry, merged: entry)
+            if !merge.conflicts.isEmpty { return .syncMerged(merge) }
         }
         guard pendingHere, let local, !RemoteEntry.sameContent(local, entry) else {
             // Nothing unsent here, or the server simply has what is pending here: applied.
@@ -191,6 +222,8 @@ extension SyncEngine {
         var id: EntryID
         var revision: UInt64
         var entry: JSONValue?
+        /// The server says this revision replaced another device's edit: that revision and the fields.
+        var replaced: (revision: UInt64, fields: [String])? = nil
     }
 
     struct ChangesPage {
@@ -252,7 +285,15 @@ extension SyncEngine {
             guard operation == "upsert" || operation == "delete" else { return nil }
             let entry = operation == "delete" ? nil : item["entry"]
             if operation == "upsert", entry == nil || entry == .null { return nil }
-            changes.append(RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry))
+            var replaced: (revision: UInt64, fields: [String])?
+            if let note = item["replaced"], note != .null {
+                guard let revision = note["revision"]?.intValue, revision > 0,
+                    let fields = note["fields"]?.arrayValue?.compactMap(\.stringValue)
+                else { return nil }
+                replaced = (UInt64(revision), fields)
+            }
+            changes.append(
+                RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry, replaced: replaced))
         }
         return ChangesPage(
             changes: changes, revision: UInt64(revision), nextSince: UInt64(next),

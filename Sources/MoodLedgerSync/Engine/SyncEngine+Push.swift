@@ -36,6 +36,18 @@ extension SyncEngine {
         var attempts: [EntryID: Int] = [:]
         var merges: [EntryID: Int] = [:]
         var failed: Set<EntryID> = []
+        /// Merges of this run with conflicts: the `MoodLedger-Replaces` value their next send carries.
+        var replaces: [EntryID: String] = [:]
+
+        /// Notes a merge: its conflicting fields replace the server's revision's values when sent.
+        mutating func noteMerge(_ merge: SyncMerge) {
+            let fields = merge.conflicts.subtracting(.existence).names
+            if merge.merged != nil, merge.theirs != nil, !fields.isEmpty {
+                replaces[merge.entryID] = "\(merge.serverRevision); fields=" + fields.joined(separator: ",")
+            } else {
+                replaces[merge.entryID] = nil
+            }
+        }
 
         /// Whether the run may send `id` once more.
         func allows(_ id: EntryID, maximumAttempts: Int) -> Bool {
@@ -88,6 +100,7 @@ extension SyncEngine {
     /// Attempts: the next batch of still-due items, chosen and appended against the current state as one batch. Each
     /// request is built from the entry as it is here, so a success's version is known exactly (the next merge's base).
     private func appendAttempts(from candidates: inout ArraySlice<Due>, book: inout RunBook) throws -> [Sending] {
+        let replaces = book.replaces
         var batch: [Sending] = []
         var remaining = candidates
         _ = try ledger.execute { state, now in
@@ -96,9 +109,10 @@ extension SyncEngine {
             var events: [MoodEvent] = []
             while let candidate = remaining.first, batch.count < self.configuration.batchSize {
                 remaining.removeFirst()
-                guard let item = self.stillDue(candidate.entryID, in: state, now: now),
+                guard var item = self.stillDue(candidate.entryID, in: state, now: now),
                     self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil
                 else { continue }
+                item.replaces = replaces[item.entryID]
                 let key = self.key(for: item, in: state)
                 events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
                 batch.append((item, key, state.entries[item.entryID]))
@@ -106,7 +120,10 @@ extension SyncEngine {
             return (events, .none, false)
         }
         candidates = remaining
-        for sending in batch { book.attempts[sending.item.entryID, default: 0] += 1 }
+        for sending in batch {
+            book.attempts[sending.item.entryID, default: 0] += 1
+            book.replaces[sending.item.entryID] = nil
+        }
         return batch
     }
 
@@ -162,11 +179,13 @@ extension SyncEngine {
         var mergedHere = 0
         var conflicts = 0
         var wentBack: [EntryID: String] = [:]
+        var newMerges: [SyncMerge] = []
         let allowed = book.merges
         _ = try ledger.execute { state, now in
             var events: [MoodEvent] = []
             mergedHere = 0
             conflicts = 0
+            newMerges = []
             for (sending, verdict) in zip(batch, outcomes) {
                 let id = sending.item.entryID
                 switch verdict {
@@ -183,6 +202,7 @@ extension SyncEngine {
                         id, here: state.entries[id], theirs: theirs, revision: revision,
                         remoteID: remoteID, base: bases[id])
                     events.append(.syncMerged(merge))
+                    newMerges.append(merge)
                     mergedHere += 1
                     if !merge.conflicts.isEmpty { conflicts += 1 }
                 case .recreated(let remoteID, let revision):
@@ -203,6 +223,7 @@ extension SyncEngine {
             }
             return (events, .none, false)
         }
+        for merge in newMerges { book.noteMerge(merge) }
         for (sending, verdict) in zip(batch, outcomes) {
             let id = sending.item.entryID
             if let reason = wentBack[id] {

@@ -94,7 +94,7 @@ public final class SyncEngine: @unchecked Sendable {
         var book = RunBook()
         try learnCapabilities()
         try push(into: &report, once: once, book: &book)
-        try pull(into: &report)
+        try pull(into: &report, book: &book)
         if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }
         summarize(into: &report)
         return report
@@ -186,6 +186,8 @@ public final class SyncEngine: @unchecked Sendable {
         var attempts: Int
         /// The destination's revision of the entry as known here: the base of a conditional send.
         var revision: UInt64 = 0
+        /// What this send replaces of another device's edit (a merge's conflicts in this run), for the header.
+        var replaces: String?
     }
 
     /// An item of a batch: what is due, its key, and the entry as it was at the attempt (what is sent).
@@ -285,9 +287,12 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func exchange(_ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncVerdict {
-        let request = dialect.request(
+        var request = dialect.request(
             operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
             baseRevision: item.revision)
+        if operation == .update, dialect.remote.has(.extensions), dialect.remote.has(.revisions) {
+            request.replaces = item.replaces
+        }
         var (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
         // An answer that names another entry than the one sent is never recorded against this one: a create whose
         // body carries our id (extensions; progress bodies never do) must answer with this id, an update with the id

@@ -63,9 +63,17 @@ public enum MergeStory {
                 // A conflict's values are shown as `conflicts` shows them (notes included: the user's own data,
                 // needed to choose a side).
                 let full = { (entry: MoodEntry?) in value(field.field, of: entry, showNotes: true) }
+                let serverWon =
+                    merge.merged.map {
+                        !ThreeWayMerge.changed(field.field, from: merge.theirs, to: $0)
+                            && ThreeWayMerge.changed(field.field, from: merge.here, to: $0)
+                    } ?? false
                 lines.append(
                     "\(name): conflict — base \(full(merge.base)), here \(full(merge.here)), server \(full(merge.theirs)) → "
-                        + "\(full(merge.merged)) (here's: this device's write reaches the server last).")
+                        + "\(full(merge.merged)) "
+                        + (serverWon
+                            ? "(the server's: another device's write replaced this device's value)."
+                            : "(here's: this device's write reaches the server last)."))
             } else if field.changedHere && field.changedThere {
                 lines.append("\(name): changed on both sides → \(show(merge.merged)).")
             } else if field.changedHere {

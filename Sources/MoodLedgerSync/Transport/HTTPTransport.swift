@@ -88,6 +88,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         for (name, value) in credentials.headers { head += "\(name): \(value)\r\n" }
         if let key = request.idempotencyKey { head += "Idempotency-Key: \(key)\r\n" }
         if let tag = request.ifMatch { head += "If-Match: \(tag)\r\n" }
+        if let replaces = request.replaces { head += "MoodLedger-Replaces: \(replaces)\r\n" }
         if let body = request.body {
             head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
             return Array(head.utf8) + body
