@@ -63,7 +63,7 @@ enum BenchmarkCommand {
                 }
                 return SyncBench.run(
                     entries: entries, concurrency: concurrency, conflicts: arguments.contains("--conflicts"),
-                    json: arguments.contains("--json"))
+                    restarts: arguments.contains("--restarts"), json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
             case "--measure-child":  // internal: a small process that spawns and measures a program
@@ -113,7 +113,7 @@ enum BenchmarkCommand {
                     "usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                         + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
                         + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
-                        + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging)"
+                        + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts | --restarts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging; --restarts: two devices across server restarts)"
                 )
                 return 0
             default:

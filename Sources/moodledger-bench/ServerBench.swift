@@ -173,9 +173,9 @@ final class LoopbackServer {
     let backend: MoodServer
     let server: HTTPServer
 
-    init(data: String, quiet: Bool = true) throws {
+    init(data: String, quiet: Bool = true, port: UInt16 = 0) throws {
         var configuration = MoodServer.Configuration(dataDirectory: data)
-        configuration.http.port = 0
+        configuration.http.port = port
         configuration.writesPerHour = 0
         configuration.readsPerHour = 0
         if quiet { configuration.log = { _ in } }

@@ -7,7 +7,7 @@ import MoodLedgerSync
 /// `moodledger-bench --sync`: a device ledger with N pending entries pushed to `moodledger serve` on loopback
 /// (`Specs/benchmark.md`, *Sync*).
 enum SyncBench {
-    static func run(entries: Int, concurrency: Int, conflicts: Bool, json: Bool) -> Int32 {
+    static func run(entries: Int, concurrency: Int, conflicts: Bool, restarts: Bool = false, json: Bool) -> Int32 {
         let directory =
             FileManager.default.temporaryDirectory.path
             + "/moodledger-bench-sync-\(ProcessInfo.processInfo.processIdentifier)"
@@ -27,6 +27,13 @@ enum SyncBench {
             let token = JWT.sign(
                 subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
             let syncCredentials = SyncCredentials(apiKey: key, token: token)
+            if restarts {
+                loopback.stop()
+                try SyncRestartBench.run(
+                    entries: entries, data: data, credentials: syncCredentials, directory: directory, into: &bench)
+                bench.printSideResults(json: json)
+                return 0
+            }
             if conflicts {
                 try mergeRun(
                     entries: entries, port: server.port, credentials: syncCredentials, concurrency: concurrency,

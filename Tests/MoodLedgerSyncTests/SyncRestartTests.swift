@@ -132,6 +132,35 @@ struct SyncRestartTests {
         try account.run(account.a, ["conflicts", "resolve", id, "--take", "here"])
     }
 
+    @Test(
+        "--dry-run shows the keys the run sends; an unreachable server is exit 69 with nothing appended; --help lists every option"
+    )
+    func dryRunKeysAndExits() throws {
+        let account = try Account("sync-dry-run")
+        for valence in ["0.1", "0.2", "0.3"] {
+            try account.run(account.a, ["log", "--valence", valence, "--label", "calm"])
+        }
+        let planned = try JSONParser.parse(try account.run(account.a, ["sync", "--dry-run", "--json"])).arrayValue ?? []
+        let plannedKeys = Set(planned.compactMap { $0["idempotency_key"]?.stringValue })
+        #expect(plannedKeys.count == 3)
+        try account.run(account.a, ["sync"])
+        let lines = try account.run(account.a, ["events", "--json"]).split(separator: "\n")
+        let sentKeys = Set(
+            try lines.map { try JSONParser.parse(String($0)) }.filter { $0["type"] == .string("sync.attempted") }
+                .compactMap { $0["data"]?["idempotency_key"]?.stringValue ?? $0["idempotency_key"]?.stringValue })
+        #expect(sentKeys == plannedKeys, "planned \(plannedKeys), sent \(sentKeys)")
+        // A fresh device whose remote has not answered yet: nothing recorded, exit 69.
+        try account.restart(down: true)
+        let before = try account.lastSeq(account.b)
+        let output = try account.run(account.b, ["sync"], expect: 69)
+        #expect(output.contains("could not ask the remote"), "\(output)")
+        #expect(try account.lastSeq(account.b) == before)
+        let help = try SyncCrashTests.run(["sync", "--help"]).1
+        for option in ["--once", "--now", "--dry-run", "--credentials", "--concurrency", "--at", "--json"] {
+            #expect(help.contains(option), "sync --help lacks \(option)")
+        }
+    }
+
     @Test("An outage with sync --now counts one attempt per run and parks nothing; the next run delivers")
     func outageDoesNotPark() throws {
         let account = try Account("sync-outage")
