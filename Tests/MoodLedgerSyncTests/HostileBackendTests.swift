@@ -192,6 +192,34 @@ struct HostileBackendTests {
         }
     }
 
+    @Test("412 forever, with --now: one run sends an entry at most 4 times and appends at most 12 events for it")
+    func preconditionForever() throws {
+        let refuse = Switch()
+        let (dir, server, proxy, device, ids) = try setUp("hostile-412", entries: 2) { _, method, _ in
+            method == "PUT" && refuse.on.load(ordering: .relaxed)
+                ? .answer(412, ["ETag: \"999\""], #"{"success":false,"error":{"message":"changed"}}"#) : .relay
+        }
+        defer {
+            proxy.stop()
+            server.stop()
+            _ = dir
+        }
+        try device.sync(server.credentials, once: true)
+        refuse.on.store(true, ordering: .relaxed)
+        for id in ids { try device.ledger.update(id, MoodChanges(notes: .set("edited"))) }
+        let before = device.ledger.lastSeq
+        let report = try device.sync(server.credentials, now: true)
+        let puts = proxy.requests.filter { $0.method == "PUT" }.count
+        #expect(puts <= 8, "\(puts) PUTs for 2 entries in one run")
+        #expect(
+            report.sent == report.delivered + report.merged + report.requeuedAtPush + report.retrying + report.parked)
+        var perEntry: [EntryID: Int] = [:]
+        for recorded in try device.ledger.events(after: before) { perEntry[recorded.event.entryID, default: 0] += 1 }
+        #expect(ids.allSatisfy { (perEntry[$0] ?? 0) <= 12 }, "\(perEntry)")
+        refuse.on.store(false, ordering: .relaxed)
+        #expect(try device.sync(server.credentials, now: true).delivered == 2)
+    }
+
     @Test("A redirect on the capability read is a failure to retry, not 'no capabilities'")
     func redirectedProbe() throws {
         let dir = TemporaryDirectory("hostile-302")
