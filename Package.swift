@@ -2,20 +2,25 @@
 import PackageDescription
 
 // MoodLedger has no package dependencies: toolchain only (the user's requirement).
-// Linux is the platform it is built and tested on. No Apple platform is declared: the Darwin spellings of the system
-// calls (Sources/Platform/LibC.swift) are where a port starts, and nothing here builds them.
+// Linux is the platform it is built and tested on; every module type-checks for arm64-apple-ios18.0 against a real
+// iOS SDK (README, *Apple platforms*, says how and what that proves).
 
 /// Linker flags for a binary with the Swift runtime and Foundation inside (see the `moodledger` target).
 let staticFoundation =
     ["-static-stdlib", "-Xlinker", "--start-group"]
     + [
-        "FoundationEssentials", "FoundationInternationalization", "Foundation", "_FoundationICU", "_FoundationCShims",
-        "_FoundationCollections", "CoreFoundation", "BlocksRuntime", "swiftDispatch", "dispatch"
+        "FoundationNetworking", "_CFURLSessionInterface", "FoundationEssentials", "FoundationInternationalization",
+        "Foundation", "_FoundationICU", "_FoundationCShims", "_FoundationCollections", "CoreFoundation",
+        "BlocksRuntime", "swiftDispatch", "dispatch"
     ]
     .flatMap { ["-Xlinker", "-l\($0)"] }
-    + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++"]
+    // FoundationNetworking speaks HTTPS through libcurl, linked dynamically from the system: Debian's libcurl4 by its
+    // file name (no -dev package needed).
+    + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++", "-Xlinker", "-l:libcurl.so.4"]
 let package = Package(
     name: "MoodLedger",
+    // Linux is where it is built and tested; the library type-checks for iOS 18 (README, *Apple platforms*).
+    platforms: [.iOS(.v18), .macOS(.v15), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "EventLog", targets: ["EventLog"]),

@@ -8,6 +8,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case unauthorized
         /// The remote did not answer a question the run needed answered before sending anything.
         case unavailable
+        /// The remote's TLS certificate or host name was refused: never retried as transient, never bypassed.
+        case untrusted
     }
 
     /// The kind.

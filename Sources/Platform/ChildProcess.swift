@@ -18,7 +18,12 @@ public enum ChildProcess {
     /// /dev/null, and waits for it (`posix_spawn` + `wait4`, EINTR retried).
     /// - Throws: ``Errno`` when it cannot be started or waited for.
     public static func run(_ path: String, _ arguments: [String], environment: [String]) throws -> Exit {
-        var actions = posix_spawn_file_actions_t()
+        #if canImport(Darwin)
+            // An opaque pointer on Darwin, filled in by `posix_spawn_file_actions_init`.
+            var actions: posix_spawn_file_actions_t? = nil
+        #else
+            var actions = posix_spawn_file_actions_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)

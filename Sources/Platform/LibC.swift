@@ -9,8 +9,8 @@ import CPlatform
 /// The C library's calls and constants whose names or types differ between Linux (Glibc) and Darwin, in one place.
 ///
 /// Inside ``Socket`` and ``SystemIO`` their own methods (`close`, `send`, `open`…) shadow the C functions, so they call
-/// these instead. Linux is the platform this package is built and tested on; the Darwin spellings here are where a
-/// port starts, and no CI builds them.
+/// these instead. Linux is where the package is built and tested; the Darwin spellings are type-checked for
+/// `arm64-apple-ios18.0` against a real iOS SDK (README, *Apple platforms*), not run.
 enum LibC {
     /// `O_NOATIME` where the system has it (Linux): a read does not dirty the file's inode to record its access time.
     static let noAccessTime: Int32 = cplatform_no_access_time_flag()

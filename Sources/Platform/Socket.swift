@@ -23,6 +23,7 @@ public enum Socket {
         defer { freeaddrinfo(list) }
         let fd = socket(first.pointee.ai_family, LibC.streamSocket, 0)
         guard fd >= 0 else { throw lastError }
+        noSignalOnWrite(fd)
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0, LibC.listen(fd, backlog) == 0 else {
@@ -64,6 +65,7 @@ public enum Socket {
         defer { freeaddrinfo(list) }
         let fd = socket(first.pointee.ai_family, LibC.streamSocket, 0)
         guard fd >= 0 else { throw lastError }
+        noSignalOnWrite(fd)
         while LibC.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
             let error = lastError
             if error.rawValue == EINTR { continue }
@@ -82,6 +84,7 @@ public enum Socket {
             let fd = LibC.accept(listener)
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                noSignalOnWrite(fd)
                 do { try setNonBlocking(fd) } catch {
                     _ = LibC.close(fd)
                     continue
@@ -226,7 +229,8 @@ public enum Socket {
         let resolved = getaddrinfo(host, String(port), &hints, &list)
         guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
         defer { freeaddrinfo(list) }
-        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+        // `tv_usec` is `suseconds_t`: Int on Linux, Int32 on Darwin.
+        var time = timeval(tv_sec: .init(Int(timeout)), tv_usec: .init(Int((timeout - Double(Int(timeout))) * 1e6)))
         var failure = Errno(rawValue: ECONNREFUSED)
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
@@ -234,6 +238,7 @@ public enum Socket {
             let fd = socket(
                 info.pointee.ai_family, info.pointee.ai_socktype | LibC.socketCloseOnExec, info.pointee.ai_protocol)
             guard fd >= 0 else { failure = lastError; continue }
+            noSignalOnWrite(fd)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
             var connected = false
@@ -298,6 +303,15 @@ public enum Socket {
 
     /// Ends both directions of a connection (the descriptor stays open until ``close(_:)``).
     public static func shutdown(_ fd: Int32) { _ = LibC.shutdown(fd, LibC.shutBoth) }
+
+    /// Darwin has no `MSG_NOSIGNAL`: a write to a vanished peer raises SIGPIPE unless the socket says `SO_NOSIGPIPE`
+    /// (set on every socket this layer makes or accepts). Linux passes `MSG_NOSIGNAL` on each send instead.
+    static func noSignalOnWrite(_ fd: Int32) {
+        #if canImport(Darwin)
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
 
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
     public static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }

@@ -169,22 +169,33 @@ enum BenchmarkCommand {
     /// Runs this executable again with `arguments` and returns what it printed (trimmed).
     /// - Throws: ``BenchError`` when it exits non-zero.
     static func runSelf(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).standardizedFileURL
-        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
-            process.executableURL = Bundle.main.executableURL
-        }
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchError(text: "\(arguments.first ?? "") failed (exit \(process.terminationStatus))")
-        }
-        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+            // No child processes there (no `Process`): the benchmark is a tool for Linux and macOS.
+            throw BenchError(text: "\(arguments.first ?? "") needs a child process, which this platform cannot start")
+        #else
+            return try runSelfInChild(arguments)
+        #endif
     }
+
+    #if !(os(iOS) || os(tvOS) || os(watchOS) || os(visionOS))
+        private static func runSelfInChild(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).standardizedFileURL
+            if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
+                process.executableURL = Bundle.main.executableURL
+            }
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw BenchError(text: "\(arguments.first ?? "") failed (exit \(process.terminationStatus))")
+            }
+            return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    #endif
 
     static var swiftVersion: String {
         #if swift(>=6.3)

@@ -305,6 +305,38 @@ struct ImportExportTests {
     }
 
     @Test(
+        "HealthKit pull is anchored: only what changed since the kept anchor; a sample deleted there deletes its entry")
+    func healthKitAnchor() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let store = cli.dir.sub("health.json")
+        let samples = FileHealthStore(path: store)
+        func sample(_ uuid: String, _ valence: Double) -> StateOfMindSample {
+            StateOfMindSample(
+                uuid: EntryID(uuid)!, date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0),
+                kind: .momentaryEmotion, valence: valence, labels: [.named("calm")], associations: [])
+        }
+        let first = "11111111-2222-4333-8444-555555555555"
+        let second = "21111111-2222-4333-8444-555555555555"
+        try samples.save(sample(first, 0.2))
+        var pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
+        #expect(pull["pulled"] == .int(1))
+        // The store answers only what came after the anchor the ledger kept.
+        let anchored = try samples.changes(after: nil).anchor
+        #expect(try samples.changes(after: anchored).added.isEmpty)
+        try samples.save(sample(second, -0.3))
+        #expect(try samples.changes(after: anchored).added.map(\.uuid) == [EntryID(second)!])
+        pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
+        #expect(pull["pulled"] == .int(1) && pull["deleted"] == .int(0))
+        try samples.delete(EntryID(first)!)
+        pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
+        #expect(pull["pulled"] == .int(0) && pull["deleted"] == .int(1), "\(pull)")
+        #expect(cli.run(["show", first]).code != 0, "the entry pulled from the deleted sample is gone")
+        #expect(cli.run(["show", second]).code == 0)
+        #expect(cli.run(["verify"]).code == 0)
+    }
+
+    @Test(
         "A HealthKit store file is input like any other: a bad sample refuses pull and push with exit 65, nothing appended"
     )
     func hostileHealthStore() throws {

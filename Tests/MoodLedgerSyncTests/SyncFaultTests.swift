@@ -227,7 +227,9 @@ struct SyncFramingTests {
 
 @Suite("Remote URLs")
 struct RemoteURLTests {
-    @Test("Parsed strictly: http with a host, optional port and path prefix; nothing that could break a request line")
+    @Test(
+        "Parsed strictly: http or https with a host, optional port and path prefix; nothing that could break a request line"
+    )
     func parsing() throws {
         let url = try RemoteURL("http://Example.org:8080/base/")
         #expect(
@@ -235,8 +237,11 @@ struct RemoteURLTests {
                 && url.description == "http://Example.org:8080/base")
         #expect(try RemoteURL("http://[::1]:9/").description == "http://[::1]:9")
         #expect(try RemoteURL("http://127.0.0.1").port == 80)
+        let secure = try RemoteURL("HTTPS://mood.example.org/api/")
+        #expect(secure.secure && secure.port == 443 && secure.description == "https://mood.example.org:443/api")
         for bad in [
-            "https://x", "ftp://x", "http://", "http://user:pw@x", "http://x:0", "http://x:70000", "http://x/a b",
+            "ftp://x", "https://", "https://user:pw@x", "http://", "http://user:pw@x", "http://x:0", "http://x:70000",
+            "http://x/a b",
             "http://x/a\r\nHost: y", "http://x/?q=1", "http://[::1", "http://x y"
         ] {
             #expect(throws: MoodError.self, "\(bad)") { try RemoteURL(bad) }

@@ -20,6 +20,14 @@ public struct Attachment: Sendable, Equatable {
         /// type `0x8002`, a JSON object `{"entry_id", "revision", "fields"}`, the last record of the change's batch.
         public static let replacement = Kind(recordType: 0x8002)
 
+        /// What carried a batch of sync attempts (`Specs/sync.md`, *Transports*): record type `0x8003`, a JSON object
+        /// `{"carrier"}` such as `"HTTPS via URLSession, TLS 1.3"`, the last record of the attempts' batch.
+        public static let carrier = Kind(recordType: 0x8003)
+
+        /// The anchor of the last HealthKit pull (`Specs/imports-exports.md`, *HealthKit*): record type `0x8004`,
+        /// the store's opaque anchor bytes (an archived `HKQueryAnchor`, or the file store's 8-byte number).
+        public static let healthKitAnchor = Kind(recordType: 0x8004)
+
         init(recordType: UInt16) {
             precondition(recordType & LogFormat.safeToIgnoreBit != 0, "an attachment's type is safe to ignore")
             self.recordType = recordType

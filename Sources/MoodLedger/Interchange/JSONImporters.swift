@@ -146,7 +146,8 @@ enum JSONImporters {
         guard score.rounded() == score, (1...10).contains(score) else {
             throw r.error(field, "must be a whole score 1...10")
         }
-        let labels = try labelsField.map { name throws(ImportError) in try r.strings(name) ?? [] } ?? []
+        var labels: [String] = []
+        if let labelsField { labels = try r.strings(labelsField) ?? [] }
         let loggedAt = try r.instant("logged_at")
         let notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
         let id = try r.string("id") ?? ISO8601.format(milliseconds: loggedAt.milliseconds, offsetMinutes: 0)

@@ -130,6 +130,27 @@ extension Ledger {
         }
     }
 
+    /// Each batch through `last` that holds an attachment of `kind`: the batch's seqs and the attachment's payload.
+    /// - Throws: `EventLogError` for damage met while reading.
+    public func batchAttachments(
+        _ kind: Attachment.Kind, through last: UInt64
+    ) throws -> [(seqs: ClosedRange<UInt64>, payload: [UInt8])] {
+        var found: [(seqs: ClosedRange<UInt64>, payload: [UInt8])] = []
+        var first: UInt64?
+        var payload: [UInt8]?
+        try eventLog.forEach(from: 1, through: last) { view in
+            if first == nil { first = view.seq }
+            if view.type == kind.recordType { payload = Array(view.payload) }
+            if !view.continuesBatch {
+                if let payload, let start = first { found.append((start...view.lastSeq, payload)) }
+                first = nil
+                payload = nil
+            }
+            return true
+        }
+        return found
+    }
+
     /// The last sequence number of the last batch that named each entry through `last` (redacted events included),
     /// read where the codec keeps the id, without decoding: a server's revision of every entry. The batch's end, not
     /// the event's own seq: a server answers a write with the seq its whole batch ends at (the change and its

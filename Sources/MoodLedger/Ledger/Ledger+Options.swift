@@ -22,6 +22,11 @@ extension Ledger {
         /// there are at most eight buckets, and no more than twice the log's bytes in all, so time travel starts from
         /// a snapshot without the snapshots outgrowing the log. Default: 100,000.
         public var sparseSnapshotInterval: UInt64 = 100_000
+        /// The iOS data-protection class of the ledger's directory and files (health data at rest), applied by every
+        /// writing open; new files in the directory take it. Default:
+        /// `FileProtectionClass/completeUntilFirstUserAuthentication` (background syncs work once the device was
+        /// unlocked after boot). Nothing on Linux and macOS.
+        public var fileProtection = FileProtectionClass.completeUntilFirstUserAuthentication
         /// Open without the writer lock; commands are refused. Default: `false`.
         public var readOnly = false
         /// Create the ledger directory when missing. Default: `true` (ignored when read-only).

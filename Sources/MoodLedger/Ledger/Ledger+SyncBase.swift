@@ -23,10 +23,10 @@ extension Ledger {
     /// - Parameters:
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
-    /// - Returns: a base for every id (revision 0 and no version where none is known).
-    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     ///   - before: per id, a revision: the base as it was before the destination's version at that revision or later
     ///     (what the entry was in step with before this device's own change at that revision).
+    /// - Returns: a base for every id (revision 0 and no version where none is known).
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func syncBases(
         of ids: Set<EntryID>, destination: SyncDestination = .backend, before: [EntryID: UInt64] = [:]
     ) throws -> [EntryID: SyncBase] {

@@ -52,6 +52,17 @@ public final class Ledger: Sendable {
     ///   `corrupt_event` for an undecodable event.
     public static func open(at path: String, options: Options = Options()) throws -> Ledger {
         let opened = try LedgerRecovery.open(at: path, options: options)
+        if !options.readOnly {
+            // Health data at rest: the directory (so files made later take the class), the log and the lock.
+            do {
+                for file in ["", "/" + LogFormat.logFileName, "/" + LogFormat.lockFileName] {
+                    try AppleFileAttributes.protect(path + file, options.fileProtection)
+                }
+            } catch {
+                opened.log.close()
+                throw error
+            }
+        }
         let (log, current, replayed) = (opened.log, opened.state, opened.replayed)
         var notices = opened.notices
         if !current.pendingErasures.isEmpty {

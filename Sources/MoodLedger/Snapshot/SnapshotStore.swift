@@ -99,6 +99,8 @@ struct SnapshotStore: Sendable {
         location: RecordLocation, fileID: [UInt8]
     ) throws {
         try AtomicFile.makeDirectory(directory, io: io)
+        // A cache: left out of device backups (the log and the lock are backed up).
+        try AppleFileAttributes.excludeFromBackup(directory)
         let image = state.entries.image
         try AtomicFile.write(
             to: path(for: location.seq), io: io,

@@ -108,9 +108,9 @@ enum SyncCommands {
     static let sync = CommandSpec(
         name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
         usage:
-            "sync [--once] [--now] [--dry-run] [--credentials FILE] [--concurrency N] [--json]\n"
+            "sync [--once] [--now] [--dry-run] [--credentials FILE] [--concurrency N] [--ca-file FILE] [--json]\n"
             + "       sync status [--at POINT] [--json]\n       sync explain ID [--at POINT] [--json]",
-        values: ["credentials", "at", "concurrency"], flags: ["once", "dry-run", "now"],
+        values: ["credentials", "at", "concurrency", "ca-file"], flags: ["once", "dry-run", "now"],
         details: """
             options:
               --once            one push pass and one pull (a push again only for what the pull re-queued)
@@ -118,11 +118,13 @@ enum SyncCommands {
               --dry-run         print the requests a run would send now, with their keys; append nothing
               --credentials F   read {"api_key", "token"} from F (0600) instead of the environment
               --concurrency N   requests in flight at once, 1 to 64 (default 8)
+              --ca-file F       an https remote's CA certificate (PEM or DER), trusted besides the system's
+                                store (Apple platforms; on Linux add it to the system's store)
               --at POINT        status and explain: as of a seq, an instant or a relative time
               --json            machine-readable output
             exit: 0 done (held items aside); 69 items left to retry or parked, or the pull failed (the attempts and
-            failures are recorded even so); 75 another writer holds the ledger; 77 credentials refused; 78 no remote or
-            a bad credentials file
+            failures are recorded even so); 75 another writer holds the ledger; 77 credentials refused; 78 no remote,
+            a bad credentials file, or the remote's certificate or host name refused
             """
     ) { context in
         switch context.arguments.positionals.first {
@@ -143,6 +145,7 @@ enum SyncCommands {
             configuration.concurrency = try Context.integer(text, "concurrency", in: 1...64)
         }
         configuration.ignoreBackoff = context.arguments.has("now")
+        configuration.caFile = context.arguments.value("ca-file")
         do {
             // Read the credentials once up front: a bad file stops the run before anything is appended.
             _ = try source.load()

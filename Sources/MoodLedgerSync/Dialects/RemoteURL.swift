@@ -1,28 +1,29 @@
 import MoodLedger
 
-/// A backend's base URL, parsed: `http://HOST[:PORT][/PREFIX]` (IPv6 hosts in brackets).
+/// A backend's base URL, parsed: `http[s]://HOST[:PORT][/PREFIX]` (IPv6 hosts in brackets).
 public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
+    /// Whether the remote is reached over TLS (`https`): then through ``URLSessionTransport``.
+    public var secure: Bool
     /// The host name or address (without brackets).
     public var host: String
-    /// The port (default 80).
+    /// The port (default 80, or 443 for `https`).
     public var port: UInt16
     /// A path prefix without a trailing slash ("" for none).
     public var prefix: String
 
     /// Parses a base URL.
-    /// - Throws: ``MoodError`` `invalid_input` (field `url`) for anything but an `http` URL with a host.
+    /// - Throws: ``MoodError`` `invalid_input` (field `url`) for anything but an `http` or `https` URL with a host.
     public init(_ text: String) throws(MoodError) {
         var rest = Substring(text)
-        guard rest.lowercased().hasPrefix("http://") else {
-            if rest.lowercased().hasPrefix("https://") {
-                throw MoodError.invalid(
-                    "url",
-                    "https is not spoken by this client: run it behind a TLS-terminating proxy on loopback, or use http on a trusted network"
-                )
-            }
-            throw MoodError.invalid("url", "must start with http://")
+        if rest.lowercased().hasPrefix("https://") {
+            secure = true
+            rest = rest.dropFirst(8)
+        } else if rest.lowercased().hasPrefix("http://") {
+            secure = false
+            rest = rest.dropFirst(7)
+        } else {
+            throw MoodError.invalid("url", "must start with http:// or https://")
         }
-        rest = rest.dropFirst(7)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let path = rest.dropFirst(authority.count)
         guard !path.contains("?"), !path.contains("#") else {
@@ -58,7 +59,7 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
             }
             port = value
         } else {
-            port = 80
+            port = secure ? 443 : 80
         }
         // A path prefix of URL path characters only: nothing that could break the request line.
         guard
@@ -74,9 +75,12 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         prefix = trimmed
     }
 
-    /// The canonical text: `http://host:port[/prefix]`.
-    public var description: String {
+    /// The canonical text: `http[s]://host:port[/prefix]`.
+    public var description: String { "\(secure ? "https" : "http")://\(authority)\(prefix)" }
+
+    /// `host:port`, an IPv6 host in brackets.
+    public var authority: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "http://\(shownHost):\(port)\(prefix)"
+        return "\(shownHost):\(port)"
     }
 }

@@ -29,6 +29,20 @@ extension SyncEngine {
         codec.withLock { $0 = SyncDialect(config) }
     }
 
+    /// Before anything is appended to a run against an `https` remote whose capabilities are known: the dialect's
+    /// documented read, answer discarded, so that a refused certificate or host name stops the run (exit 78) with
+    /// nothing recorded, and the TLS version is known for the attempts' record.
+    /// - Throws: ``SyncError`` `untrusted`.
+    func checkTrust() throws {
+        guard transport is URLSessionTransport, !trustChecked.withLock({ $0 }) else { return }
+        let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
+        let request = SyncRequest(method: "GET", path: probePath, maximumResponseBytes: SyncLimits.probeAnswerBytes)
+        if case .failure("tls", let message) = transport.perform(request, credentials: credentials) {
+            throw SyncError(.untrusted, message)
+        }
+        trustChecked.withLock { $0 = true }
+    }
+
     /// The dialect's documented list route, asked for one entry.
     var probePath: String {
         switch dialect.dialect {
@@ -46,6 +60,8 @@ extension SyncEngine {
             let request = SyncRequest(
                 method: "GET", path: probePath, maximumResponseBytes: SyncLimits.probeAnswerBytes)
             switch transport.perform(request, credentials: credentials) {
+            case .failure("tls", let message):
+                throw SyncError(.untrusted, message)
             case .failure(let kind, let message):
                 throw SyncError(.unavailable, "could not ask the remote what it can do: \(kind): \(message)")
             case .response(401, _, let body):
@@ -58,6 +74,7 @@ extension SyncEngine {
                 }
                 refreshed = true
             case .response(let status, let headers, let body):
+                trustChecked.withLock { $0 = true }
                 if let header = headers.first(where: { $0.name.lowercased() == Self.capabilitiesHeader }) {
                     var result: RemoteCapabilities = []
                     for name in header.value.split(separator: ",") {

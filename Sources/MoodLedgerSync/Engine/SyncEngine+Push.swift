@@ -80,6 +80,13 @@ extension SyncEngine {
                 if let previous {
                     let outcome = try appendOutcomes(previous.batch, previous.wait(), book: &book, into: &report)
                     if outcome.merged { merged = true }
+                    if let untrusted = outcome.untrusted {
+                        stop.value.store(true, ordering: .relaxed)
+                        if let current {
+                            _ = try appendOutcomes(current.batch, current.wait(), book: &book, into: &report)
+                        }
+                        throw SyncError(.untrusted, untrusted)
+                    }
                     if let unauthorized = outcome.unauthorized {
                         stop.value.store(true, ordering: .relaxed)
                         if let current {
@@ -103,7 +110,9 @@ extension SyncEngine {
         let replaces = book.replaces
         var batch: [Sending] = []
         var remaining = candidates
-        _ = try ledger.execute { state, now in
+        let carrier = Attachment(
+            .carrier, payload: Array(JSONValue.object([("carrier", .string(transport.carrier))]).serialized().utf8))
+        _ = try ledger.execute(attaching: { events, _ in events.isEmpty ? [] : [carrier] }) { state, now in
             batch = []
             remaining = candidates
             var events: [MoodEvent] = []
@@ -141,6 +150,7 @@ extension SyncEngine {
                 } else {
                     verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
                     if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
+                    if Self.untrusted(verdict) != nil { stop.value.store(true, ordering: .relaxed) }
                 }
                 flight.verdicts.withLock { $0[index] = verdict }
                 slots.signal()
@@ -155,7 +165,7 @@ extension SyncEngine {
     private func appendOutcomes(
         _ batch: [Sending], _ outcomes: [SyncVerdict], book: inout RunBook,
         into report: inout SyncReport
-    ) throws -> (merged: Bool, unauthorized: String?) {
+    ) throws -> (merged: Bool, unauthorized: String?, untrusted: String?) {
         let stale = Set(
             zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
                 switch verdict {
@@ -245,7 +255,7 @@ extension SyncEngine {
         }
         report.sent += batch.count
         report.conflicts += conflicts
-        return (mergedHere > 0, unauthorized)
+        return (mergedHere > 0, unauthorized, outcomes.lazy.compactMap(Self.untrusted).first)
     }
 
     /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
@@ -275,6 +285,12 @@ extension SyncEngine {
         return SyncMerge(
             entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
             base: base?.entry, here: here, theirs: theirs, merged: merged)
+    }
+
+    /// The refusal of a verdict whose connection failed on the remote's certificate or host name.
+    static func untrusted(_ verdict: SyncVerdict) -> String? {
+        if case .retry(nil, let error, _) = verdict, error.hasPrefix("tls: ") { return String(error.dropFirst(5)) }
+        return nil
     }
 
     /// Whether a verdict delivered the item.

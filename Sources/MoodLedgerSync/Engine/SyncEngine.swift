@@ -29,6 +29,9 @@ public final class SyncEngine: @unchecked Sendable {
         /// Sends of one entry in one run at most, whatever ``ignoreBackoff`` says: the first, and one after each merge.
         /// An entry whose send failed is not sent again in the same run. Default 4.
         public var maximumAttemptsPerRun = 4
+        /// A CA certificate (PEM or DER) trusted for an `https` remote besides the system's store (Apple platforms;
+        /// `--ca-file`). Default `nil`.
+        public var caFile: String?
 
         public init() {}
     }
@@ -45,6 +48,8 @@ public final class SyncEngine: @unchecked Sendable {
     let requests = DispatchQueue(label: "moodledger.sync.requests", attributes: .concurrent)
     let slots: DispatchSemaphore
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
+    /// Whether this engine's remote has answered over a trusted connection (``checkTrust()``).
+    let trustChecked = Mutex(false)
     /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
     let keyTag: String
 
@@ -69,8 +74,17 @@ public final class SyncEngine: @unchecked Sendable {
         if let transport {
             self.transport = transport
         } else {
-            do { self.transport = HTTPTransport(url: try RemoteURL(remote.url)) } catch {
+            let url: RemoteURL
+            do { url = try RemoteURL(remote.url) } catch {
                 throw SyncError(.config, "the configured URL is not usable: \(error.rule)")
+            }
+            if url.secure {
+                self.transport = try URLSessionTransport(url: url, caFile: configuration.caFile)
+            } else {
+                guard configuration.caFile == nil else {
+                    throw SyncError(.config, "--ca-file is for an https remote; this one is \(url)")
+                }
+                self.transport = HTTPTransport(url: url)
             }
         }
         self.credentialSource = credentials
@@ -93,6 +107,7 @@ public final class SyncEngine: @unchecked Sendable {
         var report = SyncReport()
         var book = RunBook()
         try learnCapabilities()
+        try checkTrust()
         try push(into: &report, once: once, book: &book)
         try pull(into: &report, book: &book)
         if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }

@@ -37,6 +37,12 @@ public struct SyncExplanation: Sendable, Equatable {
         }
         var steps: [Step] = []
         var attempts = 0
+        // What carried each batch of attempts (recorded with the batch; older ledgers have none).
+        let carriers = try ledger.batchAttachments(.carrier, through: through).compactMap { batch in
+            (try? JSONParser.parse(String(decoding: batch.payload, as: UTF8.self)))?["carrier"]?.stringValue.map {
+                (batch.seqs, $0)
+            }
+        }
         // An update or delete to a remote without revisions cannot say which version it replaces.
         let unconditional = remote.map { $0.capabilitySource != .unknown && !$0.has(.revisions) } ?? false
         for recorded in try ledger.events(after: 0, through: through, filter: EventFilter(entryID: id)) {
@@ -50,9 +56,11 @@ public struct SyncExplanation: Sendable, Equatable {
             case .syncAttempted(_, let destination, let operation, let key):
                 guard destination == .backend else { text = nil; break }
                 attempts += 1
+                let carrier = carriers.first { $0.0.contains(recorded.seq) }?.1
                 text =
                     "Attempt \(attempts): \(operation.rawValue) sent"
-                    + (key.isEmpty ? "." : " with Idempotency-Key \(key).")
+                    + (key.isEmpty ? "" : " with Idempotency-Key \(key)")
+                    + (carrier.map { " (\($0))." } ?? ".")
                     + (unconditional && operation != .create
                         ? " Unconditional: the remote has no revisions, so a change made there since is replaced." : "")
             case .syncSucceeded(_, let destination, let remoteID, let revision):

@@ -13,6 +13,14 @@ public enum SyncExchange: Sendable {
 public protocol SyncTransport: Sendable {
     /// Performs one request with these credentials.
     func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange
+    /// What carries the requests, in words (`HTTP/1.1 over a socket`, `HTTPS via URLSession, TLS 1.3`): recorded with
+    /// each batch of attempts, told by `sync explain`.
+    var carrier: String { get }
+}
+
+extension SyncTransport {
+    /// A transport that does not say: `HTTP`.
+    public var carrier: String { "HTTP" }
 }
 
 /// HTTP/1.1 over keep-alive connections to one remote, pooled so several requests are in flight at once.
@@ -20,6 +28,7 @@ public protocol SyncTransport: Sendable {
 // connection is used by one request at a time, taken out of the pool whole.
 public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     private let url: RemoteURL
+    public var carrier: String { "HTTP/1.1 over a socket" }
     private let timeout: Double
     private let pool = Mutex<[HTTPConnection]>([])
 

@@ -2,8 +2,11 @@ import EventLog
 import Platform
 import Synchronization
 
-/// A HealthKit stand-in kept in a JSON file: `{"authorized": true, "samples": [...]}`. For tests and the CLI's
-/// `healthkit push|pull --store FILE` on Linux, where HealthKit does not exist.
+/// A HealthKit stand-in kept in a JSON file: `{"authorized": true, "samples": [...], "anchor": N, "anchors": {uuid: n},
+/// "deleted": [{"uuid", "anchor"}]}`. For tests and the CLI's `healthkit push|pull --store FILE` on Linux, where
+/// HealthKit does not exist. It follows HealthKit's anchor rules: every save and delete takes the next anchor
+/// number; ``changes(after:)`` answers what came after the anchor it is given (8 bytes, big-endian). A sample with
+/// no anchor number (a file written by hand, or before anchors) is reported by every call.
 public final class FileHealthStore: HealthStore, Sendable {
     public let path: String
     let io: any PlatformIO
@@ -18,6 +21,12 @@ public final class FileHealthStore: HealthStore, Sendable {
     struct Contents {
         var authorized = true
         var samples: [StateOfMindSample] = []
+        /// The last anchor number given out.
+        var anchor: UInt64 = 0
+        /// Each sample's anchor number (its save).
+        var anchors: [EntryID: UInt64] = [:]
+        /// Deletions with their anchor numbers.
+        var deleted: [(uuid: EntryID, anchor: UInt64)] = []
     }
 
     func read() throws -> Contents {
@@ -35,14 +44,45 @@ public final class FileHealthStore: HealthStore, Sendable {
         for (index, item) in (root["samples"]?.arrayValue ?? []).enumerated() {
             samples.append(try StateOfMindSample(validating: item, number: index + 1, now: now))
         }
-        return Contents(authorized: root["authorized"] != .bool(false), samples: samples)
+        var contents = Contents(authorized: root["authorized"] != .bool(false), samples: samples)
+        contents.anchor = UInt64(max(0, root["anchor"]?.intValue ?? 0))
+        if case .object(let pairs)? = root["anchors"] {
+            for (key, value) in pairs {
+                if let id = EntryID(key), let number = value.intValue, number >= 0 {
+                    contents.anchors[id] = UInt64(number)
+                }
+            }
+        }
+        for item in root["deleted"]?.arrayValue ?? [] {
+            if let id = item["uuid"]?.stringValue.flatMap(EntryID.init), let number = item["anchor"]?.intValue,
+                number >= 0
+            {
+                contents.deleted.append((id, UInt64(number)))
+            }
+        }
+        return contents
     }
 
     func write(_ contents: Contents) throws {
         let text =
             JSONValue.object([
                 ("authorized", .bool(contents.authorized)),
-                ("samples", .array(contents.samples.map(\.json)))
+                ("samples", .array(contents.samples.map(\.json))),
+                ("anchor", .int(Int64(contents.anchor))),
+                (
+                    "anchors",
+                    .object(
+                        contents.samples.compactMap { sample in
+                            contents.anchors[sample.uuid].map { (sample.uuid.description, .int(Int64($0))) }
+                        })
+                ),
+                (
+                    "deleted",
+                    .array(
+                        contents.deleted.map {
+                            .object([("uuid", .string($0.uuid.description)), ("anchor", .int(Int64($0.anchor)))])
+                        })
+                )
             ]).serialized(pretty: true) + "\n"
         do { try AtomicFile.write(Array(text.utf8), to: path, io: io) } catch {
             throw HealthStoreError(.unavailable, "cannot write \(path): \(error)")
@@ -55,6 +95,8 @@ public final class FileHealthStore: HealthStore, Sendable {
             guard contents.authorized else { throw HealthStoreError(.authorizationDenied, "authorization denied") }
             contents.samples.removeAll { $0.uuid == sample.uuid }
             contents.samples.append(sample)
+            contents.anchor += 1
+            contents.anchors[sample.uuid] = contents.anchor
             try write(contents)
         }
     }
@@ -67,6 +109,9 @@ public final class FileHealthStore: HealthStore, Sendable {
                 throw HealthStoreError(.notFound, "no sample \(uuid)")
             }
             contents.samples.removeAll { $0.uuid == uuid }
+            contents.anchor += 1
+            contents.anchors[uuid] = nil
+            contents.deleted.append((uuid, contents.anchor))
             try write(contents)
         }
     }
@@ -76,6 +121,26 @@ public final class FileHealthStore: HealthStore, Sendable {
             let contents = try read()
             guard contents.authorized else { throw HealthStoreError(.authorizationDenied, "authorization denied") }
             return contents.samples
+        }
+    }
+
+    public func changes(after anchor: [UInt8]?) throws -> HealthChanges {
+        try lock.withLock { _ in
+            let contents = try read()
+            guard contents.authorized else { throw HealthStoreError(.authorizationDenied, "authorization denied") }
+            var since: UInt64 = 0
+            if let anchor {
+                guard anchor.count == 8 else {
+                    throw HealthStoreError(.invalidData, "the anchor is not one of this store's")
+                }
+                since = anchor.reduce(0) { $0 << 8 | UInt64($1) }
+            }
+            // A sample with no anchor number (a file written by hand, or before anchors) is always reported: the
+            // pull's import is idempotent, so reporting it again adds nothing.
+            let added = contents.samples.filter { contents.anchors[$0.uuid].map { $0 > since } ?? true }
+            let deleted = anchor == nil ? [] : contents.deleted.filter { $0.anchor > since }.map(\.uuid)
+            let bytes = (0..<8).map { UInt8(truncatingIfNeeded: contents.anchor >> (56 - 8 * $0)) }
+            return HealthChanges(added: added, deleted: deleted, anchor: bytes)
         }
     }
 

@@ -99,15 +99,21 @@ extension Ledger {
         do { try store.delete(uuid) } catch let error as HealthStoreError where error.code == .notFound {}
     }
 
-    /// Reads samples the ledger does not know (neither pushed by it nor pulled before) as read-only `healthkit`
-    /// entries with source id `HK-MOOD-<uuid>`.
+    /// Reads what changed in the health store since the anchor the last pull kept (an anchored query): samples the
+    /// ledger does not know (neither pushed by it nor pulled before) become read-only `healthkit` entries with source
+    /// id `HK-MOOD-<uuid>`; samples deleted there delete the entries pulled from them; then the new anchor is kept in
+    /// the log (a record of type `0x8004`). The import is idempotent, so a crash between the two only reads the same
+    /// changes again.
     /// - Throws: ``HealthStoreError`` or ledger errors.
     public func pullFromHealthKit(_ store: any HealthStore) throws -> HealthKitSyncReport {
         var report = HealthKitSyncReport()
         let known = Set(
             state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
+        var anchor: [UInt8]?
+        try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
+        let changes = try store.changes(after: anchor)
         var plan = ImportPlan(format: .healthkit)
-        for (index, sample) in try store.samples().enumerated() where !known.contains(sample.uuid.description) {
+        for (index, sample) in changes.added.enumerated() where !known.contains(sample.uuid.description) {
             plan.rows.append(
                 ImportRow(
                     line: index + 1,
@@ -119,6 +125,15 @@ extension Ledger {
                         id: sample.uuid, suggestLabels: false)))
         }
         report.pulled = try importPlan(plan).created
+        // Deletions there remove what was pulled from those samples; the anchor is kept with them, in one batch.
+        _ = try commit(attaching: { _, _ in [Attachment(.healthKitAnchor, payload: changes.anchor)] }) { state, _ in
+            let events = changes.deleted.compactMap { uuid -> MoodEvent? in
+                guard let entry = state.entries[uuid], entry.source == .healthkit else { return nil }
+                return .deleted(uuid)
+            }
+            report.deleted = events.count
+            return (events, .none, false)
+        }
         return report
     }
 }

@@ -130,4 +130,23 @@ public protocol HealthStore: Sendable {
     /// Every state-of-mind sample visible to the app.
     /// - Throws: ``HealthStoreError``.
     func samples() throws -> [StateOfMindSample]
+    /// What changed since `anchor` (`nil`: since the beginning): HealthKit's anchored query. The ledger keeps the
+    /// anchor it was given (`Specs/imports-exports.md`, *HealthKit*), so a pull reads only what changed.
+    /// - Throws: ``HealthStoreError``.
+    func changes(after anchor: [UInt8]?) throws -> HealthChanges
+}
+
+/// What an anchored query found: samples added and sample ids deleted since the anchor, and the new anchor.
+public struct HealthChanges: Sendable, Equatable {
+    public var added: [StateOfMindSample]
+    public var deleted: [EntryID]
+    /// Opaque bytes to pass to the next ``HealthStore/changes(after:)``.
+    public var anchor: [UInt8]
+
+    /// Creates a result.
+    public init(added: [StateOfMindSample], deleted: [EntryID], anchor: [UInt8]) {
+        self.added = added
+        self.deleted = deleted
+        self.anchor = anchor
+    }
 }

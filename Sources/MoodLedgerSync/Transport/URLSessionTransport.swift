@@ -1,0 +1,263 @@
+import Dispatch
+import Foundation
+import MoodLedger
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Security)
+    import Security
+#endif
+
+/// HTTPS (and HTTP) through Foundation's `URLSession`: native on Apple platforms, `FoundationNetworking` (libcurl)
+/// on Linux. `https://` remotes use it; the dialects, keys, `If-Match`, retries and events are the same as over
+/// ``HTTPTransport`` (`Specs/sync.md`, *Transports*).
+///
+/// Trust: the system's store, or, on Apple platforms, a CA certificate the user names (`--ca-file`). A certificate
+/// or host-name failure is a ``SyncExchange/failure(kind:message:)`` of kind `tls` naming the host and the reason:
+/// never retried as transient, never bypassed.
+// @unchecked Sendable: `URLSession` is documented thread-safe; the per-task answers live in the delegate, under a
+// Mutex; everything else is immutable.
+public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
+    private let url: RemoteURL
+    private let session: URLSession
+    private let relay: Relay
+    private let requestTimeout: Double
+
+    /// What carried the requests, for `sync explain` and the run's report: `HTTPS via URLSession, TLS 1.3`.
+    public var carrier: String {
+        let version = relay.tlsVersion.withLock { $0 }
+        return (url.secure ? "HTTPS" : "HTTP") + " via URLSession"
+            + (url.secure ? ", " + (version ?? "TLS (version not reported on this platform)") : "")
+    }
+
+    /// Creates a transport.
+    /// - Parameters:
+    ///   - url: the remote.
+    ///   - configuration: the app's own session configuration (proxies, cellular policy, timeouts); its timeouts are
+    ///     capped at the client's limits (``SyncLimits``). Default: an ephemeral configuration (no cookies, no cache).
+    ///   - caFile: a PEM or DER CA certificate trusted for this remote besides the system's store (Apple platforms).
+    ///   - requestTimeout: seconds from connecting to the answer's last byte.
+    /// - Throws: ``SyncError`` `config` when `caFile` cannot be read or is no certificate, or on a platform where
+    ///   URLSession offers no trust evaluation (Linux: add the CA to the system's store instead).
+    public init(
+        url: RemoteURL, configuration: URLSessionConfiguration = .ephemeral, caFile: String? = nil,
+        requestTimeout: Double = SyncLimits.requestSeconds
+    ) throws(SyncError) {
+        self.url = url
+        self.requestTimeout = requestTimeout
+        var anchor: Data?
+        if let caFile {
+            anchor = try Self.certificate(at: caFile)
+            #if !canImport(Security)
+                throw SyncError(
+                    .config,
+                    "--ca-file is not available on this platform: URLSession here (libcurl) trusts the system's store "
+                        + "only; add the CA there (update-ca-certificates)")
+            #endif
+        }
+        let copy = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
+        copy.timeoutIntervalForRequest = min(copy.timeoutIntervalForRequest, SyncLimits.readSeconds)
+        copy.timeoutIntervalForResource = min(copy.timeoutIntervalForResource, requestTimeout)
+        copy.httpCookieStorage = nil
+        copy.urlCache = nil
+        relay = Relay(host: url.host, anchor: anchor)
+        session = URLSession(configuration: copy, delegate: relay, delegateQueue: nil)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+        guard let target = URL(string: url.description + request.path) else {
+            return .failure(kind: "network", message: "the request's URL is not valid")
+        }
+        var outgoing = URLRequest(url: target)
+        outgoing.httpMethod = request.method
+        outgoing.timeoutInterval = min(requestTimeout, SyncLimits.readSeconds)
+        outgoing.setValue("application/json", forHTTPHeaderField: "Accept")
+        outgoing.setValue("moodledger-sync", forHTTPHeaderField: "User-Agent")
+        for (name, value) in credentials.headers { outgoing.setValue(value, forHTTPHeaderField: name) }
+        if let key = request.idempotencyKey { outgoing.setValue(key, forHTTPHeaderField: "Idempotency-Key") }
+        if let tag = request.ifMatch { outgoing.setValue(tag, forHTTPHeaderField: "If-Match") }
+        if let replaces = request.replaces { outgoing.setValue(replaces, forHTTPHeaderField: "MoodLedger-Replaces") }
+        if let body = request.body {
+            outgoing.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            outgoing.httpBody = Data(body)
+        }
+        let task = session.dataTask(with: outgoing)
+        let waiter = relay.begin(task, limit: request.maximumResponseBytes)
+        task.resume()
+        // The whole request, from connecting to the last byte, within the deadline (a second beyond URLSession's
+        // own resource timeout: that one answers first, with its own error).
+        if waiter.wait(timeout: .now() + requestTimeout + 1) == .timedOut {
+            task.cancel()
+            _ = waiter.wait(timeout: .now() + 5)
+        }
+        return relay.finish(task, host: url.host)
+    }
+
+    /// A certificate file's DER bytes (PEM's first certificate, or DER as it is).
+    static func certificate(at path: String) throws(SyncError) -> Data {
+        guard let bytes = FileManager.default.contents(atPath: path), bytes.count <= 1 << 20 else {
+            throw SyncError(.config, "cannot read the CA file \(path)")
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----") else {
+            guard bytes.first == 0x30 else { throw SyncError(.config, "\(path) holds no certificate (PEM or DER)") }
+            return bytes
+        }
+        guard let end = text.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<text.endIndex),
+            let der = Data(base64Encoded: String(text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }))
+        else { throw SyncError(.config, "\(path) holds no readable PEM certificate") }
+        return der
+    }
+
+    /// The session's delegate: each task's answer gathered within its byte budget, redirects refused, the server's
+    /// trust evaluated (with the named CA on Apple platforms), the TLS version noted.
+    // @unchecked Sendable: every mutable field is behind a Mutex; the rest is immutable.
+    final class Relay: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        struct Answer {
+            var response: HTTPURLResponse?
+            var body = Data()
+            var limit: Int
+            var failure: (kind: String, message: String)?
+            let done = DispatchSemaphore(value: 0)
+        }
+
+        let host: String
+        let anchor: Data?
+        let answers = Mutex<[Int: Answer]>([:])
+        let tlsVersion = Mutex<String?>(nil)
+        /// Why trust was refused, for the task's error (URLSession's own error text is less precise).
+        let refusal = Mutex<String?>(nil)
+
+        init(host: String, anchor: Data?) {
+            self.host = host
+            self.anchor = anchor
+        }
+
+        func begin(_ task: URLSessionTask, limit: Int) -> DispatchSemaphore {
+            let answer = Answer(limit: limit)
+            answers.withLock { $0[task.taskIdentifier] = answer }
+            return answer.done
+        }
+
+        func finish(_ task: URLSessionTask, host: String) -> SyncExchange {
+            guard let answer = answers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
+                return .failure(kind: "network", message: "no answer")
+            }
+            if let failure = answer.failure { return .failure(kind: failure.kind, message: failure.message) }
+            guard let response = answer.response else {
+                return .failure(kind: "timeout", message: "timed out: the whole response did not arrive in time")
+            }
+            var headers: [(name: String, value: String)] = []
+            for (name, value) in response.allHeaderFields {
+                headers.append((String(describing: name), String(describing: value)))
+            }
+            return .response(status: response.statusCode, headers: headers, body: Array(answer.body))
+        }
+
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+        ) {
+            answers.withLock { $0[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            let over = answers.withLock { answers -> Bool in
+                guard var answer = answers[dataTask.taskIdentifier] else { return false }
+                answer.body.append(data)
+                let over = answer.body.count > answer.limit
+                if over {
+                    answer.failure = (
+                        "network", "the response is larger than the \(answer.limit) bytes this request allows"
+                    )
+                    answer.body = Data()
+                }
+                answers[dataTask.taskIdentifier] = answer
+                return over
+            }
+            if over { dataTask.cancel() }
+        }
+
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        ) {
+            // Never followed: the answer is the redirect itself (`Specs/sync.md`, *HTTP and limits*).
+            completionHandler(nil)
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+            let done = answers.withLock { answers -> DispatchSemaphore? in
+                guard var answer = answers[task.taskIdentifier] else { return nil }
+                if let error, answer.failure == nil {
+                    answer.failure = Self.classify(error, host: host, refusal: refusal.withLock { $0 })
+                }
+                answers[task.taskIdentifier] = answer
+                return answer.done
+            }
+            done?.signal()
+        }
+
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics
+        ) {
+            #if canImport(Security)
+                if let version = metrics.transactionMetrics.last?.negotiatedTLSProtocolVersion {
+                    let names: [tls_protocol_version_t: String] = [.TLSv12: "TLS 1.2", .TLSv13: "TLS 1.3"]
+                    tlsVersion.withLock { $0 = names[version] ?? "TLS" }
+                }
+            #endif
+        }
+
+        #if canImport(Security)
+            func urlSession(
+                _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+            ) {
+                guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
+                    let trust = challenge.protectionSpace.serverTrust
+                else {
+                    completionHandler(.performDefaultHandling, nil)
+                    return
+                }
+                if let anchor, let certificate = SecCertificateCreateWithData(nil, anchor as CFData) {
+                    SecTrustSetAnchorCertificates(trust, [certificate] as CFArray)
+                    SecTrustSetAnchorCertificatesOnly(trust, false)
+                }
+                SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, host as CFString))
+                var error: CFError?
+                if SecTrustEvaluateWithError(trust, &error) {
+                    completionHandler(.useCredential, URLCredential(trust: trust))
+                } else {
+                    refusal.withLock { $0 = error.map { CFErrorCopyDescription($0) as String } ?? "not trusted" }
+                    completionHandler(.cancelAuthenticationChallenge, nil)
+                }
+            }
+        #endif
+
+        /// An error as the engine reads it: `tls` (certificate or host name; never retried as transient),
+        /// `timeout`, or `network`.
+        static func classify(_ error: Error, host: String, refusal: String?) -> (kind: String, message: String) {
+            let ns = error as NSError
+            let text = ns.localizedDescription
+            let tlsCodes: Set<Int> = [
+                NSURLErrorSecureConnectionFailed, NSURLErrorServerCertificateHasBadDate,
+                NSURLErrorServerCertificateUntrusted, NSURLErrorServerCertificateHasUnknownRoot,
+                NSURLErrorServerCertificateNotYetValid, NSURLErrorClientCertificateRejected,
+                NSURLErrorClientCertificateRequired
+            ]
+            // libcurl's texts on Linux: "SSL certificate problem: …", "SSL: no alternative certificate subject name
+            // matches target host name …", "SSL peer certificate or SSH remote key was not OK".
+            if tlsCodes.contains(ns.code) || refusal != nil || text.hasPrefix("SSL") || text.contains("certificate") {
+                return ("tls", "the certificate of \(host) was refused: \(refusal ?? text)")
+            }
+            if ns.code == NSURLErrorTimedOut { return ("timeout", "timed out: \(text)") }
+            return ("network", text)
+        }
+    }
+}
