@@ -166,3 +166,46 @@ struct EraseAllTests {
         #expect(ErasureTests.containing(["remote-secret-id"], in: dir.path).isEmpty)
     }
 }
+
+@Suite("Conflicts after an erasure of every entry")
+struct ErasedConflictTests {
+    /// A merge with a notes conflict on an entry of `source`.
+    static func merge(_ id: EntryID, source: MoodSource) throws -> MoodEvent {
+        func version(_ notes: String) throws -> MoodEntry {
+            var entry = try MoodRules.validate(
+                MoodDraft(valence: 0.2, labels: ["calm"], notes: notes, source: source, sourceID: "s-\(notes)", id: id),
+                now: 1_780_000_000_000, bounds: .storage, newID: { id })
+            entry.createdAt = 1_780_000_000_000
+            entry.updatedAt = 1_780_000_000_000
+            return entry
+        }
+        return .syncMerged(
+            SyncMerge(
+                entryID: id, remoteID: id.description, serverRevision: 5, baseRevision: 3, base: try version("base"),
+                here: try version("secret here"), theirs: try version("secret there"),
+                merged: try version("secret here")))
+    }
+
+    @Test("ledger.erased closes the conflicts of every entry it erases at once, with HealthKit's copies kept or not")
+    func erasedConflictsClose() throws {
+        let manual = EntryID(high: 1, low: 1)
+        let health = EntryID(high: 1, low: 2)
+        for keepsHealthKit in [true, false] {
+            var fold = ConflictsFold()
+            var seq: UInt64 = 0
+            func apply(_ event: MoodEvent) {
+                seq += 1
+                fold.apply(
+                    RecordedEvent(
+                        seq: seq, recordedAt: 1_780_000_000_000_000 + Int64(seq), commandID: EntryID(high: 9, low: seq),
+                        event: event, offset: 0, size: 0))
+            }
+            apply(try Self.merge(manual, source: .manual))
+            apply(try Self.merge(health, source: .healthkit))
+            #expect(fold.conflicts.count == 2)
+            apply(.ledgerErased(Erasure(reason: "asked", requestedBy: "cli", keepsHealthKit: keepsHealthKit)))
+            // No erased text is ever shown: only a kept HealthKit copy's conflict may stay.
+            #expect(fold.conflicts.map(\.entryID) == (keepsHealthKit ? [health] : []))
+        }
+    }
+}

@@ -133,7 +133,8 @@ package enum EventCodec {
                 // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else.
                 let commandID = try r.id()
                 let id = try r.id()
-                if eventType == .syncPulled || eventType == .remoteConfigured, id != .none {
+                if eventType == .syncPulled || eventType == .remoteConfigured || eventType == .ledgerErased, id != .none
+                {
                     throw ByteReader.Malformed(what: "entry_id: must be all zero")
                 }
                 var redaction = Redaction(type: eventType)

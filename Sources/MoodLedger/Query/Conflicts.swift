@@ -74,9 +74,9 @@ public struct ConflictsFold: Sendable, Equatable {
         case .entryErased(let id, _):
             for (_, field) in MergeFields.named { open[Key(entryID: id, field: field.rawValue)] = nil }
         case .ledgerErased(let erasure):
-            // Every entry's, but the kept HealthKit copies' (whose merges the rewrite leaves; the others' records are
-            // redacted by it, so a fold of the rewritten log meets no merge of an erased entry).
-            if !erasure.keepsHealthKit { open = [:] }
+            // Every erased entry's conflicts close at once, before the rewrite redacts their merges: no erased value
+            // is ever shown. Only a kept HealthKit copy's stay (the rewrite leaves its merges).
+            open = open.filter { _, conflict in erasure.keeps(conflict.here ?? conflict.result) }
         default: break
         }
     }
