@@ -87,7 +87,9 @@ struct SnapshotDamageTests {
         #expect(ledger.state == live)
     }
 
-    @Test("A snapshot ahead of the log (log replaced by an older copy) is detected and skipped")
+    @Test(
+        "A snapshot ahead of the log (log replaced by an older copy) is evidence of loss: writers refuse, readers say so, repair records it"
+    )
     func aheadOfLog() throws {
         let dir = TemporaryDirectory("ledger")
         let clock = TestClock()
@@ -101,10 +103,20 @@ struct SnapshotDamageTests {
         try ledger.snapshot()
         ledger.close()
         Bytes.write(earlyLog, to: dir.sub("events.log"))
+        #expect(throws: EventLogError.self) { _ = try Ledger.open(at: dir.path, options: options) }
+        var reading = options
+        reading.readOnly = true
+        let reader = try Ledger.open(at: dir.path, options: reading)
+        #expect(reader.notices.contains { $0.contains("MISSING") }, "\(reader.notices)")
+        #expect(reader.notices.contains { $0.contains("does not match the log") }, "\(reader.notices)")
+        #expect(reader.state == early)
+        reader.close()
+        let repaired = try Ledger.repair(at: dir.path, mode: .salvage)
+        #expect(repaired.lostSeqs.count == 1)
         let reopened = try reopen(dir, options)
         defer { reopened.close() }
-        #expect(reopened.notices.contains { $0.contains("does not match the log") }, "\(reopened.notices)")
-        #expect(reopened.state == early)
+        #expect(reopened.state.entries == early.entries)
+        #expect(reopened.lastSeq == repaired.lostSeqs.last?.upperBound, "the lost seqs are never numbered again")
     }
 
     @Test("rebuild() discards snapshots, replays and writes one fresh snapshot")

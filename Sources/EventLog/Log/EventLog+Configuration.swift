@@ -17,6 +17,30 @@ extension EventLog {
         case readOnly
     }
 
+    /// A durable statement from outside the log that it once held every sequence number through `seq` (the layer
+    /// above's snapshot covering that record): a log of the same file id that ends below it has lost acknowledged
+    /// records (`Specs/log-format.md`, *Evidence of loss*).
+    public struct Evidence: Sendable, Equatable {
+        /// The file id the statement was made for.
+        public var fileID: [UInt8]
+        /// The last sequence number it proves.
+        public var seq: UInt64
+        /// What it is, for messages (`snapshot 2650`).
+        public var source: String
+
+        /// Creates a statement.
+        public init(fileID: [UInt8], seq: UInt64, source: String) {
+            self.fileID = fileID
+            self.seq = seq
+            self.source = source
+        }
+
+        /// The strongest statement about a log of `fileID`, if any.
+        static func strongest(_ all: [Evidence], for fileID: [UInt8]) -> Evidence? {
+            all.filter { $0.fileID == fileID }.max { $0.seq < $1.seq }
+        }
+    }
+
     /// How an ``EventLog`` is opened. Every property documents its default.
     public struct Configuration: Sendable {
         /// Read-write (default) or read-only.
@@ -36,6 +60,11 @@ extension EventLog {
         public var lockWaitMilliseconds = 0
         /// The system-call layer. Default: Platform's `SystemIO`. Tests pass a fault-injecting one.
         public var io: any PlatformIO = SystemIO()
+        /// What proves the log once reached a sequence number (see ``Evidence``). A log that ends below the strongest
+        /// statement for its file id has lost acknowledged records: a writer's open refuses with `corrupted` naming
+        /// the missing range and trims nothing (a repair records the loss first); a reader's open succeeds and says
+        /// so in ``EventLog/missingSeqs``. Default: none.
+        public var evidence: [Evidence] = []
 
         /// The default configuration.
         public init() {}

@@ -16,6 +16,9 @@ public final class EventLog: Sendable {
     public let fileID: [UInt8]
     /// What open did about a torn tail, if there was one.
     public let recoveryNotice: RecoveryNotice?
+    /// Sequence numbers the configuration's evidence proves were acknowledged and this log no longer holds (a reader's
+    /// open; a writer's refuses), with what proves them.
+    public let missingSeqs: (seqs: ClosedRange<UInt64>, source: String)?
     /// Whether open found the configured checkpoint intact and scanned only the records after it.
     public let resumedFromCheckpoint: Bool
 
@@ -45,8 +48,9 @@ public final class EventLog: Sendable {
 
     private init(
         directory: String, path: String, configuration: Configuration, header: LogFormat.FileHeader,
-        notice: RecoveryNotice?, resumed: Bool, state: State
+        notice: RecoveryNotice?, resumed: Bool, state: State, missing: (seqs: ClosedRange<UInt64>, source: String)?
     ) {
+        self.missingSeqs = missing
         self.resumedFromCheckpoint = resumed
         self.directory = directory
         self.path = path
@@ -189,6 +193,19 @@ public final class EventLog: Sendable {
             }
         }
         index.dropEntries(after: scanner.nextSeq - 1)
+        var missing: (seqs: ClosedRange<UInt64>, source: String)?
+        if let proof = Evidence.strongest(configuration.evidence, for: header.fileID), proof.seq >= scanner.nextSeq {
+            missing = (scanner.nextSeq...proof.seq, proof.source)
+            if configuration.access == .readWrite {
+                // Not a torn tail: records that were acknowledged are gone. Nothing is trimmed or appended until a
+                // repair records the loss in the log itself.
+                throw EventLogError(
+                    .corrupted,
+                    "\(path): acknowledged records are missing: the log ends at seq \(scanner.nextSeq - 1) but "
+                        + "\(proof.source) proves seqs \(scanner.nextSeq)…\(proof.seq) were written; run repair "
+                        + "--salvage to record the loss", offset: scanner.offset, seq: scanner.nextSeq)
+            }
+        }
         if configuration.access == .readWrite {
             if notice != nil {
                 try wrapIO("cannot trim the torn tail of \(path)") { try io.truncate(fd, to: scanner.offset) }
@@ -207,7 +224,7 @@ public final class EventLog: Sendable {
             durableSeq: scanner.nextSeq - 1, index: index)
         return EventLog(
             directory: directory, path: path, configuration: configuration, header: header,
-            notice: notice, resumed: resumedFromCheckpoint, state: state)
+            notice: notice, resumed: resumedFromCheckpoint, state: state, missing: missing)
     }
 
     static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {

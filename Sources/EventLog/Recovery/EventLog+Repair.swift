@@ -50,18 +50,36 @@ extension EventLog {
     /// - Parameters:
     ///   - directory: the log directory.
     ///   - io: the system-call layer.
+    ///   - evidence: what proves the log once reached a sequence number (see ``Configuration/evidence``): a log that
+    ///     ends below it has lost acknowledged records, reported as damage naming the range (and a torn tail beside
+    ///     such a loss is damage too, not an unfinished write).
     /// - Returns: the records counted and every problem found.
     /// - Throws: ``EventLogError`` `notFound` or `io`.
-    public static func verify(directory: String, io: any PlatformIO = SystemIO()) throws -> VerifyReport {
+    public static func verify(
+        directory: String, io: any PlatformIO = SystemIO(), evidence: [Evidence] = []
+    ) throws -> VerifyReport {
         let path = directory + "/" + LogFormat.logFileName
         guard io.exists(path) else { throw EventLogError(.notFound, "no event log at \(path)") }
         let survey = try LogSurvey.survey(path: path, io: io)
-        let torn = survey.problems.last.flatMap { $0.isTornTail ? $0 : nil }
+        var torn = survey.problems.last.flatMap { $0.isTornTail ? $0 : nil }
+        var problems = survey.problems.filter { !$0.isTornTail }.map {
+            LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
+        }
+        if let missing = missing(in: survey, evidence: evidence) {
+            if let tail = torn {
+                problems.append(LogDamage(offset: tail.offset, seq: tail.seq, problem: tail.problem))
+                torn = nil
+            }
+            problems.append(
+                LogDamage(
+                    offset: survey.size, seq: missing.seqs.lowerBound,
+                    problem:
+                        "acknowledged records are missing: seqs \(missing.seqs.lowerBound)…\(missing.seqs.upperBound) "
+                        + "(\(missing.source) proves the log reached seq \(missing.seqs.upperBound))"))
+        }
         return VerifyReport(
             records: survey.recordCount,
-            problems: survey.problems.filter { !$0.isTornTail }.map {
-                LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
-            },
+            problems: problems,
             unfinishedWrite: torn.map {
                 LogDamage(
                     offset: $0.offset, seq: $0.seq,
@@ -82,8 +100,17 @@ extension EventLog {
     ///     dropped and its seqs are lost (salvage), or the log is cut before its batch (truncate).
     /// - Returns: what was kept, what was lost and where the copy is.
     /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
+    /// The sequence numbers `evidence` proves were written beyond the last one the surveyed file holds.
+    static func missing(in survey: LogSurvey, evidence: [Evidence]) -> (seqs: ClosedRange<UInt64>, source: String)? {
+        guard let header = survey.header, let proof = Evidence.strongest(evidence, for: header.fileID) else {
+            return nil
+        }
+        let last = survey.runs.last?.lastSeq ?? header.baseSeq
+        return proof.seq > last ? ((last + 1)...proof.seq, proof.source) : nil
+    }
+
     public static func repair(
-        directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(),
+        directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(), evidence: [Evidence] = [],
         rejecting reject: (RecordView) -> String? = { _ in nil }
     ) throws -> RepairReport {
         let path = directory + "/" + LogFormat.logFileName
@@ -101,7 +128,10 @@ extension EventLog {
             problems: survey.problems.map {
                 LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
             })
-        guard !survey.problems.isEmpty else { return report }
+        // A log that ends below what its evidence proves has lost acknowledged records even where its bytes read well
+        // (a cut exactly at a record boundary): repaired like damage, the loss recorded.
+        let proven = missing(in: survey, evidence: evidence)
+        guard !survey.problems.isEmpty || proven != nil else { return report }
         let backup = try backupName(for: path, io: io)
         try EventLogFiles.copy(path, to: backup, io: io)
         report.backupPath = backup
@@ -115,12 +145,13 @@ extension EventLog {
         // The last seq the damaged file appears to have held: every seq after what is kept, up to it, is lost.
         let lastFound = max(
             survey.runs.last?.lastSeq ?? header.baseSeq,
-            survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq)
+            survey.problems.compactMap(\.lostThrough).max() ?? header.baseSeq,
+            proven?.seqs.upperBound ?? 0)
         var runs = survey.runs
         var limit = Int64.max
         if mode == .truncate {
             // Keep only the run that starts the file (if the header is sound and the first record is valid).
-            let firstDamage = survey.problems[0].offset
+            let firstDamage = survey.problems.first?.offset ?? survey.size
             runs = runs.filter { $0.start < firstDamage }
             if survey.header == nil { runs = [] }
             limit = firstDamage
@@ -138,6 +169,10 @@ extension EventLog {
         if mode == .truncate { report.droppedBytes = [salvage.copiedThrough..<survey.size] }
         if mode == .salvage {
             salvage.markLost(through: lastFound)
+        } else if let proven, proven.seqs.upperBound >= salvage.expected {
+            // Truncate cuts at the damage, but a seq the evidence proves was written is never numbered again: the
+            // cut log ends with a lost record up to it.
+            salvage.markLost(through: proven.seqs.upperBound)
         } else if lastFound >= salvage.expected {
             salvage.lost.append(salvage.expected...lastFound)
         }

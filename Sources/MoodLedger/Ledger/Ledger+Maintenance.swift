@@ -51,7 +51,8 @@ extension Ledger {
     ///   - io: the system-call layer.
     /// - Throws: `EventLogError` `notFound` or `io`.
     public static func verify(at path: String, io: any PlatformIO = SystemIO()) throws -> LedgerVerifyReport {
-        let report = try EventLog.verify(directory: path, io: io)
+        let evidence = SnapshotStore(ledgerDirectory: path, io: io).evidence()
+        let report = try EventLog.verify(directory: path, io: io, evidence: evidence)
         var problems = report.problems
         if report.ok {
             var configuration = EventLog.Configuration()
@@ -81,7 +82,9 @@ extension Ledger {
     {
         // A record whose framing is sound but whose event does not decode is damage like any other: repair drops its
         // batch (salvage) or cuts before it (truncate), so that the repaired log verifies.
-        let report = try EventLog.repair(directory: path, mode: mode, io: io) { view in
+        // The snapshots' evidence first: a loss they prove is recorded in the log (lost records) before they go.
+        let evidence = SnapshotStore(ledgerDirectory: path, io: io).evidence()
+        let report = try EventLog.repair(directory: path, mode: mode, io: io, evidence: evidence) { view in
             guard view.type & LogFormat.safeToIgnoreBit == 0 else { return nil }
             do throws(MoodError) { _ = try decode(view) } catch { return error.rule }
             return nil

@@ -92,7 +92,7 @@ public final class Ledger: Sendable {
             path: path, options: options, notices: notices, log: log, state: current, sinceSnapshot: replayed)
         if options.readOnly, options.useSnapshots, options.snapshotInterval > 0,
             replayed >= options.snapshotAfterReadMinimum,
-            log.recoveryNotice == nil
+            log.recoveryNotice == nil, log.missingSeqs == nil
         {
             ledger.leaveSnapshotIfFree()
         }

@@ -39,6 +39,11 @@ enum LedgerRecovery {
             }
         }
         configuration.checkpoint = loaded?.header.location
+        // The newest intact snapshot proves the log once reached its seq: a log that ends below it lost acknowledged
+        // events (a writer's open refuses; a reader's says so). Read even when snapshots are not used for the state.
+        configuration.evidence =
+            loaded.map { store.evidence(loaded: $0) }
+            ?? store.evidence(checkWhereReadFrom: options.checkSnapshotsWhereReadFrom)
         var current = LedgerState()
         // Without a snapshot the replay starts at the first record: it folds the records as the open's recovery scan
         // reads them, instead of reading the log a second time after it.
@@ -52,6 +57,12 @@ enum LedgerRecovery {
             log = try EventLog.open(directory: path, configuration: configuration)
         }
         if let notice = log.recoveryNotice { notices.append(notice.description) }
+        if let missing = log.missingSeqs {
+            notices.append(
+                "ACKNOWLEDGED EVENTS ARE MISSING: the log ends at seq \(missing.seqs.lowerBound - 1), but "
+                    + "\(missing.source) proves seqs \(missing.seqs.lowerBound)…\(missing.seqs.upperBound) were written; "
+                    + "nothing can be appended until `moodledger repair --salvage` records the loss")
+        }
 
         // Check the snapshot belongs to this log and its record is still there; else try older ones. The state reads
         // through the mapped snapshot: nothing is decoded until a query reads it.

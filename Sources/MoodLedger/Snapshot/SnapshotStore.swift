@@ -75,6 +75,26 @@ struct SnapshotStore: Sendable {
         return directory + "/snapshot-" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + ".bin"
     }
 
+    /// What the snapshots prove about the log (`Specs/log-format.md`, *Evidence of loss*): the newest intact snapshot
+    /// says the log of its file id held every seq through the one it covers. `loaded`: that snapshot when the caller
+    /// has it already.
+    func evidence(loaded: SnapshotImage? = nil, checkWhereReadFrom: Int = 32 << 20) -> [EventLog.Evidence] {
+        var image = loaded
+        if image == nil {
+            for seq in list() {
+                if case .success(let found) = load(seq: seq, fileID: nil, checkWhereReadFrom: checkWhereReadFrom) {
+                    image = found
+                    break
+                }
+            }
+        }
+        guard let header = image?.header else { return [] }
+        return [
+            EventLog.Evidence(
+                fileID: header.fileID, seq: header.location.seq, source: "snapshot \(header.location.seq)")
+        ]
+    }
+
     /// The covered sequence numbers of the snapshot files present, newest first.
     func list() -> [UInt64] {
         guard let names = try? io.contents(ofDirectory: directory) else { return [] }
