@@ -76,6 +76,9 @@ struct Context {
     /// their fixed offset.
     func zone() throws -> LocalZone {
         if let zoneOverride { return zoneOverride }
+        if arguments.value("utc-offset") != nil, arguments.value("tz") != nil {
+            throw MoodError.invalid("tz", "give either --tz or --utc-offset, not both")
+        }
         if let text = arguments.value("utc-offset") { return .fixed(minutes: try InterchangeCommands.offset(text)) }
         if let name = arguments.value("tz") {
             guard let zone = LocalZone(identifier: name) else {
@@ -156,11 +159,20 @@ struct Context {
     ///   - ledger: the ledger the command opened (resolved there: no second open).
     ///   - includingPast: a prefix also reaches entries deleted or erased since (history, erase, sync explain).
     func entryID(_ index: Int = 0, in ledger: Ledger, includingPast: Bool = false) throws -> EntryID {
-        let text = try positional(index, "entry ID")
+        try resolveEntry(try positional(index, "entry ID"), in: ledger, includingPast: includingPast)
+    }
+
+    /// The one resolver of every command that takes an entry: a full id, a unique prefix of 4+ hex digits, or `last`;
+    /// with `--at POINT`, resolved against the state at that point (`last` is the entry logged last then, a prefix
+    /// matches the entries then). `includingPast`: a prefix also reaches ids deleted or erased since (through the
+    /// point).
+    func resolveEntry(_ text: String, in ledger: Ledger, includingPast: Bool) throws -> EntryID {
         if let id = EntryID(text) { return id }
+        let state = try read(ledger) { $0 }
+        let when = arguments.value("at").map { " at \($0)" } ?? ""
         if text == "last" {
-            guard let newest = ledger.lastLoggedEntryID else {
-                throw CLIError(ExitCode.noInput, "the ledger has no entries")
+            guard let newest = Ledger.lastLoggedEntryID(in: state) else {
+                throw CLIError(ExitCode.noInput, "the ledger has no entries\(when)")
             }
             return newest
         }
@@ -168,12 +180,12 @@ struct Context {
         guard prefix.count >= 4, prefix.allSatisfy(\.isHexDigit) else {
             throw UsageError("\(text) is not an entry ID (a UUID, a prefix of 4+ hex digits, or last)")
         }
-        let matches = try ledger.entryIDs(withPrefix: prefix, includingPast: includingPast)
+        let matches = try ledger.entryIDs(withPrefix: prefix, includingPast: includingPast, in: state)
         switch matches.count {
         case 1: return matches[0]
         case 0:
             throw CLIError(
-                ExitCode.noInput, "no entry starts with \(text)", hint: "list entries with `moodledger list`")
+                ExitCode.noInput, "no entry starts with \(text)\(when)", hint: "list entries with `moodledger list`")
         default:
             let candidates = matches.prefix(10).map(\.description).joined(separator: ", ")
             throw UsageError(

@@ -211,3 +211,43 @@ struct CommandLineTests {
         #expect(cli.run(["--help"]).code == 0 && cli.run(["log", "--help"]).out.contains("usage: moodledger log"))
     }
 }
+
+@Suite("One entry resolver, exact words")
+struct ResolverAndWordsTests {
+    @Test("Every id-taking command resolves a full id, a 4+ digit prefix and last alike; with --at, as of that point")
+    func resolver() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let first = cli.id(["log", "--valence", "0.2", "--label", "calm", "--note", "first"])
+        let second = cli.id(["log", "--valence", "-0.2", "--label", "sad"])
+        let prefix = String(first.prefix(6))
+        #expect(cli.run(["events", "--entry", prefix]).out.contains(first))
+        #expect(cli.run(["events", "--entry", "last", "--json"]).out.contains(second))
+        #expect(cli.run(["show", "last", "--at", "1"]).out.contains(first), "last as of seq 1 is the first entry")
+        cli.run(["delete", first])
+        #expect(cli.run(["show", prefix, "--at", "1"]).code == 0, "a prefix resolves against the state at the point")
+        #expect(cli.run(["show", prefix]).code != 0, "and not now: the entry is deleted")
+        #expect(cli.run(["history", prefix]).code == 0)
+    }
+
+    @Test(
+        "A note set after a clear is 'set'; numeric options state their rule; conflicting or missing inputs are named")
+    func words() throws {
+        let cli = CLIHarness()
+        cli.run(["init"])
+        let id = cli.id(["log", "--valence", "0.2", "--label", "calm", "--note", "first"])
+        cli.run(["update", id, "--clear-note"])
+        cli.run(["update", id, "--note", "second thoughts"])
+        let history = cli.run(["history", id]).out
+        #expect(history.contains("notes cleared (was \"first\")") && history.contains("notes set: \"second thoughts\""))
+        #expect(!history.components(separatedBy: "created:").dropFirst(2).contains { _ in true }, "one creation only")
+        #expect(cli.run(["log", "--score", "7.5"]).err.contains("from 1 to 10"))
+        #expect(cli.run(["list", "--limit", "x"]).err.contains("from 1 to 100"))
+        let both = cli.run(["log", "--valence", "0.1", "--tz", "Europe/Berlin", "--utc-offset", "+05:30"])
+        #expect(both.code != 0 && both.err.contains("--tz") && both.err.contains("--utc-offset"))
+        let report = cli.run(["report", "--out", "/nonexistent/dir/r.html"])
+        #expect(report.err.contains("the directory /nonexistent/dir does not exist"), "\(report.err)")
+        let missing = cli.run(["import", cli.dir.sub("nothere.csv"), "--format", "csv"])
+        #expect(missing.err.contains("nothere.csv") && missing.err.contains("No such file"), "\(missing.err)")
+    }
+}

@@ -60,7 +60,7 @@ struct FailedCommandTests {
             (["delete", "ffffffff"], ExitCode.noInput),
             (["erase", synced, "--yes"], ExitCode.unavailable),
             (["erase", "--all", "--yes"], ExitCode.unavailable),
-            (["erase", "--all", "--before", "2025-02-01", "--yes"], ExitCode.unavailable),
+            (["erase", "--all", "--before", "2025-07-01", "--yes"], ExitCode.unavailable),
             (["erase", live], ExitCode.usage),
             (["erase", "ffffffff", "--yes"], ExitCode.noInput),
             (["import", cli.dir.sub("missing.csv"), "--format", "daylio"], ExitCode.noInput),

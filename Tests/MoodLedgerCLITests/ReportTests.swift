@@ -48,6 +48,11 @@ struct ReportTests {
         #expect(!html.contains("http:") && !html.contains("https:"))
         let charts = html.components(separatedBy: "<svg").count - 1
         #expect(charts >= 6)
+        // The legend runs from very unpleasant to very pleasant; the daily chart has a date axis (a label per month).
+        #expect(html.contains(">−1 very unpleasant<") && html.contains(">+1 very pleasant<"))
+        for month in ["2026-01", "2026-03", "2026-05"] { #expect(html.contains(">\(month)</text>"), "axis: \(month)") }
+        // The period ends today (the harness's 2026-05-28): its current streak is told.
+        #expect(html.contains("Current streak"))
         #expect(
             html.components(separatedBy: "<title id=").count - 1 == charts
                 && html.components(separatedBy: "<desc id=").count - 1 == charts)
@@ -183,5 +188,36 @@ enum Browser {
             throw CLIError(1, "chromium is not installed but MOODLEDGER_REQUIRE_BROWSER=1 asks for the browser tests")
         }
         return path
+    }
+}
+
+@Suite("Report periods and the demo's dates")
+struct ReportPeriodTests {
+    @Test("A past period tells no current streak; a ledger quiet for a year reports its last year and says so")
+    func pastPeriods() throws {
+        let cli = ReportTests.ledger()
+        let out = cli.dir.sub("past.html")
+        #expect(cli.run(["report", "--out", out, "--from", "2026-01-01", "--to", "2026-03-31"]).code == 0)
+        let past = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(!past.contains("Current streak") && past.contains("Longest"))
+        // Two years later (the harness clock moved), the default period would be empty: the data's last year instead.
+        cli.clock.withLock { $0 += 2 * 365 * 86_400_000 }
+        let quiet = cli.dir.sub("quiet.html")
+        #expect(cli.run(["report", "--out", quiet]).code == 0)
+        let html = try String(contentsOfFile: quiet, encoding: .utf8)
+        #expect(html.contains("No entries in the last 365 days: this is the year up to the last entry (2026-03-09)"))
+        #expect(html.contains("2025-03-10 to 2026-03-09"))
+    }
+
+    @Test("A fresh demo ends the day before it is built: trends of the last 30 days show it")
+    func demoIsAboutNow() throws {
+        let cli = CLIHarness()
+        #expect(cli.run(["demo"]).code == 0)
+        let trends = cli.run(["trends"])
+        #expect(trends.code == 0)
+        #expect(!trends.out.contains(": 0 entries"), "\(trends.out)")
+        #expect(
+            trends.out.contains("2026-05-27"),
+            "the demo's last day is the day before the harness's today: \(trends.out)")
     }
 }

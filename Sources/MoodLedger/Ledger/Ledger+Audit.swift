@@ -93,22 +93,32 @@ extension Ledger {
     ///   - includingPast: also match entries that are no longer current (reads the whole log).
     /// - Throws: `EventLogError` for damage met while reading the log.
     public func entryIDs(withPrefix prefix: String, includingPast: Bool = false) throws -> [EntryID] {
+        try entryIDs(withPrefix: prefix, includingPast: includingPast, in: read { $0 })
+    }
+
+    /// ``entryIDs(withPrefix:includingPast:)`` as of a state (`state(at:)`): its entries, and with `includingPast` every
+    /// id an event named through its seq.
+    /// - Throws: `EventLogError` while reading the log.
+    public func entryIDs(withPrefix prefix: String, includingPast: Bool, in state: LedgerState) throws -> [EntryID] {
         let wanted = prefix.lowercased().replacing("-", with: "")
         func matches(_ id: EntryID) -> Bool { id.description.replacing("-", with: "").hasPrefix(wanted) }
-        var found = Set(read { $0.entries.ids }.filter(matches))
+        var found = Set(state.entries.ids.filter(matches))
         if includingPast {
-            try LogHistory(log: eventLog).forEachNamedID { id, _ in if matches(id) { found.insert(id) } }
+            try LogHistory(log: eventLog).forEachNamedID(through: state.seq) { id, _ in
+                if matches(id) { found.insert(id) }
+            }
         }
         return found.sorted()
     }
 
     /// The current entry logged last (latest `logged_at`, then the greatest id), if any.
-    public var lastLoggedEntryID: EntryID? {
-        read { state in
-            // UTC offsets span 26 hours, so the latest instant's local date is at most two days before the latest
-            // local date with entries: it is among the last three days that have any.
-            state.entries.activeDays.suffix(3).flatMap { state.entries.entries(on: $0) }
-                .max { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }?.id
-        }
+    public var lastLoggedEntryID: EntryID? { read { Self.lastLoggedEntryID(in: $0) } }
+
+    /// The entry logged last in `state` (latest `logged_at`, then the greatest id), if any: `last` as of a point.
+    public static func lastLoggedEntryID(in state: LedgerState) -> EntryID? {
+        // UTC offsets span 26 hours, so the latest instant's local date is at most two days before the latest
+        // local date with entries: it is among the last three days that have any.
+        state.entries.activeDays.suffix(3).flatMap { state.entries.entries(on: $0) }
+            .max { ($0.loggedAt.milliseconds, $0.id) < ($1.loggedAt.milliseconds, $1.id) }?.id
     }
 }

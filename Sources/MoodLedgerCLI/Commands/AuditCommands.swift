@@ -32,10 +32,6 @@ enum AuditCommands {
         let after = try a.value("after-seq").map { try seq($0, "after-seq") } ?? 0
         let until = try a.value("until-seq").map { try seq($0, "until-seq") } ?? .max
         var filter = EventFilter()
-        if let text = a.value("entry") {
-            guard let id = EntryID(text) else { throw UsageError("\(text) is not an entry ID") }
-            filter.entryID = id
-        }
         if let text = a.value("type") {
             guard let type = EventType(name: text) else {
                 throw UsageError(
@@ -45,6 +41,9 @@ enum AuditCommands {
         }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
+        if let text = a.value("entry") {
+            filter.entryID = try context.resolveEntry(text, in: ledger, includingPast: true)
+        }
         for event in try ledger.events(after: after, through: until, filter: filter) {
             context.console.line(context.json ? event.json.serialized() : HumanFormat.eventLine(event))
         }

@@ -22,7 +22,8 @@ enum DemoCommand {
             }
             try UserFiles.removeTree(path, io: io)
         }
-        let clock = DemoClock()
+        // The demo's year ends yesterday, so that every default view (the last 30 days, the report's year) shows it.
+        let clock = DemoClock(endingBefore: context.baseOptions.clock())
         var options = context.baseOptions
         options.clock = { clock.now }
         options.utcOffsetMinutes = 60
@@ -69,9 +70,16 @@ enum DemoCommand {
     }
 }
 
-/// The demo's clock: 2025-01-01T07:00:00Z onward, moved by the story.
+/// The demo's clock: 07:00 UTC of the day 365 days before the day it is built onward, moved by the story.
 final class DemoClock: Sendable {
-    let milliseconds = Mutex<Int64>(1_735_714_800_000)
+    let milliseconds: Mutex<Int64>
+
+    /// A clock whose story of 365 days ends the day before `now` (ms).
+    init(endingBefore now: Int64) {
+        let today = now - ((now % 86_400_000) + 86_400_000) % 86_400_000
+        milliseconds = Mutex(today - 365 * 86_400_000 + 7 * 3_600_000)
+    }
+
     var now: Int64 { milliseconds.withLock { $0 } }
     func set(_ value: Int64) { milliseconds.withLock { $0 = max($0, value) } }
     func advance(_ ms: Int64) { milliseconds.withLock { $0 += ms } }

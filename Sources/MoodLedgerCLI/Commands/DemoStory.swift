@@ -30,7 +30,7 @@ enum DemoStory {
     static func build(_ ledger: Ledger, clock: DemoClock) throws -> Summary {
         var random = SplitMix64(seed: 7)
         var summary = Summary()
-        let day0 = clock.now - 7 * 3_600_000  // midnight UTC, 2025-01-01
+        let day0 = clock.now - 7 * 3_600_000  // midnight UTC, 365 days before the day the demo is built
         var logged: [EntryID] = []
         var retried: EntryID?
         for day in 0..<365 {

@@ -19,7 +19,7 @@ enum EntryCommands {
         let a = context.arguments
         var draft = MoodDraft()
         draft.valence = try a.value("valence").map { try number($0, "valence") }
-        draft.score = try a.value("score").map { try integer($0, "score") }
+        draft.score = try a.value("score").map { try Context.integer($0, "score", in: MoodRules.scoreRange) }
         draft.labels = a.list("label")
         draft.associations = a.list("association")
         draft.tags = a.values["tag"] ?? []
@@ -80,7 +80,7 @@ enum EntryCommands {
         let a = context.arguments
         var changes = MoodChanges()
         changes.valence = try a.value("valence").map { try number($0, "valence") }
-        changes.score = try a.value("score").map { try integer($0, "score") }
+        changes.score = try a.value("score").map { try Context.integer($0, "score", in: MoodRules.scoreRange) }
         if a.has("clear-note") && a.value("note") != nil { throw UsageError("give --note or --clear-note, not both") }
         if let note = a.value("note") { changes.notes = .set(note) }
         if a.has("clear-note") { changes.notes = .clear }
@@ -173,8 +173,8 @@ enum EntryCommands {
         query.search = a.value("search")
         query.minValence = try a.value("min-valence").map { try number($0, "min-valence") }
         query.maxValence = try a.value("max-valence").map { try number($0, "max-valence") }
-        query.limit = try a.value("limit").map { try integer($0, "limit") } ?? 30
-        query.offset = try a.value("offset").map { try integer($0, "offset") } ?? 0
+        query.limit = try a.value("limit").map { try Context.integer($0, "limit", in: 1...100) } ?? 30
+        query.offset = try a.value("offset").map { try Context.integer($0, "offset", in: 0...Int(Int32.max)) } ?? 0
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
         // --all: the whole match in one pass.

@@ -191,7 +191,8 @@ enum EraseCommand {
         if let (id, why) = failures.min(by: { $0.key < $1.key }) {
             throw CLIError(
                 ExitCode.unavailable,
-                "the backend did not erase \(copies(failures.count)) (\(id): \(why)); nothing was erased",
+                "the backend did not erase its copy of \(failures.count == 1 ? "1 entry" : "\(failures.count) entries") "
+                    + "(\(id): \(why)); nothing was erased",
                 hint: "try again when the backend answers, " + hint)
         }
     }

@@ -35,7 +35,9 @@ enum InterchangeCommands {
         }
         let io = context.baseOptions.io
         let fd: Int32
-        do { fd = try io.open(path, .readOnly) } catch { throw CLIError(ExitCode.noInput, "cannot read \(path)") }
+        do { fd = try io.open(path, .readOnly) } catch {
+            throw CLIError(ExitCode.noInput, "cannot read \(path): \(error)")
+        }
         defer { io.close(fd) }
         var position: Int64 = 0
         let read: (UnsafeMutableRawBufferPointer) throws -> Int = { buffer in

@@ -68,18 +68,32 @@ enum PictureCommands {
         guard let out = context.arguments.value("out") else { throw UsageError("report needs --out FILE.html") }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let (from, to) = try period(context)
+        var (from, to) = try period(context)
+        let today = try context.today()
+        let chosen = context.arguments.value("from") != nil || context.arguments.value("to") != nil
         let (html, asOf) = try context.read(ledger) { state in
             let asOf =
                 "as of seq \(state.seq)"
                 + (state.recordedAt == 0
                     ? "" : " (\(ISO8601.format(milliseconds: state.recordedAt / 1000, offsetMinutes: 0)))")
+            // The default year is the last 365 days; when they hold nothing, the year up to the last entry, said so.
+            var note: String?
+            if !chosen, let last = state.entries.activeDays.last, last < from {
+                to = last
+                from = last.advanced(by: -364)
+                note = "No entries in the last 365 days: this is the year up to the last entry (\(last))."
+            }
             let html = ReportHTML(
                 state: state, insights: try state.insights(from: from, to: to),
                 ledgerName: URL(fileURLWithPath: context.ledgerPath).lastPathComponent, asOf: asOf,
-                includeNotes: context.arguments.has("include-notes")
+                includeNotes: context.arguments.has("include-notes"), today: today, periodNote: note
             ).render()
             return (html, asOf)
+        }
+        let folder = URL(fileURLWithPath: out).deletingLastPathComponent().path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw CLIError(ExitCode.cannotCreate, "cannot write \(out): the directory \(folder) does not exist")
         }
         do { try UserFiles.write(Array(html.utf8), to: out) } catch {
             throw CLIError(ExitCode.cannotCreate, "cannot write \(out): \(error)")

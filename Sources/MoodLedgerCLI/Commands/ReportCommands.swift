@@ -77,7 +77,8 @@ enum ReportCommands {
         let from = try context.dateOption("from") ?? to.advanced(by: -29)
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let limit = try context.arguments.value("limit").map { try EntryCommands.integer($0, "limit") } ?? .max
+        let limit =
+            try context.arguments.value("limit").map { try Context.integer($0, "limit", in: 1...Int.max) } ?? .max
         let report = try context.read(ledger) { state in
             which == "labels"
                 ? state.labelAnalytics(from: from, to: to, limit: limit)

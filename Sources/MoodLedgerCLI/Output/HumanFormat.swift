@@ -117,13 +117,20 @@ enum HumanFormat {
         case .redacted: return line + "\n      redacted by an erasure"
         default: break
         }
-        if let changes, changes.allSatisfy({ $0.before == .null }), !changes.isEmpty {
+        if let changes, changes.allSatisfy({ $0.before == .null }), !changes.isEmpty, event.event.type == .created {
             // A creation: the entry as it was logged, not a row of `null →` lines.
             let fields = changes.filter { $0.after != .null && $0.after != .array([]) }
             line += "\n      created: " + fields.map { "\($0.field) \($0.after.serialized())" }.joined(separator: ", ")
         } else if let changes {
             for change in changes {
-                line += "\n      \(change.field): \(change.before.serialized()) → \(change.after.serialized())"
+                // A value given where there was none is "set", one taken away "cleared": never a creation.
+                if change.before == .null {
+                    line += "\n      \(change.field) set: \(change.after.serialized())"
+                } else if change.after == .null {
+                    line += "\n      \(change.field) cleared (was \(change.before.serialized()))"
+                } else {
+                    line += "\n      \(change.field): \(change.before.serialized()) → \(change.after.serialized())"
+                }
             }
             if changes.isEmpty, case .object(let pairs) = event.event.json, !pairs.isEmpty {
                 line += "\n      " + event.event.json.serialized()

@@ -10,6 +10,10 @@ struct ReportHTML {
     /// "as of seq N (instant)".
     var asOf: String
     var includeNotes: Bool
+    /// Today, in the ledger's zone: the current streak is told only for a period that includes it (`nil`: told).
+    var today: LocalDate? = nil
+    /// Why the period is not the default one, said under the title (`nil`: nothing to say).
+    var periodNote: String? = nil
 
     // Fixed geometry, so tests can find a day's cell in a screenshot.
     static let headerHeight = 96
@@ -49,6 +53,7 @@ struct ReportHTML {
             svg { display: block; }
             table { border-collapse: collapse; margin: 6px 0 12px; font-size: 12px; }
             th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+            td.text, th.text { text-align: left; }
             th:first-child, td:first-child { text-align: left; }
             caption { text-align: left; color: #555; }
             @media print { section { break-inside: avoid; } }
@@ -57,7 +62,7 @@ struct ReportHTML {
             <body>
             <header>
             <h1>Mood report: \(Self.escape(ledgerName))</h1>
-            <p>\(insights.from) to \(insights.to) · \(Self.escape(asOf)) · \(state.entries.count) entries in the ledger</p>
+            <p>\(insights.from) to \(insights.to) · \(Self.escape(asOf)) · \(state.entries.count) entries in the ledger</p>\(periodNote.map { "<p>\(Self.escape($0))</p>" } ?? "")
             </header>
 
             """
@@ -118,9 +123,9 @@ struct ReportHTML {
             legend +=
                 "<rect x=\"\(Self.gridLeft + bin * 40)\" y=\"\(legendY)\" width=\"38\" height=\"10\" fill=\"\(MoodColors.hex[bin])\"/>"
         }
-        legend += "<text x=\"\(Self.gridLeft)\" y=\"\(legendY + 24)\" font-size=\"10\">−1 unpleasant</text>"
+        legend += "<text x=\"\(Self.gridLeft)\" y=\"\(legendY + 24)\" font-size=\"10\">−1 very unpleasant</text>"
         legend +=
-            "<text x=\"\(Self.gridLeft + 9 * 40)\" y=\"\(legendY + 24)\" font-size=\"10\" text-anchor=\"end\">very pleasant +1</text>"
+            "<text x=\"\(Self.gridLeft + 9 * 40)\" y=\"\(legendY + 24)\" font-size=\"10\" text-anchor=\"end\">+1 very pleasant</text>"
         legend +=
             "<text x=\"\(Self.gridLeft + 9 * 40 + 12)\" y=\"\(legendY + 9)\" font-size=\"10\">blank: no entry</text>"
         let average = count == 0 ? "no entries" : "average \(Self.number(sum / Double(count))) over \(count) days"
@@ -138,12 +143,12 @@ struct ReportHTML {
             point.averageValence.map { (point.date, $0) }
         }
         let width = 760
-        let height = 200
+        let height = 216
         let span = max(1, insights.from.distance(to: insights.to))
         func x(_ day: LocalDate) -> Double {
             40 + Double(insights.from.distance(to: day)) / Double(span) * Double(width - 50)
         }
-        func y(_ value: Double) -> Double { 10 + (1 - (value + 1) / 2) * Double(height - 30) }
+        func y(_ value: Double) -> Double { 10 + (1 - (value + 1) / 2) * Double(height - 46) }
         var points = ""
         var average = ""
         var rows: [(String, String, String)] = []
@@ -159,6 +164,7 @@ struct ReportHTML {
             "<line x1=\"40\" y1=\"\(y(0))\" x2=\"\(width - 10)\" y2=\"\(y(0))\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>"
             + "<text x=\"0\" y=\"\(Self.number(y(1) + 4))\" font-size=\"10\">+1</text><text x=\"0\" y=\"\(Self.number(y(0) + 4))\" font-size=\"10\">0</text>"
             + "<text x=\"0\" y=\"\(Self.number(y(-1) + 4))\" font-size=\"10\">−1</text>"
+            + dateAxis(x: x, baseline: y(-1) + 6)
         return """
             <section><h2>Daily averages</h2>
             <svg role="img" aria-labelledby="daily-t daily-d" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">
@@ -167,6 +173,32 @@ struct ReportHTML {
             \(table("Daily averages", ["day", "average valence", "7-day average"], rows.map { [$0.0, $0.1, $0.2] }, hidden: true))</section>
 
             """
+    }
+
+    /// The daily chart's date axis: a tick and a label at the first day of each month in the period (every second,
+    /// third… month when there are many), and at the period's ends.
+    private func dateAxis(x: (LocalDate) -> Double, baseline: Double) -> String {
+        var months: [LocalDate] = []
+        var day = insights.from
+        while day <= insights.to {
+            if day.components.day == 1 { months.append(day) }
+            day = day.advanced(by: 1)
+        }
+        let step = max(1, (months.count + 5) / 6)
+        let shown = months.enumerated().filter { $0.offset % step == 0 }.map(\.element)
+        var axis =
+            "<line x1=\"40\" y1=\"\(Self.number(baseline))\" x2=\"\(Self.number(x(insights.to)))\" y2=\"\(Self.number(baseline))\" stroke=\"#999\"/>"
+        for tick in shown {
+            axis +=
+                "<line x1=\"\(Self.number(x(tick)))\" y1=\"\(Self.number(baseline))\" x2=\"\(Self.number(x(tick)))\" y2=\"\(Self.number(baseline + 4))\" stroke=\"#999\"/>"
+                + "<text x=\"\(Self.number(x(tick)))\" y=\"\(Self.number(baseline + 16))\" font-size=\"10\" text-anchor=\"middle\">\(String(tick.description.prefix(7)))</text>"
+        }
+        if shown.isEmpty {
+            axis +=
+                "<text x=\"40\" y=\"\(Self.number(baseline + 16))\" font-size=\"10\">\(insights.from)</text>"
+                + "<text x=\"\(Self.number(x(insights.to)))\" y=\"\(Self.number(baseline + 16))\" font-size=\"10\" text-anchor=\"end\">\(insights.to)</text>"
+        }
+        return axis
     }
 
     private func bars(_ title: String, _ id: String, _ buckets: [InsightsReport.Bucket]) -> String {
@@ -202,10 +234,15 @@ struct ReportHTML {
     }
 
     private func streaks() -> String {
-        """
-        <section><h2>Streaks</h2><p>Current streak: \(insights.currentStreak) day\(insights.currentStreak == 1 ? "" : "s") with at least one entry. Longest: \(insights.longestStreak) day\(insights.longestStreak == 1 ? "" : "s")\(insights.longestStreakStart.map { ", from \($0)" } ?? "").</p></section>
+        // A streak is "current" only up to today: a past period has none.
+        let current =
+            today.map { insights.to >= $0 } ?? true
+            ? "Current streak: \(insights.currentStreak) day\(insights.currentStreak == 1 ? "" : "s") with at least one entry. "
+            : ""
+        return """
+            <section><h2>Streaks</h2><p>\(current)Longest: \(insights.longestStreak) day\(insights.longestStreak == 1 ? "" : "s")\(insights.longestStreakStart.map { ", from \($0)" } ?? "").</p></section>
 
-        """
+            """
     }
 
     private func factors() -> String {
@@ -299,9 +336,18 @@ struct ReportHTML {
     private func table(_ caption: String, _ headers: [String], _ rows: [[String]], hidden: Bool = false) -> String {
         let style = hidden ? " style=\"position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)\"" : ""
         return "<table\(style)><caption>\(Self.escape(caption))</caption><tr>"
-            + headers.map { "<th>\(Self.escape($0))</th>" }.joined() + "</tr>"
-            + rows.map { "<tr>" + $0.map { "<td>\(Self.escape($0))</td>" }.joined() + "</tr>" }.joined() + "</table>\n"
+            + headers.map { "<th\(Self.isText($0) ? " class=\"text\"" : "")>\(Self.escape($0))</th>" }.joined()
+            + "</tr>"
+            + rows.map { row in
+                "<tr>"
+                    + zip(headers, row).map { header, cell in
+                        "<td\(Self.isText(header) ? " class=\"text\"" : "")>\(Self.escape(cell))</td>"
+                    }.joined() + "</tr>"
+            }.joined() + "</table>\n"
     }
+
+    /// Whether a column holds text (aligned left) rather than figures (aligned right).
+    static func isText(_ header: String) -> Bool { ["notes", "word", "label", "association", "tag"].contains(header) }
 
     static func escape(_ text: String) -> String {
         var out = ""

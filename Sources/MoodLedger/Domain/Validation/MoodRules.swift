@@ -9,6 +9,8 @@ public enum MoodRules {
     public static let maximumTags = 64
     public static let maximumTagLength = 100
     public static let maximumNotesLength = 500
+    /// The 1–10 score's range (its valence is its exact translation).
+    public static let scoreRange = 1...10
     public static let maximumSourceIDLength = 200
 
     /// Validates a draft into an entry (timestamps 0; the ledger stamps them from the log).
@@ -143,7 +145,7 @@ public enum MoodRules {
     }
 
     static func checkScore(_ score: Int) throws(MoodError) -> Int {
-        guard (1...10).contains(score) else { throw .invalid("score", "must be an integer 1...10") }
+        guard scoreRange.contains(score) else { throw .invalid("score", "must be an integer 1...10") }
         return score
     }
 
