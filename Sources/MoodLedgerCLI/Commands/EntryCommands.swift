@@ -199,10 +199,6 @@ enum EntryCommands {
         return value
     }
 
-    static func integer(_ text: String, _ field: String) throws -> Int {
-        try Context.integer(text, field, in: Int.min...Int.max)
-    }
-
     static func kind(_ text: String) throws -> MoodKind {
         guard let kind = MoodKind(parsing: text) else { throw MoodError.invalid("kind", "must be momentary or daily") }
         return kind
