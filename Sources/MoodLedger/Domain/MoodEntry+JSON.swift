@@ -1,3 +1,24 @@
+/// How a route spells an entry: the ledger's own form (the CLI, the changes feed) or a seed route's conventions
+/// (`Specs/server.md`, *Seed shapes*).
+package struct EntryJSONStyle: Sendable, Hashable {
+    /// Instants in whole seconds (no fraction): what ISO8601DateFormatter's and JSONDecoder's `.iso8601` defaults parse.
+    package var wholeSeconds = false
+    /// `updated_at` equal to `created_at` until the entry is edited, never `null`.
+    package var updatedAtAlways = false
+    /// `is_healthkit` after `source_id`.
+    package var healthKitFlag = false
+    /// Apple's associations in camelCase (`currentEvents`, `selfCare`).
+    package var camelCaseWords = false
+
+    /// The ledger's own form: instants to the millisecond, `updated_at` `null` until edited.
+    package static let ledger = EntryJSONStyle()
+    /// Seed 001's mood routes: whole seconds, `updated_at` `null` until edited (as its documents show).
+    package static let moodAPI = EntryJSONStyle(wholeSeconds: true)
+    /// Seed 002's wellness routes: whole seconds, `is_healthkit`, `updated_at` always, camelCase associations.
+    package static let wellness = EntryJSONStyle(
+        wholeSeconds: true, updatedAtAlways: true, healthKitFlag: true, camelCaseWords: true)
+}
+
 extension MoodEntry {
     /// The backend API's entry shape (snake_case keys), as `Specs/cli.md` lists them.
     public var json: JSONValue {
@@ -17,7 +38,15 @@ extension MoodEntry {
     ///   - out: the text to append to.
     ///   - userID: adds the seed's `user_id` after `id` (single-entry answers).
     ///   - typedScore: adds `typed_score` after `score` (the changes feed's entry object, `Specs/server.md`).
-    package func writeJSON(to out: inout JSONBytes, userID: String? = nil, typedScore: Bool = false) {
+    ///   - style: the seed route's conventions (`Specs/server.md`, *Seed shapes*); default: the ledger's own.
+    package func writeJSON(
+        to out: inout JSONBytes, userID: String? = nil, typedScore: Bool = false, style: EntryJSONStyle = .ledger
+    ) {
+        func instant(_ milliseconds: Int64, offset: Int) {
+            // Whole seconds where the seed's apps parse with ISO8601DateFormatter's defaults (no fractions).
+            let shown = style.wholeSeconds ? milliseconds - ((milliseconds % 1000) + 1000) % 1000 : milliseconds
+            out.instant(milliseconds: shown, offsetMinutes: offset)
+        }
         out.beginObject()
         out.key("id")
         out.id(id)
@@ -26,7 +55,7 @@ extension MoodEntry {
             out.string(userID)
         }
         out.key("logged_at")
-        out.instant(milliseconds: loggedAt.milliseconds, offsetMinutes: loggedAt.utcOffsetMinutes)
+        instant(loggedAt.milliseconds, offset: loggedAt.utcOffsetMinutes)
         out.key("utc_offset_minutes")
         out.int(Int64(loggedAt.utcOffsetMinutes))
         out.key("kind")
@@ -47,7 +76,12 @@ extension MoodEntry {
         out.endArray()
         out.key("associations")
         out.beginArray()
-        associationList.forEach { $0.writeJSON(to: &out) }
+        if style.camelCaseWords {
+            // Seed 002 spells Apple's two-word associations in camelCase (`currentEvents`, `selfCare`).
+            associationList.forEach { $0.isCustom ? $0.writeJSON(to: &out) : out.string($0.name) }
+        } else {
+            associationList.forEach { $0.writeJSON(to: &out) }
+        }
         out.endArray()
         out.key("tags")
         out.beginArray()
@@ -59,10 +93,14 @@ extension MoodEntry {
         out.string(source.rawValue)
         out.key("source_id")
         out.string(sourceID)
+        if style.healthKitFlag {
+            out.key("is_healthkit")
+            out.bool(source == .healthkit)
+        }
         out.key("created_at")
-        out.instant(milliseconds: createdAt, offsetMinutes: 0)
+        instant(createdAt, offset: 0)
         out.key("updated_at")
-        if updatedAt == createdAt { out.null() } else { out.instant(milliseconds: updatedAt, offsetMinutes: 0) }
+        if updatedAt == createdAt && !style.updatedAtAlways { out.null() } else { instant(updatedAt, offset: 0) }
         out.endObject()
     }
 

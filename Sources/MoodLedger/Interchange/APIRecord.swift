@@ -1,8 +1,8 @@
 /// Request bodies of the backend API (`/api/v1/mood`, the wellness routes, `/api/v1/progress`) read into drafts,
 /// with the import readers' field rules. Errors name the field (a server answers them 422).
 public enum APIRecord {
-    /// A mood entry to create: `valence` or `score` or the legacy `mood_score` (1–10), `labels` (at least one item
-    /// when given), `associations`, `tags`, `notes`, `logged_at` (absent: now), `utc_offset_minutes`, `kind`,
+    /// A mood entry to create: `valence` or `score` or the legacy `mood_score` (1–10), `labels` (may be empty beside
+    /// a valence or score; at least one item otherwise), `associations`, `tags`, `notes`, `logged_at` (absent: now), `utc_offset_minutes`, `kind`,
     /// `source` (default manual), `source_id`, `id` (a client's own UUID, for idempotent creates). Unknown fields
     /// are ignored. No labels are suggested.
     /// - Throws: ``MoodError`` `invalid_input` naming the field.
@@ -12,7 +12,11 @@ public enum APIRecord {
             var draft = MoodDraft(suggestLabels: false)
             (draft.valence, draft.score) = try scalars(r)
             if let labels = try r.strings("labels") {
-                guard !labels.isEmpty else { throw r.error("labels", "must contain at least 1 item when given") }
+                // `labels: []` beside a valence or a score means "no labels" (a valence-only entry, as the FitIQ client
+                // sends it); alone, there is nothing to log.
+                guard !labels.isEmpty || draft.valence != nil || draft.score != nil else {
+                    throw r.error("labels", "must contain at least 1 item when no valence or score is given")
+                }
                 draft.labels = labels
             }
             draft.associations = try r.strings("associations") ?? []

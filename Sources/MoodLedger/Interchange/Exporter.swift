@@ -42,8 +42,12 @@ public enum Exporter {
             .serialized(pretty: true) + "\n"
         case .healthkit:
             var skipped = 0
+            var translated = 0
             let samples: [JSONValue] = entries.compactMap { entry in
-                guard let sample = StateOfMindSample(entry: entry, uuid: entry.id, skippedCustomWords: &skipped) else {
+                guard
+                    let sample = StateOfMindSample(
+                        entry: entry, uuid: entry.id, skippedCustomWords: &skipped, translatedWords: &translated)
+                else {
                     return nil
                 }
                 return sample.json
@@ -51,6 +55,7 @@ public enum Exporter {
             let withoutValence = entries.count - samples.count
             return JSONValue.object([
                 ("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
+                ("translated_words", .int(Int64(translated))),
                 ("skipped_entries_without_valence", .int(Int64(withoutValence)))
             ])
             .serialized(pretty: true) + "\n"

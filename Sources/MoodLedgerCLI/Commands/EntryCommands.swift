@@ -47,7 +47,8 @@ enum EntryCommands {
         return ExitCode.ok
     }
 
-    /// Says on stderr which typed words an alias changed (`tired` → `drained`), and what would have been suggested
+    /// Says on stderr which typed words were recorded in Apple's spelling of the same word (`Current Events` →
+    /// `current_events`; a different word is kept as typed and says nothing), and what would have been suggested
     /// for a score given without labels (stored only with `--suggest`).
     static func reportWords(_ draft: MoodDraft, _ entry: MoodEntry, context: Context) {
         func aliases<D>(_ typed: [String], _ as: VocabularyWord<D>.Type) -> [String] {

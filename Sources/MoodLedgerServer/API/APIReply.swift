@@ -5,14 +5,20 @@ import MoodLedger
 enum APIReply {
     static let contentType = ("Content-Type", "application/json; charset=utf-8")
 
-    static func data(_ status: Int, _ data: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        let body = JSONValue.object([("success", .bool(true)), ("data", data)]).serializedBytes()
+    /// - Parameter errorNull: add `"error": null` after `data` (seed 004's envelope shows it).
+    static func data(
+        _ status: Int, _ data: JSONValue, headers: [(name: String, value: String)] = [], errorNull: Bool = false
+    ) -> HTTPResponse {
+        let body = JSONValue.object(
+            [("success", .bool(true)), ("data", data)] + (errorNull ? [("error", JSONValue.null)] : [])
+        ).serializedBytes()
         return HTTPResponse(status: status, headers: [contentType] + headers, body: body)
     }
 
     /// A success envelope whose `data` is written by `write` straight into bytes (hot paths: lists, entries).
     static func data(
-        _ status: Int, headers: [(name: String, value: String)] = [], _ write: (inout JSONBytes) -> Void
+        _ status: Int, headers: [(name: String, value: String)] = [], errorNull: Bool = false,
+        _ write: (inout JSONBytes) -> Void
     )
         -> HTTPResponse
     {
@@ -22,6 +28,10 @@ enum APIReply {
         out.bool(true)
         out.key("data")
         write(&out)
+        if errorNull {
+            out.key("error")
+            out.null()
+        }
         out.endObject()
         return HTTPResponse(status: status, headers: [contentType] + headers, body: out.bytes)
     }

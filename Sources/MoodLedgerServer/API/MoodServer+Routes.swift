@@ -18,31 +18,44 @@ extension MoodServer {
         switch (route.name, method) {
         case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
             let page = try list(request, today: today, user: user)
-            return .now(APIReply.data(200) { page.writeJSON(to: &$0, entries: user.writeEntries) })
+            let wellness = route.name == .wellnessCollection
+            return .now(
+                APIReply.data(200) {
+                    page.writeJSON(to: &$0) { entries, out in
+                        user.writeEntries(
+                            entries, style: wellness ? .wellness : .moodAPI, userID: wellness ? user.name : nil,
+                            to: &out)
+                    }
+                })
         case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
             return try write(
-                .create(try APIRecord.draft(from: try Self.jsonBody(request)), progress: false), request: request,
+                .create(
+                    try APIRecord.draft(from: try Self.jsonBody(request)),
+                    shape: route.name == .wellnessCollection ? .wellness : .mood), request: request,
                 user: user)
         case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
             let id = try Self.entryID(text)
             guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            // The mood route's read carries `typed_score` (as the changes feed does): a client merging after a 412
-            // must know whether the score was typed, or it takes a typed score for a changed mood.
-            var typed = false
-            if case .moodItem = route.name { typed = true }
-            let typedScore = typed
+            // `?detail=full` (the reference server's extension): the changes feed's entry object — instants to the
+            // millisecond and `typed_score` — for a client merging after a 412, which must compare like with like.
+            var shape: Shape = .wellness
+            if case .moodItem = route.name { shape = .mood }
+            let full = try Self.fullDetail(request)
+            let answerShape = shape
             return .now(
                 APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
-                    if typedScore {
+                    if full {
                         entry.writeJSON(to: &$0, userID: user.name, typedScore: true)
                     } else {
-                        Self.writeEntry(entry, progress: false, user: user, to: &$0)
+                        Self.writeEntry(entry, shape: answerShape, user: user, to: &$0)
                     }
                 })
         case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
             let id = try Self.entryID(text)
             let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
-            return try write(.replace(id, replacement, progress: false), request: request, user: user)
+            var shape: Shape = .wellness
+            if case .moodItem = route.name { shape = .mood }
+            return try write(.replace(id, replacement, shape: shape), request: request, user: user)
         case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
             if try Self.flag(request, "erase") {
                 let id = try Self.entryID(text)
@@ -74,10 +87,10 @@ extension MoodServer {
             return .now(APIReply.data(200, try wellnessAnalytics(request, today: today, user: user)))
         case (.progress, "POST"):
             return try write(
-                .create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), progress: true),
+                .create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), shape: .progress),
                 request: request, user: user)
         case (.progress, "GET"):
-            return .now(APIReply.data(200, try progressList(request, user: user)))
+            return .now(APIReply.data(200, try progressList(request, user: user), errorNull: true))
         default:
             throw APIFailure(405, "method_not_allowed", "\(method) is not allowed here")
         }
@@ -87,8 +100,29 @@ extension MoodServer {
 
     /// One entry as a single-entry answer carries it: the CLI's entry object with the seed's `user_id` after `id`
     /// (or the `/api/v1/progress` record of it).
-    static func writeEntry(_ entry: MoodEntry, progress: Bool, user: UserLedger, to out: inout JSONBytes) {
-        if progress { out.value(progressJSON(entry)) } else { entry.writeJSON(to: &out, userID: user.name) }
+    static func writeEntry(_ entry: MoodEntry, shape: Shape, user: UserLedger, to out: inout JSONBytes) {
+        switch shape {
+        case .progress: out.value(progressJSON(entry, userID: user.name))
+        case .mood: entry.writeJSON(to: &out, userID: user.name, style: .moodAPI)
+        case .wellness: entry.writeJSON(to: &out, userID: user.name, style: .wellness)
+        }
+    }
+
+    /// The seed route an answer is shaped for (`Specs/server.md`, *Seed shapes*).
+    enum Shape: Sendable, Equatable {
+        /// Seed 001's `/api/v1/mood`.
+        case mood
+        /// Seed 002's `/api/v1/wellness/mood-entries`.
+        case wellness
+        /// Seed 004's `/api/v1/progress`.
+        case progress
+    }
+
+    /// `detail=full` on an item read: `true`; absent: `false`; anything else is refused naming the parameter.
+    static func fullDetail(_ request: HTTPRequest) throws -> Bool {
+        guard let detail = value(request, "detail") else { return false }
+        guard detail == "full" else { throw APIFailure(422, "validation_error", "must be full", field: "detail") }
+        return true
     }
 
     private func list(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> EntryPage {
@@ -242,15 +276,15 @@ extension MoodServer {
         if let text = Self.value(request, "to") { to = try Self.date(text, field: "to") }
         let type = Self.value(request, "type") ?? "mood_score"
         guard type == "mood_score" else { return .array([]) }
-        return user.ledger.read { state in Self.progress(state, from: from, to: to) }
+        return user.ledger.read { state in Self.progress(state, from: from, to: to, userID: user.name) }
     }
 
-    private static func progress(_ state: LedgerState, from: LocalDate?, to: LocalDate?) -> JSONValue {
+    private static func progress(_ state: LedgerState, from: LocalDate?, to: LocalDate?, userID: String) -> JSONValue {
         var records: [JSONValue] = []
         for day in state.entries.activeDays where (from.map { day >= $0 } ?? true) && (to.map { day <= $0 } ?? true) {
             for entry in state.entries.entries(on: day).reversed()
             where entry.valence != nil || entry.enteredScore != nil {
-                records.append(Self.progressJSON(entry))
+                records.append(Self.progressJSON(entry, userID: userID))
             }
         }
         return .array(records)

@@ -5,8 +5,8 @@ import MoodLedger
 /// batch, acknowledged only once durable (group commit).
 extension MoodServer {
     enum Write {
-        case create(MoodDraft, progress: Bool)
-        case replace(EntryID, MoodReplacement, progress: Bool)
+        case create(MoodDraft, shape: Shape)
+        case replace(EntryID, MoodReplacement, shape: Shape)
         case delete(EntryID)
     }
 
@@ -172,19 +172,20 @@ extension MoodServer {
     private func render(_ write: Write, status: Int, entry: MoodEntry?, user: UserLedger) throws -> HTTPResponse {
         if status == 204 { return HTTPResponse(status: 204) }
         guard let entry else { throw APIFailure(404, "not_found", "no such entry") }
-        let progress = Self.isProgress(write)
+        let shape = Self.shape(of: write)
         return APIReply.data(
-            status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id))
+            status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id)),
+            errorNull: shape == .progress
         ) {
-            Self.writeEntry(entry, progress: progress, user: user, to: &$0)
+            Self.writeEntry(entry, shape: shape, user: user, to: &$0)
         }
     }
 
-    /// Whether a write answers in the `/api/v1/progress` record's shape.
-    static func isProgress(_ write: Write) -> Bool {
+    /// The seed route a write came by: its answer is in that seed's shape.
+    static func shape(of write: Write) -> Shape {
         switch write {
-        case .create(_, let progress), .replace(_, _, let progress): return progress
-        case .delete: return false
+        case .create(_, let shape), .replace(_, _, let shape): return shape
+        case .delete: return .mood
         }
     }
 
@@ -192,7 +193,13 @@ extension MoodServer {
     /// a created mood entry its `Location` (progress records have no item route, so they get none).
     static func headers(_ write: Write, entryID: EntryID, revision: UInt64) -> [(String, String)] {
         var headers = [("ETag", etag(revision))]
-        if case .create(_, false) = write { headers.append(("Location", "/api/v1/mood/" + entryID.description)) }
+        if case .create(_, let shape) = write, shape != .progress {
+            headers.append(
+                (
+                    "Location",
+                    (shape == .wellness ? "/api/v1/wellness/mood-entries/" : "/api/v1/mood/") + entryID.description
+                ))
+        }
         return headers
     }
 
@@ -221,8 +228,11 @@ extension MoodServer {
                 // answer (the entry's data) no longer exists anywhere (Specs/server.md, Idempotency).
                 throw APIFailure(410, "erased", "this request was applied; the entry it wrote has since been erased")
             }
-            let isProgress = Self.isProgress(write)
-            body = APIReply.data(200) { Self.writeEntry(entry, progress: isProgress, user: user, to: &$0) }.body
+            let shape = Self.shape(of: write)
+            body =
+                APIReply.data(200, errorNull: shape == .progress) {
+                    Self.writeEntry(entry, shape: shape, user: user, to: &$0)
+                }.body
             var rebuilt = known
             rebuilt.body = body
             user.finish(key, rebuilt)
@@ -236,19 +246,21 @@ extension MoodServer {
             + [("Idempotent-Replayed", "true")]
     }
 
-    /// The older `/api/v1/progress` record of an entry: `type: mood_score`, `quantity` its 1–10 score.
-    static func progressJSON(_ entry: MoodEntry) -> JSONValue {
-        .object([
-            ("id", .string(entry.id.description)), ("type", .string("mood_score")),
+    /// The older `/api/v1/progress` record of an entry (seed 004): `id`, `user_id`, `type: mood_score`, `quantity`
+    /// its 1–10 score, `logged_at`, `notes`, `created_at`, `updated_at` (equal to `created_at` until edited), instants
+    /// in whole seconds.
+    static func progressJSON(_ entry: MoodEntry, userID: String) -> JSONValue {
+        func whole(_ milliseconds: Int64, _ offset: Int) -> JSONValue {
+            .string(
+                ISO8601.format(
+                    milliseconds: milliseconds - ((milliseconds % 1000) + 1000) % 1000, offsetMinutes: offset))
+        }
+        return .object([
+            ("id", .string(entry.id.description)), ("user_id", .string(userID)), ("type", .string("mood_score")),
             ("quantity", .optional(entry.enteredScore ?? entry.score) { .double(Double($0)) }),
-            ("logged_at", .string(entry.loggedAt.iso8601)), ("notes", .optional(entry.notes) { .string($0) }),
-            ("created_at", .string(ISO8601.format(milliseconds: entry.createdAt, offsetMinutes: 0))),
-            (
-                "updated_at",
-                entry.updatedAt == entry.createdAt
-                    ? .null
-                    : .string(ISO8601.format(milliseconds: entry.updatedAt, offsetMinutes: 0))
-            )
+            ("logged_at", whole(entry.loggedAt.milliseconds, entry.loggedAt.utcOffsetMinutes)),
+            ("notes", .optional(entry.notes) { .string($0) }),
+            ("created_at", whole(entry.createdAt, 0)), ("updated_at", whole(entry.updatedAt, 0))
         ])
     }
 }

@@ -1,6 +1,6 @@
 /// The server's routes (`Specs/server.md`, `Specs/openapi.yaml`) and the methods each allows.
 struct Route {
-    enum Name {
+    enum Name: Equatable {
         case health
         case moodCollection
         case moodChanges

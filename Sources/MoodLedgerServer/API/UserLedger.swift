@@ -48,7 +48,13 @@ final class UserLedger: Sendable {
     }
     private let state: Mutex<State>
     /// List-form entry texts, reused while the entry is unchanged (see ``writeEntries(_:to:)``).
-    private let rendered = Mutex([EntryID: (entry: MoodEntry, json: [UInt8])]())
+    private let rendered = Mutex([RenderKey: (entry: MoodEntry, json: [UInt8])]())
+
+    /// A rendered text is an entry in one route's style.
+    struct RenderKey: Hashable {
+        var id: EntryID
+        var style: EntryJSONStyle
+    }
     /// Most entry texts kept per user (about 0.5 KB each); the cache is emptied when full.
     static let renderedCapacity = 4096
     private let writer = NSLock()
@@ -243,9 +249,14 @@ final class UserLedger: Sendable {
 
     /// A JSON array of `entries` in list form, reusing the text of an entry rendered before when the entry is
     /// unchanged — checked by comparing the whole entry, so a stale text is never sent.
-    func writeEntries(_ entries: [MoodEntry], to out: inout JSONBytes) {
+    /// - Parameter userID: the seed's `user_id` in each entry (seed 002's lists carry it as its single answers do).
+    func writeEntries(
+        _ entries: [MoodEntry], style: EntryJSONStyle = .moodAPI, userID: String? = nil, to out: inout JSONBytes
+    ) {
         let known: [[UInt8]?] = rendered.withLock { table in
-            entries.map { entry in table[entry.id].flatMap { $0.entry == entry ? $0.json : nil } }
+            entries.map { entry in
+                table[RenderKey(id: entry.id, style: style)].flatMap { $0.entry == entry ? $0.json : nil }
+            }
         }
         var fresh: [(MoodEntry, [UInt8])] = []
         out.beginArray()
@@ -254,7 +265,7 @@ final class UserLedger: Sendable {
                 out.fragment(text)
             } else {
                 var one = JSONBytes(capacity: 512)
-                entry.writeJSON(to: &one)
+                entry.writeJSON(to: &one, userID: userID, style: style)
                 out.fragment(one.bytes)
                 fresh.append((entry, one.bytes))
             }
@@ -263,7 +274,7 @@ final class UserLedger: Sendable {
         guard !fresh.isEmpty else { return }
         rendered.withLock { table in
             if table.count + fresh.count > Self.renderedCapacity { table.removeAll(keepingCapacity: true) }
-            for (entry, text) in fresh { table[entry.id] = (entry, text) }
+            for (entry, text) in fresh { table[RenderKey(id: entry.id, style: style)] = (entry, text) }
         }
     }
 
@@ -306,7 +317,11 @@ final class UserLedger: Sendable {
         state.withLock { state in
             for (key, known) in state.keys where known.entryID == id { state.keys[key]?.body = nil }
         }
-        _ = rendered.withLock { $0.removeValue(forKey: id) }
+        rendered.withLock { table in
+            for style in [EntryJSONStyle.moodAPI, .wellness, .ledger] {
+                table.removeValue(forKey: RenderKey(id: id, style: style))
+            }
+        }
     }
 
     /// The record that stores a key with its change.

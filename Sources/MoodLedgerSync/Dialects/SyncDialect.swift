@@ -97,8 +97,8 @@ public struct SyncDialect: Sendable {
             if !entry.associations.isEmpty { lost.append("associations") }
             if entry.enteredScore == nil, entry.valence != nil { lost.append("valence (sent as its 1–10 score)") }
         case .wellness:
-            let labels = entry.labels.filter(\.isCustom).count
-            let associations = entry.associations.filter(\.isCustom).count
+            let labels = entry.labels.filter { Self.wellnessWord($0) == nil }.count
+            let associations = entry.associations.filter { Self.wellnessWord($0) == nil }.count
             if labels > 0 {
                 lost.append("\(labels) custom label\(labels == 1 ? "" : "s") (the seed's labels are a fixed list)")
             }
@@ -195,17 +195,29 @@ public struct SyncDialect: Sendable {
     /// the seed's camelCase; custom words are not in its fixed lists), `notes`, `logged_at`, `source`.
     private func wellnessBody(_ entry: MoodEntry) -> [UInt8] {
         var pairs: [(String, JSONValue)] = [("valence", .double(Self.valence(entry) ?? 0))]
-        pairs.append(
-            ("labels", .array(entry.labels.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })))
-        pairs.append(
-            (
-                "associations",
-                .array(entry.associations.filter { !$0.isCustom }.map { .string(Self.wellnessSpelling($0.name)) })
-            ))
+        func words<D>(_ list: [VocabularyWord<D>]) -> JSONValue {
+            var seen: [String] = []
+            for word in list {
+                if let spelled = Self.wellnessWord(word), !seen.contains(spelled) { seen.append(spelled) }
+            }
+            return .array(seen.map { .string($0) })
+        }
+        pairs.append(("labels", words(entry.labels)))
+        pairs.append(("associations", words(entry.associations)))
         pairs.append(("notes", .optional(entry.notes) { .string($0) }))
         pairs.append(("logged_at", .string(entry.loggedAt.iso8601)))
         pairs.append(("source", .string(entry.source == .healthkit ? "healthkit" : "manual")))
         return JSONValue.object(pairs).serializedBytes()
+    }
+
+    /// The words seed 002's fixed lists hold beyond Apple's: sent as themselves.
+    static let wellnessOwnWords: Set<String> = ["energetic", "tired", "social", "finances"]
+
+    /// How a word goes to seed 002: an Apple word in its spelling (``wellnessSpelling(_:)``), one of the seed's own
+    /// words as itself, anything else `nil` (not in its fixed lists: left out, said per entry).
+    static func wellnessWord<D>(_ word: VocabularyWord<D>) -> String? {
+        if !word.isCustom { return wellnessSpelling(word.name) }
+        return wellnessOwnWords.contains(word.name) ? word.name : nil
     }
 
     /// The seed 002 spelling of an Apple word: the words its documents list for the same meaning (`tired` for

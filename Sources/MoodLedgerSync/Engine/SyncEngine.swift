@@ -283,7 +283,12 @@ public final class SyncEngine: @unchecked Sendable {
     /// After a 412: the server's current version of the entry and its revision (`ETag`), or the 412 to retry later.
     private func fetchCurrent(_ item: Due, fallback: SyncVerdict) -> SyncVerdict {
         let remoteID = item.remoteID ?? item.entryID.description
-        let request = SyncRequest(method: "GET", path: dialect.itemPath(remoteID: remoteID))
+        // The reference server's full read (instants to the millisecond, typed_score): the seed routes answer in
+        // whole seconds and without the typed flag, which a merge would take for changes.
+        let path =
+            dialect.remote.has(.extensions)
+            ? "/api/v1/mood/\(SyncDialect.escape(remoteID))?detail=full" : dialect.itemPath(remoteID: remoteID)
+        let request = SyncRequest(method: "GET", path: path)
         guard let credentials = try? currentCredentials(refresh: false) else { return fallback }
         switch transport.perform(request, credentials: credentials) {
         case .response(404, _, _):

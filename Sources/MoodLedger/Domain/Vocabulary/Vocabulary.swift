@@ -1,12 +1,13 @@
 import Foundation  // NFC (precomposedStringWithCanonicalMapping): the standard library has no public normaliser
 
-/// The words of one vocabulary (labels or associations): Apple's canonical names in Apple's order, the aliases
-/// older backends used, and how the words are spelt on the wire.
+/// The words of one vocabulary (labels or associations): Apple's canonical names in Apple's order, the nearest
+/// Apple word for words an edge that cannot carry them translates, and how the words are spelt on the wire.
 public protocol VocabularyDomain: Sendable {
     /// Canonical camelCase names; index + 1 is Apple's raw value.
     static var canonicalNames: [String] { get }
-    /// Old words → canonical name.
-    static var aliases: [String: String] { get }
+    /// Other words → the nearest canonical name, for the edges whose vocabulary is Apple's fixed list (the HealthKit
+    /// port). Parsing never applies it: a different word is kept as itself (`Specs/mood-model.md`, *Words*).
+    static var nearestApple: [String: String] { get }
     /// The field name used in validation errors ("labels", "associations").
     static var fieldName: String { get }
 }
@@ -70,8 +71,8 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
         (1...Domain.canonicalNames.count).map { VocabularyWord(appleRawValue: $0)! }
     }
 
-    /// Parses user or wire input: case-, space-, underscore- and hyphen-insensitive for canonical words and
-    /// aliases; anything else becomes a custom word.
+    /// Parses user or wire input: case-, space-, underscore- and hyphen-insensitive for canonical words; anything
+    /// else — another word, even one with a near Apple word — becomes a custom word, kept as the user chose it.
     /// - Parameter text: the input word.
     /// - Returns: the word.
     /// - Throws: ``MoodError`` when the word is empty or longer than 50 characters.
@@ -88,8 +89,20 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
         return VocabularyWord(custom: custom)
     }
 
-    /// Normalised key → Apple raw value, for canonical names and aliases.
+    /// Normalised key → Apple raw value, for canonical names.
     private static var lookup: [String: Int] { VocabularyTables.tables(for: Domain.self).lookup }
+
+    /// The Apple word an edge with Apple's fixed vocabulary sends for this one: itself when canonical, else the
+    /// documented nearest word (``VocabularyDomain/nearestApple``), else `nil` (it cannot be carried).
+    public var nearestApple: VocabularyWord? {
+        switch storage {
+        case .apple: return self
+        case .custom(let word):
+            return VocabularyTables.tables(for: Domain.self).nearestLookup[WordNormalizer.key(word)].flatMap {
+                VocabularyWord(appleRawValue: $0)
+            }
+        }
+    }
 
     /// Canonical words first (in Apple's order), then custom words alphabetically.
     public static func < (a: VocabularyWord, b: VocabularyWord) -> Bool {
@@ -104,8 +117,10 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
 
 /// Tables built once per vocabulary.
 struct VocabularyTables: Sendable {
-    /// Normalised key → Apple raw value, for canonical names and aliases.
+    /// Normalised key → Apple raw value, for canonical names (and their spelling variants).
     let lookup: [String: Int]
+    /// Normalised key of another word → the raw value of its nearest Apple word (``VocabularyDomain/nearestApple``).
+    let nearestLookup: [String: Int]
     /// The wire spellings of the canonical words, in Apple's order (computed once: they are on every response).
     let wireNames: [String]
     /// The wire spellings as quoted JSON strings, ready to copy into a response.
@@ -121,8 +136,10 @@ struct VocabularyTables: Sendable {
     private init<D: VocabularyDomain>(_ domain: D.Type) {
         var table: [String: Int] = [:]
         for (index, name) in D.canonicalNames.enumerated() { table[WordNormalizer.key(name)] = index + 1 }
-        for (alias, target) in D.aliases { table[WordNormalizer.key(alias)] = table[WordNormalizer.key(target)]! }
         lookup = table
+        var nearest: [String: Int] = [:]
+        for (word, target) in D.nearestApple { nearest[WordNormalizer.key(word)] = table[WordNormalizer.key(target)]! }
+        nearestLookup = nearest
         wireNames = D.canonicalNames.map(WordNormalizer.snakeCase)
         json = wireNames.map { name in
             var bytes: [UInt8] = []
@@ -204,7 +221,7 @@ public enum LabelDomain: VocabularyDomain {
         "surprised", "worried", "annoyed", "confident", "drained", "hopeful", "indifferent", "overwhelmed",
         "satisfied"
     ]
-    public static let aliases = ["depressed": "hopeless", "energetic": "excited", "tired": "drained"]
+    public static let nearestApple = ["depressed": "hopeless", "energetic": "excited", "tired": "drained"]
     public static let fieldName = "labels"
 }
 
@@ -214,7 +231,7 @@ public enum AssociationDomain: VocabularyDomain {
         "community", "currentEvents", "dating", "education", "family", "fitness", "friends", "health", "hobbies",
         "identity", "money", "partner", "selfCare", "spirituality", "tasks", "travel", "work", "weather"
     ]
-    public static let aliases = [
+    public static let nearestApple = [
         "exercise": "fitness", "sport": "fitness", "social": "friends", "socialInteraction": "friends",
         "finances": "money"
     ]

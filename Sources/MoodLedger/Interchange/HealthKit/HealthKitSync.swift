@@ -6,12 +6,15 @@ public struct HealthKitSyncReport: Sendable, Equatable {
     public var failed = 0
     public var pulled = 0
     public var skippedCustomWords = 0
+    /// Words HealthKit cannot carry that were sent as their documented nearest Apple word (`energetic` → excited).
+    public var translatedWords = 0
     /// Each item that failed: the entry and why.
     public var failures: [(entryID: EntryID, error: String)] = []
 
     public static func == (a: HealthKitSyncReport, b: HealthKitSyncReport) -> Bool {
         a.saved == b.saved && a.replaced == b.replaced && a.deleted == b.deleted && a.failed == b.failed
             && a.pulled == b.pulled && a.skippedCustomWords == b.skippedCustomWords
+            && a.translatedWords == b.translatedWords
             && a.failures.map(\.entryID) == b.failures.map(\.entryID)
             && a.failures.map(\.error) == b.failures.map(\.error)
     }
@@ -21,6 +24,7 @@ public struct HealthKitSyncReport: Sendable, Equatable {
             ("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
             ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
             ("skipped_custom_words", .int(Int64(skippedCustomWords))),
+            ("translated_words", .int(Int64(translatedWords))),
             (
                 "failures",
                 .array(
@@ -65,7 +69,7 @@ extension Ledger {
                 guard let entry = self.entry(item.entryID),
                     let sample = StateOfMindSample(
                         entry: entry, uuid: options.newID(),
-                        skippedCustomWords: &report.skippedCustomWords)
+                        skippedCustomWords: &report.skippedCustomWords, translatedWords: &report.translatedWords)
                 else {
                     try recordSyncFailure(
                         item.entryID, to: .healthkit,

@@ -22,13 +22,28 @@ public struct StateOfMindSample: Sendable, Equatable {
         self.associations = associations
     }
 
-    /// The sample for an entry: custom words left out (and counted); `nil` without a valence (HealthKit needs one).
-    init?(entry: MoodEntry, uuid: EntryID, skippedCustomWords: inout Int) {
+    /// The sample for an entry: HealthKit's vocabulary is Apple's fixed list, so another word with a documented
+    /// nearest Apple word is sent as that word (counted as translated), and any other custom word is left out
+    /// (counted as skipped); `nil` without a valence (HealthKit needs one).
+    init?(entry: MoodEntry, uuid: EntryID, skippedCustomWords: inout Int, translatedWords: inout Int) {
         guard let valence = entry.valence else { return nil }
-        skippedCustomWords += entry.labels.filter(\.isCustom).count + entry.associations.filter(\.isCustom).count
+        func carried<D>(_ words: [VocabularyWord<D>]) -> [VocabularyWord<D>] {
+            var result: [VocabularyWord<D>] = []
+            for word in words {
+                guard let apple = word.nearestApple else {
+                    skippedCustomWords += 1
+                    continue
+                }
+                if apple != word { translatedWords += 1 }
+                if !result.contains(apple) { result.append(apple) }
+            }
+            return result
+        }
+        let labels = carried(entry.labels)
+        let associations = carried(entry.associations)
         self.init(
-            uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence,
-            labels: entry.labels.filter { !$0.isCustom }, associations: entry.associations.filter { !$0.isCustom })
+            uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence, labels: labels,
+            associations: associations)
     }
 
     /// HKStateOfMind-shaped JSON with Apple raw values and the classification.
