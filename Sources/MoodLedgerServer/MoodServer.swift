@@ -17,8 +17,12 @@ public final class MoodServer: Sendable {
         public var dataDirectory: String
         /// Sockets, timeouts and limits of the HTTP layer.
         public var http = HTTPServer.Configuration()
-        /// POST/PUT/DELETE requests per user per hour; 0 = unlimited. Default 100 (the seed's).
+        /// The sustained write rate: entries per user per hour the write budget refills at (a batch costs its items);
+        /// 0 = unlimited. Default 100 (the seed's 100 writes an hour).
         public var writesPerHour = 100
+        /// The write budget's burst: entries one user may write at once, so a first sync of a whole history goes
+        /// through in one run. Default 10,000.
+        public var writeBurst = 10_000
         /// GET requests per user per hour; 0 = unlimited. Default 500 (the seed's).
         public var readsPerHour = 500
         /// The clock (milliseconds since 1970) for tokens, rate limits and the ledgers. Default: the system clock.
@@ -72,7 +76,9 @@ public final class MoodServer: Sendable {
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
         accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
-        limiter = RateLimiter(writesPerWindow: configuration.writesPerHour, readsPerWindow: configuration.readsPerHour)
+        limiter = RateLimiter(
+            writesPerHour: configuration.writesPerHour, writeBurst: configuration.writeBurst,
+            readsPerWindow: configuration.readsPerHour)
         let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
         self.syncers = syncers
         ledgers = LedgerPool(
@@ -163,7 +169,7 @@ public final class MoodServer: Sendable {
     /// answer (`Specs/server.md`): a sync client reads it from a documented route, so learning it sends nothing a
     /// seed backend would not expect.
     static let capabilitiesHeader = (
-        name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions"
+        name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions, batch"
     )
 
     /// Answers one request: now, or later through `responder` (a write once durable, blocking work from a worker).
@@ -221,13 +227,25 @@ public final class MoodServer: Sendable {
         let user = ledger.name
         do {
             var rateHeaders: [(name: String, value: String)] = [Self.capabilitiesHeader]
-            if let decision = limiter.take(user: user, method == "GET" ? .read : .write, now: now) {
+            let cost = route.name == .moodBatch ? Self.batchCost(request) : 1
+            if var decision = limiter.take(user: user, method == "GET" ? .read : .write, cost: cost, now: now) {
+                if !decision.allowed, route.name == .moodBatch {
+                    // A batch costs only its items that are not replays: resent after a lost answer, it is answered.
+                    let fresh = Self.batchUnreplayed(request, user: ledger)
+                    if fresh == 0 {
+                        decision.allowed = true
+                    } else if fresh < cost, let retry = limiter.take(user: user, .write, cost: fresh, now: now) {
+                        decision = retry
+                    }
+                }
                 rateHeaders += decision.headers
                 if !decision.allowed {
                     // The replay of an acknowledged request changes nothing: a client retrying after a lost answer gets
                     // that answer, not a 429 (the body is hashed only here, once the budget is spent).
                     let (key, fingerprint) = Self.idempotency(request)
-                    guard method != "GET", let key, ledger.isReplay(key, fingerprint: fingerprint) else {
+                    guard method != "GET", route.name != .moodBatch, let key,
+                        ledger.isReplay(key, fingerprint: fingerprint)
+                    else {
                         return APIReply.error(
                             429, "rate_limited", "too many requests; try again later", headers: rateHeaders)
                     }

@@ -355,7 +355,7 @@ extension Benchmark {
             print(JSONValue.object(results).serialized())
         } else {
             for (key, value) in results {
-                print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value.serialized())
+                print(key.padding(toLength: max(30, key.count + 2), withPad: " ", startingAt: 0) + value.serialized())
             }
         }
     }

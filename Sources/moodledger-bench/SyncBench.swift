@@ -42,49 +42,74 @@ enum SyncBench {
                 return 0
             }
 
-            // The device: N entries logged (one import batch), then the backend configured.
-            let device = directory + "/device"
-            try ServerBench.preload(device, entries: entries)
-            var options = Ledger.Options()
-            options.durability = .batched
-            let ledger = try Ledger.open(at: device, options: options)
-            defer { ledger.close() }
-            _ = try ledger.execute { _, _ in
-                (
-                    [.remoteConfigured(RemoteConfig(url: "http://127.0.0.1:\(server.port)", dialect: .moodAPI))], .none,
-                    false
-                )
-            }
-            let before = ledger.lastSeq
-            var sync = SyncEngine.Configuration()
-            sync.seed = 1
-            sync.concurrency = concurrency
-            let engine = try SyncEngine(ledger: ledger, credentials: { syncCredentials }, configuration: sync)
-            let start = Benchmark.now()
-            let report = try engine.run(once: true)
-            let seconds = Double(Benchmark.now() - start) / 1e9
-            guard report.delivered == entries else {
-                FileHandle.standardError.write(
-                    Data("moodledger-bench --sync: delivered \(report.delivered) of \(entries)\n".utf8))
-                return 1
-            }
-            let appended = try ledger.events(after: before).filter {
-                switch $0.event.type {
-                case .syncAttempted, .syncSucceeded, .syncFailed: return true
-                default: return false
+            // The batch route (what the device learns from the server), then one request per entry (a remote
+            // recorded without `batch`), each a device of its own with N entries pushed to a user of its own.
+            let single = try credentials.addUser("bench-single")
+            try credentials.save(directory: data)
+            let singleCredentials = SyncCredentials(
+                apiKey: single,
+                token: JWT.sign(
+                    subject: "bench-single", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
+                    secret: credentials.secret))
+            for (name, capabilities, user) in [
+                ("", nil, syncCredentials),
+                ("_single", RemoteCapabilities.all.subtracting(.batch), singleCredentials)
+            ] {
+                let (seconds, appended) = try push(
+                    directory + "/device" + name, entries: entries, port: server.port, capabilities: capabilities,
+                    credentials: user, concurrency: concurrency)
+                if name.isEmpty {
+                    bench.record("sync_entries", Double(entries), places: 0)
+                    bench.record("sync_push_entries_per_s", Double(entries) / seconds, places: 0)
+                    bench.record("sync_run_s", seconds, places: 3)
+                    bench.record("sync_events_per_delivered", Double(appended) / Double(entries), places: 2)
+                } else {
+                    bench.record("sync_push_single_entries_per_s", Double(entries) / seconds, places: 0)
+                    bench.record("sync_single_run_s", seconds, places: 3)
                 }
-            }.count
-            bench.record("sync_entries", Double(entries), places: 0)
-            bench.record("sync_push_entries_per_s", Double(entries) / seconds, places: 0)
-            bench.record("sync_run_s", seconds, places: 3)
-            bench.record("sync_events_per_delivered", Double(appended) / Double(entries), places: 2)
-            bench.record("sync_pulled_pages_changes", Double(report.pulled), places: 0)
+            }
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench --sync: \(error)\n".utf8))
             return 74
         }
         bench.printSideResults(json: json)
         return 0
+    }
+
+    /// A device with `entries` pending (one import batch) pushed in one run to the loopback server.
+    /// - Parameter capabilities: what the device records the remote can do; `nil`: it asks (the server says all).
+    /// - Returns: the run's seconds and the sync events it appended.
+    private static func push(
+        _ device: String, entries: Int, port: UInt16, capabilities: RemoteCapabilities?,
+        credentials: SyncCredentials, concurrency: Int
+    ) throws -> (Double, Int) {
+        try ServerBench.preload(device, entries: entries)
+        var options = Ledger.Options()
+        options.durability = .batched
+        let ledger = try Ledger.open(at: device, options: options)
+        defer { ledger.close() }
+        let remote = RemoteConfig(
+            url: "http://127.0.0.1:\(port)", dialect: .moodAPI, capabilities: capabilities ?? [],
+            source: capabilities == nil ? .unknown : .set)
+        _ = try ledger.execute { _, _ in ([.remoteConfigured(remote)], .none, false) }
+        let before = ledger.lastSeq
+        var sync = SyncEngine.Configuration()
+        sync.seed = 1
+        sync.concurrency = concurrency
+        let engine = try SyncEngine(ledger: ledger, credentials: { credentials }, configuration: sync)
+        let start = Benchmark.now()
+        let report = try engine.run(once: true)
+        let seconds = Double(Benchmark.now() - start) / 1e9
+        guard report.delivered == entries else {
+            throw SyncError(.config, "delivered \(report.delivered) of \(entries)")
+        }
+        let appended = try ledger.events(after: before).filter {
+            switch $0.event.type {
+            case .syncAttempted, .syncSucceeded, .syncFailed: return true
+            default: return false
+            }
+        }.count
+        return (seconds, appended)
     }
 
     /// `--sync --conflicts`: N entries on two devices, each device edits every entry while apart (device A the

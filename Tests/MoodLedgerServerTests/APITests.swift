@@ -201,13 +201,14 @@ struct APITests {
     @Test("Rate limits per user with RateLimit headers; 429 with Retry-After; the window resets (fake clock)")
     func rateLimits() throws {
         let h = try ServerHarness {
-            $0.writesPerHour = 2; $0.readsPerHour = 3
+            $0.writesPerHour = 2; $0.writeBurst = 2; $0.readsPerHour = 3
         }
         defer { h.stop() }
         for _ in 0..<2 { #expect(try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#).status == 201) }
         let limited = try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#)
         #expect(
-            limited.status == 429 && limited.header("Retry-After") == "3600"
+            // The budget refills at 2 entries an hour: one entry is 30 minutes away.
+            limited.status == 429 && limited.header("Retry-After") == "1800"
                 && limited.header("RateLimit-Remaining") == "0")
         #expect(
             try h.request("POST", "/api/v1/mood", user: "bob", json: #"{"mood_score":5}"#).status == 201, "per user")
@@ -216,6 +217,37 @@ struct APITests {
             read.status == 200 && read.header("RateLimit-Limit") == "3" && read.header("RateLimit-Remaining") == "2")
         h.clock.advance(3_600_000)
         #expect(try h.request("POST", "/api/v1/mood", json: #"{"mood_score":5}"#).status == 201)
+    }
+
+    @Test("The batch route: each item as its own request, one result each; replays; an item's 422 its own; its cost")
+    func batch() throws {
+        let h = try ServerHarness {
+            $0.writesPerHour = 1; $0.writeBurst = 4
+        }
+        defer { h.stop() }
+        let body =
+            #"{"items":[{"method":"POST","idempotency_key":"k1","body":{"valence":0.5,"labels":["calm"]}},"#
+            + #"{"method":"POST","idempotency_key":"k2","body":{"valence":7}},{"method":"PATCH"}]}"#
+        let first = try h.request("POST", "/api/v1/mood/batch", json: body)
+        let results = try #require(first.data["results"]?.arrayValue)
+        #expect(first.status == 200 && results.count == 3)
+        #expect(results.map { $0["status"]?.intValue } == [201, 422, 422])
+        #expect(results[1]["body"]?["error"]?["field"] == .string("valence"))
+        #expect(results[2]["body"]?["error"]?["field"] == .string("items[2].method"))
+        let id = try #require(results[0]["body"]?["data"]?["id"]?.stringValue)
+        #expect(results[0]["etag"]?.stringValue != nil && results[0]["replayed"] == .bool(false))
+        // The same batch again (its answer lost): the first answer, nothing created twice.
+        let again = try #require(try h.request("POST", "/api/v1/mood/batch", json: body).data["results"]?.arrayValue)
+        #expect(again[0]["replayed"] == .bool(true) && again[0]["body"]?["data"]?["id"] == .string(id))
+        #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01").data["entries"]?.arrayValue?.count == 1)
+        // The budget: 4 entries in the bucket; the first batch drew 3, its resend only its one item that was not a
+        // replay; a third has that item to charge and nothing left: refused whole.
+        let spent = try h.request("POST", "/api/v1/mood/batch", json: body)
+        #expect(
+            spent.status == 429 && spent.header("RateLimit-Remaining") == "0" && spent.header("Retry-After") == "3600")
+        // A wrong shape refuses the whole batch, naming the field.
+        let shape = try h.request("POST", "/api/v1/mood/batch", json: #"{"items":[{"method":"POST","body":3}]}"#)
+        #expect(shape.status == 422 && shape.json["error"]?["field"] == .string("items[0].body"))
     }
 
     @Test("The changes feed lists upserts and deletions after a revision, with the current revision")

@@ -256,7 +256,10 @@ struct HTTPCorpusTests {
 struct ReplayBudgetTests {
     @Test("Once the write budget is spent, a new write is 429 but the replay of an acknowledged one is its answer")
     func replayAfterBudget() throws {
-        let h = try ServerHarness { $0.writesPerHour = 2 }
+        let h = try ServerHarness {
+            $0.writesPerHour = 2
+            $0.writeBurst = 2
+        }
         defer { h.stop() }
         let first = try h.request(
             "POST", "/api/v1/mood", headers: [("Idempotency-Key", "b-1")], json: HardeningTests.body)

@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 // The seeds' types are copied as their apps declare them, snake_case properties included.
 import Foundation
 import MoodLedger

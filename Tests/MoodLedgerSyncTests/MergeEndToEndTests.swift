@@ -201,8 +201,8 @@ struct MergeEndToEndTests {
     @Test("sync --now sends a change whose retry time is an hour away")
     func now() throws {
         let flag = FaultSwitch()
-        let account = try Account("merge-now") { _, method, _ in
-            method == "PUT" && flag.isOn
+        let account = try Account("merge-now") { _, method, path in
+            (method == "PUT" || path.hasSuffix("/batch")) && flag.isOn
                 ? .answer(429, ["Retry-After: 3600"], #"{"error":{"message":"slow down"}}"#) : .relay
         }
         try account.run(account.a, ["update", account.id, "--score", "9"])

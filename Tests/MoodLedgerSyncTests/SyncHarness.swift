@@ -15,8 +15,9 @@ final class SyncServer: @unchecked Sendable {
     let key: String
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts a server over `dir`, adding `alice` unless the directory already has her.
-    init(dir: String, port: UInt16 = 0) throws {
+    /// Starts a server over `dir`, adding `alice` unless the directory already has her; with `defaultLimits` the
+    /// server's own rate limits apply (otherwise they are off).
+    init(dir: String, port: UInt16 = 0, defaultLimits: Bool = false) throws {
         self.dir = dir
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var credentials = try Credentials.load(directory: dir, create: true)
@@ -31,8 +32,10 @@ final class SyncServer: @unchecked Sendable {
         var configuration = MoodServer.Configuration(dataDirectory: dir)
         configuration.http.port = port
         configuration.http.workers = 16
-        configuration.writesPerHour = 0
-        configuration.readsPerHour = 0
+        if !defaultLimits {
+            configuration.writesPerHour = 0
+            configuration.readsPerHour = 0
+        }
         configuration.log = { _ in }
         backend = try MoodServer(configuration: configuration)
         server = try backend.start()
@@ -90,10 +93,11 @@ final class Device: @unchecked Sendable {
     let path: String
 
     /// A device whose remote is believed to have `capabilities` (`nil`: not known, the first sync probes). The
-    /// reference server has them all; setting them keeps the probe out of tests that count requests.
+    /// reference server has them all; setting them keeps the probe out of tests that count requests, and the default
+    /// leaves out `batch` so that each entry is a request of its own (the batch tests ask for it).
     init(
         _ path: String, remote: String, dialect: RemoteDialect = .moodAPI, skewMilliseconds: Int64 = 0,
-        capabilities: RemoteCapabilities? = .all
+        capabilities: RemoteCapabilities? = RemoteCapabilities.all.subtracting(.batch)
     ) throws {
         self.path = path
         var options = Ledger.Options()

@@ -93,14 +93,17 @@ public struct RemoteCapabilities: OptionSet, Sendable, Hashable {
     public static let delete = RemoteCapabilities(rawValue: 8)
     /// The reference server's extension fields (`id`, `kind`, `utc_offset_minutes`, `score`, `tags`, custom words).
     public static let extensions = RemoteCapabilities(rawValue: 16)
+    /// A batch write route (`POST /api/v1/mood/batch`): many creates, updates and deletes in one request, an answer
+    /// per item (`Specs/server.md`, *Batch writes*).
+    public static let batch = RemoteCapabilities(rawValue: 32)
 
     /// Every capability, with its name on the command line and in JSON.
     public static let named: [(name: String, capability: RemoteCapabilities)] = [
         ("changes", .changes), ("revisions", .revisions), ("update", .update), ("delete", .delete),
-        ("extensions", .extensions)
+        ("extensions", .extensions), ("batch", .batch)
     ]
     /// Every bit a capability set may have.
-    public static let all = RemoteCapabilities(rawValue: 0x1F)
+    public static let all = RemoteCapabilities(rawValue: 0x3F)
 
     /// The capabilities' names, in ``named`` order.
     public var names: [String] { Self.named.filter { contains($0.capability) }.map(\.name) }

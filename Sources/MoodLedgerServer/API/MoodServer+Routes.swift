@@ -81,6 +81,8 @@ extension MoodServer {
             let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
             return .now(
                 APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
+        case (.moodBatch, "POST"):
+            return try batch(request, user: user, now: now)
         case (.moodChanges, "GET"):
             return .now(try changes(request, user: user))
         case (.wellnessAnalytics, "GET"):

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Per-user request budgets in fixed windows (the seed's defaults: 100 writes and 500 reads an hour), with the
-/// `RateLimit-*` headers of the IETF draft and `Retry-After` on 429.
+/// Per-user budgets: writes counted in **entries** from a token bucket (a burst that lets a first sync of a whole
+/// history through, refilled at a sustained rate that still stops abuse), reads in fixed hourly windows; with the
+/// `RateLimit-*` headers of the IETF draft and `Retry-After` on 429 (`Specs/server.md`, *Rate limits*).
 final class RateLimiter: Sendable {
     /// Which budget a request draws on.
     enum Class: Hashable, Sendable {
@@ -13,44 +14,87 @@ final class RateLimiter: Sendable {
         var allowed: Bool
         var limit: Int
         var remaining: Int
-        /// Seconds until the window resets.
+        /// Seconds until the budget is whole again (writes) or the window resets (reads).
         var reset: Int
+        /// Seconds until this request's cost is available (a refused request only).
+        var retryAfter: Int = 0
 
         var headers: [(name: String, value: String)] {
             var headers = [
                 ("RateLimit-Limit", "\(limit)"), ("RateLimit-Remaining", "\(remaining)"),
                 ("RateLimit-Reset", "\(reset)")
             ]
-            if !allowed { headers.append(("Retry-After", "\(max(1, reset))")) }
+            if !allowed { headers.append(("Retry-After", "\(max(1, retryAfter))")) }
             return headers
         }
     }
 
-    private let limits: [Class: Int]
+    private let writesPerHour: Int
+    private let writeBurst: Int
+    private let readsPerWindow: Int
     private let windowMilliseconds: Int64
     private struct Window { var start: Int64; var used: Int }
+    /// A write bucket: tokens (in millionths of an entry, so refills are exact) as of `at`.
+    private struct Bucket { var micro: Int64; var at: Int64 }
     private let windows = PlainLock([String: Window]())
+    private let buckets = PlainLock([String: Bucket]())
 
     /// - Parameters:
-    ///   - writesPerWindow: POST, PUT and DELETE; 0 turns the limit off.
-    ///   - readsPerWindow: GET and HEAD; 0 turns the limit off.
-    ///   - windowMilliseconds: default one hour.
-    init(writesPerWindow: Int, readsPerWindow: Int, windowMilliseconds: Int64 = 3_600_000) {
-        limits = [.write: writesPerWindow, .read: readsPerWindow]
+    ///   - writesPerHour: the sustained rate, entries an hour a write bucket refills at; 0 turns the limit off.
+    ///   - writeBurst: the bucket's size: entries one user may write at once (a first sync).
+    ///   - readsPerWindow: GET and HEAD requests per window; 0 turns the limit off.
+    ///   - windowMilliseconds: the read window, default one hour.
+    init(writesPerHour: Int, writeBurst: Int, readsPerWindow: Int, windowMilliseconds: Int64 = 3_600_000) {
+        self.writesPerHour = writesPerHour
+        self.writeBurst = max(1, writeBurst)
+        self.readsPerWindow = readsPerWindow
         self.windowMilliseconds = windowMilliseconds
     }
 
-    /// Draws one request from `user`'s budget at time `now` (ms), or says it is spent.
-    func take(user: String, _ kind: Class, now: Int64) -> Decision? {
-        guard let limit = limits[kind], limit > 0 else { return nil }
-        let key = "\(user)/\(kind)"
+    /// Draws `cost` from `user`'s budget at time `now` (ms): entries for writes (a batch costs its items), one for a
+    /// read; or says it is spent (nothing drawn).
+    func take(user: String, _ kind: Class, cost: Int = 1, now: Int64) -> Decision? {
+        kind == .write ? takeWrite(user: user, cost: max(1, cost), now: now) : takeRead(user: user, now: now)
+    }
+
+    private func takeWrite(user: String, cost: Int, now: Int64) -> Decision? {
+        guard writesPerHour > 0 else { return nil }
+        let full = Int64(writeBurst) * 1_000_000
+        // Millionths of an entry a millisecond: writesPerHour × 1,000,000 millionths in 3,600,000 ms.
+        let perMillisecond = Double(writesPerHour) / 3.6
+        return buckets.withLock { buckets in
+            var bucket = buckets[user] ?? Bucket(micro: full, at: now)
+            let elapsed = max(0, now - bucket.at)
+            bucket.micro = min(full, bucket.micro + Int64(Double(elapsed) * perMillisecond))
+            bucket.at = now
+            let need = Int64(cost) * 1_000_000
+            let secondsToFull = Int((Double(full - min(full, bucket.micro)) / perMillisecond / 1000).rounded(.up))
+            guard bucket.micro >= need else {
+                buckets[user] = bucket
+                let wait = Int((Double(need - bucket.micro) / perMillisecond / 1000).rounded(.up))
+                return Decision(
+                    allowed: false, limit: writeBurst, remaining: Int(bucket.micro / 1_000_000), reset: secondsToFull,
+                    retryAfter: wait)
+            }
+            bucket.micro -= need
+            buckets[user] = bucket
+            return Decision(
+                allowed: true, limit: writeBurst, remaining: Int(bucket.micro / 1_000_000),
+                reset: Int((Double(full - bucket.micro) / perMillisecond / 1000).rounded(.up)))
+        }
+    }
+
+    private func takeRead(user: String, now: Int64) -> Decision? {
+        guard readsPerWindow > 0 else { return nil }
+        let limit = readsPerWindow
+        let key = user
         return windows.withLock { windows in
             var window = windows[key] ?? Window(start: now, used: 0)
             if now - window.start >= windowMilliseconds { window = Window(start: now, used: 0) }
             let reset = Int((window.start + windowMilliseconds - now + 999) / 1000)
             guard window.used < limit else {
                 windows[key] = window
-                return Decision(allowed: false, limit: limit, remaining: 0, reset: reset)
+                return Decision(allowed: false, limit: limit, remaining: 0, reset: reset, retryAfter: reset)
             }
             window.used += 1
             windows[key] = window

@@ -3,6 +3,7 @@ struct Route {
     enum Name: Equatable {
         case health
         case moodCollection
+        case moodBatch
         case moodChanges
         case moodTrends
         case moodLabelAnalytics
@@ -39,6 +40,7 @@ struct Route {
         case ["health"]: return Route(name: .health, allowed: ["GET"])
         case ["api", "v1", "mood"]: return Route(name: .moodCollection, allowed: ["GET", "POST"])
         case ["api", "v1", "mood", "changes"]: return Route(name: .moodChanges, allowed: ["GET"])
+        case ["api", "v1", "mood", "batch"]: return Route(name: .moodBatch, allowed: ["POST"])
         case ["api", "v1", "mood", "trends"]: return Route(name: .moodTrends, allowed: ["GET"])
         case ["api", "v1", "mood", "analytics", "labels"]: return Route(name: .moodLabelAnalytics, allowed: ["GET"])
         case ["api", "v1", "mood", "analytics", "associations"]:

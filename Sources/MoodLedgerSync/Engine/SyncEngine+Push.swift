@@ -76,7 +76,8 @@ extension SyncEngine {
                 let batch =
                     stop.value.load(ordering: .relaxed) ? [] : try appendAttempts(from: &candidates, book: &book)
                 if stop.value.load(ordering: .relaxed) { candidates = [] }
-                let current = batch.isEmpty ? nil : launch(batch, stop: stop)
+                let current =
+                    batch.isEmpty ? nil : batches ? launchBatched(batch, stop: stop) : launch(batch, stop: stop)
                 if let previous {
                     let outcome = try appendOutcomes(previous.batch, previous.wait(), book: &book, into: &report)
                     if outcome.merged { merged = true }
@@ -110,8 +111,11 @@ extension SyncEngine {
         let replaces = book.replaces
         var batch: [Sending] = []
         var remaining = candidates
+        // What carries this batch of attempts: the transport, and the batch route with the request's size.
+        let route = batches ? ", batch route: \(configuration.batchRequestItems) items a request" : ""
         let carrier = Attachment(
-            .carrier, payload: Array(JSONValue.object([("carrier", .string(transport.carrier))]).serialized().utf8))
+            .carrier,
+            payload: Array(JSONValue.object([("carrier", .string(transport.carrier + route))]).serialized().utf8))
         _ = try ledger.execute(attaching: { events, _ in events.isEmpty ? [] : [carrier] }) { state, now in
             batch = []
             remaining = candidates

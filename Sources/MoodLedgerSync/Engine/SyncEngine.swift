@@ -32,6 +32,9 @@ public final class SyncEngine: @unchecked Sendable {
         /// A CA certificate (PEM or DER) trusted for an `https` remote besides the system's store (Apple platforms;
         /// `--ca-file`). Default `nil`.
         public var caFile: String?
+        /// Items in one request to a remote with the batch route (`batch`). Default 64: a batch of attempts goes out
+        /// as four requests, on as many connections.
+        public var batchRequestItems = 64
 
         public init() {}
     }
@@ -259,12 +262,16 @@ public final class SyncEngine: @unchecked Sendable {
     /// One item: its request (conditional on the base revision where the remote has revisions), a 401 answered once
     /// with refreshed credentials, a 412 answered by reading the server's version (the merge is appended with the
     /// outcomes), an update the server lacks sent as a create, a create the server already had followed by an update.
-    func deliver(_ item: Due, key: String, entry: MoodEntry?) -> SyncVerdict {
+    /// `answered`: the first exchange's answer when it came in a batch (``deliverBatch(_:)``); the follow-ups (a
+    /// create after a 404, a read after a 412, an update after a create the server had) go one by one.
+    func deliver(
+        _ item: Due, key: String, entry: MoodEntry?, answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
+    ) -> SyncVerdict {
         if item.operation != .delete && entry == nil {
             // Deleted before the attempt was made: nothing to send; the outbox already records the delete.
             return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
         }
-        var verdict = exchange(item.operation, item: item, entry: entry, key: key)
+        var verdict = exchange(item.operation, item: item, entry: entry, key: key, answered: answered)
         if case .park(404?, _) = verdict, item.operation == .update, dialect.remote.has(.update) {
             // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
             // never had it). The change here reached the server last: create it again, and say so. (A 405 is about
@@ -306,14 +313,24 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
-    private func exchange(_ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncVerdict {
+    /// The request an item's operation sends (with its `MoodLedger-Replaces` where the remote takes it).
+    func request(for operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncRequest {
         var request = dialect.request(
             operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
             baseRevision: item.revision)
         if operation == .update, dialect.remote.has(.extensions), dialect.remote.has(.revisions) {
             request.replaces = item.replaces
         }
-        var (verdict, alreadyThere) = perform(request, operation: operation, entryID: item.entryID)
+        return request
+    }
+
+    private func exchange(
+        _ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String,
+        answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
+    ) -> SyncVerdict {
+        let request = self.request(for: operation, item: item, entry: entry, key: key)
+        var (verdict, alreadyThere) =
+            answered ?? perform(request, operation: operation, entryID: item.entryID)
         // An answer that names another entry than the one sent is never recorded against this one: a create whose
         // body carries our id (extensions; progress bodies never do) must answer with this id, an update with the id
         // it was sent to.
@@ -342,7 +359,7 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// Sends one request (a 401 once more with re-read credentials); `alreadyThere` for a create answered 200
     /// without `Idempotent-Replayed`.
-    private func perform(
+    func perform(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
     )
         -> (verdict: SyncVerdict, alreadyThere: Bool)

@@ -98,13 +98,19 @@ public enum SyncPolicy {
         return value
     }
 
-    /// `error.message` of the seed's envelope (or a plain-text body's first line), at most 200 characters.
+    /// `error.message` of the seed's envelope, after `error.field` when the server names one and the message does not
+    /// start with it (`valence: must be within -1...1`), or a plain-text body's first line; at most 200 characters.
     static func serverMessage(_ body: [UInt8]) -> String? {
         let text = String(decoding: body.prefix(4096), as: UTF8.self)
         var message: String?
         if let json = try? JSONParser.parse(text) {
             message =
                 json["error"]?["message"]?.stringValue ?? json["error"]?.stringValue ?? json["message"]?.stringValue
+            if let field = json["error"]?["field"]?.stringValue, !field.isEmpty, let text = message,
+                !text.hasPrefix(field + ":")
+            {
+                message = field + ": " + text
+            }
         } else if !text.isEmpty {
             message = text.split(separator: "\n").first.map(String.init)
         }
