@@ -75,6 +75,14 @@ struct BatchSyncTests {
         #expect(Content.of(stored) == Content.of(device.ledger.state.entries.all))
         // Two events a delivered entry: its attempt and its outcome, each appended 256 at a time.
         #expect(try device.ledger.events(ofType: .syncAttempted).count == 5_000)
+        // The ledger tells which request carried an entry: the 70th attempt of a batch went in its second request.
+        let attempts = try device.ledger.events(ofType: .syncAttempted)
+        let seventieth = attempts[69]
+        let story = try SyncExplanation.explain(try #require(seventieth.event.entryID), in: device.ledger)
+        let attempt = try #require(story.steps.first { $0.seq == seventieth.seq }).text
+        #expect(
+            attempt.contains("batch route: 64 items a request; request 2 of the attempts at seqs \(attempts[0].seq)–"),
+            "\(attempt)")
     }
 
     @Test("A batch whose answer was lost is sent again with its keys: first answers, nothing created twice")

@@ -79,6 +79,48 @@ struct SyncCrashTests {
     }
 
     @Test(
+        "Killed while a batch request's answer is on its way: the restart resends the batch with its keys: nothing created twice"
+    )
+    func killedMidBatch() throws {
+        let dir = TemporaryDirectory("sync-kill-batch")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        // The server applies the first batch; its answer is held long enough for the kill.
+        let proxy = try FaultProxy(upstream: server.port) { index, _, _ in
+            index == 0 ? .delay(milliseconds: 30_000) : .relay
+        }
+        defer { proxy.stop() }
+        let ledger = dir.sub("device")
+        #expect(try Self.run(["init", "--ledger", ledger]).0 == 0)
+        for valence in ["0.3", "-0.4", "0.7"] {
+            #expect(try Self.run(["log", "--valence", valence, "--label", "calm", "--ledger", ledger]).0 == 0)
+        }
+        #expect(
+            try Self.run([
+                "remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
+                "changes,revisions,update,delete,extensions,batch", "--ledger", ledger
+            ]).0 == 0)
+        let credentials = server.credentials
+        let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
+        let (process, _) = try Self.start(["sync", "--ledger", ledger], environment: environment)
+        let deadline = Date().addingTimeInterval(20)
+        while proxy.requests.first?.status == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(proxy.requests.first?.status == 200 && proxy.requests.first?.path == "/api/v1/mood/batch")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let (_, status) = try Self.run(["sync", "status", "--json", "--ledger", ledger])
+        #expect(status.contains("\"in_flight\": 3"), "\(status)")
+
+        let (code, output) = try Self.run(["sync", "--json", "--ledger", ledger], environment: environment)
+        #expect(code == 0 && output.contains("\"delivered\": 3"), "\(output)")
+        #expect(proxy.requests.dropFirst().filter { $0.path == "/api/v1/mood/batch" }.count == 1)
+        server.stop()
+        let onServer = try server.entries()
+        #expect(onServer.count == 3 && Set(onServer.map(\.id)).count == 3)
+    }
+
+    @Test(
         "CLI manners: no remote → 78; a credentials file not 0600 → 78; refused credentials → 77; --dry-run appends nothing"
     )
     func manners() throws {

@@ -113,9 +113,9 @@ extension SyncEngine {
         var remaining = candidates
         // What carries this batch of attempts: the transport, and the batch route with the request's size.
         let route = batches ? ", batch route: \(configuration.batchRequestItems) items a request" : ""
-        let carrier = Attachment(
-            .carrier,
-            payload: Array(JSONValue.object([("carrier", .string(transport.carrier + route))]).serialized().utf8))
+        var fields: [(String, JSONValue)] = [("carrier", .string(transport.carrier + route))]
+        if batches { fields.append(("batch_items", .int(Int64(max(1, configuration.batchRequestItems))))) }
+        let carrier = Attachment(.carrier, payload: Array(JSONValue.object(fields).serialized().utf8))
         _ = try ledger.execute(attaching: { events, _ in events.isEmpty ? [] : [carrier] }) { state, now in
             batch = []
             remaining = candidates

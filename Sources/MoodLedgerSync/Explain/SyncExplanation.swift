@@ -38,10 +38,13 @@ public struct SyncExplanation: Sendable, Equatable {
         var steps: [Step] = []
         var attempts = 0
         // What carried each batch of attempts (recorded with the batch; older ledgers have none).
-        let carriers = try ledger.batchAttachments(.carrier, through: through).compactMap { batch in
-            (try? JSONParser.parse(String(decoding: batch.payload, as: UTF8.self)))?["carrier"]?.stringValue.map {
-                (batch.seqs, $0)
-            }
+        let carriers = try ledger.batchAttachments(.carrier, through: through).compactMap {
+            batch -> (ClosedRange<UInt64>, String, Int?)? in
+            let json = try? JSONParser.parse(String(decoding: batch.payload, as: UTF8.self))
+            guard let carrier = json?["carrier"]?.stringValue else { return nil }
+            // The batch route cuts the attempts, in seq order, into requests of `batch_items` (1…256 when recorded).
+            let items = json?["batch_items"]?.intValue.flatMap { (1...256).contains($0) ? Int($0) : nil }
+            return (batch.seqs, carrier, items)
         }
         // An update or delete to a remote without revisions cannot say which version it replaces.
         let unconditional = remote.map { $0.capabilitySource != .unknown && !$0.has(.revisions) } ?? false
@@ -56,7 +59,12 @@ public struct SyncExplanation: Sendable, Equatable {
             case .syncAttempted(_, let destination, let operation, let key):
                 guard destination == .backend else { text = nil; break }
                 attempts += 1
-                let carrier = carriers.first { $0.0.contains(recorded.seq) }?.1
+                let carried = carriers.first { $0.0.contains(recorded.seq) }
+                var carrier = carried?.1
+                if let (seqs, _, items) = carried, let items {
+                    let request = Int(recorded.seq - seqs.lowerBound) / items + 1
+                    carrier! += "; request \(request) of the attempts at seqs \(seqs.lowerBound)–\(seqs.upperBound)"
+                }
                 text =
                     "Attempt \(attempts): \(operation.rawValue) sent"
                     + (key.isEmpty ? "" : " with Idempotency-Key \(key)")
