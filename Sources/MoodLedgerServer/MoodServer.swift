@@ -65,6 +65,8 @@ public final class MoodServer: Sendable {
     /// Credential pairs already checked: (user, token expiry in seconds).
     private let verified = PlainLock([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool
+    /// One server per data directory, held until ``close()``.
+    private let lock: ServerLock
 
     /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
     /// - Throws: ``ServerError`` when the credentials file is missing or malformed; ``EventLogError`` for the directory.
@@ -73,6 +75,7 @@ public final class MoodServer: Sendable {
         try AtomicFile.makeDirectory(configuration.dataDirectory)
         // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
         try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
+        lock = try ServerLock(directory: configuration.dataDirectory, io: configuration.io)
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
         accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
@@ -143,6 +146,7 @@ public final class MoodServer: Sendable {
             user.ledger.close()
         }
         syncers.stop()
+        lock.release()
     }
 
     /// A user's directory.
@@ -209,7 +213,7 @@ public final class MoodServer: Sendable {
                         here.respond(response)
                     }
                 } catch {
-                    here.respond(APIReply.from(any: error))
+                    here.respond(failed(error, user: user))
                 }
             }
             return nil
@@ -290,7 +294,7 @@ public final class MoodServer: Sendable {
                 responder.offload { [self] in
                     withExtendedLifetime(lease) {
                         var response: HTTPResponse
-                        do { response = try work() } catch { response = APIReply.from(any: error) }
+                        do { response = try work() } catch { response = failed(error, user: user) }
                         response.headers += rateHeaders
                         if ledger.failed { drop(user) }
                         return response
@@ -299,7 +303,7 @@ public final class MoodServer: Sendable {
                 return nil
             }
         } catch {
-            return APIReply.from(any: error)
+            return failed(error, user: user)
         }
     }
 
@@ -314,8 +318,19 @@ public final class MoodServer: Sendable {
                 return response
             }
         } catch {
-            return APIReply.from(any: error)
+            return failed(error, user: ledger.name)
         }
+    }
+
+    /// An error as its response; a 500 always leaves a log line with the user and the reason (an error's
+    /// description names files, offsets and rules, never an entry's contents).
+    func failed(_ error: Error, user: String) -> HTTPResponse {
+        let response = APIReply.from(any: error)
+        if response.status >= 500 {
+            let reason = (error as? APIFailure).map { String(decoding: $0.response.body, as: UTF8.self) } ?? "\(error)"
+            configuration.log("\(user): answered \(response.status): \(reason)")
+        }
+        return response
     }
 
     /// A write whose sync failed: logged, the ledger dropped (reopened from disk on the next request), and a 500.

@@ -4,6 +4,8 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import MoodLedgerServer
+
 /// The built `moodledger serve` as a user runs it, killed with SIGKILL under load and restarted.
 @Suite("moodledger serve end to end", .serialized)
 struct EndToEndTests {
@@ -203,5 +205,67 @@ struct LiveAccountTests {
         let listed = try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: fresh)
         #expect(listed.status == 200 && listed.data["entries"]?.arrayValue?.count == 1, "\(listed)")
         #expect(try Tool.run(["serve", "user", "rotate-key", "nobody", "--data", data]).code == 66)
+    }
+}
+
+@Suite("One server per data directory", .serialized)
+struct ServerLockTests {
+    @Test(
+        "A second serve on the same directory exits 75 naming the first's pid; the first serves on; a stopped one frees it"
+    )
+    func secondServerRefused() throws {
+        let dir = TemporaryDirectory("serve-twice")
+        let data = dir.sub("data")
+        let alice = try LiveAccountTests.credentials("alice", data: data)
+        let (first, port) = try EndToEndTests.start(data)
+        let second = try Tool.run(["serve", "--data", data, "--port", "0"])
+        #expect(second.code == 75, "\(second.err)")
+        #expect(
+            second.err.contains("another moodledger serve (pid \(first.processIdentifier)) is serving"), "\(second.err)"
+        )
+        #expect(
+            try EndToEndTests.call(
+                port, "POST", "/api/v1/mood", auth: alice, json: #"{"valence":0.4,"labels":["calm"]}"#
+            )
+            .status == 201, "the first server is untouched")
+        first.terminate()
+        first.waitUntilExit()
+        let (again, _) = try EndToEndTests.start(data)
+        again.terminate()
+        again.waitUntilExit()
+        #expect(again.terminationStatus == 0, "the lock went with the first server")
+    }
+
+    @Test("A data directory the server cannot write is refused at start (exit 73), not one request at a time")
+    func readOnlyDirectoryRefused() throws {
+        guard getuid() != 0 else {
+            // Root writes through 0500; a read-only mount needs privileges a test should not take.
+            print("skipped: running as root, which writes through a 0500 directory")
+            return
+        }
+        let dir = TemporaryDirectory("serve-read-only")
+        let data = dir.sub("data")
+        _ = try LiveAccountTests.credentials("alice", data: data)
+        chmod(data, 0o500)
+        defer { chmod(data, 0o700) }
+        let refused = try Tool.run(["serve", "--data", data, "--port", "0"])
+        #expect(refused.code == 73 && refused.err.contains("cannot write the data directory"), "\(refused.err)")
+    }
+
+    @Test("In process: a second MoodServer over one directory is refused with the code `locked`; close releases it")
+    func inProcess() throws {
+        let dir = TemporaryDirectory("serve-lock-in-process")
+        let first = try MoodServer(configuration: MoodServer.Configuration(dataDirectory: dir.path))
+        #expect(throws: ServerError.self) {
+            try MoodServer(configuration: MoodServer.Configuration(dataDirectory: dir.path))
+        }
+        do {
+            _ = try MoodServer(configuration: MoodServer.Configuration(dataDirectory: dir.path))
+        } catch let error as ServerError {
+            #expect(error.code == "locked")
+        }
+        first.close()
+        let second = try MoodServer(configuration: MoodServer.Configuration(dataDirectory: dir.path))
+        second.close()
     }
 }

@@ -182,7 +182,11 @@ enum ServeCommand {
         configuration.log = { console.error("moodledger serve: \($0)") }
         let backend: MoodServer
         do { backend = try MoodServer(configuration: configuration) } catch let error as ServerError {
-            throw CLIError(ExitCode.invalidInput, error.description)
+            switch error.code {
+            case "locked": throw CLIError(ExitCode.locked, error.description)
+            case "not_writable": throw CLIError(ExitCode.cannotCreate, error.description)
+            default: throw CLIError(ExitCode.invalidInput, error.description)
+            }
         }
         let server: HTTPServer
         do { server = try backend.start() } catch let error as Errno {
