@@ -375,27 +375,26 @@ public final class MoodServer: Sendable {
                 401, "unauthorized", "the Authorization scheme must be Bearer",
                 headers: [("WWW-Authenticate", challenge)])
         }
-        let claims: JWT.Claims
-        // The key is asked for before the token is checked, so an answer never tells whether a token alone is valid.
+        // The key is asked for before the token is checked, and every refusal of a present pair reads the same
+        // (a bad signature, an expired token, a key of another user or of an older key): no answer tells which part
+        // was wrong, or whether a token alone is valid.
         guard let key = request.header("x-api-key") else {
             throw APIFailure(401, "unauthorized", "X-API-Key is required", headers: [("WWW-Authenticate", challenge)])
         }
-        do {
-            // Spaces and tabs around the token are not part of it (the header's own were trimmed when parsed).
-            let token = authorization.utf8.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
-            claims = try JWT.claims(
-                of: String(decoding: token, as: UTF8.self), now: now / 1000, secret: credentials.secret)
-        } catch {
-            throw APIFailure(
-                401, "unauthorized", "invalid token: \(error.reason)",
-                headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
-        }
-        guard Credentials.isValidUserName(claims.subject), credentials.user(named: claims.subject, apiKey: key) != nil
-        else {
-            throw APIFailure(
-                401, "unauthorized", "the API key does not belong to the token's user",
-                headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
-        }
+        let refused = APIFailure(
+            401, "unauthorized", "the API key and token are not a valid pair for a current account",
+            headers: [("WWW-Authenticate", challenge + ", error=\"invalid_token\"")])
+        // Spaces and tabs around the token are not part of it (the header's own were trimmed when parsed).
+        let token = authorization.utf8.dropFirst(7).drop { $0 == 0x20 || $0 == 0x09 }
+        let credentials = self.credentials
+        guard
+            let claims = try? JWT.claims(
+                of: String(decoding: token, as: UTF8.self), now: now / 1000, secret: credentials.secret),
+            Credentials.isValidUserName(claims.subject),
+            let user = credentials.user(named: claims.subject, apiKey: key),
+            let keyID = claims.keyID,
+            ConstantTime.equal(Array(keyID.utf8), Array(credentials.keyID(of: user.keyHash).utf8))
+        else { throw refused }
         return claims
     }
 

@@ -38,7 +38,7 @@ enum ManyUsersBench {
                     let user = "u\(index)"
                     let auth =
                         "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
-                        + JWT.sign(subject: user, now: now, ttl: 3600, secret: credentials.secret) + "\r\n"
+                        + credentials.token(for: user, now: now, ttl: 3600)! + "\r\n"
                     return Array(
                         (post
                             ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"

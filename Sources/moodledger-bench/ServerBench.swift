@@ -30,13 +30,9 @@ enum ServerBench {
             try preload(MoodServer.userDirectory("bench", in: data), entries: 10_000)
             let loopback = try LoopbackServer(data: data, quiet: false)
             let (backend, server) = (loopback.backend, loopback.server)
-            let token = JWT.sign(
-                subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                secret: credentials.secret)
+            let token = credentials.token(for: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600)!
             let auth = "X-API-Key: \(key)\r\nAuthorization: Bearer \(token)\r\n"
-            let writerToken = JWT.sign(
-                subject: "writer", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                secret: credentials.secret)
+            let writerToken = credentials.token(for: "writer", now: Int64(Date().timeIntervalSince1970), ttl: 3600)!
             let writer = "X-API-Key: \(writerKey)\r\nAuthorization: Bearer \(writerToken)\r\n"
             let body = #"{"valence":0.5,"labels":["calm"],"associations":["work"]}"#
             let post = Array(

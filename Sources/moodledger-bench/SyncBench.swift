@@ -24,8 +24,7 @@ enum SyncBench {
             let loopback = try LoopbackServer(data: data)
             let server = loopback.server
             defer { loopback.stop() }
-            let token = JWT.sign(
-                subject: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
+            let token = credentials.token(for: "bench", now: Int64(Date().timeIntervalSince1970), ttl: 3600)!
             let syncCredentials = SyncCredentials(apiKey: key, token: token)
             if restarts {
                 loopback.stop()
@@ -48,9 +47,7 @@ enum SyncBench {
             try credentials.save(directory: data)
             let singleCredentials = SyncCredentials(
                 apiKey: single,
-                token: JWT.sign(
-                    subject: "bench-single", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                    secret: credentials.secret))
+                token: credentials.token(for: "bench-single", now: Int64(Date().timeIntervalSince1970), ttl: 3600)!)
             for (name, capabilities, user) in [
                 ("", nil, syncCredentials),
                 ("_single", RemoteCapabilities.all.subtracting(.batch), singleCredentials)

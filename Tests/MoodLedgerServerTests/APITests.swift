@@ -35,7 +35,7 @@ struct APITests {
             headers: [
                 (
                     "Authorization",
-                    "Bearer \(JWT.sign(subject: "alice", now: h.clock.now / 1000 - 10, ttl: 5, secret: h.backend.credentials.secret))"
+                    "Bearer \(h.backend.credentials.token(for: "alice", now: h.clock.now / 1000 - 10, ttl: 5)!)"
                 ),
                 ("X-API-Key", h.keys["alice"]!)
             ])

@@ -185,8 +185,29 @@ struct LiveAccountTests {
             "an erased account's data does not come back")
     }
 
+    @Test("An account erased and added again: tokens issued before are refused with the new key; refusals read alike")
+    func tokensDieWithTheirKey() throws {
+        let dir = TemporaryDirectory("serve-token-key")
+        let data = dir.sub("data")
+        let before = try Self.credentials("erin", data: data)
+        let (server, port) = try EndToEndTests.start(data)
+        defer { server.terminate(); server.waitUntilExit() }
+        #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: before).status == 200)
+        #expect(try Tool.run(["serve", "user", "erase", "erin", "--data", data, "--yes"]).code == 0)
+        let after = try Self.credentials("erin", data: data)
+        #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: [after[0], before[1]]).status == 401)
+        #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: after).status == 200)
+        // A garbage key with a real token, a real key with a forged token, an old token: one answer, word for word.
+        let forged = after[1].dropLast(2) + (after[1].hasSuffix("AA") ? "BB" : "AA")
+        let answers = try [
+            ["X-API-Key: mlk_0000", after[1]], [after[0], String(forged)], [after[0], before[1]]
+        ].map { try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: $0) }
+        #expect(answers.allSatisfy { $0.status == 401 })
+        #expect(Set(answers.map(\.text)).count == 1, "\(answers.map(\.text))")
+    }
+
     @Test(
-        "A key rotated while serving: the old key is refused from the next request, the new one is served, the data stays"
+        "A key rotated while serving: the old key and every token issued for it are refused from the next request; the new pair is served, the data stays"
     )
     func rotateKeyWhileServing() throws {
         let dir = TemporaryDirectory("serve-rotate")
@@ -201,7 +222,13 @@ struct LiveAccountTests {
         #expect(rotated.code == 0, "\(rotated.err)")
         let key = try #require(rotated.out.split(separator: "\n").last.map(String.init))
         #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: old).status == 401)
-        let fresh = ["X-API-Key: \(key)", old[1]]
+        // A token issued before the rotation died with the old key, even paired with the new one.
+        #expect(
+            try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: ["X-API-Key: \(key)", old[1]])
+                .status == 401)
+        let token = try Tool.run(["serve", "token", "--user", "dora", "--data", data]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let fresh = ["X-API-Key: \(key)", "Authorization: Bearer \(token)"]
         let listed = try EndToEndTests.call(port, "GET", "/api/v1/mood?from=2000-01-01", auth: fresh)
         #expect(listed.status == 200 && listed.data["entries"]?.arrayValue?.count == 1, "\(listed)")
         #expect(try Tool.run(["serve", "user", "rotate-key", "nobody", "--data", data]).code == 66)

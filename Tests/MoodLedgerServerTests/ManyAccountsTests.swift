@@ -188,8 +188,7 @@ struct ManyAccountsTests {
         var statuses: [Int: Int] = [:]
         for index in 0..<400 {
             let user = "u\(index)"
-            let token = JWT.sign(
-                subject: user, now: Int64(Date().timeIntervalSince1970), ttl: 3600, secret: credentials.secret)
+            let token = credentials.token(for: user, now: Int64(Date().timeIntervalSince1970), ttl: 3600)!
             let body = #"{"valence":0.5,"labels":["calm"]}"#
             let client = try RawClient(port: server)
             defer { client.close() }

@@ -43,12 +43,12 @@ struct ManyUsersCrashTests {
             if parts.count == 2 { keys[String(parts[0])] = String(parts[1]) }
         }
         #expect(keys.count == Self.users, "every account added")
-        let secret = try Credentials.load(directory: data, create: false).secret
+        let accounts = try Credentials.load(directory: data, create: false)
         let now = Int64(Date().timeIntervalSince1970)
         let auth = names.map { name in
             [
                 "X-API-Key: \(keys[name] ?? "")",
-                "Authorization: Bearer " + JWT.sign(subject: name, now: now, ttl: 3600, secret: secret)
+                "Authorization: Bearer " + (accounts.token(for: name, now: now, ttl: 3600) ?? "")
             ]
         }
 

@@ -57,7 +57,7 @@ final class ServerHarness: @unchecked Sendable {
     }
 
     func token(_ user: String, ttl: Int64 = 3600) -> String {
-        JWT.sign(subject: user, now: clock.now / 1000, ttl: ttl, secret: backend.credentials.secret)
+        backend.credentials.token(for: user, now: clock.now / 1000, ttl: ttl)!
     }
 
     /// Authorization and API-key headers for a user.

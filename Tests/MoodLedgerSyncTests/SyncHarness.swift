@@ -55,9 +55,7 @@ final class SyncServer: @unchecked Sendable {
     var credentials: SyncCredentials {
         SyncCredentials(
             apiKey: key,
-            token: JWT.sign(
-                subject: "alice", now: Int64(Date().timeIntervalSince1970), ttl: 3600,
-                secret: backend.credentials.secret))
+            token: backend.credentials.token(for: "alice", now: Int64(Date().timeIntervalSince1970), ttl: 3600)!)
     }
 
     private let stopped = Mutex(false)

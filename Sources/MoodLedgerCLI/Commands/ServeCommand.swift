@@ -143,7 +143,7 @@ enum ServeCommand {
             holding: name, in: data,
             hint: "add one with `moodledger serve user add \(name) --data \(data)`")
         context.console.line(
-            JWT.sign(subject: name, now: context.baseOptions.clock() / 1000, ttl: ttl, secret: credentials.secret))
+            credentials.token(for: name, now: context.baseOptions.clock() / 1000, ttl: ttl)!)
         return ExitCode.ok
     }
 

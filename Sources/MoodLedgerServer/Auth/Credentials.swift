@@ -151,6 +151,20 @@ public struct Credentials: Sendable {
         return true
     }
 
+    /// The key id of an API key: the first 16 hex digits of HMAC-SHA256(secret, "kid" + the key's hash). A token
+    /// carries it as `kid`: rotating the key or erasing and re-adding the account gives a new id, so every token
+    /// issued before is refused; the id tells nothing about the key without the server's secret.
+    public func keyID(of keyHash: [UInt8]) -> String {
+        String(ByteText.hex(HMACSHA256.mac(key: secret, message: Array("kid".utf8) + keyHash)).prefix(16))
+    }
+
+    /// A bearer token for `name`'s current key, valid from `now` (seconds) for `ttl` seconds; `nil` for no such
+    /// user.
+    public func token(for name: String, now: Int64, ttl: Int64) -> String? {
+        guard let hash = keyHashes[name] else { return nil }
+        return JWT.sign(subject: name, now: now, ttl: ttl, secret: secret, keyID: keyID(of: hash))
+    }
+
     /// The user whose API key this is, comparing hashes in constant time.
     public func user(named name: String, apiKey: String) -> User? {
         guard let stored = keyHashes[name] else { return nil }

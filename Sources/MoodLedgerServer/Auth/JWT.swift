@@ -9,9 +9,18 @@ public enum JWT {
     }
 
     /// A signed token for `subject`, valid from `now` for `ttl` seconds.
-    public static func sign(subject: String, now: Int64, ttl: Int64, secret: [UInt8]) -> String {
+    /// - Parameters:
+    ///   - subject: the user (`sub`).
+    ///   - now: seconds since 1970 (`iat`).
+    ///   - ttl: seconds it is valid for (`exp` = `now + ttl`).
+    ///   - secret: the HMAC key.
+    ///   - keyID: the `kid` claim: which API key of the user the token belongs to (``Credentials/keyID(of:)``);
+    ///     the server refuses a token whose `kid` is not the user's current key's.
+    public static func sign(subject: String, now: Int64, ttl: Int64, secret: [UInt8], keyID: String? = nil) -> String {
         let header = ByteText.base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let claims = JSONValue.object([("sub", .string(subject)), ("iat", .int(now)), ("exp", .int(now + ttl))])
+        var fields: [(String, JSONValue)] = [("sub", .string(subject)), ("iat", .int(now)), ("exp", .int(now + ttl))]
+        if let keyID { fields.append(("kid", .string(keyID))) }
+        let claims = JSONValue.object(fields)
         let payload = ByteText.base64URL(Array(claims.serialized().utf8))
         let signature = HMACSHA256.mac(key: secret, message: Array("\(header).\(payload)".utf8))
         return "\(header).\(payload).\(ByteText.base64URL(signature))"
@@ -23,6 +32,8 @@ public enum JWT {
         public var subject: String
         /// The `exp` claim: seconds since 1970.
         public var expiry: Int64
+        /// The `kid` claim: the API key the token was issued for, when it names one.
+        public var keyID: String? = nil
     }
 
     /// Checks a token's form, algorithm (HS256 only; `none` never), signature (constant time) and expiry.
@@ -67,6 +78,6 @@ public enum JWT {
         if let notBefore = claims["nbf"]?.intValue, Int64(notBefore) > now {
             throw Invalid(reason: "the token is not valid yet")
         }
-        return Claims(subject: subject, expiry: Int64(expiry))
+        return Claims(subject: subject, expiry: Int64(expiry), keyID: claims["kid"]?.stringValue)
     }
 }
