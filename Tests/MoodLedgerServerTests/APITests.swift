@@ -173,6 +173,35 @@ struct APITests {
         #expect(try h.request("GET", "/api/v1/mood?limit=0").status == 422)
     }
 
+    @Test(
+        "Idempotency-Key is scoped by the route, not its spelling; keys expire after 24 hours while the ledger is open")
+    func idempotencyScopeAndExpiry() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let key = ("Idempotency-Key", "k-spelling")
+        let body = #"{"valence":0.4,"labels":["calm"]}"#
+        let answers = try ["/api/v1/mood", "/api/v1/mood/", "/api/v1/%6dood"].map {
+            try h.request("POST", $0, headers: [key], json: body)
+        }
+        #expect(answers.map(\.status) == [201, 201, 201] && Set(answers.map(\.body)).count == 1)
+        #expect(answers.dropFirst().allSatisfy { $0.header("Idempotent-Replayed") == "true" })
+        #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01").data["total"] == .int(1), "one entry, not three")
+        // 100 keyed writes: every key held, only the most recent first answers.
+        for i in 0..<100 {
+            _ = try h.request("POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-\(i)")], json: body)
+        }
+        let lease = try h.backend.ledgers.lease("alice")
+        #expect(lease.user.heldKeys.keys == 101 && lease.user.heldKeys.answers <= UserLedger.rememberedAnswersPerUser)
+        // An old key's replay rebuilds its first answer from the log: the same bytes.
+        let again = try h.request("POST", "/api/v1/mood", headers: [key], json: body)
+        #expect(again.body == answers[0].body && again.header("Idempotent-Replayed") == "true")
+        // A day later, with the ledger open all along, the key is forgotten: the request is new.
+        h.clock.advance(UserLedger.idempotencyWindowMilliseconds + 1)
+        let later = try h.request("POST", "/api/v1/mood", headers: [key], json: body)
+        #expect(later.status == 201 && later.header("Idempotent-Replayed") == nil && later.body != answers[0].body)
+        #expect(lease.user.heldKeys.keys == 1, "the day-old keys went; the new one stays")
+    }
+
     @Test("Idempotency-Key: same key and body replays the first answer, also after a restart; another body is 422")
     func idempotency() throws {
         let dir = TemporaryDirectoryBox.make()

@@ -14,9 +14,12 @@ extension MoodServer {
     /// keys are scoped to the method and path, so the same key on another route is another request.
     static func idempotency(_ request: HTTPRequest) -> (key: String?, fingerprint: String) {
         guard let given = request.header("idempotency-key"), !given.isEmpty else { return (nil, "") }
+        // Scoped by the route, not its spelling: one key and body to `/api/v1/mood/` and `/api/v1/%6dood` is one
+        // request.
+        let path = Route.match(request.path)?.canonicalPath ?? request.path
         return (
-            "\(request.method) \(request.path) \(given)",
-            ByteText.hex(SHA256.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+            "\(request.method) \(path) \(given)",
+            ByteText.hex(SHA256.hash(Array("\(request.method) \(path)\n".utf8) + request.body))
         )
     }
 

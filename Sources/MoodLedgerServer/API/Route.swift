@@ -1,3 +1,5 @@
+import MoodLedger
+
 /// The server's routes (`Specs/server.md`, `Specs/openapi.yaml`) and the methods each allows.
 struct Route {
     enum Name: Equatable {
@@ -25,6 +27,27 @@ struct Route {
         switch name {
         case .moodItem, .wellnessItem, .moodChanges: return true
         default: return false
+        }
+    }
+
+    /// The route's one spelling: what idempotency keys are scoped by, so `/api/v1/mood`, `/api/v1/mood/` and
+    /// `/api/v1/%6dood` are one route (an entry id in its canonical lowercase form).
+    var canonicalPath: String {
+        func id(_ text: String) -> String { EntryID(text)?.description ?? text }
+        switch name {
+        case .health: return "/health"
+        case .moodCollection: return "/api/v1/mood"
+        case .moodBatch: return "/api/v1/mood/batch"
+        case .moodChanges: return "/api/v1/mood/changes"
+        case .moodTrends: return "/api/v1/mood/trends"
+        case .moodLabelAnalytics: return "/api/v1/mood/analytics/labels"
+        case .moodAssociationAnalytics: return "/api/v1/mood/analytics/associations"
+        case .moodDaily(let date): return "/api/v1/mood/daily/" + date
+        case .moodItem(let item): return "/api/v1/mood/" + id(item)
+        case .wellnessCollection: return "/api/v1/wellness/mood-entries"
+        case .wellnessAnalytics: return "/api/v1/wellness/mood-entries/analytics"
+        case .wellnessItem(let item): return "/api/v1/wellness/mood-entries/" + id(item)
+        case .progress: return "/api/v1/progress"
         }
     }
 

@@ -10,6 +10,13 @@ final class UserLedger: Sendable {
 
     /// How long an idempotency key is remembered (keys older than this are not loaded on open).
     static let idempotencyWindowMilliseconds: Int64 = 24 * 3600 * 1000
+    /// Most idempotency keys one user's ledger remembers; past it the oldest are forgotten first. Above what the
+    /// default write budget lets a user make in a day (a burst of 10,000 and 100 an hour), so at the defaults every
+    /// key lives its 24 hours; about 0.3 KB each.
+    static let idempotencyKeysPerUser = 20_000
+    /// First answers kept in memory per user (the most recent keys'); an older key's replay rebuilds its first
+    /// answer from the log as of its revision, the same bytes.
+    static let rememberedAnswersPerUser = 64
 
     /// A stored idempotency key.
     struct Idempotent: Sendable {
@@ -18,8 +25,10 @@ final class UserLedger: Sendable {
         var entryID: EntryID?
         /// The revision (ledger seq) the first response was made at.
         var seq: UInt64
-        /// The first response's body, when this process made or rebuilt it.
+        /// The first response's body, when this process made or rebuilt it (kept for the most recent keys only).
         var body: [UInt8]?
+        /// When the key was recorded (ms since 1970): it is forgotten 24 hours later.
+        var at: Int64 = 0
     }
 
     private struct State {
@@ -32,6 +41,12 @@ final class UserLedger: Sendable {
         /// entry id → the revision of its last change; built by one log walk on first need.
         var revisions: [EntryID: UInt64]?
         var keys: [String: Idempotent] = [:]
+        /// The keys in the order they were recorded (with when), oldest first from `keysHead`: what expires next.
+        var keyOrder: [(key: String, at: Int64)] = []
+        var keysHead = 0
+        /// The keys whose first answer is held, oldest first from `answersHead`.
+        var answered: [String] = []
+        var answersHead = 0
         var inFlight: Set<String> = []
         /// entry id → the last change that said it replaced a concurrent edit: that change's revision, and what it
         /// replaced; built by one walk on first need, like the revisions.
@@ -289,7 +304,9 @@ final class UserLedger: Sendable {
 
     /// Claims `key` for a request with `fingerprint`, or says why it cannot run.
     func claim(_ key: String, fingerprint: String) -> KeyState {
-        state.withLock { state in
+        let now = ledger.options.clock()
+        return state.withLock { state in
+            Self.expire(&state, now: now)
             if let known = state.keys[key] { return known.fingerprint == fingerprint ? .replay(known) : .mismatch }
             if state.inFlight.contains(key) { return .inFlight }
             state.inFlight.insert(key)
@@ -300,14 +317,62 @@ final class UserLedger: Sendable {
     /// Whether `key` with `fingerprint` is a request already acknowledged (its answer would be a replay), without
     /// claiming it.
     func isReplay(_ key: String, fingerprint: String) -> Bool {
-        state.withLock { $0.keys[key]?.fingerprint == fingerprint }
+        let now = ledger.options.clock()
+        return state.withLock { state in
+            guard let known = state.keys[key], known.at >= now - Self.idempotencyWindowMilliseconds else {
+                return false
+            }
+            return known.fingerprint == fingerprint
+        }
     }
 
     /// Records the outcome of a claimed key (`nil`: the request failed before changing anything; the key is free).
     func finish(_ key: String, _ outcome: Idempotent?) {
+        let now = ledger.options.clock()
         state.withLock { state in
             state.inFlight.remove(key)
-            if let outcome { state.keys[key] = outcome }
+            guard var outcome else { return }
+            let known = state.keys[key]
+            if known == nil {
+                if outcome.at == 0 { outcome.at = now }
+                state.keyOrder.append((key, outcome.at))
+            } else {
+                outcome.at = known!.at
+            }
+            if outcome.body != nil, known?.body == nil { state.answered.append(key) }
+            state.keys[key] = outcome
+            Self.expire(&state, now: now)
+        }
+    }
+
+    /// How many keys and first answers are held now (for the tests of the bounds).
+    var heldKeys: (keys: Int, answers: Int) {
+        state.withLock { state in (state.keys.count, state.keys.values.count { $0.body != nil }) }
+    }
+
+    /// Forgets keys past their 24 hours or past ``idempotencyKeysPerUser``, and first answers past
+    /// ``rememberedAnswersPerUser`` (their keys stay): memory per user is bounded whatever the ledger's uptime.
+    private static func expire(_ state: inout State, now: Int64) {
+        let oldest = now - idempotencyWindowMilliseconds
+        while state.keysHead < state.keyOrder.count {
+            let (key, at) = state.keyOrder[state.keysHead]
+            guard at < oldest || state.keyOrder.count - state.keysHead > idempotencyKeysPerUser else { break }
+            // A key recorded again later (after a rebuild) has one entry here per recording; only its own goes.
+            if state.keys[key]?.at == at { state.keys.removeValue(forKey: key) }
+            state.keysHead += 1
+        }
+        while state.answered.count - state.answersHead > rememberedAnswersPerUser {
+            state.keys[state.answered[state.answersHead]]?.body = nil
+            state.answersHead += 1
+        }
+        // The queues are compacted once half of them is spent: amortized O(1) per key.
+        if state.keysHead > 1024, state.keysHead * 2 > state.keyOrder.count {
+            state.keyOrder.removeFirst(state.keysHead)
+            state.keysHead = 0
+        }
+        if state.answersHead > 1024, state.answersHead * 2 > state.answered.count {
+            state.answered.removeFirst(state.answersHead)
+            state.answersHead = 0
         }
     }
 
@@ -337,15 +402,23 @@ final class UserLedger: Sendable {
     private func loadKeys(since: Int64) throws {
         let first = try ledger.seq(at: .instant(since)) + 1
         var keys: [String: Idempotent] = [:]
-        try ledger.forEachAttachment(.idempotencyKey, from: first) { seq, _, payload in
+        var order: [(key: String, at: Int64)] = []
+        try ledger.forEachAttachment(.idempotencyKey, from: first) { seq, recordedAt, payload in
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
                 let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
                 let status = json["status"]?.intValue
             else { return }
             keys[key] = Idempotent(
                 fingerprint: fingerprint, status: status,
-                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil)
+                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil, at: recordedAt)
+            order.append((key, recordedAt))
         }
-        state.withLock { $0.keys = keys }
+        let now = ledger.options.clock()
+        state.withLock { state in
+            state.keys = keys
+            state.keyOrder = order
+            state.keysHead = 0
+            Self.expire(&state, now: now)
+        }
     }
 }
