@@ -99,6 +99,9 @@ extension Ledger {
     /// returns (which the folds skip) as one batch: one write, one sync, all or nothing across a crash. Servers use
     /// it to store a request's idempotency key with the change it made.
     ///
+    /// `decide` and `attach` run under the ledger's lock: they must not call into this ledger (`Specs/ledger.md`,
+    /// *Reentrancy*); a debug build stops the process if they do.
+    ///
     /// - Parameters:
     ///   - attach: given the events and the entry concerned, what to store with them (may be empty).
     ///   - decide: the command: the events to append against the state at the current time (ms), and the entry.

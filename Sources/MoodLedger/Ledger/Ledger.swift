@@ -19,7 +19,7 @@ public final class Ledger: Sendable {
     public var laterNotices: [String] { core.withLock { $0.laterNotices } }
 
     let store: SnapshotStore
-    let core: Mutex<Core>
+    let core: CheckedMutex<Core>
 
     /// @unchecked Sendable: only ever used inside ``core``'s Mutex.
     struct Core: @unchecked Sendable {
@@ -39,7 +39,7 @@ public final class Ledger: Sendable {
         self.options = options
         self.notices = notices
         self.store = SnapshotStore(ledgerDirectory: path, io: options.io)
-        self.core = Mutex(Core(log: log, state: state, sinceSnapshot: sinceSnapshot))
+        self.core = CheckedMutex(Core(log: log, state: state, sinceSnapshot: sinceSnapshot))
     }
 
     /// Opens the ledger at `path`: the newest valid snapshot, then a replay of the events after it.

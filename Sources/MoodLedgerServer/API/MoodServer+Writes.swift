@@ -139,7 +139,9 @@ extension MoodServer {
         guard exists else { throw APIFailure(404, "not_found", "no such entry") }
         guard let condition = request.header("if-match"), !condition.isEmpty else { return }
         if condition == "*" { return }
-        let current = Self.etag(try user.revision(of: id))
+        // Inside the ledger's execute: the revisions were prepared before it (a call into the ledger here would be
+        // reentrant).
+        let current = Self.etag(user.preparedRevision(of: id))
         // RFC 9110 §13.1.1: If-Match uses the strong comparison, so a weak tag (`W/"27"`) never matches.
         let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard tags.contains(current) else {

@@ -185,6 +185,16 @@ final class UserLedger: Sendable {
     // MARK: - Revisions
 
     /// The revision of an entry's last change (0 if the ledger never held it).
+    /// The revision of `id` from the revisions already built (``prepareRevisions()`` ran): never touches the ledger,
+    /// so it may be called from inside the ledger's `execute` closure (a call into the ledger there would be
+    /// reentrant).
+    func preparedRevision(of id: EntryID) -> UInt64 {
+        state.withLock { state in
+            precondition(state.revisions != nil, "the revisions are prepared before a write")
+            return state.revisions?[id] ?? 0
+        }
+    }
+
     func revision(of id: EntryID) throws -> UInt64 {
         try prepareRevisions()
         return try revisions()[id] ?? 0
@@ -410,8 +420,9 @@ final class UserLedger: Sendable {
             else { return }
             keys[key] = Idempotent(
                 fingerprint: fingerprint, status: status,
-                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil, at: recordedAt)
-            order.append((key, recordedAt))
+                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil, at: recordedAt / 1000
+            )
+            order.append((key, recordedAt / 1000))
         }
         let now = ledger.options.clock()
         state.withLock { state in
