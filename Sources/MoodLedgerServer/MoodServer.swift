@@ -57,6 +57,8 @@ public final class MoodServer: Sendable {
     /// The accounts in force: replayed again when the accounts log changed since (``refreshAccounts()``).
     var credentials: Credentials { accounts.withLock { $0.credentials } }
     private let stopping = Atomic<Bool>(false)
+    /// Whether ``close()`` began.
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
     let limiter: RateLimiter
     /// The open ledgers (at most ``Configuration/maxOpenLedgers``).
     let ledgers: LedgerPool

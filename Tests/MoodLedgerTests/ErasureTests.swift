@@ -175,6 +175,29 @@ struct ErasureTests {
         }
     }
 
+    @Test(
+        "A rewrite that fails (no crash): the erasure is unfinished, never 'already erased'; erasing again finishes it",
+        arguments: [Step.tempWrite, .tempSync, .rename])
+    func unfinishedThenFinished(step: Step) throws {
+        let dir = TemporaryDirectory("erase-unfinished")
+        let io = FaultInjectingIO()
+        var options = Ledger.Options()
+        options.io = io
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        defer { ledger.close() }
+        let (secret, needles) = try Self.populate(ledger)
+        step.fail(io)
+        #expect(throws: (any Error).self) { try ledger.erase([secret]) }
+        #expect(ledger.unfinishedErasures == [secret] && ledger.entry(secret) == nil)
+        #expect(!Self.containing(needles, in: dir.path).isEmpty, "its data is still on disk")
+        let lastSeq = ledger.lastSeq
+        let report = try ledger.erase([secret])
+        #expect(report.erased == [secret] && ledger.lastSeq == lastSeq, "finished, nothing more appended")
+        #expect(ledger.unfinishedErasures.isEmpty && Self.containing(needles, in: dir.path).isEmpty)
+        #expect(throws: MoodError.self) { try ledger.erase([secret]) }
+        #expect(try Ledger.verify(at: dir.path).ok)
+    }
+
     /// A ledger with one entry the backend holds a copy of (remote id `remote-secret-id`).
     static func withBackendCopy(_ dir: TemporaryDirectory) throws -> (Ledger, EntryID) {
         let ledger = try Ledger.open(at: dir.path)

@@ -55,11 +55,15 @@ extension Ledger {
                 return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
             }
             let named = try Self.namedEntryIDs(in: core.log)
-            for id in ids where !named.contains(id) {
+            // An erasure recorded but not finished (its rewrite failed: a full disk, a directory not writable) is
+            // not "already erased": asking again finishes it, appending nothing more for it.
+            let unfinished = core.state.pendingErasures
+            for id in ids where !named.contains(id) && unfinished[id] == nil {
                 throw MoodError(
                     code: .notFound, field: "entry_id",
                     rule: "no entry \(id) to erase (never logged, or already erased)")
             }
+            let fresh = ids.filter { unfinished[$0] == nil }
             if !ignoringDestinations {
                 try deciding(&core) { state in
                     for id in ids {
@@ -77,10 +81,12 @@ extension Ledger {
             }
             let now = options.clock()
             // Streamed: `erase --all` of a large ledger appends one event per entry.
-            try appendStreaming(
-                ids.lazy.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) },
-                now: now, to: &core)
-            try core.log.sync()
+            if !fresh.isEmpty {
+                try appendStreaming(
+                    fresh.lazy.map { .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy)) },
+                    now: now, to: &core)
+                try core.log.sync()
+            }
             return try finishErasures(&core)
         }
     }
@@ -215,6 +221,22 @@ extension Ledger {
         return EraseReport(
             erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
             bytesWritten: report.bytesWritten, backups: backups())
+    }
+
+    /// The entries whose erasure was recorded but not finished (their records still hold data): a rewrite that
+    /// failed after the `entry.erased` was durable. ``finishErasures()`` or asking to erase them again finishes them.
+    public var unfinishedErasures: Set<EntryID> { core.withLock { Set($0.state.pendingErasures.keys) } }
+
+    /// Finishes every erasure recorded but not finished: the rewrite and the snapshots, as ``erase(_:reason:requestedBy:ignoringDestinations:)``
+    /// would have. Nothing to do is not an error.
+    /// - Returns: what was rewritten.
+    /// - Throws: `EventLogError` when the rewrite fails again (the erasures stay unfinished).
+    @discardableResult
+    public func finishErasures() throws -> EraseReport {
+        try core.withLock { core in
+            guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
+            return try finishErasures(&core)
+        }
     }
 
     /// Repair backups in the ledger directory (`events.log.broken-*`).

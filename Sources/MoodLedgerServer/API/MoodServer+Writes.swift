@@ -1,3 +1,5 @@
+import Dispatch
+import EventLog
 import Foundation
 import MoodLedger
 
@@ -114,6 +116,18 @@ extension MoodServer {
                 try user.ledger.erase([id], reason: "erase=true", requestedBy: "server", ignoringDestinations: true)
             } catch let error as MoodError where error.code == .notFound {
                 throw APIFailure(404, "not_found", "no such entry")
+            } catch {
+                // The erasure is recorded but its rewrite failed: never "done", never 404 for data still on disk.
+                // The server finishes it by itself as soon as it can; a retry finishes it too.
+                guard user.ledger.unfinishedErasures.contains(id) else { throw error }
+                user.noteChange(id, at: user.ledger.lastSeq)
+                user.forgetResponses(of: id)
+                configuration.log("\(user.name): an erasure could not be finished yet: \(error); retrying")
+                finishErasures(of: user, after: 1)
+                throw APIFailure(
+                    503, "erasure_unfinished",
+                    "the erasure is recorded but not finished (the server could not rewrite the log); it is being "
+                        + "retried: ask again to finish it", headers: [("Retry-After", "5")])
             }
             user.noteChange(id, at: user.ledger.lastSeq)
             user.forgetResponses(of: id)
@@ -123,6 +137,31 @@ extension MoodServer {
             throw APIFailure(500, "internal_error", "the erasure could not be made durable")
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// Finishes `user`'s unfinished erasures on a background thread after `seconds`, again with a doubling wait (at
+    /// most 60 s) while the rewrite fails, until it succeeds, the ledger is closed or the server stops; each outcome
+    /// logged (never an entry's contents).
+    func finishErasures(of user: UserLedger, after seconds: Int) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { [self] in
+            guard !isStopping, !user.ledger.unfinishedErasures.isEmpty else { return }
+            do {
+                let report = try user.writingLong { try user.ledger.finishErasures() }
+                configuration.log(
+                    "\(user.name): finished \(report.erased.count) erasure(s): \(report.recordsRedacted) records redacted"
+                )
+            } catch let error as EventLogError where error.code == .notWritable {
+                return  // the ledger was closed: its next open finishes the erasure
+            } catch let error as EventLogError where error.code == .failedState {
+                // The log refuses writes until reopened: drop it; the next open (this request's retry, or any
+                // request of this user) finishes the erasure before it serves anything.
+                configuration.log("\(user.name): an erasure could not be finished yet: \(error); reopening")
+                drop(user.name)
+            } catch {
+                configuration.log("\(user.name): an erasure could not be finished yet: \(error); retrying")
+                finishErasures(of: user, after: min(60, seconds * 2))
+            }
+        }
     }
 
     private func status(of write: Write, events: [MoodEvent]) -> Int {
