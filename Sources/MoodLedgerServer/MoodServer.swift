@@ -25,6 +25,8 @@ public final class MoodServer: Sendable {
         public var writeBurst = 10_000
         /// GET requests per user per hour; 0 = unlimited. Default 500 (the seed's).
         public var readsPerHour = 500
+        /// `?erase=true` requests per user per hour (each rewrites the user's log); 0 = unlimited. Default 20.
+        public var erasuresPerHour = 20
         /// The clock (milliseconds since 1970) for tokens, rate limits and the ledgers. Default: the system clock.
         public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
         /// Threads that run group commits (one ledger's syncs at a time each; they never run handlers). Default 4.
@@ -83,7 +85,7 @@ public final class MoodServer: Sendable {
         accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
         limiter = RateLimiter(
             writesPerHour: configuration.writesPerHour, writeBurst: configuration.writeBurst,
-            readsPerWindow: configuration.readsPerHour)
+            readsPerWindow: configuration.readsPerHour, erasuresPerWindow: configuration.erasuresPerHour)
         let syncers = WorkerPool(count: max(1, configuration.syncThreads), name: "moodledger-sync")
         self.syncers = syncers
         ledgers = LedgerPool(

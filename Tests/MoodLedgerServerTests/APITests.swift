@@ -279,6 +279,22 @@ struct APITests {
         #expect(shape.status == 422 && shape.json["error"]?["field"] == .string("items[0].body"))
     }
 
+    @Test("Erasures have a budget of their own: past it 429 with Retry-After, nothing erased; plain deletes unaffected")
+    func erasureBudget() throws {
+        let h = try ServerHarness { $0.erasuresPerHour = 1 }
+        defer { h.stop() }
+        let ids = try (0..<3).map { _ in
+            try #require(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.2}"#).data["id"]?.stringValue)
+        }
+        #expect(try h.request("DELETE", "/api/v1/mood/\(ids[0])?erase=true").status == 204)
+        let refused = try h.request("DELETE", "/api/v1/mood/\(ids[1])?erase=true")
+        #expect(refused.status == 429 && refused.header("Retry-After") == "3600")
+        #expect(try h.request("GET", "/api/v1/mood/\(ids[1])").status == 200, "nothing erased, nothing deleted")
+        #expect(try h.request("DELETE", "/api/v1/mood/\(ids[2])").status == 204, "a plain delete is a write")
+        h.clock.advance(3_600_000)
+        #expect(try h.request("DELETE", "/api/v1/mood/\(ids[1])?erase=true").status == 204, "the next hour")
+    }
+
     @Test("The changes feed lists upserts and deletions after a revision, with the current revision")
     func changes() throws {
         let h = try ServerHarness()

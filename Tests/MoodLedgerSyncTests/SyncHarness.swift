@@ -35,6 +35,7 @@ final class SyncServer: @unchecked Sendable {
         if !defaultLimits {
             configuration.writesPerHour = 0
             configuration.readsPerHour = 0
+            configuration.erasuresPerHour = 0
         }
         configuration.log = { _ in }
         backend = try MoodServer(configuration: configuration)

@@ -9,10 +9,11 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
         usage:
-            "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--write-burst 10000] [--reads-per-hour 500] [--max-open-ledgers N]\n"
+            "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--write-burst 10000] [--reads-per-hour 500] [--erasures-per-hour 20] [--max-open-ledgers N]\n"
             + "       serve user add NAME --data DIR\n       serve user rotate-key NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
         values: [
-            "data", "host", "port", "writes-per-hour", "write-burst", "reads-per-hour", "user", "ttl", "workers",
+            "data", "host", "port", "writes-per-hour", "write-burst", "reads-per-hour", "erasures-per-hour", "user",
+            "ttl", "workers",
             "max-connections",
             "max-open-ledgers"
         ],
@@ -175,6 +176,7 @@ enum ServeCommand {
         if let value = try count("writes-per-hour", 0...100_000_000) { configuration.writesPerHour = value }
         if let value = try count("write-burst", 1...100_000_000) { configuration.writeBurst = value }
         if let value = try count("reads-per-hour", 0...100_000_000) { configuration.readsPerHour = value }
+        if let value = try count("erasures-per-hour", 0...100_000_000) { configuration.erasuresPerHour = value }
         if let value = try count("workers", 1...1024) { configuration.http.workers = value }
         if let value = try count("max-connections", 1...100_000) { configuration.http.maxConnections = value }
         if let value = try count("max-open-ledgers", 1...1_000_000) { configuration.maxOpenLedgers = value }

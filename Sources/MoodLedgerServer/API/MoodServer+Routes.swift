@@ -59,6 +59,12 @@ extension MoodServer {
         case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
             if try Self.flag(request, "erase") {
                 let id = try Self.entryID(text)
+                // Every erasure rewrites the user's log: a budget of its own bounds what one user makes the disk write.
+                if let decision = limiter.take(user: user.name, .erase, now: now), !decision.allowed {
+                    throw APIFailure(
+                        429, "rate_limited", "too many erasures; try again later",
+                        headers: [("Retry-After", "\(max(1, decision.retryAfter))")])
+                }
                 return .offload { [self] in try erase(id, user: user) }
             }
             return try write(.delete(try Self.entryID(text)), request: request, user: user)

@@ -8,6 +8,8 @@ final class RateLimiter: Sendable {
     enum Class: Hashable, Sendable {
         case write
         case read
+        /// An erasure (`?erase=true`): each rewrites the user's log, so they have a budget of their own.
+        case erase
     }
 
     struct Decision {
@@ -32,19 +34,26 @@ final class RateLimiter: Sendable {
     private let writesPerHour: Int
     private let writeBurst: Int
     private let readsPerWindow: Int
+    private let erasuresPerWindow: Int
     private let windowMilliseconds: Int64
     private struct Window { var start: Int64; var used: Int }
     /// A write bucket: tokens (in millionths of an entry, so refills are exact) as of `at`.
     private struct Bucket { var micro: Int64; var at: Int64 }
     private let windows = PlainLock([String: Window]())
+    private let erasureWindows = PlainLock([String: Window]())
     private let buckets = PlainLock([String: Bucket]())
 
     /// - Parameters:
     ///   - writesPerHour: the sustained rate, entries an hour a write bucket refills at; 0 turns the limit off.
     ///   - writeBurst: the bucket's size: entries one user may write at once (a first sync).
     ///   - readsPerWindow: GET and HEAD requests per window; 0 turns the limit off.
-    ///   - windowMilliseconds: the read window, default one hour.
-    init(writesPerHour: Int, writeBurst: Int, readsPerWindow: Int, windowMilliseconds: Int64 = 3_600_000) {
+    ///   - erasuresPerWindow: `?erase=true` requests per window; 0 turns the limit off.
+    ///   - windowMilliseconds: the read and erasure window, default one hour.
+    init(
+        writesPerHour: Int, writeBurst: Int, readsPerWindow: Int, erasuresPerWindow: Int = 0,
+        windowMilliseconds: Int64 = 3_600_000
+    ) {
+        self.erasuresPerWindow = erasuresPerWindow
         self.writesPerHour = writesPerHour
         self.writeBurst = max(1, writeBurst)
         self.readsPerWindow = readsPerWindow
@@ -54,7 +63,11 @@ final class RateLimiter: Sendable {
     /// Draws `cost` from `user`'s budget at time `now` (ms): entries for writes (a batch costs its items), one for a
     /// read; or says it is spent (nothing drawn).
     func take(user: String, _ kind: Class, cost: Int = 1, now: Int64) -> Decision? {
-        kind == .write ? takeWrite(user: user, cost: max(1, cost), now: now) : takeRead(user: user, now: now)
+        switch kind {
+        case .write: takeWrite(user: user, cost: max(1, cost), now: now)
+        case .read: takeWindow(user: user, limit: readsPerWindow, windows: windows, now: now)
+        case .erase: takeWindow(user: user, limit: erasuresPerWindow, windows: erasureWindows, now: now)
+        }
     }
 
     private func takeWrite(user: String, cost: Int, now: Int64) -> Decision? {
@@ -84,9 +97,10 @@ final class RateLimiter: Sendable {
         }
     }
 
-    private func takeRead(user: String, now: Int64) -> Decision? {
-        guard readsPerWindow > 0 else { return nil }
-        let limit = readsPerWindow
+    private func takeWindow(
+        user: String, limit: Int, windows: PlainLock<[String: Window]>, now: Int64
+    ) -> Decision? {
+        guard limit > 0 else { return nil }
         let key = user
         return windows.withLock { windows in
             var window = windows[key] ?? Window(start: now, used: 0)
