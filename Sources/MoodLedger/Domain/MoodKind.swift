@@ -25,10 +25,27 @@ public enum MoodSource: String, Sendable, CaseIterable, Hashable {
     /// The backend API's `ai_analysis` source (code 4).
     case aiAnalysis = "ai_analysis"
 
-    var code: UInt8 { UInt8(MoodSource.allCases.firstIndex(of: self)!) }
+    /// The on-disk code (`Specs/events.md`, *Entry body*): 0 manual, 1 healthkit, 2 backend, 3 import,
+    /// 4 ai_analysis.
+    var code: UInt8 {
+        switch self {
+        case .manual: 0
+        case .healthkit: 1
+        case .backend: 2
+        case .import: 3
+        case .aiAnalysis: 4
+        }
+    }
+
     init?(code: UInt8) {
-        guard Int(code) < MoodSource.allCases.count else { return nil }
-        self = MoodSource.allCases[Int(code)]
+        switch code {
+        case 0: self = .manual
+        case 1: self = .healthkit
+        case 2: self = .backend
+        case 3: self = .import
+        case 4: self = .aiAnalysis
+        default: return nil
+        }
     }
 }
 

@@ -37,10 +37,23 @@ public struct MoodUpdate: Sendable, Equatable {
 public enum SyncOperation: String, Sendable, CaseIterable {
     case create, update, delete
 
-    var code: UInt8 { UInt8(SyncOperation.allCases.firstIndex(of: self)!) }
+    /// The on-disk code (`Specs/events.md`): 0 create, 1 update, 2 delete. Written out, never derived from the
+    /// order of the cases.
+    var code: UInt8 {
+        switch self {
+        case .create: 0
+        case .update: 1
+        case .delete: 2
+        }
+    }
+
     init?(code: UInt8) {
-        guard Int(code) < SyncOperation.allCases.count else { return nil }
-        self = SyncOperation.allCases[Int(code)]
+        switch code {
+        case 0: self = .create
+        case 1: self = .update
+        case 2: self = .delete
+        default: return nil
+        }
     }
 }
 
@@ -71,10 +84,22 @@ public enum RemoteDialect: String, Sendable, CaseIterable {
     case wellness
     case progress
 
-    var code: UInt8 { UInt8(RemoteDialect.allCases.firstIndex(of: self)!) }
+    /// The on-disk code (`Specs/events.md`, `remote.configured`): 0 mood-api, 1 wellness, 2 progress.
+    var code: UInt8 {
+        switch self {
+        case .moodAPI: 0
+        case .wellness: 1
+        case .progress: 2
+        }
+    }
+
     init?(code: UInt8) {
-        guard Int(code) < RemoteDialect.allCases.count else { return nil }
-        self = RemoteDialect.allCases[Int(code)]
+        switch code {
+        case 0: self = .moodAPI
+        case 1: self = .wellness
+        case 2: self = .progress
+        default: return nil
+        }
     }
 }
 
@@ -351,11 +376,24 @@ public struct Erasure: Sendable, Equatable {
 
 /// The event types: their wire names, record type codes and current schema versions.
 public enum EventType: UInt16, Sendable, CaseIterable {
+    // The record type codes of `Specs/events.md`'s catalog, each written out: reordering the cases changes nothing.
     case created = 1
-    case updated, labelsEdited, associationsEdited, tagsEdited, deleted, syncAttempted, syncSucceeded,
-        syncFailed, remoteApplied, syncPulled, remoteConfigured, syncRequeued, entryErased, syncMerged,
-        conflictResolved,
-        ledgerErased
+    case updated = 2
+    case labelsEdited = 3
+    case associationsEdited = 4
+    case tagsEdited = 5
+    case deleted = 6
+    case syncAttempted = 7
+    case syncSucceeded = 8
+    case syncFailed = 9
+    case remoteApplied = 10
+    case syncPulled = 11
+    case remoteConfigured = 12
+    case syncRequeued = 13
+    case entryErased = 14
+    case syncMerged = 15
+    case conflictResolved = 16
+    case ledgerErased = 17
 
     /// The catalog name, e.g. `mood.labels_edited`.
     public var name: String {
