@@ -419,7 +419,9 @@ package enum EventCodec {
     /// A typed score, 1…10.
     static func readScore(from r: inout ByteReader) throws(ByteReader.Malformed) -> Int {
         let score = try r.u8()
-        guard (1...10).contains(score) else { throw ByteReader.Malformed(what: "score: \(score) is outside 1…10") }
+        guard MoodRules.scoreRange.contains(Int(score)) else {
+            throw ByteReader.Malformed(what: "score: \(score) is outside 1…10")
+        }
         return Int(score)
     }
 

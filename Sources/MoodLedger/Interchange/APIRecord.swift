@@ -88,8 +88,8 @@ public enum APIRecord {
             let type = try r.string("type") ?? "mood_score"  // null or absent: a mood score
             guard type == "mood_score" else { throw r.error("type", "only mood_score is stored") }
             guard let quantity = try r.number("quantity") else { throw r.error("quantity", "is required") }
-            guard quantity.rounded() == quantity, (1...10).contains(quantity) else {
-                throw r.error("quantity", "must be a whole score 1...10")
+            guard quantity.rounded() == quantity, MoodRules.scoreValues.contains(quantity) else {
+                throw r.error("quantity", "must be a whole score \(MoodRules.scoreRangeText)")
             }
             var draft = MoodDraft(score: Int(quantity), notes: try r.string("notes"), suggestLabels: false)
             if r.record["logged_at"] != nil, r.record["logged_at"] != .null {
@@ -124,8 +124,8 @@ public enum APIRecord {
         }
         for key in ["score", "mood_score"] {
             if let value = try r.number(key) {
-                guard value.rounded() == value, (1...10).contains(value) else {
-                    throw r.error(key, "must be a whole score 1...10")
+                guard value.rounded() == value, MoodRules.scoreValues.contains(value) else {
+                    throw r.error(key, "must be a whole score \(MoodRules.scoreRangeText)")
                 }
                 score = Int(value)
             }

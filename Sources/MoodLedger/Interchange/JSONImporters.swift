@@ -143,8 +143,8 @@ enum JSONImporters {
         plan: inout ImportPlan, options: ImportOptions
     ) throws(ImportError) -> MoodDraft {
         guard let score = try r.number(field) else { throw r.error(field, "is required") }
-        guard score.rounded() == score, (1...10).contains(score) else {
-            throw r.error(field, "must be a whole score 1...10")
+        guard score.rounded() == score, MoodRules.scoreValues.contains(score) else {
+            throw r.error(field, "must be a whole score \(MoodRules.scoreRangeText)")
         }
         var labels: [String] = []
         if let labelsField { labels = try r.strings(labelsField) ?? [] }
@@ -166,8 +166,8 @@ enum JSONImporters {
         // score (derived in an export, or the API's legacy mood_score).
         if let typed = try r.number("typed_score") {
             // The range is checked before the conversion: a crafted 1e300 must not trap Int(_:).
-            guard typed.rounded() == typed, (1...10).contains(typed) else {
-                throw r.error("typed_score", "must be a whole score 1...10")
+            guard typed.rounded() == typed, MoodRules.scoreValues.contains(typed) else {
+                throw r.error("typed_score", "must be a whole score \(MoodRules.scoreRangeText)")
             }
             draft.score = Int(typed)
         } else if let valence = try r.number("valence") {
@@ -176,8 +176,8 @@ enum JSONImporters {
             var score = try r.number("score")
             if score == nil { score = try r.number("mood_score") }
             if let score {
-                guard score.rounded() == score, (1...10).contains(score) else {
-                    throw r.error("score", "must be a whole score 1...10")
+                guard score.rounded() == score, MoodRules.scoreValues.contains(score) else {
+                    throw r.error("score", "must be a whole score \(MoodRules.scoreRangeText)")
                 }
                 draft.score = Int(score)
             }

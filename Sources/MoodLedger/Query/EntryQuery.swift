@@ -80,7 +80,7 @@ extension LedgerState {
     /// Lists entries matching `query`, newest first, one page at a time.
     /// - Throws: ``MoodError`` for a limit outside 1…100, a negative offset or `from` after `to`.
     public func list(_ query: EntryQuery) throws(MoodError) -> EntryPage {
-        guard (1...100).contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
+        guard MoodRules.pageSizeRange.contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
         return try matches(query)
     }
 

@@ -174,7 +174,7 @@ enum EntryCommands {
         query.search = a.value("search")
         query.minValence = try a.value("min-valence").map { try number($0, "min-valence") }
         query.maxValence = try a.value("max-valence").map { try number($0, "max-valence") }
-        query.limit = try a.value("limit").map { try Context.integer($0, "limit", in: 1...100) } ?? 30
+        query.limit = try a.value("limit").map { try Context.integer($0, "limit", in: MoodRules.pageSizeRange) } ?? 30
         query.offset = try a.value("offset").map { try Context.integer($0, "offset", in: 0...Int(Int32.max)) } ?? 0
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }

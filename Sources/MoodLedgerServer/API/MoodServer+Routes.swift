@@ -79,12 +79,12 @@ extension MoodServer {
             return .now(APIReply.data(200, try user.ledger.read { try Self.trends($0, from: from, to: to) }.json))
         case (.moodLabelAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
-            let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
+            let limit = try Self.integer(request, "limit", default: 10, range: MoodRules.pageSizeRange)
             return .now(
                 APIReply.data(200, user.ledger.read { $0.labelAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodAssociationAnalytics, "GET"):
             let (from, to) = try Self.period(request, today: today)
-            let limit = try Self.integer(request, "limit", default: 10, range: 1...100)
+            let limit = try Self.integer(request, "limit", default: 10, range: MoodRules.pageSizeRange)
             return .now(
                 APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
         case (.moodBatch, "POST"):
@@ -146,7 +146,7 @@ extension MoodServer {
         }
         query.minValence = try Self.number(request, "min_valence", range: -1...1)
         query.maxValence = try Self.number(request, "max_valence", range: -1...1)
-        query.limit = try Self.integer(request, "limit", default: 30, range: 1...100)
+        query.limit = try Self.integer(request, "limit", default: 30, range: MoodRules.pageSizeRange)
         query.offset = try Self.integer(request, "offset", default: 0, range: 0...Int(Int32.max))
         let empty = EntryPage(entries: [], total: 0, limit: query.limit, offset: query.offset)
         // A word no entry can hold, or a period that ends before it starts, matches nothing (not an error).
@@ -223,8 +223,9 @@ extension MoodServer {
 
     private func wellnessAnalytics(_ request: HTTPRequest, today: LocalDate, user: UserLedger) throws -> JSONValue {
         let (from, to) = try Self.period(request, today: today)
-        let labelLimit = try Self.integer(request, "top_labels_limit", default: 5, range: 1...100)
-        let associationLimit = try Self.integer(request, "top_associations_limit", default: 5, range: 1...100)
+        let labelLimit = try Self.integer(request, "top_labels_limit", default: 5, range: MoodRules.pageSizeRange)
+        let associationLimit = try Self.integer(
+            request, "top_associations_limit", default: 5, range: MoodRules.pageSizeRange)
         let daily = try Self.flag(request, "include_daily_breakdown")
         return try user.ledger.read { state in
             try Self.wellness(

@@ -11,6 +11,12 @@ public enum MoodRules {
     public static let maximumNotesLength = 500
     /// The 1–10 score's range (its valence is its exact translation).
     public static let scoreRange = 1...10
+    /// The score's range for a number read from JSON (`7.0` is 7; `7.5` is refused as not whole).
+    public static let scoreValues = Double(scoreRange.lowerBound)...Double(scoreRange.upperBound)
+    /// The score's range as rules spell it: `1...10`.
+    public static let scoreRangeText = "\(scoreRange.lowerBound)...\(scoreRange.upperBound)"
+    /// How many items one page of a list holds: 1 to 100 (the seed's page size bounds).
+    public static let pageSizeRange = 1...100
     public static let maximumSourceIDLength = 200
 
     /// Validates a draft into an entry (timestamps 0; the ledger stamps them from the log).
@@ -145,7 +151,7 @@ public enum MoodRules {
     }
 
     static func checkScore(_ score: Int) throws(MoodError) -> Int {
-        guard scoreRange.contains(score) else { throw .invalid("score", "must be an integer 1...10") }
+        guard scoreRange.contains(score) else { throw .invalid("score", "must be an integer \(scoreRangeText)") }
         return score
     }
 
