@@ -28,7 +28,7 @@ public final class MoodServer: Sendable {
         /// `?erase=true` requests per user per hour (each rewrites the user's log); 0 = unlimited. Default 20.
         public var erasuresPerHour = 20
         /// The clock (milliseconds since 1970) for tokens, rate limits and the ledgers. Default: the system clock.
-        public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
+        public var clock: @Sendable () -> Int64 = { SystemIO().nowMicroseconds() / 1000 }
         /// Threads that run group commits (one ledger's syncs at a time each; they never run handlers). Default 4.
         public var syncThreads = 4
         /// Most user ledgers open at once (two descriptors each); the least recently used idle one is closed to open

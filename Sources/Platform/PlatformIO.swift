@@ -69,7 +69,7 @@ public protocol PlatformIO: Sendable {
     /// Cryptographically random bytes.
     func randomBytes(_ count: Int) -> [UInt8]
     /// Wall-clock time in microseconds since 1970-01-01T00:00:00Z.
-    func now() -> Int64
+    func nowMicroseconds() -> Int64
     /// This process's id.
     func processID() -> Int32
     /// Sleeps the calling thread.

@@ -170,7 +170,7 @@ public struct SystemIO: PlatformIO {
         return bytes
     }
 
-    public func now() -> Int64 {
+    public func nowMicroseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000

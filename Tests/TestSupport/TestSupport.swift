@@ -151,7 +151,7 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
     public func randomBytes(_ count: Int) -> [UInt8] {
         plan.withLock { $0.fixedRandom }.map { Array($0.prefix(count)) } ?? system.randomBytes(count)
     }
-    public func now() -> Int64 { plan.withLock { $0.fixedClock } ?? system.now() }
+    public func nowMicroseconds() -> Int64 { plan.withLock { $0.fixedClock } ?? system.nowMicroseconds() }
     public func processID() -> Int32 { system.processID() }
     public func sleep(milliseconds: Int) { system.sleep(milliseconds: milliseconds) }
 }

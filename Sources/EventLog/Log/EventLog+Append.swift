@@ -17,7 +17,7 @@ extension EventLog {
             guard LogFormat.maximumSeq - state.nextSeq >= UInt64(records.count) else {
                 throw EventLogError(.invalidArgument, "the log has reached its highest sequence number")
             }
-            let now = io.now()
+            let now = io.nowMicroseconds()
             var buffer: [UInt8] = []
             buffer.reserveCapacity(records.reduce(0) { $0 + LogFormat.recordHeaderSize + $1.payload.count })
             var seq = state.nextSeq

@@ -24,7 +24,7 @@ extension EventLog {
         try state.withLock { state in
             try checkWritable(state)
             try markDirty(&state)
-            let now = io.now()
+            let now = io.nowMicroseconds()
             let start = (end: state.end, seq: state.nextSeq, time: state.lastRecordedAt)
             var buffer: [UInt8] = []
             buffer.reserveCapacity(min(chunkBytes, 1 << 20) + LogFormat.recordHeaderSize + maxPayload)

@@ -303,7 +303,7 @@ extension EventLog {
 
     /// `events.log.broken-<yyyyMMdd'T'HHmmss'Z'>`, with `-2`, `-3`… if that name is taken.
     private static func backupName(for path: String, io: any PlatformIO) throws -> String {
-        let base = path + ".broken-" + UTCTimestamp.compact(microseconds: io.now())
+        let base = path + ".broken-" + UTCTimestamp.compact(microseconds: io.nowMicroseconds())
         var candidate = base
         var n = 2
         while io.exists(candidate) {

@@ -48,12 +48,12 @@ extension Ledger {
         /// The UTC offset (minutes) for entries logged without a time. Default: the machine's offset at the time it
         /// is read.
         public var utcOffsetMinutes: Int {
-            get { utcOffsetSet ?? LocalZone.current.offsetMinutes(atUTC: SystemIO().now() / 1000) }
+            get { utcOffsetSet ?? LocalZone.current.offsetMinutes(atUTC: SystemIO().nowMicroseconds() / 1000) }
             set { utcOffsetSet = newValue }
         }
         private var utcOffsetSet: Int?
         /// The clock, in milliseconds since 1970. Default: the system clock. Demos and tests pass a fixed one.
-        public var clock: @Sendable () -> Int64 = { SystemIO().now() / 1000 }
+        public var clock: @Sendable () -> Int64 = { SystemIO().nowMicroseconds() / 1000 }
         /// Draws new entry and command ids. Default: random UUIDs.
         public var newID: @Sendable () -> EntryID = { EntryID.random() }
         /// Replays of at least this many events read and decode on a second thread while the fold runs on the

@@ -100,7 +100,7 @@ public final class HTTPServer: @unchecked Sendable {
     static func monotonic() -> Double { Double(SystemIO.monotonicNanoseconds()) / 1e9 }
 
     /// Seconds since 1970-01-01 UTC.
-    static func wallSeconds() -> Int { Int(SystemIO().now() / 1_000_000) }
+    static func wallSeconds() -> Int { Int(SystemIO().nowMicroseconds() / 1_000_000) }
 
     /// IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
     static func httpDate(_ seconds: Int = wallSeconds()) -> String {

@@ -39,7 +39,7 @@ public final class FileHealthStore: HealthStore, Sendable {
             throw HealthStoreError(.unavailable, "\(path) is not a health store file")
         }
         // Every sample is validated up front: one bad sample refuses the whole file (exit 65) before anything acts.
-        let now = io.now() / 1000
+        let now = io.nowMicroseconds() / 1000
         var samples: [StateOfMindSample] = []
         for (index, item) in (root["samples"]?.arrayValue ?? []).enumerated() {
             samples.append(try StateOfMindSample(validating: item, number: index + 1, now: now))
