@@ -354,3 +354,32 @@ struct APITests {
 enum TemporaryDirectoryBox {
     static func make() -> TemporaryDirectory { TemporaryDirectory("server-restart") }
 }
+
+@Suite("The route table and the handlers agree")
+struct RouteTableTests {
+    @Test("Every method each route allows reaches a handler (never a 405 or a 500); OPTIONS lists the table's methods")
+    func everyAllowedMethodIsHandled() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let id = try #require(
+            try h.request("POST", "/api/v1/mood", json: #"{"valence":0.1}"#).data["id"]?.stringValue)
+        let paths = [
+            "/api/v1/mood", "/api/v1/mood/changes", "/api/v1/mood/batch", "/api/v1/mood/trends",
+            "/api/v1/mood/analytics/labels", "/api/v1/mood/analytics/associations", "/api/v1/mood/daily/2026-11-20",
+            "/api/v1/mood/\(id)", "/api/v1/wellness/mood-entries", "/api/v1/wellness/mood-entries/analytics",
+            "/api/v1/wellness/mood-entries/\(id)", "/api/v1/progress"
+        ]
+        for path in paths {
+            let route = try #require(Route.match(path), "\(path) is in the table")
+            for method in route.allowed where method != "DELETE" {
+                let body: String? = method == "GET" ? nil : (path.hasSuffix("/batch") ? #"{"items":[]}"# : "{}")
+                let answer = try h.request(method, path, json: body)
+                #expect(answer.status != 405 && answer.status < 500, "\(method) \(path): \(answer.status)")
+            }
+            let options = try h.request("OPTIONS", path)
+            let allow = options.header("Allow") ?? ""
+            for method in route.allowed { #expect(allow.contains(method), "\(path) Allow: \(allow)") }
+        }
+        #expect(try h.request("DELETE", "/api/v1/mood/\(id)").status == 204)
+    }
+}
