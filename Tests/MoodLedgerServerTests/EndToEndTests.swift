@@ -26,27 +26,7 @@ struct EndToEndTests {
     /// Starts the server (`options` after the data directory, port and rate limits); returns the process and its port
     /// once it listens.
     static func start(_ data: String, options: [String] = []) throws -> (Process, UInt16) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
-        process.arguments =
-            ["serve", "--data", data, "--port", "0", "--writes-per-hour", "0", "--reads-per-hour", "0"] + options
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-            let port = UInt16(text[range].split(separator: ":")[1])
-        else {
-            process.terminate()
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
-        return (process, port)
+        try ServeProcess.start(data, options: options)
     }
 
     static func call(

@@ -76,12 +76,7 @@ enum HTTPSLab {
             process.standardInput = input
             process.standardError = FileHandle.nullDevice
             try process.run()
-            var text = ""
-            while !text.contains("\n") {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
+            let text = ServeProcess.firstLine(of: output)
             guard
                 let value = text.split(separator: " ").last.flatMap({
                     UInt16($0.trimmingCharacters(in: .whitespacesAndNewlines))

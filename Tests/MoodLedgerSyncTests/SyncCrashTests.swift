@@ -26,18 +26,17 @@ struct SyncCrashTests {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
-    @Test(
-        "Killed between sync.attempted and its outcome: the restart resends with the same key, no duplicate, the queue drains"
-    )
-    func killedInFlight() throws {
-        let dir = TemporaryDirectory("sync-kill")
+    /// A device with three entries whose remote is a proxy before a real server that holds the answer to the first
+    /// request for 30 s; `sync` started with `arguments` and killed with SIGKILL once the server has answered it.
+    /// - Returns: the server (running), the proxy, the device's ledger, and the environment with credentials.
+    static func killedWhileAnswerHeld(
+        _ dir: TemporaryDirectory, capabilities: String, arguments: [String] = []
+    ) throws -> (SyncServer, FaultProxy, String, [String: String]) {
         let server = try SyncServer(dir: dir.sub("server"))
-        defer { server.stop() }
-        // The server commits the first POST; its answer is held long enough for the kill.
+        // The server commits the first request; its answer is held long enough for the kill.
         let proxy = try FaultProxy(upstream: server.port) { index, _, _ in
             index == 0 ? .delay(milliseconds: 30_000) : .relay
         }
-        defer { proxy.stop() }
         let ledger = dir.sub("device")
         #expect(try Self.run(["init", "--ledger", ledger]).0 == 0)
         for valence in ["0.3", "-0.4", "0.7"] {
@@ -45,19 +44,29 @@ struct SyncCrashTests {
         }
         #expect(
             try Self.run([
-                "remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
-                "changes,revisions,update,delete,extensions", "--ledger", ledger
+                "remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities", capabilities, "--ledger", ledger
             ]).0 == 0)
         let credentials = server.credentials
         let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
-        let (process, _) = try Self.start(["sync", "--concurrency", "1", "--ledger", ledger], environment: environment)
-        // Wait until the server has answered the first POST (the proxy holds that answer), then kill.
+        let (process, _) = try Self.start(["sync"] + arguments + ["--ledger", ledger], environment: environment)
+        // Wait until the server has answered the first request (the proxy holds that answer), then kill.
         let deadline = Date().addingTimeInterval(20)
         while proxy.requests.first?.status == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(proxy.requests.first?.status == 201)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
+        return (server, proxy, ledger, environment)
+    }
+
+    @Test(
+        "Killed between sync.attempted and its outcome: the restart resends with the same key, no duplicate, the queue drains"
+    )
+    func killedInFlight() throws {
+        let dir = TemporaryDirectory("sync-kill")
+        let (server, proxy, ledger, environment) = try Self.killedWhileAnswerHeld(
+            dir, capabilities: "changes,revisions,update,delete,extensions", arguments: ["--concurrency", "1"])
+        defer { server.stop(); proxy.stop() }
+        #expect(proxy.requests.first?.status == 201)
 
         // The log shows the item in flight; explain says what happens next.
         let (_, status) = try Self.run(["sync", "status", "--json", "--ledger", ledger])
@@ -83,32 +92,10 @@ struct SyncCrashTests {
     )
     func killedMidBatch() throws {
         let dir = TemporaryDirectory("sync-kill-batch")
-        let server = try SyncServer(dir: dir.sub("server"))
-        defer { server.stop() }
-        // The server applies the first batch; its answer is held long enough for the kill.
-        let proxy = try FaultProxy(upstream: server.port) { index, _, _ in
-            index == 0 ? .delay(milliseconds: 30_000) : .relay
-        }
-        defer { proxy.stop() }
-        let ledger = dir.sub("device")
-        #expect(try Self.run(["init", "--ledger", ledger]).0 == 0)
-        for valence in ["0.3", "-0.4", "0.7"] {
-            #expect(try Self.run(["log", "--valence", valence, "--label", "calm", "--ledger", ledger]).0 == 0)
-        }
-        #expect(
-            try Self.run([
-                "remote", "set", proxy.url, "--dialect", "mood-api", "--capabilities",
-                "changes,revisions,update,delete,extensions,batch", "--ledger", ledger
-            ]).0 == 0)
-        let credentials = server.credentials
-        let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
-        let (process, _) = try Self.start(["sync", "--ledger", ledger], environment: environment)
-        let deadline = Date().addingTimeInterval(20)
-        while proxy.requests.first?.status == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let (server, proxy, ledger, environment) = try Self.killedWhileAnswerHeld(
+            dir, capabilities: "changes,revisions,update,delete,extensions,batch")
+        defer { server.stop(); proxy.stop() }
         #expect(proxy.requests.first?.status == 200 && proxy.requests.first?.path == "/api/v1/mood/batch")
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
         let (_, status) = try Self.run(["sync", "status", "--json", "--ledger", ledger])
         #expect(status.contains("\"in_flight\": 3"), "\(status)")
 

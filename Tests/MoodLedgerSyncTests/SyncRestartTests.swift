@@ -219,28 +219,7 @@ struct SyncRestartTests {
 
     /// The built `moodledger serve` on `port` (0: any) over `data`; its port once it listens.
     static func serve(_ data: String, port: UInt16) throws -> (Process, UInt16) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
-        process.arguments = [
-            "serve", "--data", data, "--port", String(port), "--writes-per-hour", "0", "--reads-per-hour", "0"
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
-            let bound = UInt16(text[range].split(separator: ":")[1])
-        else {
-            process.terminate()
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
-        return (process, bound)
+        try ServeProcess.start(data, port: port)
     }
 
     @Test("Two devices and the built server killed (SIGKILL, SIGTERM, mid-sync) at seeded points: identical at the end")
