@@ -101,7 +101,8 @@ struct ReportTests {
         let png = cli.dir.sub("demo.png")
         _ = try Self.screenshot(out, to: png, height: 2000)
         // The 15th of each of the demo's twelve months is coloured (not background) in the picture, mostly.
-        let days = (6...12).map { (LocalDate(year: 2025, month: $0, day: 15)!, 0) }
+        let days =
+            (6...12).map { (LocalDate(year: 2025, month: $0, day: 15)!, 0) }
             + (1...5).map { (LocalDate(year: 2026, month: $0, day: 15)!, 1) }
         let colours = try Self.pixels(png, days.map { ReportHTML.cellCentre($0.0, yearIndex: $0.1) })
         #expect(colours.filter { $0 != Self.rgb(MoodColors.background) }.count >= 10, "\(colours)")
