@@ -235,12 +235,13 @@ struct ServerLockTests {
                 port, "POST", "/api/v1/mood", auth: alice, json: #"{"valence":0.4,"labels":["calm"]}"#
             )
             .status == 201, "the first server is untouched")
-        first.terminate()
-        first.waitUntilExit()
-        let (again, _) = try EndToEndTests.start(data)
-        again.terminate()
-        again.waitUntilExit()
-        #expect(again.terminationStatus == 0, "the lock went with the first server")
+        #expect(ServeProcess.stop(first), "SIGTERM stops the first server")
+        let (again, againPort) = try EndToEndTests.start(data)
+        // Served, so it holds the lock the first released (and its signal handling is live before the SIGTERM).
+        #expect(
+            try EndToEndTests.call(againPort, "GET", "/api/v1/mood", auth: alice).status == 200,
+            "the lock went with the first server")
+        #expect(ServeProcess.stop(again) && again.terminationStatus == 0)
     }
 
     @Test("A data directory the server cannot write is refused at start (exit 73), not one request at a time")

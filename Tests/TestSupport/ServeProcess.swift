@@ -37,4 +37,17 @@ public enum ServeProcess {
         }
         return (process, bound)
     }
+
+    /// Sends SIGTERM and waits up to `seconds` for the process to exit; past that, SIGKILL (so a test never hangs).
+    /// - Returns: whether it exited by itself within the time.
+    @discardableResult
+    public static func stop(_ process: Process, within seconds: Double = 20) -> Bool {
+        process.terminate()
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        guard process.isRunning else { return true }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return false
+    }
 }
