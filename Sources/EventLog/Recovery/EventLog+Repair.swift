@@ -1,7 +1,7 @@
 import Platform
 
 extension EventLog {
-    /// The result of ``EventLog/verify(directory:io:)``.
+    /// The result of ``EventLog/verify(directory:io:evidence:)``.
     public struct VerifyReport: Sendable, Equatable {
         /// Whether the log has no damage (an unfinished write at the end is not damage).
         public var ok: Bool { problems.isEmpty }
@@ -22,7 +22,7 @@ extension EventLog {
         }
     }
 
-    /// How ``EventLog/repair(directory:mode:io:rejecting:)`` mends damage.
+    /// How ``EventLog/repair(directory:mode:io:evidence:rejecting:)`` mends damage.
     public enum RepairMode: String, Sendable {
         /// Cut the log at the first damage.
         case truncate

@@ -72,7 +72,7 @@ extension Ledger {
         return LedgerVerifyReport(records: report.records, problems: problems, unfinishedWrite: report.unfinishedWrite)
     }
 
-    /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:rejecting:)`) and discards the snapshots,
+    /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:evidence:rejecting:)`) and discards the snapshots,
     /// which may describe records that are gone. The ledger must not be open.
     /// - Throws: `EventLogError` `locked`, `notFound` or `io`.
     public static func repair(
