@@ -460,10 +460,12 @@ public final class MoodServer: Sendable {
         return .detached(user)
     }
 
-    /// Forgets a ledger whose sync failed; the next request reopens it, recovering from disk.
-    func drop(_ name: String) {
+    /// Forgets a ledger whose log refuses writes (a sync or a rewrite failed); the next request reopens it,
+    /// recovering from disk.
+    /// - Parameter reason: what failed, for the log line.
+    func drop(_ name: String, because reason: String = "a sync failed") {
         guard let user = ledgers.remove(name) else { return }
-        configuration.log("\(name): a sync failed; the ledger is reopened from disk on the next request")
+        configuration.log("\(name): \(reason); the ledger is reopened from disk on the next request")
         user.ledger.close()
     }
 }

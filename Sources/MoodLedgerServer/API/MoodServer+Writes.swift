@@ -155,8 +155,7 @@ extension MoodServer {
             } catch let error as EventLogError where error.code == .failedState {
                 // The log refuses writes until reopened: drop it; the next open (this request's retry, or any
                 // request of this user) finishes the erasure before it serves anything.
-                configuration.log("\(user.name): an erasure could not be finished yet: \(error); reopening")
-                drop(user.name)
+                drop(user.name, because: "an erasure could not be finished yet (\(error))")
             } catch {
                 configuration.log("\(user.name): an erasure could not be finished yet: \(error); retrying")
                 finishErasures(of: user, after: min(60, seconds * 2))

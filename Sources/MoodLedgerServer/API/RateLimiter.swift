@@ -81,19 +81,21 @@ final class RateLimiter: Sendable {
             bucket.micro = min(full, bucket.micro + Int64(Double(elapsed) * perMillisecond))
             bucket.at = now
             let need = Int64(cost) * 1_000_000
-            let secondsToFull = Int((Double(full - min(full, bucket.micro)) / perMillisecond / 1000).rounded(.up))
+            // Whole seconds, rounded up, until the bucket has gained `micro` millionths of an entry.
+            func seconds(toGain micro: Int64) -> Int {
+                Int((Double(max(0, micro)) / perMillisecond / 1000).rounded(.up))
+            }
             guard bucket.micro >= need else {
                 buckets[user] = bucket
-                let wait = Int((Double(need - bucket.micro) / perMillisecond / 1000).rounded(.up))
                 return Decision(
-                    allowed: false, limit: writeBurst, remaining: Int(bucket.micro / 1_000_000), reset: secondsToFull,
-                    retryAfter: wait)
+                    allowed: false, limit: writeBurst, remaining: Int(bucket.micro / 1_000_000),
+                    reset: seconds(toGain: full - bucket.micro), retryAfter: seconds(toGain: need - bucket.micro))
             }
             bucket.micro -= need
             buckets[user] = bucket
             return Decision(
                 allowed: true, limit: writeBurst, remaining: Int(bucket.micro / 1_000_000),
-                reset: Int((Double(full - bucket.micro) / perMillisecond / 1000).rounded(.up)))
+                reset: seconds(toGain: full - bucket.micro))
         }
     }
 
