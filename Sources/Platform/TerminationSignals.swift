@@ -43,27 +43,67 @@ public enum TerminationSignals {
         return signal == 0 ? nil : signal
     }
 
+    /// The write end of ``observe(_:)``'s pipe, for its signal handler (-1 before).
+    private static let wakeFD = Atomic<Int32>(-1)
+
     /// Calls `handler` on a background queue at every SIGINT and SIGTERM, which no longer end the process, until
     /// ``Observation/cancel()`` (a server's graceful stop).
+    ///
+    /// The signals' handler is in place when this returns: a signal that comes a moment later is never lost. It
+    /// writes a byte to a pipe (`write` is async-signal-safe), and a thread of its own reads the pipe and calls
+    /// `handler` — nothing else runs inside the signal handler.
     public static func observe(_ handler: @escaping @Sendable () -> Void) -> Observation {
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            sources.append(source)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { preconditionFailure("no pipe for the signals: the process is out of descriptors") }
+        wakeFD.store(fds[1], ordering: .sequentiallyConsistent)
+        let readEnd = fds[0]
+        let observation = Observation()
+        let queue = DispatchQueue(label: "MoodLedger.signals")
+        queue.async {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    if !observation.isCancelled { handler() }
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
         }
-        return Observation(sources: sources)
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            #if canImport(Darwin)
+                action.__sigaction_u.__sa_handler = { _ in TerminationSignals.wake() }
+            #else
+                action.__sigaction_handler.sa_handler = { _ in TerminationSignals.wake() }
+            #endif
+            action.sa_flags = Int32(truncatingIfNeeded: SA_RESTART)
+            sigemptyset(&action.sa_mask)
+            sigaction(number, &action, nil)
+        }
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        return observation
     }
 
-    /// The dispatch sources of ``observe(_:)``.
-    // @unchecked Sendable: the sources are set once at creation; a dispatch source's `cancel` may be called from
-    // any thread.
-    public final class Observation: @unchecked Sendable {
-        private let sources: [any DispatchSourceSignal]
-        init(sources: [any DispatchSourceSignal]) { self.sources = sources }
-        /// Stops calling the handler.
-        public func cancel() { for source in sources { source.cancel() } }
+    /// The signal handler's whole work: one byte to the pipe (errno kept, as a handler must).
+    private static func wake() {
+        let saved = errno
+        var byte: UInt8 = 1
+        _ = write(wakeFD.load(ordering: .relaxed), &byte, 1)
+        errno = saved
+    }
+
+    /// What ``observe(_:)`` set up; cancel it to stop calling the handler.
+    public final class Observation: Sendable {
+        private let cancelled = Atomic<Bool>(false)
+        var isCancelled: Bool { cancelled.load(ordering: .sequentiallyConsistent) }
+        /// Stops calling the handler (later signals are still taken, and ignored).
+        public func cancel() { cancelled.store(true, ordering: .sequentiallyConsistent) }
     }
 }

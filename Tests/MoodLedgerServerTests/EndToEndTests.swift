@@ -244,6 +244,17 @@ struct ServerLockTests {
         #expect(ServeProcess.stop(again) && again.terminationStatus == 0)
     }
 
+    @Test("SIGTERM the moment the server says it listens: a graceful stop (exit 0) every time, never a lost signal")
+    func signalAtOnce() throws {
+        let dir = TemporaryDirectory("serve-signal")
+        _ = try LiveAccountTests.credentials("alice", data: dir.sub("data"))
+        for attempt in 0..<5 {
+            let (server, _) = try EndToEndTests.start(dir.sub("data"))
+            #expect(ServeProcess.stop(server, within: 10), "attempt \(attempt): the signal was heard")
+            #expect(server.terminationStatus == 0, "attempt \(attempt): exit \(server.terminationStatus)")
+        }
+    }
+
     @Test("A data directory the server cannot write is refused at start (exit 73), not one request at a time")
     func readOnlyDirectoryRefused() throws {
         guard getuid() != 0 else {
