@@ -10,7 +10,9 @@ struct ErasureEndToEndTests {
     static func cli(_ arguments: [String], _ environment: [String: String] = [:]) -> (Int32, String) {
         let output = CapturedOutput()
         var options = CLI.defaultOptions
-        options.lockWaitMilliseconds = 0
+        // Not 0: other tests spawn child processes, and for a moment after a fork a child holds this process's
+        // descriptors, the ledger's lock among them.
+        options.lockWaitMilliseconds = 2000
         let code = CLI.run(arguments, environment: environment, console: output.console(), options: options)
         return (code, output.out + output.err)
     }
