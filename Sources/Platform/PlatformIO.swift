@@ -59,9 +59,9 @@ public protocol PlatformIO: Sendable {
     /// - Returns: `false` if it already existed.
     /// - Throws: ``Errno``.
     func makeDirectory(_ path: String) throws -> Bool
-    /// Whether anything exists at `path`.
     /// Whether `path` is itself a directory (a symbolic link is not followed).
     func isDirectoryNotLink(_ path: String) -> Bool
+    /// Whether anything exists at `path`.
     func exists(_ path: String) -> Bool
     /// The names in a directory, without `.` and `..`.
     /// - Throws: ``Errno``.

@@ -410,6 +410,16 @@ extension Benchmark {
             results.append(("import_rows_per_s", .string("skipped: no moodledger beside moodledger-bench")))
             return
         }
+        // One row every seven minutes from 2001 stays inside the model's dates (before 2200) up to this many rows.
+        let inRange = 198 * 365 * 24 * 60 / 7
+        guard rows <= inRange else {
+            results.append(
+                (
+                    "import_rows_per_s",
+                    .string("skipped: \(rows) rows, one every seven minutes from 2001, would run past 2199")
+                ))
+            return
+        }
         let csv = directory + "/daylio.csv"
         try Self.writeDaylio(rows: rows, to: csv)
         let target = directory + "/imported"

@@ -4,8 +4,12 @@ import MoodLedger
 import MoodLedgerSync
 import Platform
 
-/// `moodledger-bench [--events N] [--json] [--keep]`: runs every measure and prints a table or one JSON object.
+/// `moodledger-bench [--events N] [--json] [--keep] [--erasure-only]`: runs every measure (or only the erasure's on
+/// a generated ledger) and prints a table or one JSON object.
 enum BenchmarkCommand {
+    /// Ends the measures after the erasure's (`--erasure-only`).
+    struct ErasureOnly: Error {}
+
     static let targets: [(String, String)] = [
         ("durable_append_p50_us", "≤ 1.3 × raw_fdatasync_p50_us"),
         ("batched_append_events_per_s", "≥ 1,500,000 and ≥ 50 % of raw_batched"),
@@ -22,6 +26,8 @@ enum BenchmarkCommand {
         var events = 1_000_000
         var json = false
         var keep = false
+        // Only the generated ledger and its erasure measures (`Specs/benchmark.md`): what changing erasure needs.
+        var erasureOnly = false
         var index = 0
         while index < arguments.count {
             switch arguments[index] {
@@ -66,6 +72,7 @@ enum BenchmarkCommand {
                     restarts: arguments.contains("--restarts"), json: arguments.contains("--json"))
             case "--json": json = true
             case "--keep": keep = true
+            case "--erasure-only": erasureOnly = true
             case "--measure-child":  // internal: a small process that spawns and measures a program
                 return MeasuredChild.measureMain(Array(arguments[(index + 1)...]))
             case "--ledger-rss":  // internal: what opening ledgers takes, run as a child process
@@ -129,6 +136,11 @@ enum BenchmarkCommand {
         defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
         var bench = Benchmark(events: events, directory: directory)
         do {
+            if erasureOnly {
+                _ = try generateInChild(events: events, directory: directory)
+                try bench.erasure()
+                throw ErasureOnly()
+            }
             try bench.rawSync()
             let rate = try generateInChild(events: events, directory: directory)
             bench.record("batched_append_events_per_s", rate, places: 0)
@@ -139,6 +151,7 @@ enum BenchmarkCommand {
             bench.record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
             try bench.erasure()
             try bench.importMeasures(rows: max(1_000, events * 19 / 10))
+        } catch is ErasureOnly {
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench: \(error)\n".utf8))
             return 74

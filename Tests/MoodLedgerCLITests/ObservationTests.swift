@@ -76,8 +76,8 @@ struct ObservationTests {
         #expect(edit.firstSeq == change.lastSeq + 1 && edit.entryIDs == [id])
         #expect(ledger.read { $0.entries[id]?.score } == 3)
 
-        // An erasure appends `entry.erased`, then replaces the log file: the ledger opens it anew and says so (one
-        // change, or two when a look fell between the append and the rename); the erased entry is gone from it.
+        // An erasure appends `entry.erased`, then redacts the entry's earlier records in place: the change that
+        // brings the `entry.erased` says earlier records changed; the erased entry is gone from it.
         let erase = try Tool.run(["erase", id.description, "--yes", "--local-only", "--ledger", path])
         #expect(erase.code == 0, "\(erase.err)")
         var afterEdit: [LedgerChange] = []

@@ -116,6 +116,42 @@ struct ErasureTests {
     }
 
     @Test(
+        "One entry is erased in place: the same log file, written bytes of its records' order, older snapshots kept, newer ones gone"
+    )
+    func inPlace() throws {
+        let dir = TemporaryDirectory("erase-in-place")
+        let clock = TestClock()
+        let options = ledgerOptions(clock: clock, snapshotInterval: 20)
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        for i in 0..<120 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"], notes: "before \(i)")) }
+        let (secret, needles) = try Self.populate(ledger)
+        let created = try #require(try ledger.history(of: secret).first?.event.seq)
+        for i in 0..<40 { _ = try ledger.log(MoodDraft(valence: 0.2, notes: "after \(i)")) }
+        let snapshots = {
+            ((try? FileManager.default.contentsOfDirectory(atPath: dir.sub("snapshots"))) ?? []).sorted()
+        }
+        let before = snapshots()
+        #expect(before.count > 1)
+        let logPath = dir.sub("events.log")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: logPath)[.size] as? Int)
+        let inode = try FileManager.default.attributesOfItem(atPath: logPath)[.systemFileNumber] as? Int
+        let report = try ledger.erase([secret], ignoringDestinations: true)
+        #expect(report.recordsRedacted == 6)
+        #expect(report.bytesWritten < Int64(size / 10), "\(report.bytesWritten) bytes for a log of \(size)")
+        #expect(try FileManager.default.attributesOfItem(atPath: logPath)[.systemFileNumber] as? Int == inode)
+        let kept = snapshots()
+        let covered = { (name: String) in UInt64(name.dropFirst("snapshot-".count).dropLast(".bin".count)) ?? 0 }
+        #expect(kept == before.filter { covered($0) < created }, "\(before) → \(kept), created at \(created)")
+        #expect(Self.containing(needles, in: dir.path).isEmpty)
+        let live = ledger.state
+        ledger.close()
+        let reopened = try Ledger.open(at: dir.path, options: options)
+        #expect(reopened.state == live, "snapshot + tail over the redacted records")
+        reopened.close()
+        #expect(try Ledger.verify(at: dir.path).ok)
+    }
+
+    @Test(
         "Erasures in the middle of a random workload: live == snapshot + tail == full replay == time travel (over the rewritten log)"
     )
     func workload() throws {
@@ -157,10 +193,15 @@ struct ErasureTests {
     }
 
     enum Step: String, CaseIterable, CustomStringConvertible {
-        case appendWrite, appendSync, tempWrite, tempSync, rename, directorySync
+        case appendWrite, appendSync, tempWrite, tempSync, rename, directorySync, inPlaceWrite, inPlaceSync
         var description: String { rawValue }
 
-        /// Plans the fault at this step of an erasure (the append, then the rewrite's temp file and rename).
+        /// The steps of an erasure that rewrites the whole log (of every entry): the append, then the new file's
+        /// write, sync, rename and the directory's sync.
+        static let wholeRewrite: [Step] = [.appendWrite, .appendSync, .tempWrite, .tempSync, .rename, .directorySync]
+
+        /// Plans the fault at this step of an erasure: the append, then the redo journal's temp file, rename and
+        /// directory sync, then the records written in place (torn inside the first) and the log's sync.
         func fail(_ io: FaultInjectingIO) {
             io.plan.withLock { plan in
                 switch self {
@@ -170,6 +211,9 @@ struct ErasureTests {
                 case .tempSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 1
                 case .rename: plan.failNextRename = .ioError
                 case .directorySync: plan.failNextDirectorySync = .ioError
+                case .inPlaceWrite:
+                    plan.failNextWrite = .ioError; plan.writesBeforeFailure = 2; plan.bytesBeforeFailure = 20
+                case .inPlaceSync: plan.failNextSync = .ioError; plan.syncsBeforeFailure = 2
                 }
             }
         }
@@ -208,7 +252,7 @@ struct ErasureTests {
     }
 
     @Test(
-        "A fault at every step of the rewrite: reopening gives the pre-erasure ledger or the finished erasure, never a mix",
+        "A fault at every step of the erasure: reopening gives the pre-erasure ledger or the finished erasure, never a mix",
         arguments: Step.allCases)
     func faults(step: Step) throws {
         let dir = TemporaryDirectory("erase-fault")

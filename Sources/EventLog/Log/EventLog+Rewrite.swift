@@ -3,7 +3,8 @@ extension EventLog {
     public struct RewriteReport: Sendable, Equatable {
         /// Records whose payload was replaced.
         public var recordsRewritten: Int
-        /// Bytes of the new file.
+        /// Bytes written: the new file's (``rewritePayloads(_:)``), or the journal's and the records'
+        /// (``redactInPlace(maximumBytes:_:beforeWriting:)``).
         public var bytesWritten: Int64
     }
 

@@ -157,8 +157,19 @@ public final class EventLog: Sendable {
     ) throws -> EventLog {
         let io = configuration.io
         let size = try wrapIO("cannot stat \(path)") { try io.size(fd) }
-        let reader = ChunkReader(io: io, fd: fd, limit: size)
+        var reader = ChunkReader(io: io, fd: fd, limit: size)
         let header = try readHeader(reader, path: path)
+        // An in-place redaction a crash interrupted is written again before anything reads the records it changes
+        // (`Specs/log-format.md`, *Redacting in place*); a reader waits for one under way, or finishes it.
+        if lock != nil {
+            if try applyRedo(
+                directory: directory, fd: fd, fileID: header.fileID, maxPayload: Int(header.maxPayload), io: io) > 0
+            {
+                reader = ChunkReader(io: io, fd: fd, limit: size)
+            }
+        } else if try awaitRedo(directory: directory, header: header, configuration: configuration) {
+            reader = ChunkReader(io: io, fd: fd, limit: size)
+        }
         var index = SparseIndex()
         var scanner = RecordScanner(
             reader: reader, maxPayload: Int(header.maxPayload),

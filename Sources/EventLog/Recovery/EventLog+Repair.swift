@@ -13,12 +13,19 @@ extension EventLog {
         /// one whose writer stopped before its sync returned. Never acknowledged, so nothing is lost; the next
         /// writer trims it.
         public var unfinishedWrite: LogDamage?
+        /// An in-place redaction recorded in `events.log.redo` and not finished (a writer redacting now, or one that
+        /// stopped): not damage — the records it changes read as it leaves them, and the next open finishes it.
+        public var unfinishedRedaction: LogDamage?
 
         /// A report from its parts.
-        public init(records: UInt64, problems: [LogDamage], unfinishedWrite: LogDamage? = nil) {
+        public init(
+            records: UInt64, problems: [LogDamage], unfinishedWrite: LogDamage? = nil,
+            unfinishedRedaction: LogDamage? = nil
+        ) {
             self.records = records
             self.problems = problems
             self.unfinishedWrite = unfinishedWrite
+            self.unfinishedRedaction = unfinishedRedaction
         }
     }
 
@@ -65,6 +72,28 @@ extension EventLog {
         var problems = survey.problems.filter { !$0.isTornTail }.map {
             LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
         }
+        // A redo journal: the records it rewrites may be half written (a writer between its steps); they read as
+        // the journal leaves them. A journal that does not fit the log is damage.
+        var redaction: LogDamage?
+        let journalPath = directory + "/" + redoFileName
+        if io.exists(journalPath), let header = survey.header {
+            do {
+                let journal = try AtomicFile.read(journalPath, limit: redoLimit, io: io)
+                let patches = try decodeRedo(
+                    journal, fileID: header.fileID, maxPayload: Int(header.maxPayload), logSize: survey.size,
+                    path: journalPath)
+                let offsets = Set(patches.map(\.offset))
+                problems.removeAll { offsets.contains($0.offset) }
+                if let first = patches.first {
+                    redaction = LogDamage(
+                        offset: first.offset, seq: first.bytes.withUnsafeBytes { $0.u64(16) },
+                        problem: "an in-place redaction of \(patches.count) record(s) is unfinished (\(redoFileName)); "
+                            + "the next open finishes it")
+                }
+            } catch let error as EventLogError {
+                problems.append(LogDamage(offset: 0, seq: 0, problem: error.message))
+            }
+        }
         if let missing = missing(in: survey, evidence: evidence) {
             if let tail = torn {
                 problems.append(LogDamage(offset: tail.offset, seq: tail.seq, problem: tail.problem))
@@ -85,7 +114,7 @@ extension EventLog {
                     offset: $0.offset, seq: $0.seq,
                     problem: "an unfinished write of \($0.length) bytes, never acknowledged; "
                         + "the next writer trims it (\($0.problem))")
-            })
+            }, unfinishedRedaction: redaction)
     }
 
     /// Repairs a damaged log: copies it aside first (`events.log.broken-<timestamp>`), then truncates at the
@@ -119,15 +148,15 @@ extension EventLog {
         defer { io.close(lock.fd) }
         // A repair replaces the file: the next writer syncs on open, whatever happens here.
         try EventLogFiles.writeLockState(clean: false, to: lock.fd, io: io)
+        let journalProblem = try finishRedoBeforeRepair(directory: directory, path: path, io: io)
         var survey = try LogSurvey.survey(path: path, io: io)
         let rejected = try rejectedRecords(in: survey, path: path, io: io, reject: reject)
         survey.problems = (survey.problems + rejected).sorted { $0.offset < $1.offset }
         var report = RepairReport(
             backupPath: nil, mode: mode, keptRecords: survey.recordCount, lostSeqs: [],
             droppedBytes: [],
-            problems: survey.problems.map {
-                LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem)
-            })
+            problems: journalProblem.map { [$0] } ?? [])
+        report.problems += survey.problems.map { LogDamage(offset: $0.offset, seq: $0.seq, problem: $0.problem) }
         // A log that ends below what its evidence proves has lost acknowledged records even where its bytes read well
         // (a cut exactly at a record boundary): repaired like damage, the loss recorded.
         let proven = missing(in: survey, evidence: evidence)
@@ -302,6 +331,39 @@ extension EventLog {
     }
 
     /// `events.log.broken-<yyyyMMdd'T'HHmmss'Z'>`, with `-2`, `-3`… if that name is taken.
+    /// Before a repair reads the log: a redo journal that fits it is written into it (as an open would); one that
+    /// does not is moved aside (`events.log.redo.broken-<timestamp>`, kept like a damaged log) and reported.
+    /// - Returns: the journal's problem, if it had one.
+    private static func finishRedoBeforeRepair(directory: String, path: String, io: any PlatformIO) throws -> LogDamage?
+    {
+        let journalPath = directory + "/" + redoFileName
+        guard io.exists(journalPath) else { return nil }
+        let fd = try wrapIO("cannot open \(path)") { try io.open(path, .readWrite) }
+        defer { io.close(fd) }
+        var header = [UInt8](repeating: 0, count: LogFormat.fileHeaderSize)
+        let read = try wrapIO("cannot read \(path)") {
+            try header.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }
+        }
+        let decoded = header.withUnsafeBytes {
+            LogFormat.FileHeader.decode(UnsafeRawBufferPointer(rebasing: $0[0..<read]))
+        }
+        do {
+            guard case .success(let fileHeader) = decoded else {
+                throw EventLogError(.corrupted, "\(journalPath): the log's header is damaged")
+            }
+            _ = try applyRedo(
+                directory: directory, fd: fd, fileID: fileHeader.fileID, maxPayload: Int(fileHeader.maxPayload), io: io)
+            return nil
+        } catch let error as EventLogError where error.code == .corrupted {
+            let aside = try backupName(for: journalPath, io: io)
+            try wrapIO("cannot move \(journalPath) aside") {
+                try io.rename(journalPath, aside)
+                try io.syncDirectory(directory)
+            }
+            return LogDamage(offset: 0, seq: 0, problem: "\(error.message); kept as \(aside)")
+        }
+    }
+
     private static func backupName(for path: String, io: any PlatformIO) throws -> String {
         let base = path + ".broken-" + UTCTimestamp.compact(microseconds: io.nowMicroseconds())
         var candidate = base

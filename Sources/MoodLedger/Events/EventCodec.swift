@@ -129,8 +129,9 @@ package enum EventCodec {
         var r = ByteReader(payload)
         do throws(ByteReader.Malformed) {
             let version = try r.u8()
-            if version == redactedMarker {
-                // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else.
+            if version == redactedMarker || version == redactedInPlaceMarker {
+                // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else —
+                // then, redacted in place, zero bytes up to the record's old length.
                 let commandID = try r.id()
                 let id = try r.id()
                 if eventType == .syncPulled || eventType == .remoteConfigured || eventType == .ledgerErased, id != .none
@@ -140,6 +141,13 @@ package enum EventCodec {
                 var redaction = Redaction(type: eventType)
                 if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(eventType) {
                     redaction.destination = try readDestination(from: &r)
+                }
+                if version == redactedInPlaceMarker {
+                    while !r.isAtEnd {
+                        guard try r.u8() == 0 else {
+                            throw ByteReader.Malformed(what: "padding: a redaction in place is padded with zero bytes")
+                        }
+                    }
                 }
                 guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes after a redaction") }
                 return (commandID, .redacted(id, redaction))
@@ -317,6 +325,21 @@ package enum EventCodec {
     /// The version byte of a redacted payload (`Specs/erasure.md`).
     package static let redactedMarker: UInt8 = 0xFF
 
+    /// The version byte of a payload redacted in place: as ``redactedMarker``'s, then zero bytes that keep the
+    /// record's length (`Specs/events.md`, *Redacted records*).
+    package static let redactedInPlaceMarker: UInt8 = 0xFE
+
+    /// A redacted payload padded with zeros to `length` bytes, for a redaction in place; `nil` when `length` is
+    /// shorter than the redaction itself.
+    /// - Parameter redacted: a payload ``encode(_:commandID:)`` made of a `.redacted` event.
+    package static func redactedInPlace(_ redacted: [UInt8], length: Int) -> [UInt8]? {
+        guard redacted.first == redactedMarker, length >= redacted.count else { return nil }
+        var padded = redacted
+        padded[0] = redactedInPlaceMarker
+        padded += repeatElement(0, count: length - redacted.count)
+        return padded
+    }
+
     /// Where every payload, redacted ones included, holds its entry id: after the version byte and the 16-byte
     /// command id (`Specs/events.md`, *Envelope*).
     static let entryIDOffset = 17
@@ -332,7 +355,7 @@ package enum EventCodec {
     /// Whether a payload is a redacted record's (`Specs/erasure.md`).
     /// - Parameter payload: an event record's payload.
     package static func isRedacted(_ payload: UnsafeRawBufferPointer) -> Bool {
-        payload.first == redactedMarker
+        payload.first == redactedMarker || payload.first == redactedInPlaceMarker
     }
 
     // MARK: - Parts

@@ -11,7 +11,8 @@ public struct EraseReport: Sendable, Equatable {
     public var kept = 0
     /// Earlier records rewritten as redacted.
     public var recordsRedacted: Int
-    /// Size of the rewritten log.
+    /// Bytes the erasure wrote to the log: its redo journal and the records redacted in place, or the whole new
+    /// log when it was rewritten.
     public var bytesWritten: Int64
     /// Repair backups (`events.log.broken-*`) still in the directory: erasure does not reach them.
     public var backups: [String]
@@ -30,11 +31,12 @@ public struct EraseReport: Sendable, Equatable {
 
 extension Ledger {
     /// Erases entries' personal data from the ledger: appends `entry.erased` for each (durably), then rewrites every
-    /// earlier record about them as a redacted record (same seq, type and recorded_at; only the entry id kept),
-    /// replaces the log file atomically, and rewrites the snapshots.
+    /// earlier record about them as a redacted record (same seq, type and recorded_at; only the entry id kept) —
+    /// in place, through a redo journal, removing the snapshots that held them; or, past 16 MiB of such records, by
+    /// replacing the log file atomically and rewriting the snapshots (`Specs/erasure.md`).
     ///
-    /// A crash at any point leaves the old file or the new one; opening a ledger whose erasure is incomplete
-    /// finishes it.
+    /// A crash at any point leaves the old records with the erasure pending, or the journal or new file that
+    /// finishes it; opening a ledger whose erasure is incomplete finishes it.
     /// - Parameters:
     ///   - ids: the entries (current or deleted; each must appear in the log and not be erased already).
     ///   - reason: the person's reason (stored; keep personal data out of it).
@@ -54,11 +56,15 @@ extension Ledger {
             guard !wanted.isEmpty else {
                 return EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: backups())
             }
-            let named = try Self.namedEntryIDs(in: core.log)
             // An erasure recorded but not finished (its rewrite failed: a full disk, a directory not writable) is
             // not "already erased": asking again finishes it, appending nothing more for it.
             let unfinished = core.state.pendingErasures
-            for id in ids where !named.contains(id) && unfinished[id] == nil {
+            // A current entry is named by the log; only another id needs the walk that finds deleted ones.
+            let current = core.state.entries
+            let named =
+                ids.allSatisfy { current.contains($0) || unfinished[$0] != nil }
+                ? [] : try Self.namedEntryIDs(in: core.log)
+            for id in ids where !named.contains(id) && !current.contains(id) && unfinished[id] == nil {
                 throw MoodError(
                     code: .notFound, field: "entry_id",
                     rule: "no entry \(id) to erase (never logged, or already erased)")
@@ -167,60 +173,97 @@ extension Ledger {
         // entry that is not current (the kept HealthKit copies are; nothing is appended before it completes).
         let everything = pending.removeValue(forKey: .none)
         let current = core.state.entries
-        // Snapshots hold the entries' data: removed before the new log replaces the old one, so a crash after the
-        // rename cannot leave them behind (before it, the erasure is still pending and finished on the next open).
-        try store.removeAll()
-        // A rewrite killed before its rename left its temp file (redacted data only): the writer lock is ours.
-        for name in (try? options.io.contents(ofDirectory: path)) ?? []
-        where name.hasPrefix(LogFormat.logFileName + ".tmp-") {
-            try? options.io.remove(path + "/" + name)
+        // A few entries' erasure reads every record of the log: their ids are compared directly (no hashing per
+        // record), and only a record naming one is decoded.
+        let few = everything == nil && pending.count <= 16 ? Array(pending.keys) : nil
+        let redact = { (view: RecordView) throws -> [UInt8]? in
+            if let few {
+                guard let id = EventCodec.entryID(inPayload: view.payload), few.contains(id) else { return nil }
+            }
+            return try Self.redaction(of: view, pending: pending, everything: everything, current: current)
         }
-        let report = try core.log.rewritePayloads { view in
-            guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-                let id = EventCodec.entryID(inPayload: view.payload)
-            else { return nil }
-            if id == .none {
-                guard view.seq == everything, view.type == EventType.ledgerErased.rawValue else { return nil }
-                let decoded = try Self.decode(view)
-                guard case .ledgerErased(var erasure) = decoded.event, !erasure.complete else { return nil }
-                erasure.complete = true
-                return EventCodec.encode(.ledgerErased(erasure), commandID: decoded.commandID)
+        let report: EventLog.RewriteReport
+        if everything == nil,
+            let inPlace = try core.log.redactInPlace(
+                { view in try redact(view).map { EventCodec.redactedInPlace($0, length: view.payload.count) ?? $0 } },
+                beforeWriting: { [store] first in
+                    // Snapshots from the first changed record on hold the entries' data: removed before any record
+                    // changes, so a crash cannot leave them behind. Older ones never held it, and stay.
+                    try store.remove(coveringFrom: first)
+                })
+        {
+            // Records redacted where they are: offsets stay, so the snapshots kept stay valid. The next one is
+            // written by the usual policy (the interval, or the close).
+            report = inPlace
+            core.rewrites += 1
+            core.state.pendingErasures = [:]
+            core.sinceSnapshot = max(core.sinceSnapshot, options.snapshotOnCloseMinimum, 1)
+        } else {
+            // Snapshots hold the entries' data: removed before the new log replaces the old one, so a crash after the
+            // rename cannot leave them behind (before it, the erasure is still pending and finished on the next open).
+            try store.removeAll()
+            // A rewrite killed before its rename left its temp file (redacted data only): the writer lock is ours.
+            for name in (try? options.io.contents(ofDirectory: path)) ?? []
+            where name.hasPrefix(LogFormat.logFileName + ".tmp-") {
+                try? options.io.remove(path + "/" + name)
             }
-            let erasedAt = pending[id]
-            if let erasedAt, view.seq <= erasedAt {
-                // One entry's erasure.
-            } else if let everything, view.seq < everything, !current.contains(id) {
-                // Every entry's: an earlier erasure's own record stays (it holds no personal data).
-                if view.type == EventType.entryErased.rawValue { return nil }
-            } else {
-                return nil
-            }
-            if EventCodec.isRedacted(view.payload) { return nil }
-            let decoded = try Self.decode(view)
-            if case .entryErased(let id, var erasure) = decoded.event {
-                guard view.seq == erasedAt, !erasure.complete else { return nil }
-                erasure.complete = true
-                return EventCodec.encode(.entryErased(id, erasure), commandID: decoded.commandID)
-            }
-            if case .redacted = decoded.event { return nil }
-            guard let type = EventType(rawValue: view.type) else { return nil }
-            var redaction = Redaction(type: type)
-            switch decoded.event {
-            case .syncAttempted(_, let destination, _, _), .syncSucceeded(_, let destination, _, _),
-                .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _):
-                redaction.destination = destination
-            default: break
-            }
-            return EventCodec.encode(.redacted(id, redaction), commandID: decoded.commandID)
+            report = try core.log.rewritePayloads(redact)
+            // Earlier records changed: observers read their views again (an erasure of every entry names no entry).
+            core.rewrites += 1
+            // What replaying the rewritten records gives: the erasures are complete.
+            core.state.pendingErasures = [:]
+            _ = try writeSnapshot(&core)
         }
-        // Earlier records changed: observers read their views again (an erasure of every entry names no entry).
-        core.rewrites += 1
-        // What replaying the rewritten records gives: the erasures are complete.
-        core.state.pendingErasures = [:]
-        _ = try writeSnapshot(&core)
         return EraseReport(
             erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
             bytesWritten: report.bytesWritten, backups: backups())
+    }
+
+    /// The new payload of a record an erasure reaches (redacted, or the erasure's own record marked complete), or
+    /// `nil` to keep it as it is.
+    /// - Parameters:
+    ///   - pending: each entry's pending erasure: the seq of its `entry.erased`.
+    ///   - everything: the seq of a pending `ledger.erased`, if one is.
+    ///   - current: the current entries (those an erasure of everything keeps).
+    static func redaction(
+        of view: RecordView, pending: [EntryID: UInt64], everything: UInt64?, current: EntriesState
+    ) throws -> [UInt8]? {
+        guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
+            let id = EventCodec.entryID(inPayload: view.payload)
+        else { return nil }
+        if id == .none {
+            guard view.seq == everything, view.type == EventType.ledgerErased.rawValue else { return nil }
+            let decoded = try Self.decode(view)
+            guard case .ledgerErased(var erasure) = decoded.event, !erasure.complete else { return nil }
+            erasure.complete = true
+            return EventCodec.encode(.ledgerErased(erasure), commandID: decoded.commandID)
+        }
+        let erasedAt = pending[id]
+        if let erasedAt, view.seq <= erasedAt {
+            // One entry's erasure.
+        } else if let everything, view.seq < everything, !current.contains(id) {
+            // Every entry's: an earlier erasure's own record stays (it holds no personal data).
+            if view.type == EventType.entryErased.rawValue { return nil }
+        } else {
+            return nil
+        }
+        if EventCodec.isRedacted(view.payload) { return nil }
+        let decoded = try Self.decode(view)
+        if case .entryErased(let id, var erasure) = decoded.event {
+            guard view.seq == erasedAt, !erasure.complete else { return nil }
+            erasure.complete = true
+            return EventCodec.encode(.entryErased(id, erasure), commandID: decoded.commandID)
+        }
+        if case .redacted = decoded.event { return nil }
+        guard let type = EventType(rawValue: view.type) else { return nil }
+        var redaction = Redaction(type: type)
+        switch decoded.event {
+        case .syncAttempted(_, let destination, _, _), .syncSucceeded(_, let destination, _, _),
+            .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _):
+            redaction.destination = destination
+        default: break
+        }
+        return EventCodec.encode(.redacted(id, redaction), commandID: decoded.commandID)
     }
 
     /// The entries whose erasure was recorded but not finished (their records still hold data): a rewrite that

@@ -12,16 +12,20 @@ public struct LedgerVerifyReport: Sendable, Equatable {
     /// Bytes at the end that no acknowledged write owns (a writer appending now, or one that stopped before its
     /// sync returned): nothing acknowledged is in them, and the next writer trims them.
     public var unfinishedWrite: LogDamage?
+    /// An erasure's redaction in place that is not finished (`events.log.redo`): not damage; the next open finishes
+    /// it. The events are not decoded meanwhile (some of its records may be half written): verify again after.
+    public var unfinishedRedaction: LogDamage?
 
     /// `{"ok", "records", "problems": [{"offset", "seq", "problem"}], "unfinished_write": {"offset", "seq",
-    /// "problem"} or null}`.
+    /// "problem"} or null, "unfinished_redaction": the same or null}`.
     public var json: JSONValue {
         func damage(_ item: LogDamage) -> JSONValue {
             .object([("offset", .int(item.offset)), ("seq", .int(Int64(item.seq))), ("problem", .string(item.problem))])
         }
         return .object([
             ("ok", .bool(ok)), ("records", .int(Int64(records))), ("problems", .array(problems.map(damage))),
-            ("unfinished_write", unfinishedWrite.map(damage) ?? .null)
+            ("unfinished_write", unfinishedWrite.map(damage) ?? .null),
+            ("unfinished_redaction", unfinishedRedaction.map(damage) ?? .null)
         ])
     }
 }
@@ -54,7 +58,7 @@ extension Ledger {
         let evidence = SnapshotStore(ledgerDirectory: path, io: io).evidence()
         let report = try EventLog.verify(directory: path, io: io, evidence: evidence)
         var problems = report.problems
-        if report.ok {
+        if report.ok, report.unfinishedRedaction == nil {
             var configuration = EventLog.Configuration()
             configuration.access = .readOnly
             configuration.io = io
@@ -69,7 +73,9 @@ extension Ledger {
                 return true
             }
         }
-        return LedgerVerifyReport(records: report.records, problems: problems, unfinishedWrite: report.unfinishedWrite)
+        return LedgerVerifyReport(
+            records: report.records, problems: problems, unfinishedWrite: report.unfinishedWrite,
+            unfinishedRedaction: report.unfinishedRedaction)
     }
 
     /// Repairs a damaged ledger log (see `EventLog/repair(directory:mode:io:evidence:rejecting:)`) and discards the snapshots,

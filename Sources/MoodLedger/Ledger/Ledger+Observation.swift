@@ -10,8 +10,9 @@ public struct LedgerChange: Sendable, Equatable {
     /// The entries the appended events concern, in ascending order, without duplicates (events about no entry,
     /// such as `remote.configured`, add none).
     public var entryIDs: [EntryID]
-    /// Whether the log file was replaced (an erasure's or a repair's rewrite, here or in another process): earlier
-    /// records may have changed too, so a view of the whole ledger should be read again, not only the entries listed.
+    /// Whether earlier records changed (an erasure, which redacts them in place or replaces the log file, or a
+    /// repair's rewrite, here or in another process), so a view of the whole ledger should be read again, not only
+    /// the entries listed.
     public var logRewritten: Bool
 
     /// A change from its parts.
@@ -56,8 +57,11 @@ extension Ledger {
                 try Replayer.replay(
                     log, from: old.lastRecord.map { .after($0) } ?? .beginning, into: &state,
                     pipelineThreshold: options.parallelReplayThreshold)
+                // An erasure in the tail redacts earlier records where they are (the file stays the same one).
+                let erasing = state.pendingErasures.keys.contains { core.state.pendingErasures[$0] == nil }
                 core.log = log
                 core.state = state
+                if erasing { core.rewrites += 1 }
                 old.close()
                 return
             }

@@ -271,6 +271,15 @@ struct SnapshotStore: Sendable {
     func removeAll() throws {
         for seq in list() { try io.remove(path(for: seq)) }
     }
+
+    /// Removes the snapshots covering `first` or a later seq, and makes the removals durable.
+    /// - Throws: ``Errno`` from a removal or the directory's sync.
+    func remove(coveringFrom first: UInt64) throws {
+        let doomed = list().filter { $0 >= first }
+        guard !doomed.isEmpty else { return }
+        for seq in doomed { try io.remove(path(for: seq)) }
+        try io.syncDirectory(directory)
+    }
 }
 
 /// Why a snapshot was skipped.

@@ -64,7 +64,7 @@ enum MaintenanceCommands {
                 report.ok
                     ? "ok: \(report.records) records, no problems"
                     : "\(report.problems.count) problem(s) in \(report.records) readable records:")
-            if let unfinished = report.unfinishedWrite {
+            for unfinished in [report.unfinishedWrite, report.unfinishedRedaction].compactMap({ $0 }) {
                 context.console.line(
                     "note: at offset \(unfinished.offset), seq \(unfinished.seq): \(unfinished.problem)")
             }

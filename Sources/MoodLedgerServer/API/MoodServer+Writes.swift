@@ -126,7 +126,7 @@ extension MoodServer {
                 finishErasures(of: user, after: 1)
                 throw APIFailure(
                     503, "erasure_unfinished",
-                    "the erasure is recorded but not finished (the server could not rewrite the log); it is being "
+                    "the erasure is recorded but not finished (the server could not redact its records); it is being "
                         + "retried: ask again to finish it", headers: [("Retry-After", "5")])
             }
             user.noteChange(id, at: user.ledger.lastSeq)

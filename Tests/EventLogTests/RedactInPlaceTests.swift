@@ -1,0 +1,218 @@
+import Foundation
+import Platform
+import TestSupport
+import Testing
+
+@testable import EventLog
+
+/// `redactInPlace` (`Specs/log-format.md`, *Redacting in place*): records change where they are, through a redo
+/// journal that an open finishes after a crash at any point, and that is refused when it does not fit the log.
+@Suite("Redacting records in place")
+struct RedactInPlaceTests {
+    /// Every third record's payload replaced by zeros of the same length.
+    static func zeroed(_ view: RecordView) -> [UInt8]? {
+        view.seq % 3 == 0 ? [UInt8](repeating: 0, count: view.payload.count) : nil
+    }
+
+    /// The payloads the log should hold after ``zeroed(_:)`` ran over `payloads`.
+    static func expected(_ payloads: [[UInt8]]) -> [[UInt8]] {
+        payloads.enumerated().map { index, payload in
+            (index + 1) % 3 == 0 ? [UInt8](repeating: 0, count: payload.count) : payload
+        }
+    }
+
+    @Test("Only the chosen records change; offsets, seqs and the file stay; the journal is gone; verify passes")
+    func redacts() throws {
+        let dir = TemporaryDirectory()
+        let payloads = try makeLog(at: dir.path, count: 20, payloadSize: { 8 + $0 })
+        let (log, _) = try readPayloads(dir.path)
+        let before = try log.records()
+        let identity = try SystemIO().identity(SystemIO().open(dir.sub("events.log"), .readOnly))
+        var first: UInt64?
+        let report = try #require(try log.redactInPlace(Self.zeroed, beforeWriting: { first = $0 }))
+        #expect(report.recordsRewritten == 6 && first == 3)
+        let after = try log.records()
+        #expect(after.map(\.offset) == before.map(\.offset) && after.map(\.seq) == before.map(\.seq))
+        #expect(after.map(\.payload) == Self.expected(payloads))
+        #expect(try log.append(type: 1, payload: [1, 2, 3]) == 21, "appends go on")
+        log.close()
+        #expect(!FileManager.default.fileExists(atPath: dir.sub(EventLog.redoFileName)))
+        #expect(SystemIO().identity(ofPath: dir.sub("events.log")) == identity, "the same file, not a copy")
+        let (reopened, read) = try readPayloads(dir.path)
+        #expect(read == Self.expected(payloads) + [[1, 2, 3]])
+        #expect(reopened.recoveryNotice == nil)
+        reopened.close()
+    }
+
+    @Test("A payload of another length is refused and nothing is written")
+    func lengthKept() throws {
+        let dir = TemporaryDirectory()
+        let payloads = try makeLog(at: dir.path, count: 4)
+        let (log, _) = try readPayloads(dir.path)
+        #expect(throws: EventLogError.self) { try log.redactInPlace({ _ in [1] }) }
+        #expect(try log.records().map(\.payload) == payloads)
+        log.close()
+    }
+
+    @Test("Past the byte budget nothing is written and the caller is told to rewrite")
+    func budget() throws {
+        let dir = TemporaryDirectory()
+        let payloads = try makeLog(at: dir.path, count: 50, payloadSize: { _ in 100 })
+        let (log, _) = try readPayloads(dir.path)
+        #expect(try log.redactInPlace(maximumBytes: 1000, { [UInt8](repeating: 0, count: $0.payload.count) }) == nil)
+        #expect(try log.records().map(\.payload) == payloads)
+        log.close()
+    }
+
+    /// The journal a redaction of ``zeroed(_:)`` writes, built as the log would, and the log's bytes.
+    static func journal(_ dir: TemporaryDirectory) throws -> (journal: [UInt8], payloads: [[UInt8]]) {
+        let payloads = try makeLog(at: dir.path, count: 12, payloadSize: { 10 + $0 })
+        let (log, _) = try readPayloads(dir.path)
+        defer { log.close() }
+        var patches: [(offset: Int64, bytes: [UInt8])] = []
+        try log.forEach(from: 1) { view in
+            if let payload = zeroed(view) {
+                patches.append(
+                    (
+                        view.offset,
+                        LogFormat.encodeRecord(
+                            seq: view.seq, type: view.type, recordedAt: view.recordedAt, payload: payload)
+                    ))
+            }
+            return true
+        }
+        return (EventLog.encodeRedo(fileID: log.fileID, patches), payloads)
+    }
+
+    @Test(
+        "A crash after the journal was durable, at any byte of the records' writing: the next open writes them whole",
+        arguments: [0, 1, 7, 40])
+    func crashMidWrite(tornBytes: Int) throws {
+        let dir = TemporaryDirectory()
+        let (journal, payloads) = try Self.journal(dir)
+        Bytes.write(journal, to: dir.sub(EventLog.redoFileName))
+        // The first patched record half written, as a crash would leave it.
+        var log = Bytes.read(dir.sub("events.log"))
+        let patches = try EventLog.decodeRedo(
+            journal, fileID: Array(log[16..<32]), maxPayload: 1 << 20, logSize: Int64(log.count), path: "j")
+        let first = patches[0]
+        for index in 0..<min(tornBytes, first.bytes.count) { log[Int(first.offset) + index] = first.bytes[index] }
+        Bytes.write(log, to: dir.sub("events.log"))
+        let (reopened, read) = try readPayloads(dir.path)
+        #expect(read == Self.expected(payloads))
+        reopened.close()
+        #expect(!FileManager.default.fileExists(atPath: dir.sub(EventLog.redoFileName)))
+    }
+
+    /// A log whose journal is durable and whose first patched record is half written, as a crash leaves it.
+    static func interrupted(_ dir: TemporaryDirectory) throws -> (journal: [UInt8], payloads: [[UInt8]]) {
+        let (journal, payloads) = try Self.journal(dir)
+        Bytes.write(journal, to: dir.sub(EventLog.redoFileName))
+        var log = Bytes.read(dir.sub("events.log"))
+        let first = try EventLog.decodeRedo(
+            journal, fileID: Array(log[16..<32]), maxPayload: 1 << 20, logSize: Int64(log.count), path: "j")[0]
+        for index in 0..<20 { log[Int(first.offset) + index] = first.bytes[index] }
+        Bytes.write(log, to: dir.sub("events.log"))
+        return (journal, payloads)
+    }
+
+    @Test("verify of an interrupted redaction: no damage, the unfinished redaction named; nothing changed")
+    func verifyInterrupted() throws {
+        let dir = TemporaryDirectory()
+        _ = try Self.interrupted(dir)
+        let before = Bytes.read(dir.sub("events.log"))
+        let report = try EventLog.verify(directory: dir.path)
+        #expect(report.ok, "\(report.problems)")
+        #expect(report.unfinishedRedaction?.problem.contains("4 record(s)") == true, "\(report)")
+        #expect(report.unfinishedRedaction?.seq == 3)
+        #expect(Bytes.read(dir.sub("events.log")) == before)
+        #expect(FileManager.default.fileExists(atPath: dir.sub(EventLog.redoFileName)))
+    }
+
+    @Test("repair writes a journal that fits before it looks (nothing to repair); one that does not is kept aside")
+    func repairAndJournal() throws {
+        let dir = TemporaryDirectory()
+        let (_, payloads) = try Self.interrupted(dir)
+        let report = try EventLog.repair(directory: dir.path, mode: .salvage)
+        #expect(report.backupPath == nil && report.problems.isEmpty && report.lostSeqs.isEmpty)
+        #expect(try readPayloads(dir.path).1 == Self.expected(payloads))
+
+        let other = TemporaryDirectory()
+        var (journal, _) = try Self.journal(other)
+        journal[8] ^= 0xFF
+        journal.removeLast(4)
+        journal.appendLittleEndian(CRC32C.mask(CRC32C.checksum(journal)))
+        Bytes.write(journal, to: other.sub(EventLog.redoFileName))
+        let refused = try EventLog.repair(directory: other.path, mode: .salvage)
+        #expect(refused.problems.first?.problem.contains("kept as") == true, "\(refused.problems)")
+        #expect(!FileManager.default.fileExists(atPath: other.sub(EventLog.redoFileName)))
+        let names = try FileManager.default.contentsOfDirectory(atPath: other.path)
+        #expect(names.contains { $0.hasPrefix(EventLog.redoFileName + ".broken-") })
+        let reopened = try EventLog.open(directory: other.path)
+        #expect(try reopened.records().count == 12, "the log itself opens again")
+        reopened.close()
+    }
+
+    @Test("A reader that finds a journal and a free writer lock finishes it, and reads the redacted records")
+    func readerFinishes() throws {
+        let dir = TemporaryDirectory()
+        let (journal, payloads) = try Self.journal(dir)
+        Bytes.write(journal, to: dir.sub(EventLog.redoFileName))
+        let (reader, read) = try readPayloads(dir.path, access: .readOnly)
+        #expect(read == Self.expected(payloads))
+        reader.close()
+        #expect(!FileManager.default.fileExists(atPath: dir.sub(EventLog.redoFileName)))
+    }
+
+    @Test("A reader waits while a writer holds the lock and the journal is there, then reads the redacted records")
+    func readerWaits() throws {
+        let dir = TemporaryDirectory()
+        let (journal, payloads) = try Self.journal(dir)
+        let writer = try EventLog.open(directory: dir.path)
+        Bytes.write(journal, to: dir.sub(EventLog.redoFileName))
+        // The writer's own redaction of the same records finishes the work while the reader waits.
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) {
+            _ = try? writer.redactInPlace(Self.zeroed)
+            writer.close()
+            done.signal()
+        }
+        var configuration = EventLog.Configuration()
+        configuration.access = .readOnly
+        configuration.lockWaitMilliseconds = 5000
+        let reader = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(try reader.records().map(\.payload) == Self.expected(payloads))
+        reader.close()
+        done.wait()
+    }
+
+    @Test("A journal that does not fit the log is refused as damage, naming it; the log is untouched")
+    func foreignJournal() throws {
+        let dir = TemporaryDirectory()
+        var (journal, _) = try Self.journal(dir)
+        let original = Bytes.read(dir.sub("events.log"))
+        // Another file's id (the checksum made to match, as a journal of another log would have it).
+        journal[8] ^= 0xFF
+        journal.removeLast(4)
+        journal.appendLittleEndian(CRC32C.mask(CRC32C.checksum(journal)))
+        Bytes.write(journal, to: dir.sub(EventLog.redoFileName))
+        #expect {
+            try EventLog.open(directory: dir.path)
+        } throws: { error in
+            (error as? EventLogError)?.code == .corrupted
+                && "\(error)".contains(EventLog.redoFileName) && "\(error)".contains("another log file")
+        }
+        #expect(Bytes.read(dir.sub("events.log")) == original)
+        // A flipped byte in a patch fails the journal's checksum.
+        var flipped = try Self.journal(TemporaryDirectory()).journal
+        flipped[60] ^= 1
+        Bytes.write(flipped, to: dir.sub(EventLog.redoFileName))
+        #expect(throws: EventLogError.self) { try EventLog.open(directory: dir.path) }
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate mutating func appendLittleEndian(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
