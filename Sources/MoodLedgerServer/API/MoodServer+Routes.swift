@@ -13,98 +13,196 @@ extension MoodServer {
         case offload(@Sendable () throws -> HTTPResponse)
     }
 
+    /// What a handler is given: the route (with its parameter), the request, the user's ledger and the time.
+    struct RouteCall {
+        var route: Route
+        var request: HTTPRequest
+        var user: UserLedger
+        /// Milliseconds since 1970.
+        var nowMilliseconds: Int64
+        /// The local date of `nowMilliseconds`.
+        var today: LocalDate
+        /// The path's parameter (an entry id, a date), or "".
+        var parameter: String { route.parameter }
+    }
+
+    /// Answers one method of one route.
+    typealias RouteHandler = @Sendable (MoodServer, RouteCall) throws -> Reply
+
+    /// One line of the route table: the path (`*` marks the segment a parameterised route takes), the route's name,
+    /// and a handler per method — 405 and `Allow` derive from the methods listed here.
+    struct RouteEntry: Sendable {
+        var path: [String]
+        var name: @Sendable (String) -> Route.Name
+        var handlers: [(method: String, handle: RouteHandler)]
+    }
+
+    /// The route table (`Specs/server.md`, `Specs/openapi.yaml`): every route of the server, in one place.
+    static let routes: [RouteEntry] = [
+        RouteEntry(path: ["health"], name: { _ in .health }, handlers: [("GET", { _, _ in MoodServer.health })]),
+        RouteEntry(
+            path: ["api", "v1", "mood"], name: { _ in .moodCollection },
+            handlers: [("GET", { try $0.listAnswer($1, style: .moodAPI) }), ("POST", { try $0.create($1, .mood) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "changes"], name: { _ in .moodChanges },
+            handlers: [("GET", { .now(try $0.changes($1.request, user: $1.user)) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "batch"], name: { _ in .moodBatch },
+            handlers: [("POST", { try $0.batch($1.request, user: $1.user, now: $1.nowMilliseconds) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "trends"], name: { _ in .moodTrends },
+            handlers: [("GET", { try $0.trendsAnswer($1) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "analytics", "labels"], name: { _ in .moodLabelAnalytics },
+            handlers: [("GET", { try $0.wordAnalyticsAnswer($1, labels: true) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "analytics", "associations"], name: { _ in .moodAssociationAnalytics },
+            handlers: [("GET", { try $0.wordAnalyticsAnswer($1, labels: false) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "daily", "*"], name: { .moodDaily($0) },
+            handlers: [("GET", { try $0.dayAnswer($1) })]),
+        RouteEntry(
+            path: ["api", "v1", "mood", "*"], name: { .moodItem($0) },
+            handlers: [
+                ("GET", { try $0.itemAnswer($1, shape: .mood) }), ("PUT", { try $0.replace($1, shape: .mood) }),
+                ("DELETE", { try $0.delete($1) })
+            ]),
+        RouteEntry(
+            path: ["api", "v1", "wellness", "mood-entries"], name: { _ in .wellnessCollection },
+            handlers: [
+                ("GET", { try $0.listAnswer($1, style: .wellness) }), ("POST", { try $0.create($1, .wellness) })
+            ]),
+        RouteEntry(
+            path: ["api", "v1", "wellness", "mood-entries", "analytics"], name: { _ in .wellnessAnalytics },
+            handlers: [
+                (
+                    "GET",
+                    { .now(APIReply.data(200, try $0.wellnessAnalytics($1.request, today: $1.today, user: $1.user))) }
+                )
+            ]),
+        RouteEntry(
+            path: ["api", "v1", "wellness", "mood-entries", "*"], name: { .wellnessItem($0) },
+            handlers: [
+                ("GET", { try $0.itemAnswer($1, shape: .wellness) }), ("PUT", { try $0.replace($1, shape: .wellness) }),
+                ("DELETE", { try $0.delete($1) })
+            ]),
+        RouteEntry(
+            path: ["api", "v1", "progress"], name: { _ in .progress },
+            handlers: [
+                ("GET", { .now(APIReply.data(200, try $0.progressList($1.request, user: $1.user), errorNull: true)) }),
+                ("POST", { try $0.create($1, .progress) })
+            ])
+    ]
+
+    /// Runs the route's handler of `method`.
+    /// - Throws: ``APIFailure`` 405 (with `Allow`) when the route has none — a request checked against
+    ///   ``Route/allowed`` first never meets it — or what the handler throws.
     func dispatch(_ route: Route, method: String, request: HTTPRequest, user: UserLedger, now: Int64) throws -> Reply {
-        let today = LoggedAt(milliseconds: now).localDate
-        switch (route.name, method) {
-        case (.moodCollection, "GET"), (.wellnessCollection, "GET"):
-            let page = try list(request, today: today, user: user)
-            let wellness = route.name == .wellnessCollection
-            return .now(
-                APIReply.data(200) {
-                    page.writeJSON(to: &$0) { entries, out in
-                        user.writeEntries(
-                            entries, style: wellness ? .wellness : .moodAPI, userID: wellness ? user.name : nil,
-                            to: &out)
-                    }
-                })
-        case (.moodCollection, "POST"), (.wellnessCollection, "POST"):
-            return try write(
-                .create(
-                    try APIRecord.draft(from: try Self.jsonBody(request)),
-                    shape: route.name == .wellnessCollection ? .wellness : .mood), request: request,
-                user: user)
-        case (.moodItem(let text), "GET"), (.wellnessItem(let text), "GET"):
-            let id = try Self.entryID(text)
-            guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
-            // `?detail=full` (the reference server's extension): the changes feed's entry object — instants to the
-            // millisecond and `typed_score` — for a client merging after a 412, which must compare like with like.
-            var shape: Shape = .wellness
-            if case .moodItem = route.name { shape = .mood }
-            let full = try Self.fullDetail(request)
-            let answerShape = shape
-            return .now(
-                APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
-                    if full {
-                        entry.writeJSON(to: &$0, userID: user.name, typedScore: true)
-                    } else {
-                        Self.writeEntry(entry, shape: answerShape, user: user, to: &$0)
-                    }
-                })
-        case (.moodItem(let text), "PUT"), (.wellnessItem(let text), "PUT"):
-            let id = try Self.entryID(text)
-            let replacement = try APIRecord.replacement(from: try Self.jsonBody(request))
-            var shape: Shape = .wellness
-            if case .moodItem = route.name { shape = .mood }
-            return try write(.replace(id, replacement, shape: shape), request: request, user: user)
-        case (.moodItem(let text), "DELETE"), (.wellnessItem(let text), "DELETE"):
-            if try Self.flag(request, "erase") {
-                let id = try Self.entryID(text)
-                // Every erasure rewrites the user's log: a budget of its own bounds what one user makes the disk write.
-                if let decision = limiter.take(user: user.name, .erase, now: now), !decision.allowed {
-                    throw APIFailure(
-                        429, "rate_limited", "too many erasures; try again later",
-                        headers: [("Retry-After", "\(max(1, decision.retryAfter))")])
-                }
-                return .offload { [self] in try erase(id, user: user) }
-            }
-            return try write(.delete(try Self.entryID(text)), request: request, user: user)
-        case (.moodDaily(let text), "GET"):
-            guard let date = LocalDate(text) else {
-                throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date")
-            }
-            let include = try Self.flag(request, "include_entries")
-            return .now(APIReply.data(200, user.ledger.read { $0.day(date, includeEntries: include) }.json))
-        case (.moodTrends, "GET"):
-            let (from, to) = try Self.period(request, today: today)
-            return .now(APIReply.data(200, try user.ledger.read { try Self.trends($0, from: from, to: to) }.json))
-        case (.moodLabelAnalytics, "GET"):
-            let (from, to) = try Self.period(request, today: today)
-            let limit = try Self.integer(request, "limit", default: 10, range: MoodRules.pageSizeRange)
-            return .now(
-                APIReply.data(200, user.ledger.read { $0.labelAnalytics(from: from, to: to, limit: limit) }.json))
-        case (.moodAssociationAnalytics, "GET"):
-            let (from, to) = try Self.period(request, today: today)
-            let limit = try Self.integer(request, "limit", default: 10, range: MoodRules.pageSizeRange)
-            return .now(
-                APIReply.data(200, user.ledger.read { $0.associationAnalytics(from: from, to: to, limit: limit) }.json))
-        case (.moodBatch, "POST"):
-            return try batch(request, user: user, now: now)
-        case (.moodChanges, "GET"):
-            return .now(try changes(request, user: user))
-        case (.wellnessAnalytics, "GET"):
-            return .now(APIReply.data(200, try wellnessAnalytics(request, today: today, user: user)))
-        case (.progress, "POST"):
-            return try write(
-                .create(try APIRecord.progressDraft(from: try Self.jsonBody(request)), shape: .progress),
-                request: request, user: user)
-        case (.progress, "GET"):
-            return .now(APIReply.data(200, try progressList(request, user: user), errorNull: true))
-        default:
-            // `Route.match` is the table of paths and methods (405 and `Allow` are answered from it before this);
-            // a method it allows with no handler here is a programming error, which a test of every route catches.
-            assertionFailure("the route \(route.name) allows \(method) but has no handler")
-            throw APIFailure(500, "internal_error", "\(method) has no handler here")
+        guard let handle = route.handler(for: method) else {
+            throw APIFailure(
+                405, "method_not_allowed", "\(method) is not allowed here",
+                headers: [("Allow", route.allowed.joined(separator: ", "))])
         }
+        let call = RouteCall(
+            route: route, request: request, user: user, nowMilliseconds: now,
+            today: LoggedAt(milliseconds: now).localDate)
+        return try handle(self, call)
+    }
+
+    // MARK: - Handlers
+
+    /// `GET /health` (answered before authentication; here for the table's sake).
+    static let health = Reply.now(APIReply.data(200, .object([("status", .string("ok"))])))
+
+    /// A page of entries, in the seed 001 (`moodAPI`) or seed 002 (`wellness`) style.
+    private func listAnswer(_ call: RouteCall, style: EntryJSONStyle) throws -> Reply {
+        let page = try list(call.request, today: call.today, user: call.user)
+        let user = call.user
+        let wellness = style == .wellness
+        return .now(
+            APIReply.data(200) {
+                page.writeJSON(to: &$0) { entries, out in
+                    user.writeEntries(entries, style: style, userID: wellness ? user.name : nil, to: &out)
+                }
+            })
+    }
+
+    /// A create in a seed's shape.
+    private func create(_ call: RouteCall, _ shape: Shape) throws -> Reply {
+        let body = try Self.jsonBody(call.request)
+        let draft = shape == .progress ? try APIRecord.progressDraft(from: body) : try APIRecord.draft(from: body)
+        return try write(.create(draft, shape: shape), request: call.request, user: call.user)
+    }
+
+    /// One entry, with its revision as the `ETag`.
+    private func itemAnswer(_ call: RouteCall, shape: Shape) throws -> Reply {
+        let user = call.user
+        let id = try Self.entryID(call.parameter)
+        guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
+        // `?detail=full` (the reference server's extension): the changes feed's entry object — instants to the
+        // millisecond and `typed_score` — for a client merging after a 412, which must compare like with like.
+        let full = try Self.fullDetail(call.request)
+        return .now(
+            APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
+                if full {
+                    entry.writeJSON(to: &$0, userID: user.name, typedScore: true)
+                } else {
+                    Self.writeEntry(entry, shape: shape, user: user, to: &$0)
+                }
+            })
+    }
+
+    /// A whole replacement of an entry (`PUT`).
+    private func replace(_ call: RouteCall, shape: Shape) throws -> Reply {
+        let id = try Self.entryID(call.parameter)
+        let replacement = try APIRecord.replacement(from: try Self.jsonBody(call.request))
+        return try write(.replace(id, replacement, shape: shape), request: call.request, user: call.user)
+    }
+
+    /// `DELETE`: a deletion, or with `?erase=true` an erasure (on a worker: it reads the whole log).
+    private func delete(_ call: RouteCall) throws -> Reply {
+        let id = try Self.entryID(call.parameter)
+        guard try Self.flag(call.request, "erase") else {
+            return try write(.delete(id), request: call.request, user: call.user)
+        }
+        // Erasures have a budget of their own: it bounds how often one user makes the server redact and drop
+        // snapshots.
+        if let decision = limiter.take(user: call.user.name, .erase, now: call.nowMilliseconds), !decision.allowed {
+            throw APIFailure(
+                429, "rate_limited", "too many erasures; try again later",
+                headers: [("Retry-After", "\(max(1, decision.retryAfter))")])
+        }
+        let user = call.user
+        return .offload { [self] in try erase(id, user: user) }
+    }
+
+    /// One local day's aggregate (`/api/v1/mood/daily/{date}`).
+    private func dayAnswer(_ call: RouteCall) throws -> Reply {
+        guard let date = LocalDate(call.parameter) else {
+            throw APIFailure(422, "validation_error", "must be YYYY-MM-DD", field: "date")
+        }
+        let include = try Self.flag(call.request, "include_entries")
+        return .now(APIReply.data(200, call.user.ledger.read { $0.day(date, includeEntries: include) }.json))
+    }
+
+    /// The trends of a period.
+    private func trendsAnswer(_ call: RouteCall) throws -> Reply {
+        let (from, to) = try Self.period(call.request, today: call.today)
+        return .now(APIReply.data(200, try call.user.ledger.read { try Self.trends($0, from: from, to: to) }.json))
+    }
+
+    /// Label or association analytics of a period.
+    private func wordAnalyticsAnswer(_ call: RouteCall, labels: Bool) throws -> Reply {
+        let (from, to) = try Self.period(call.request, today: call.today)
+        let limit = try Self.integer(call.request, "limit", default: 10, range: MoodRules.pageSizeRange)
+        return .now(
+            APIReply.data(
+                200,
+                call.user.ledger.read {
+                    labels
+                        ? $0.labelAnalytics(from: from, to: to, limit: limit).json
+                        : $0.associationAnalytics(from: from, to: to, limit: limit).json
+                }))
     }
 
     // MARK: - Reads

@@ -1,6 +1,7 @@
 import MoodLedger
 
-/// The server's routes (`Specs/server.md`, `Specs/openapi.yaml`) and the methods each allows.
+/// A route of the server (`Specs/server.md`, `Specs/openapi.yaml`): which one a path names, and the methods the
+/// table gives it a handler for.
 struct Route {
     enum Name: Equatable {
         case health
@@ -19,7 +20,18 @@ struct Route {
     }
 
     var name: Name
-    var allowed: [String]
+    /// The route's line of ``MoodServer/routes``.
+    fileprivate var entry: MoodServer.RouteEntry
+    /// The path's parameter (the `*` segment: an entry id, a date), or "".
+    private(set) var parameter: String
+
+    /// The methods this route answers (405 and `Allow` are derived from them).
+    var allowed: [String] { entry.handlers.map(\.method) }
+
+    /// The handler of `method` here, if the route has one.
+    func handler(for method: String) -> MoodServer.RouteHandler? {
+        entry.handlers.first { $0.method == method }?.handle
+    }
 
     /// Whether answering `method` here reads entry revisions (ETags, the changes feed, idempotent writes).
     func readsRevisions(_ method: String) -> Bool {
@@ -33,22 +45,8 @@ struct Route {
     /// The route's one spelling: what idempotency keys are scoped by, so `/api/v1/mood`, `/api/v1/mood/` and
     /// `/api/v1/%6dood` are one route (an entry id in its canonical lowercase form).
     var canonicalPath: String {
-        func id(_ text: String) -> String { EntryID(text)?.description ?? text }
-        switch name {
-        case .health: return "/health"
-        case .moodCollection: return "/api/v1/mood"
-        case .moodBatch: return "/api/v1/mood/batch"
-        case .moodChanges: return "/api/v1/mood/changes"
-        case .moodTrends: return "/api/v1/mood/trends"
-        case .moodLabelAnalytics: return "/api/v1/mood/analytics/labels"
-        case .moodAssociationAnalytics: return "/api/v1/mood/analytics/associations"
-        case .moodDaily(let date): return "/api/v1/mood/daily/" + date
-        case .moodItem(let item): return "/api/v1/mood/" + id(item)
-        case .wellnessCollection: return "/api/v1/wellness/mood-entries"
-        case .wellnessAnalytics: return "/api/v1/wellness/mood-entries/analytics"
-        case .wellnessItem(let item): return "/api/v1/wellness/mood-entries/" + id(item)
-        case .progress: return "/api/v1/progress"
-        }
+        let parameter = EntryID(self.parameter)?.description ?? self.parameter
+        return "/" + entry.path.map { $0 == "*" ? parameter : $0 }.joined(separator: "/")
     }
 
     /// The route of a path (percent-decoded segment by segment), or `nil`.
@@ -59,30 +57,15 @@ struct Route {
             segment.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") })
                 ? HTTPRequest.percentDecode(String(segment).replacingPlus()) ?? "\u{FFFD}" : String(segment)
         }
-        switch segments {
-        case ["health"]: return Route(name: .health, allowed: ["GET"])
-        case ["api", "v1", "mood"]: return Route(name: .moodCollection, allowed: ["GET", "POST"])
-        case ["api", "v1", "mood", "changes"]: return Route(name: .moodChanges, allowed: ["GET"])
-        case ["api", "v1", "mood", "batch"]: return Route(name: .moodBatch, allowed: ["POST"])
-        case ["api", "v1", "mood", "trends"]: return Route(name: .moodTrends, allowed: ["GET"])
-        case ["api", "v1", "mood", "analytics", "labels"]: return Route(name: .moodLabelAnalytics, allowed: ["GET"])
-        case ["api", "v1", "mood", "analytics", "associations"]:
-            return Route(name: .moodAssociationAnalytics, allowed: ["GET"])
-        case ["api", "v1", "wellness", "mood-entries"]:
-            return Route(name: .wellnessCollection, allowed: ["GET", "POST"])
-        case ["api", "v1", "wellness", "mood-entries", "analytics"]:
-            return Route(name: .wellnessAnalytics, allowed: ["GET"])
-        case ["api", "v1", "progress"]: return Route(name: .progress, allowed: ["GET", "POST"])
-        default: break
+        // Fixed paths before parameterised ones: `/api/v1/mood/changes` is not an entry id.
+        for entry in MoodServer.routes where entry.path == segments {
+            return Route(name: entry.name(""), entry: entry, parameter: "")
         }
-        if segments.count == 5, Array(segments[0..<4]) == ["api", "v1", "mood", "daily"] {
-            return Route(name: .moodDaily(segments[4]), allowed: ["GET"])
-        }
-        if segments.count == 4, Array(segments[0..<3]) == ["api", "v1", "mood"] {
-            return Route(name: .moodItem(segments[3]), allowed: ["GET", "PUT", "DELETE"])
-        }
-        if segments.count == 5, Array(segments[0..<4]) == ["api", "v1", "wellness", "mood-entries"] {
-            return Route(name: .wellnessItem(segments[4]), allowed: ["GET", "PUT", "DELETE"])
+        for entry in MoodServer.routes where entry.path.contains("*") && entry.path.count == segments.count {
+            guard let star = entry.path.firstIndex(of: "*"),
+                zip(entry.path, segments).allSatisfy({ $0 == "*" || $0 == $1 })
+            else { continue }
+            return Route(name: entry.name(segments[star]), entry: entry, parameter: segments[star])
         }
         return nil
     }
