@@ -63,7 +63,9 @@ let package = Package(
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["Platform", "EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
-        .target(name: "TestSupport", dependencies: ["Platform", "EventLog", "MoodLedger"], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport", dependencies: ["Platform", "EventLog", "MoodLedger", "MoodLedgerServer"],
+            path: "Tests/TestSupport"),
         .testTarget(
             name: "EventLogTests", dependencies: ["Platform", "EventLog", "TestSupport", "eventlog-crash-child"]),
         .testTarget(name: "MoodLedgerTests", dependencies: ["Platform", "MoodLedger", "TestSupport"]),

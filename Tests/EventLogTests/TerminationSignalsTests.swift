@@ -1,6 +1,7 @@
 import Foundation
 import Platform
 import Synchronization
+import TestSupport
 import Testing
 
 /// `TerminationSignals.observe`: its handler is in place when it returns, so a signal sent the next moment is heard.
@@ -20,10 +21,7 @@ struct TerminationSignalsTests {
         }
         for expected in 1...3 {
             raise(SIGTERM)
-            let deadline = Date().addingTimeInterval(5)
-            while heard.value.load(ordering: .sequentiallyConsistent) < expected, Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
+            waitUntil(seconds: 5) { heard.value.load(ordering: .sequentiallyConsistent) >= expected }
             #expect(heard.value.load(ordering: .sequentiallyConsistent) == expected)
         }
         observation.cancel()

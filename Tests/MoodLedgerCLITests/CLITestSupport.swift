@@ -8,7 +8,7 @@ import TestSupport
 /// Runs the CLI in-process with a fixed clock and seeded ids, capturing output.
 final class CLIHarness: @unchecked Sendable {
     let dir = TemporaryDirectory("cli")
-    let clock = Mutex<Int64>(1_780_000_000_000)  // 2026-05-28T20:26:40Z
+    let clock = ManualClock(milliseconds: 1_780_000_000_000)  // 2026-05-28T20:26:40Z
     let ids = Mutex(SeededRandom(seed: 99, test: "cli ids"))
     var ledger: String { dir.sub("mood.ledger") }
 
@@ -20,11 +20,7 @@ final class CLIHarness: @unchecked Sendable {
 
     var options: Ledger.Options {
         var options = Ledger.Options()
-        options.clock = { [self] in
-            clock.withLock {
-                $0 += 1_000; return $0
-            }
-        }
+        options.clock = { [self] in clock.tick(1_000) }
         options.newID = { [self] in ids.withLock { EntryID.random(using: &$0) } }
         options.utcOffsetMinutes = 60
         options.lockWaitMilliseconds = 2000

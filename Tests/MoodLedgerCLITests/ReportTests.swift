@@ -204,7 +204,7 @@ struct ReportPeriodTests {
         let past = try String(contentsOfFile: out, encoding: .utf8)
         #expect(!past.contains("Current streak") && past.contains("Longest"))
         // Two years later (the harness clock moved), the default period would be empty: the data's last year instead.
-        cli.clock.withLock { $0 += 2 * 365 * 86_400_000 }
+        cli.clock.advance(2 * 365 * 86_400_000)
         let quiet = cli.dir.sub("quiet.html")
         #expect(cli.run(["report", "--out", quiet]).code == 0)
         let html = try String(contentsOfFile: quiet, encoding: .utf8)

@@ -99,10 +99,7 @@ struct EndToEndTests {
             }
         }
         // Kill once the load is well under way (a busy CI machine gets up to 30 s to get there).
-        let started = Date()
-        while acknowledged.withLock({ $0.count }) < 50, Date().timeIntervalSince(started) < 30 {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        waitUntil(seconds: 30) { acknowledged.withLock { $0.count } >= 50 }
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
         stop.store(true, ordering: .relaxed)

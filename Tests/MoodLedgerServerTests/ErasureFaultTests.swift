@@ -60,8 +60,9 @@ struct ErasureFaultTests {
         let (h, lines, id) = try Self.serverWithFailingRename()
         defer { h.stop() }
         #expect(try h.request("DELETE", "/api/v1/mood/\(id)?erase=true").status == 503)
-        let deadline = Date().addingTimeInterval(20)
-        while try Self.noteOnDisk(h), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        // The data goes first, the log line once the finisher is done.
+        let logged = { lines.value.withLock { $0.contains { $0.contains("alice: finished 1 erasure(s)") } } }
+        try waitUntil(seconds: 20) { try !Self.noteOnDisk(h) && logged() }
         #expect(try !Self.noteOnDisk(h), "finished without any request")
         #expect(
             lines.value.withLock { $0.contains { $0.contains("alice: finished 1 erasure(s)") } },

@@ -91,7 +91,7 @@ struct GroupCommitTests {
         Thread.sleep(forTimeInterval: 0.1)
         #expect(first.withLock { $0 } == nil, "the first still waits for its sync")
         let second = try h.request("POST", "/api/v1/mood", headers: [key], json: #"{"valence":0.5,"labels":["calm"]}"#)
-        while first.withLock({ $0 }) == nil { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(waitUntil(seconds: 20) { first.withLock { $0 } != nil }, "the first is answered")
         let answered = try #require(first.withLock { $0 })
         #expect(answered.status == 201 && second.status == 201 && second.body == answered.body)
         #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01").data["total"] == .int(1), "applied once")
@@ -110,16 +110,14 @@ struct LongWorkTests {
         let alice = try h.backend.ledgers.lease("alice").user
         let entered = DispatchSemaphore(value: 0)
         let hold = DispatchSemaphore(value: 0)
+        // Should the handler wait on the loop after all, the hold ends after 2 s so the test ends (and fails).
         Thread {
             alice.writingLong {
-                entered.signal(); hold.wait()
+                entered.signal()
+                _ = hold.wait(timeout: .now() + 2)
             }
         }.start()
         entered.wait()
-        // Should the handler wait on the loop after all, release the hold after a while so the test ends (and fails).
-        Thread {
-            Thread.sleep(forTimeInterval: 2); hold.signal()
-        }.start()
         let pool = WorkerPool(count: 2, name: "test")
         defer { pool.stop() }
         let answer = Mutex<HTTPResponse?>(nil)

@@ -105,9 +105,7 @@ struct ManyUsersCrashTests {
         }
         // Cut once the load is well under way (a machine busy with the rest of the suite gets up to 15 s to get there).
         let started = Date()
-        while count.load(ordering: .relaxed) < cutAfter, Date().timeIntervalSince(started) < 15 {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        waitUntil(seconds: 15) { count.load(ordering: .relaxed) >= cutAfter }
         print("cut after \(Date().timeIntervalSince(started)) s at \(count.load(ordering: .relaxed)) acknowledged")
         if answersDuringCutInDoubt { cutting.store(true, ordering: .sequentiallyConsistent) }
         try cut()

@@ -9,11 +9,10 @@ import TestSupport
 /// A server running in-process on an ephemeral loopback port, with users and tokens, and a raw-socket client.
 final class ServerHarness: @unchecked Sendable {
     let dir: TemporaryDirectory
-    let backend: MoodServer
-    let server: HTTPServer
-    let clock = ServerClock()
-    let thread: Thread
-    private let done = DispatchSemaphore(value: 0)
+    let running: InProcessServer
+    var backend: MoodServer { running.backend }
+    var server: HTTPServer { running.server }
+    let clock = ManualClock(milliseconds: 1_796_000_000_000)
     var keys: [String: String] = [:]
 
     /// Starts a server over `dir` (a fresh one by default) with users `alice` and `bob`.
@@ -38,23 +37,11 @@ final class ServerHarness: @unchecked Sendable {
         configuration.clock = { clock.now }
         configuration.log = { _ in }
         configure(&configuration)
-        backend = try MoodServer(configuration: configuration)
-        server = try backend.start()
-        let server = self.server
-        let done = self.done
-        thread = Thread {
-            server.run(grace: 2)
-            done.signal()
-        }
-        thread.start()
+        running = try InProcessServer(configuration)
     }
 
     /// Stops the server and closes the ledgers.
-    func stop() {
-        server.stop()
-        done.wait()
-        backend.close()
-    }
+    func stop() { running.stop() }
 
     func token(_ user: String, ttl: Int64 = 3600) -> String {
         backend.credentials.token(for: user, now: clock.now / 1000, ttl: ttl)!
@@ -94,13 +81,6 @@ final class ServerHarness: @unchecked Sendable {
         try client.send(Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body)
         return try client.readResponse(head: method == "HEAD")
     }
-}
-
-/// A settable clock (milliseconds since 1970).
-final class ServerClock: Sendable {
-    private let value = Mutex<Int64>(1_796_000_000_000)
-    var now: Int64 { value.withLock { $0 } }
-    func advance(_ ms: Int64) { value.withLock { $0 += ms } }
 }
 
 /// A parsed HTTP response.

@@ -50,8 +50,7 @@ struct SyncCrashTests {
         let environment = ["MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!]
         let (process, _) = try Self.start(["sync"] + arguments + ["--ledger", ledger], environment: environment)
         // Wait until the server has answered the first request (the proxy holds that answer), then kill.
-        let deadline = Date().addingTimeInterval(20)
-        while proxy.requests.first?.status == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntil(seconds: 20) { proxy.requests.first?.status != nil }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)

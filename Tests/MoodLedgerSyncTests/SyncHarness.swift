@@ -9,11 +9,10 @@ import TestSupport
 /// The real `moodledger serve` in-process on an ephemeral loopback port, with user `alice`.
 final class SyncServer: @unchecked Sendable {
     let dir: String
-    let backend: MoodServer
-    let server: HTTPServer
-    let thread: Thread
+    let running: InProcessServer
+    var backend: MoodServer { running.backend }
+    var server: HTTPServer { running.server }
     let key: String
-    private let done = DispatchSemaphore(value: 0)
 
     /// Starts a server over `dir`, adding `alice` unless the directory already has her; with `defaultLimits` the
     /// server's own rate limits apply (otherwise they are off).
@@ -38,15 +37,7 @@ final class SyncServer: @unchecked Sendable {
             configuration.erasuresPerHour = 0
         }
         configuration.log = { _ in }
-        backend = try MoodServer(configuration: configuration)
-        server = try backend.start()
-        let server = self.server
-        let done = self.done
-        thread = Thread {
-            server.run(grace: 2)
-            done.signal()
-        }
-        thread.start()
+        running = try InProcessServer(configuration)
     }
 
     var port: UInt16 { server.port }
@@ -68,9 +59,7 @@ final class SyncServer: @unchecked Sendable {
                 let was = $0; $0 = true; return !was
             })
         else { return }
-        server.stop()
-        done.wait()
-        backend.close()
+        running.stop()
     }
 
     /// The server's entries for alice, read from her ledger on disk (the server must be stopped, or read-only

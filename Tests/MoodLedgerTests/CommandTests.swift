@@ -10,7 +10,7 @@ struct CommandTests {
     @Test("A known source id returns the existing entry and appends nothing")
     func idempotentSourceID() throws {
         let dir = TemporaryDirectory("ledger")
-        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock()))
         defer { ledger.close() }
         let first = try ledger.log(MoodDraft(valence: 0.3, source: .healthkit, sourceID: "HK-MOOD-7"))
         let second = try ledger.log(MoodDraft(valence: -0.9, source: .healthkit, sourceID: "HK-MOOD-7"))
@@ -23,7 +23,7 @@ struct CommandTests {
     @Test("A second daily mood for the same local day updates the first")
     func dailyMoodUpsert() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }
         let morning = LoggedAt(milliseconds: clock.now - 10 * 3_600_000, utcOffsetMinutes: 60)
@@ -42,7 +42,7 @@ struct CommandTests {
     @Test("No-op updates and edits append nothing; invalid input appends nothing")
     func noOps() throws {
         let dir = TemporaryDirectory("ledger")
-        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock()))
         defer { ledger.close() }
         let id = try ledger.log(MoodDraft(valence: 0.5, labels: ["happy"], notes: "private words")).entry.id
         let seq = ledger.lastSeq
@@ -67,7 +67,7 @@ struct CommandTests {
     @Test("HealthKit entries are read-only")
     func healthKitReadOnly() throws {
         let dir = TemporaryDirectory("ledger")
-        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock()))
         defer { ledger.close() }
         let id = try ledger.log(MoodDraft(valence: 0.5, source: .healthkit, sourceID: "HK-1")).entry.id
         for attempt in [
@@ -83,7 +83,7 @@ struct CommandTests {
     @Test("history shows every event of an entry with what changed; diff and time travel by instant")
     func historyAndDiff() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }
         let id = try ledger.log(MoodDraft(score: 4, notes: "first")).entry.id
@@ -121,7 +121,7 @@ struct CommandTests {
     @Test("Async overloads run the same commands")
     func asyncOverloads() async throws {
         let dir = TemporaryDirectory("ledger")
-        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock()))
         defer { ledger.close() }
         let outcome = try await ledger.log(MoodDraft(valence: 0.25))
         #expect(try await ledger.history(of: outcome.entry.id).count == 1)
@@ -133,7 +133,7 @@ struct LedgerConcurrencyTests {
     @Test("Commands from many tasks at once: every one appended, sequence gap-free, state equal to a replay")
     func concurrentCommands() async throws {
         let dir = TemporaryDirectory("ledger")
-        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock()))
+        let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock()))
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {
@@ -148,7 +148,7 @@ struct LedgerConcurrencyTests {
         #expect(try ledger.events().map(\.seq) == Array(1...200))
         let live = ledger.state
         ledger.close()
-        var cold = ledgerOptions(clock: TestClock())
+        var cold = ledgerOptions(clock: ManualClock())
         cold.useSnapshots = false
         let replayed = try Ledger.open(at: dir.path, options: cold)
         #expect(replayed.state == live)
@@ -158,7 +158,7 @@ struct LedgerConcurrencyTests {
     @Test("Batched durability: commands write, sync() makes them durable")
     func batched() throws {
         let dir = TemporaryDirectory("ledger")
-        var options = ledgerOptions(clock: TestClock())
+        var options = ledgerOptions(clock: ManualClock())
         options.durability = .batched
         let ledger = try Ledger.open(at: dir.path, options: options)
         for i in 0..<10 { try ledger.log(MoodDraft(valence: Double(i) / 10)) }

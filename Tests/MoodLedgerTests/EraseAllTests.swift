@@ -104,7 +104,7 @@ struct EraseAllTests {
     @Test("Erasures of everything in the middle of a random workload keep every equivalence (seeded)")
     func workload() throws {
         let dir = TemporaryDirectory("erase-all-workload")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 53)
         let ledger = try Ledger.open(at: dir.path, options: options)

@@ -120,7 +120,7 @@ struct ErasureTests {
     )
     func inPlace() throws {
         let dir = TemporaryDirectory("erase-in-place")
-        let clock = TestClock()
+        let clock = ManualClock()
         let options = ledgerOptions(clock: clock, snapshotInterval: 20)
         let ledger = try Ledger.open(at: dir.path, options: options)
         for i in 0..<120 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"], notes: "before \(i)")) }
@@ -156,7 +156,7 @@ struct ErasureTests {
     )
     func workload() throws {
         let dir = TemporaryDirectory("erase-workload")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 53)
         let ledger = try Ledger.open(at: dir.path, options: options)

@@ -92,7 +92,7 @@ struct ImportScratchTests {
     func snapshotFault(step: String) throws {
         let dir = TemporaryDirectory("import-scratch-fault")
         let io = FaultInjectingIO()
-        let clock = TestClock()
+        let clock = ManualClock()
         var options = ledgerOptions(clock: clock, ids: IDSource(seed: 5), snapshotInterval: 50)
         options.snapshotOnCloseMinimum = .max
         options.io = io
@@ -126,7 +126,7 @@ struct ImportScratchTests {
         var random = SeededRandom(seed: seed, test: "import-scratch")
         for (interval, updateExisting) in cases {
             let base = TemporaryDirectory("import-scratch")
-            let clock = TestClock()
+            let clock = ManualClock()
             let ids = IDSource(seed: seed)
             var options = ledgerOptions(clock: clock, ids: ids, snapshotInterval: interval)
             options.snapshotOnCloseMinimum = .max

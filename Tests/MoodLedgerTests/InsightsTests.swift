@@ -10,7 +10,7 @@ struct InsightsTests {
         "Random workloads with updates and deletes: every insight equals a brute-force computation", arguments: [1, 2])
     func bruteForce(round: Int) throws {
         let dir = TemporaryDirectory("insights")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }

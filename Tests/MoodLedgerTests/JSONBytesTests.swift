@@ -10,7 +10,7 @@ struct JSONBytesTests {
     @Test("Every entry of a random workload, and pages of them, write the same bytes as their trees")
     func entriesAndPages() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }

@@ -6,13 +6,6 @@ import Testing
 
 @testable import MoodLedger
 
-/// A clock tests move by hand: starts at 2026-01-01T00:00:00Z.
-final class TestClock: Sendable {
-    let milliseconds = Mutex<Int64>(1_767_225_600_000)
-    var now: Int64 { milliseconds.withLock { $0 } }
-    func advance(_ ms: Int64) { milliseconds.withLock { $0 += ms } }
-}
-
 /// Seeded ids so runs with the same seed are identical.
 final class IDSource: Sendable {
     let state: Mutex<SeededRandom>
@@ -20,7 +13,7 @@ final class IDSource: Sendable {
     func next() -> EntryID { state.withLock { EntryID.random(using: &$0) } }
 }
 
-func ledgerOptions(clock: TestClock, ids: IDSource? = nil, snapshotInterval: Int = 10_000) -> Ledger.Options {
+func ledgerOptions(clock: ManualClock, ids: IDSource? = nil, snapshotInterval: Int = 10_000) -> Ledger.Options {
     var options = Ledger.Options()
     options.clock = { clock.now }
     options.utcOffsetMinutes = 60
@@ -45,7 +38,7 @@ func snapshotEncodedFromReplay(_ ledger: Ledger) throws -> [UInt8] {
 /// Drives a ledger with a seeded random mix of every command, recording the live state at every step.
 struct Workload {
     var random: SeededRandom
-    let clock: TestClock
+    let clock: ManualClock
     var ids: [EntryID] = []
 
     static let labelPool = [

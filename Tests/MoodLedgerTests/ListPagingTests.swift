@@ -10,7 +10,7 @@ struct ListPagingTests {
     func pagesMatchBruteForce() throws {
         var random = SeededRandom()
         let dir = TemporaryDirectory("list")
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }
         let base: Int64 = 1_760_000_000_000
@@ -83,7 +83,7 @@ struct ListFilterTests {
     func filtersMatchBruteForce() throws {
         var random = SeededRandom()
         let dir = TemporaryDirectory("list-filters")
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }
         let labels = ["calm", "happy", "stressed", "my word"]

@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Outbox")
 struct OutboxTests {
-    func open(_ dir: TemporaryDirectory, _ clock: TestClock = TestClock()) throws -> Ledger {
+    func open(_ dir: TemporaryDirectory, _ clock: ManualClock = ManualClock()) throws -> Ledger {
         try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
     }
 
@@ -65,7 +65,7 @@ struct OutboxTests {
     @Test("Backoff comes from the recorded attempts; non-retryable failures park the item")
     func backoff() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try open(dir, clock)
         let id = try ledger.log(MoodDraft(valence: 0.1)).entry.id
         var expected: [Int64] = []

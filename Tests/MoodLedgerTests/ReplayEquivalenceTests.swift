@@ -11,7 +11,7 @@ struct ReplayEquivalenceTests {
     @Test("live == full replay == snapshot + tail == time travel == after deleting snapshots", arguments: [1, 2, 3])
     func equivalence(round: Int) throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         var options = ledgerOptions(clock: clock, snapshotInterval: 97)
         // Round 2 replays through the two-thread pipeline everywhere (opens, time travel, rebuild).
@@ -73,7 +73,7 @@ struct ReplayEquivalenceTests {
     )
     func outboxFilterEquivalence() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         var options = ledgerOptions(clock: clock, snapshotInterval: 0)
         options.snapshotOnCloseMinimum = .max
@@ -262,7 +262,7 @@ struct ReplayEquivalenceTests {
     @Test("Analytics equal a brute-force recomputation over the current entries")
     func analyticsBruteForce() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock))
         defer { ledger.close() }
@@ -303,7 +303,7 @@ struct PipelinedReplayTests {
     @Test("Damage met by the reading thread surfaces as the same error, without hanging")
     func errorPropagates() throws {
         let dir = TemporaryDirectory("ledger")
-        var options = ledgerOptions(clock: TestClock(), snapshotInterval: 0)
+        var options = ledgerOptions(clock: ManualClock(), snapshotInterval: 0)
         options.parallelReplayThreshold = 0
         let ledger = try Ledger.open(at: dir.path, options: options)
         for i in 0..<5_000 { try ledger.log(MoodDraft(valence: Double(i % 20 - 10) / 10)) }

@@ -182,7 +182,7 @@ struct SnapshotFormatTests {
     func mutations() throws {
         let dir = TemporaryDirectory("snapshot-fuzz")
         let source = TemporaryDirectory("snapshot-source")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: source.path, options: ledgerOptions(clock: clock, snapshotInterval: 0))
         for _ in 0..<120 { try workload.step(ledger) }
@@ -227,7 +227,7 @@ struct SnapshotFormatTests {
     )
     func copiedDays() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock, snapshotInterval: 0))
         defer { ledger.close() }
@@ -301,7 +301,7 @@ struct SnapshotFormatTests {
     @Test("A snapshot truncated under an open ledger: no crash; the ledger rebuilds from the log")
     func truncatedUnderTheProcess() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 0)
         var ledger = try Ledger.open(at: dir.path, options: options)

@@ -14,7 +14,7 @@ struct SnapshotPieceCheckTests {
     static func ledgerWithSnapshot(
         _ dir: TemporaryDirectory, steps: Int = 400
     ) throws -> (truth: LedgerState, snapshot: String) {
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let ledger = try Ledger.open(at: dir.path, options: ledgerOptions(clock: clock, snapshotInterval: 0))
         for _ in 0..<steps { try workload.step(ledger) }
@@ -50,7 +50,7 @@ struct SnapshotPieceCheckTests {
     }
 
     /// Options that check every snapshot where read (none is small enough to be checked whole).
-    static func pieceChecking(_ clock: TestClock = TestClock()) -> Ledger.Options {
+    static func pieceChecking(_ clock: ManualClock = ManualClock()) -> Ledger.Options {
         var options = ledgerOptions(clock: clock, snapshotInterval: 0)
         options.checkSnapshotsWhereReadFrom = 0
         return options
@@ -88,7 +88,7 @@ struct SnapshotPieceCheckTests {
         }
 
         // Checked whole on open (the default for a small snapshot): skipped with a notice, as always.
-        let whole = try Ledger.open(at: dir.path, options: ledgerOptions(clock: TestClock(), snapshotInterval: 0))
+        let whole = try Ledger.open(at: dir.path, options: ledgerOptions(clock: ManualClock(), snapshotInterval: 0))
         #expect(whole.notices.contains { $0.contains("snapshot skipped") && $0.contains("checksum mismatch") })
         #expect(whole.state == truth)
         whole.close()
@@ -121,7 +121,7 @@ struct SnapshotPieceCheckTests {
         let (truth, _) = try Self.ledgerWithDamagedSnapshot(dir, .arena) { bytes, arena in
             for offset in stride(from: arena.lowerBound, to: arena.upperBound, by: 97) { bytes[offset] ^= 0x01 }
         }
-        let clock = TestClock()
+        let clock = ManualClock()
         let ledger = try Ledger.open(at: dir.path, options: Self.pieceChecking(clock))
         defer { ledger.close() }
         // Every body fails to decode through the image: an update of a live entry would be "not found" from it.
@@ -142,7 +142,7 @@ struct SnapshotPieceCheckTests {
         _ = try Self.ledgerWithDamagedSnapshot(dir, .idSlots) { bytes, slots in
             for offset in slots { bytes[offset] ^= 0x10 }
         }
-        let clock = TestClock()
+        let clock = ManualClock()
         var options = Self.pieceChecking(clock)
         let writer = try Ledger.open(at: dir.path, options: options)
         let created = try writer.log(MoodDraft(valence: 0.25))  // a lookup of the new id reads the slots

@@ -10,7 +10,7 @@ import Testing
 struct SnapshotTests {
     /// A ledger with some history and a snapshot; returns its live state.
     func prepare(_ dir: TemporaryDirectory, steps: Int = 300) throws -> (LedgerState, Ledger.Options) {
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 0)
         let ledger = try Ledger.open(at: dir.path, options: options)
@@ -38,7 +38,7 @@ struct SnapshotTests {
 struct SnapshotDamageTests {
     /// Two snapshots (older and newer) and a tail; returns the live state.
     func prepare(_ dir: TemporaryDirectory) throws -> (LedgerState, Ledger.Options, [String]) {
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 0)
         let ledger = try Ledger.open(at: dir.path, options: options)
@@ -92,7 +92,7 @@ struct SnapshotDamageTests {
     )
     func aheadOfLog() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
         let options = ledgerOptions(clock: clock, snapshotInterval: 0)
         let ledger = try Ledger.open(at: dir.path, options: options)
@@ -133,7 +133,7 @@ struct SnapshotDamageTests {
     @Test("Pruning keeps the newest snapshot and the oldest of each sparse bucket")
     func pruning() throws {
         let dir = TemporaryDirectory("ledger")
-        let clock = TestClock()
+        let clock = ManualClock()
         var options = ledgerOptions(clock: clock, snapshotInterval: 10)
         options.sparseSnapshotInterval = 50
         let ledger = try Ledger.open(at: dir.path, options: options)

@@ -43,9 +43,7 @@ public enum ServeProcess {
     @discardableResult
     public static func stop(_ process: Process, within seconds: Double = 20) -> Bool {
         process.terminate()
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        guard process.isRunning else { return true }
+        if waitUntil(seconds: seconds, { !process.isRunning }) { return true }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         return false

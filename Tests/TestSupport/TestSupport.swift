@@ -205,3 +205,34 @@ public func readPayloads(_ directory: String, access: EventLog.Access = .readWri
     let log = try EventLog.open(directory: directory, configuration: configuration)
     return (log, try log.records().map(\.payload))
 }
+
+/// The tests' one hand-moved clock, in milliseconds since 1970 (what `Ledger.Options.clock` and the server's
+/// configuration take).
+public final class ManualClock: Sendable {
+    private let milliseconds: Mutex<Int64>
+    /// A clock at `milliseconds` (default 2026-01-01T00:00:00Z).
+    public init(milliseconds: Int64 = 1_767_225_600_000) { self.milliseconds = Mutex(milliseconds) }
+    /// The time now.
+    public var now: Int64 { milliseconds.withLock { $0 } }
+    /// Moves the clock on by `ms`.
+    public func advance(_ ms: Int64) { milliseconds.withLock { $0 += ms } }
+    /// Moves the clock on by `ms` and returns the new time (a clock that ticks at every reading).
+    public func tick(_ ms: Int64) -> Int64 {
+        milliseconds.withLock {
+            $0 += ms
+            return $0
+        }
+    }
+}
+
+/// Waits until `condition` holds, looking every 5 ms, for at most `seconds`.
+/// - Returns: whether it held (a caller expects it, so a condition that never comes fails the test, not hangs it).
+@discardableResult
+public func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+}
