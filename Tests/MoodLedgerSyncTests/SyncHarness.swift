@@ -6,6 +6,17 @@ import TestSupport
 
 @testable import MoodLedgerServer
 
+// What the sync tests hold `Specs/sync.md` to. Against seed-strict backends (`SeedBackend`: only a seed's routes,
+// every body validated against the per-seed JSON schemas in `Tests/Seed/schemas`; no feed, no revisions, no
+// capabilities header): per dialect, no request outside the documented shapes, what the backend stored equals the
+// entry translated, a second run sends nothing, nothing is duplicated, held items are listed, a 405 on an update never
+// becomes a create. Against the real server in-process and `FaultProxy` (relays, answers itself, delays past the
+// client's timeout, or lets the server commit and drops the connection): two devices converge; a lost answer is
+// retried with the same key and leaves one entry; SIGKILL of the built binary between attempt and outcome; 500s with
+// the recorded jitter equal under replay; timeouts; 429 with `Retry-After`; 401; a poison item parked while others
+// go through; a server restored from an old copy; clocks skewed a day; conflicts; a seeded property test of edits on
+// two devices with faults on a third of the requests; and a sync bug reproduced from the log with time travel.
+
 /// The real `moodledger serve` in-process on an ephemeral loopback port, with user `alice`.
 final class SyncServer: @unchecked Sendable {
     let dir: String
