@@ -21,92 +21,7 @@ package enum EventCodec {
         w.u8(event.type.currentVersion)
         w.id(commandID)
         w.id(event.entryID)
-        switch event {
-        case .created(let entry):
-            writeEntryBody(entry, to: &w, withTags: true)
-        case .updated(_, let update):
-            var mask: UInt8 = 0
-            if update.loggedAt != nil { mask |= 0x01 }
-            if update.kind != nil { mask |= 0x02 }
-            if case .set? = update.valence { mask |= 0x04 }
-            if case .clear? = update.valence { mask |= 0x08 }
-            if case .set? = update.enteredScore { mask |= 0x10 }
-            if case .clear? = update.enteredScore { mask |= 0x20 }
-            if case .set? = update.notes { mask |= 0x40 }
-            if case .clear? = update.notes { mask |= 0x80 }
-            w.u8(mask)
-            if let loggedAt = update.loggedAt { writeLoggedAt(loggedAt, to: &w) }
-            if let kind = update.kind { w.u8(UInt8(kind.rawValue)) }
-            if case .set(let valence)? = update.valence { w.signed(Valence.fixed(valence)) }
-            if case .set(let score)? = update.enteredScore { w.u8(UInt8(score)) }
-            if case .set(let notes)? = update.notes { w.string(notes) }
-        case .labelsEdited(_, let labels): writeWords(labels, to: &w)
-        case .associationsEdited(_, let associations): writeWords(associations, to: &w)
-        case .tagsEdited(_, let tags): writeStrings(tags, to: &w)
-        case .deleted: break
-        case .syncAttempted(_, let destination, let operation, let key):
-            w.u8(destination.code)
-            w.u8(operation.code)
-            w.string(key)
-        case .syncSucceeded(_, let destination, let remoteID, let revision):
-            w.u8(destination.code)
-            w.string(remoteID)
-            w.varint(revision)
-        case .syncFailed(_, let destination, let failure):
-            w.u8(destination.code)
-            w.varint(UInt64(max(0, failure.status ?? 0)))
-            w.u8(failure.retryable ? 1 : 0)
-            w.string(failure.error)
-            w.varint(UInt64(max(0, failure.nextAttemptAt ?? 0)))
-        case .remoteApplied(let change):
-            w.u8(change.origin.code)
-            w.u8((change.remoteID != nil ? 1 : 0) | (change.entry == nil ? 2 : 0) | (change.conflict ? 4 : 0))
-            if let remoteID = change.remoteID { w.string(remoteID) }
-            if let entry = change.entry { writeEntryBody(entry, to: &w, withTags: true) }
-            w.varint(change.revision)
-        case .syncPulled(let pull):
-            w.u8(pull.destination.code)
-            w.u8(pull.serverWentBack ? 1 : 0)
-            w.varint(pull.cursor)
-            w.varint(pull.serverRevision)
-            w.varint(UInt64(pull.applied))
-        case .remoteConfigured(let config):
-            w.u8(config.destination.code)
-            w.u8(config.dialect.code)
-            w.string(config.url)
-            w.u8(config.capabilitySource.rawValue)
-            w.u8(config.capabilities.rawValue)
-        case .syncRequeued(_, let destination, let reason):
-            w.u8(destination.code)
-            w.string(reason)
-        case .entryErased(_, let erasure):
-            w.u8(erasure.complete ? 1 : 0)
-            w.string(erasure.reason)
-            w.string(erasure.requestedBy)
-        case .ledgerErased(let erasure):
-            w.u8((erasure.complete ? 1 : 0) | (erasure.keepsHealthKit ? 2 : 0))
-            w.string(erasure.reason)
-            w.string(erasure.requestedBy)
-        case .syncMerged(let merge):
-            w.u8(merge.destination.code)
-            var flags: UInt8 = 0
-            if merge.remoteID != nil { flags |= 1 }
-            if merge.base != nil { flags |= 2 }
-            if merge.here != nil { flags |= 4 }
-            if merge.theirs != nil { flags |= 8 }
-            if merge.merged != nil { flags |= 16 }
-            w.u8(flags)
-            if let remoteID = merge.remoteID { w.string(remoteID) }
-            w.varint(merge.serverRevision)
-            w.varint(merge.baseRevision)
-            for version in [merge.base, merge.here, merge.theirs, merge.merged] {
-                if let version { writeEntryBody(version, to: &w, withTags: true) }
-            }
-        case .conflictResolved(_, let fields, let choice):
-            w.u8(fields.rawValue)
-            w.u8(choice.rawValue)
-        case .redacted: break
-        }
+        writeBody(event, to: &w)
         return w.bytes
     }
 
@@ -130,180 +45,13 @@ package enum EventCodec {
         do throws(ByteReader.Malformed) {
             let version = try r.u8()
             if version == redactedMarker || version == redactedInPlaceMarker {
-                // A redacted record (Specs/erasure.md): the marker, the command id and the entry id, nothing else —
-                // then, redacted in place, zero bytes up to the record's old length.
-                let commandID = try r.id()
-                let id = try r.id()
-                if eventType == .syncPulled || eventType == .remoteConfigured || eventType == .ledgerErased, id != .none
-                {
-                    throw ByteReader.Malformed(what: "entry_id: must be all zero")
-                }
-                var redaction = Redaction(type: eventType)
-                if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(eventType) {
-                    redaction.destination = try readDestination(from: &r)
-                }
-                if version == redactedInPlaceMarker {
-                    while !r.isAtEnd {
-                        guard try r.u8() == 0 else {
-                            throw ByteReader.Malformed(what: "padding: a redaction in place is padded with zero bytes")
-                        }
-                    }
-                }
-                guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes after a redaction") }
-                return (commandID, .redacted(id, redaction))
+                return try readRedaction(eventType, inPlace: version == redactedInPlaceMarker, from: &r)
             }
             guard version >= 1 else { throw ByteReader.Malformed(what: "version: 0 is not a schema version") }
             guard version <= eventType.currentVersion else { throw ByteReader.Malformed(what: newerVersionText) }
             let commandID = try r.id()
             let id = try r.id()
-            let event: MoodEvent
-            switch eventType {
-            case .created:
-                // Version 1 had no tags; upcast with an empty tag list.
-                event = .created(try readEntryBody(id: id, from: &r, withTags: version >= 2))
-            case .updated:
-                let mask = try r.u8()
-                guard mask & 0x0C != 0x0C, mask & 0x30 != 0x30, mask & 0xC0 != 0xC0 else {
-                    throw ByteReader.Malformed(what: "mask: a field is both set and cleared")
-                }
-                var update = MoodUpdate()
-                if mask & 0x01 != 0 { update.loggedAt = try readLoggedAt(from: &r) }
-                if mask & 0x02 != 0 { update.kind = try readKind(from: &r) }
-                if mask & 0x04 != 0 { update.valence = .set(try readValence(from: &r)) }
-                if mask & 0x08 != 0 { update.valence = .clear }
-                if mask & 0x10 != 0 { update.enteredScore = .set(try readScore(from: &r)) }
-                if mask & 0x20 != 0 { update.enteredScore = .clear }
-                if mask & 0x40 != 0 { update.notes = .set(try r.string("notes")) }
-                if mask & 0x80 != 0 { update.notes = .clear }
-                event = .updated(id, update)
-            case .labelsEdited: event = .labelsEdited(id, try readWords(from: &r))
-            case .associationsEdited: event = .associationsEdited(id, try readWords(from: &r))
-            case .tagsEdited: event = .tagsEdited(id, try readStrings(from: &r))
-            case .deleted: event = .deleted(id)
-            case .syncAttempted:
-                let destination = try readDestination(from: &r)
-                guard let operation = SyncOperation(code: try r.u8()) else {
-                    throw ByteReader.Malformed(what: "operation: unknown code")
-                }
-                // Version 1 had no idempotency key.
-                event = .syncAttempted(id, destination, operation, key: version >= 2 ? try r.string("key") : "")
-            case .syncSucceeded:
-                let destination = try readDestination(from: &r)
-                let remoteID = try r.string("remote_id")
-                let revision = version >= 2 ? try readRevision(from: &r) : 0
-                event = .syncSucceeded(id, destination, remoteID: remoteID, revision: revision)
-            case .syncFailed:
-                let destination = try readDestination(from: &r)
-                let rawStatus = try r.varint()
-                guard rawStatus <= 999 else { throw ByteReader.Malformed(what: "status: \(rawStatus) is above 999") }
-                let status = Int(rawStatus)
-                let retryable = try r.bool("retryable")
-                var failure = SyncFailure(
-                    status: status == 0 ? nil : status, error: try r.string("error"),
-                    retryable: retryable)
-                if version >= 2 {
-                    // Version 1 has no retry time: the fold computes it with the version-1 rule.
-                    let next = try r.varint()
-                    guard next <= UInt64(LogFormat.recordedAtRange.upperBound / 1000) else {
-                        throw ByteReader.Malformed(what: "next_attempt_at: \(next) ms is after year 9999")
-                    }
-                    failure.nextAttemptAt = next == 0 ? nil : Int64(next)
-                }
-                event = .syncFailed(id, destination, failure)
-            case .remoteApplied:
-                let origin = try readDestination(from: &r)
-                let flags = try r.u8()
-                guard flags & ~(version >= 2 ? 0x07 : 0x03) == 0 else {
-                    throw ByteReader.Malformed(what: "flags: unknown bits")
-                }
-                let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
-                let entry = flags & 2 != 0 ? nil : try readEntryBody(id: id, from: &r, withTags: true)
-                let revision = version >= 2 ? try readRevision(from: &r) : 0
-                event = .remoteApplied(
-                    RemoteChange(
-                        origin: origin, remoteID: remoteID, entry: entry, entryID: id,
-                        revision: revision, conflict: flags & 4 != 0))
-            case .syncPulled:
-                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
-                let destination = try readDestination(from: &r)
-                let flags = try r.u8()
-                guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
-                let cursor = try readRevision(from: &r)
-                let revision = try readRevision(from: &r)
-                let applied = try r.varint()
-                guard applied <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "applied: above 2³¹ − 1") }
-                event = .syncPulled(
-                    SyncPull(
-                        destination: destination, cursor: cursor, serverRevision: revision,
-                        applied: Int(applied), serverWentBack: flags & 1 != 0))
-            case .remoteConfigured:
-                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
-                let destination = try readDestination(from: &r)
-                guard let dialect = RemoteDialect(code: try r.u8()) else {
-                    throw ByteReader.Malformed(what: "dialect: unknown code")
-                }
-                let url = try r.string("url")
-                // Version 1 had no capabilities: upcast as not learned yet (the next sync probes).
-                let source = version >= 2 ? CapabilitySource(rawValue: try r.u8()) : .unknown
-                guard let source else { throw ByteReader.Malformed(what: "capability_source: unknown code") }
-                let bits = version >= 2 ? try r.u8() : 0
-                guard bits & ~RemoteCapabilities.all.rawValue == 0 else {
-                    throw ByteReader.Malformed(what: "capabilities: unknown bits")
-                }
-                let capabilities = RemoteCapabilities(rawValue: bits)
-                guard source != .unknown || capabilities.isEmpty,
-                    capabilities.isSubset(of: .ceiling(dialect))
-                else {
-                    throw ByteReader.Malformed(what: "capabilities: not possible for this dialect or source")
-                }
-                event = .remoteConfigured(
-                    RemoteConfig(
-                        destination: destination, url: url, dialect: dialect,
-                        capabilities: capabilities, source: source))
-            case .syncRequeued:
-                event = .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
-            case .syncMerged:
-                let destination = try readDestination(from: &r)
-                let flags = try r.u8()
-                guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
-                guard flags & 0x0C != 0 else {
-                    throw ByteReader.Malformed(what: "flags: deleted on both sides is no merge")
-                }
-                let remoteID = flags & 1 != 0 ? try r.string("remote_id") : nil
-                let serverRevision = try readRevision(from: &r)
-                let baseRevision = try readRevision(from: &r)
-                var versions: [MoodEntry?] = []
-                for bit: UInt8 in [2, 4, 8, 16] {
-                    versions.append(flags & bit != 0 ? try readEntryBody(id: id, from: &r, withTags: true) : nil)
-                }
-                event = .syncMerged(
-                    SyncMerge(
-                        destination: destination, entryID: id, remoteID: remoteID,
-                        serverRevision: serverRevision, baseRevision: baseRevision,
-                        base: versions[0], here: versions[1], theirs: versions[2], merged: versions[3]))
-            case .conflictResolved:
-                let fields = MergeFields(rawValue: try r.u8())
-                guard !fields.isEmpty else { throw ByteReader.Malformed(what: "fields: none named") }
-                guard let choice = ConflictChoice(rawValue: try r.u8()) else {
-                    throw ByteReader.Malformed(what: "choice: unknown code")
-                }
-                event = .conflictResolved(id, fields, choice)
-            case .entryErased:
-                let flags = try r.u8()
-                guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
-                let reason = try r.string("reason")
-                event = .entryErased(
-                    id, Erasure(reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0))
-            case .ledgerErased:
-                guard id == .none else { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
-                let flags = try r.u8()
-                guard flags & ~0x03 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
-                let reason = try r.string("reason")
-                event = .ledgerErased(
-                    Erasure(
-                        reason: reason, requestedBy: try r.string("requested_by"), complete: flags & 1 != 0,
-                        keepsHealthKit: flags & 2 != 0))
-            }
+            let event = try readBody(eventType, version: version, id: id, from: &r)
             guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes") }
             return (commandID, event)
         } catch {
@@ -321,6 +69,31 @@ package enum EventCodec {
     }
 
     private static let newerVersionText = "version: newer than this reader"
+
+    /// A redacted record (`Specs/events.md`, *Redacted records*): the marker, the command id and the entry id (and a
+    /// sync event's destination), nothing else — then, redacted in place, zero bytes up to the record's old length.
+    private static func readRedaction(
+        _ type: EventType, inPlace: Bool, from r: inout ByteReader
+    ) throws(ByteReader.Malformed) -> (commandID: EntryID, event: MoodEvent) {
+        let commandID = try r.id()
+        let id = try r.id()
+        if type == .syncPulled || type == .remoteConfigured || type == .ledgerErased, id != .none {
+            throw ByteReader.Malformed(what: "entry_id: must be all zero")
+        }
+        var redaction = Redaction(type: type)
+        if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(type) {
+            redaction.destination = try readDestination(from: &r)
+        }
+        if inPlace {
+            while !r.isAtEnd {
+                guard try r.u8() == 0 else {
+                    throw ByteReader.Malformed(what: "padding: a redaction in place is padded with zero bytes")
+                }
+            }
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed(what: "payload: trailing bytes after a redaction") }
+        return (commandID, .redacted(id, redaction))
+    }
 
     /// The version byte of a redacted payload (`Specs/erasure.md`).
     package static let redactedMarker: UInt8 = 0xFF
