@@ -227,6 +227,9 @@ public final class MoodServer: Sendable {
 
     /// Answers an authenticated request with its user's ledger leased: now, or later through `responder`. The lease
     /// is held until the answer is made (captured by whatever makes it later).
+    ///
+    /// Long because the budget, the replay of a known key and the three ways a reply leaves (now, after the sync, on
+    /// a worker) all hold the same lease and rate-limit headers.
     private func answer(
         _ request: HTTPRequest, route: Route, method: String, lease: LedgerPool.Lease, now: Int64,
         responder: HTTPResponder

@@ -22,6 +22,7 @@ enum BenchmarkCommand {
         ("erase_one_s", "≤ 2")
     ]
 
+    /// The command line: one case per flag, each handled in place (long because there are that many flags).
     static func run(_ arguments: [String]) -> Int32 {
         var events = 1_000_000
         var json = false
@@ -117,7 +118,7 @@ enum BenchmarkCommand {
                 return 0
             case "--help", "-h":
                 print(
-                    "usage: moodledger-bench [--events N] [--json] [--keep]   (default N = 1,000,000; see Specs/benchmark.md)\n"
+                    "usage: moodledger-bench [--events N] [--json] [--keep] [--erasure-only]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                         + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
                         + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
                         + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts | --restarts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging; --restarts: two devices across server restarts)"
@@ -129,6 +130,13 @@ enum BenchmarkCommand {
             }
             index += 1
         }
+        return measureLedger(events: events, json: json, keep: keep, erasureOnly: erasureOnly)
+    }
+
+    /// The ledger measures on a generated ledger of `events` events (`Specs/benchmark.md`, *Measures*), printed
+    /// as a table or one JSON object.
+    /// - Returns: the exit status (74 when a measure failed).
+    static func measureLedger(events: Int, json: Bool, keep: Bool, erasureOnly: Bool) -> Int32 {
         let directory =
             FileManager.default.temporaryDirectory.path
             + "/moodledger-bench-\(ProcessInfo.processInfo.processIdentifier)"

@@ -14,6 +14,9 @@ extension EventLog {
     /// - Returns: the sequence numbers given, or `nil` if `produce` emitted nothing.
     /// - Throws: what `produce` throws (nothing appended), ``EventLogError`` `invalidArgument`, `failedState`,
     ///   `notWritable`, or `io` (then the log is in the failed state, as for ``append(_:)``).
+    ///
+    /// Long because the log's lock is held throughout and every failure must undo the same locals (what was written,
+    /// where, the records' locations) before the log may go on: one function keeps that cleanup in one place.
     @discardableResult
     public func appendStream(
         chunkBytes: Int = 1 << 20,

@@ -151,6 +151,9 @@ public final class EventLog: Sendable {
     }
 
     /// Reads the header, scans (all, or from the checkpoint), trims a torn tail, and builds the log.
+    ///
+    /// Long because recovery is one sequence over the same file and scanner — redo journal, header, checkpoint, scan,
+    /// torn tail, evidence, sync — whose order is the crash rules (`Specs/log-format.md`, *Recovery*).
     private static func recover(
         directory: String, path: String, fd: Int32, lock: EventLogFiles.WriterLock?,
         configuration: Configuration, visit: (RecordView) throws -> Void

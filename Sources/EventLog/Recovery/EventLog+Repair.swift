@@ -117,18 +117,6 @@ extension EventLog {
             }, unfinishedRedaction: redaction)
     }
 
-    /// Repairs a damaged log: copies it aside first (`events.log.broken-<timestamp>`), then truncates at the
-    /// first damage or salvages every valid record after it.
-    ///
-    /// - Parameters:
-    ///   - directory: the log directory; its writer lock is taken for the repair.
-    ///   - mode: truncate or salvage.
-    ///   - io: the system-call layer.
-    ///   - reject: says why a record whose framing is valid cannot be kept (its content does not decode for the
-    ///     layer above), or `nil` to keep it. A rejected record is damage like a framing error: its batch is
-    ///     dropped and its seqs are lost (salvage), or the log is cut before its batch (truncate).
-    /// - Returns: what was kept, what was lost and where the copy is.
-    /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
     /// The sequence numbers `evidence` proves were written beyond the last one the surveyed file holds.
     static func missing(in survey: LogSurvey, evidence: [Evidence]) -> (seqs: ClosedRange<UInt64>, source: String)? {
         guard let header = survey.header, let proof = Evidence.strongest(evidence, for: header.fileID) else {
@@ -138,6 +126,24 @@ extension EventLog {
         return proof.seq > last ? ((last + 1)...proof.seq, proof.source) : nil
     }
 
+    /// Repairs a damaged log: writes an unfinished redaction's journal into it first (or keeps a journal that does
+    /// not fit aside, `events.log.redo.broken-<timestamp>`), copies the log aside (`events.log.broken-<timestamp>`),
+    /// then truncates at the first damage or salvages every valid record after it.
+    ///
+    /// - Parameters:
+    ///   - directory: the log directory; its writer lock is taken for the repair.
+    ///   - mode: truncate or salvage.
+    ///   - io: the system-call layer.
+    ///   - evidence: what proves the log once reached a sequence number (see ``verify(directory:io:evidence:)``):
+    ///     seqs it proves that the file no longer holds are recorded as lost.
+    ///   - reject: says why a record whose framing is valid cannot be kept (its content does not decode for the
+    ///     layer above), or `nil` to keep it. A rejected record is damage like a framing error: its batch is
+    ///     dropped and its seqs are lost (salvage), or the log is cut before its batch (truncate).
+    /// - Returns: what was kept, what was lost and where the copy is.
+    /// - Throws: ``EventLogError`` `locked`, `notFound` or `io`.
+    ///
+    /// Long because a repair is one sequence under the writer lock — journal, survey, backup, copy, loss records,
+    /// replace — whose order is what keeps a copy of the damaged file before anything changes.
     public static func repair(
         directory: String, mode: RepairMode, io: any PlatformIO = SystemIO(), evidence: [Evidence] = [],
         rejecting reject: (RecordView) -> String? = { _ in nil }

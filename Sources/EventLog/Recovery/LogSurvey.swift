@@ -40,6 +40,9 @@ struct LogSurvey {
     var recordCount: UInt64 { runs.reduce(0) { $0 + $1.records } }
 
     /// Surveys the log file at `path`.
+    ///
+    /// Long because it is one scan whose resynchronisation after damage shares the scanner's position and the current
+    /// run with the scan itself.
     static func survey(path: String, io: any PlatformIO) throws -> LogSurvey {
         let fd = try wrapIO("cannot open \(path)") { try io.open(path, .readOnly) }
         defer { io.close(fd) }

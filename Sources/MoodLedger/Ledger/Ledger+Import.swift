@@ -105,6 +105,9 @@ extension Ledger {
     /// snapshot due, it is written from the state and the held entries read back day by day, and the ledger reads
     /// through it; otherwise the held entries join the state.
     /// - Parameter next: the next row, with its draft already validated (at `now`, without an id) when it was.
+    ///
+    /// Long because its nested row handler shares the command, the time, the scratch and the counts with the
+    /// streamed append around it; they live and fail together.
     private func importRows(
         dryRun: Bool, updateExisting: Bool, now: Int64,
         next: () throws -> (ImportRow, Result<MoodEntry, MoodError>?)?

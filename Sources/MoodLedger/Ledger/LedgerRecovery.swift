@@ -18,6 +18,9 @@ enum LedgerRecovery {
     /// Opens the log at `path` and recovers the state (`Specs/ledger.md`, *Open*).
     /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
     ///   `corrupt_event` for an undecodable event.
+    ///
+    /// Long because opening is one sequence — the newest intact snapshot, the log from its checkpoint, the tail's
+    /// replay, pending erasures — with a fallback to the next snapshot or a full replay at each step.
     static func open(at path: String, options: Ledger.Options) throws -> Opened {
         var notices: [String] = []
         let store = SnapshotStore(ledgerDirectory: path, io: options.io)

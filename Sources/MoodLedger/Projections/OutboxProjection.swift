@@ -307,6 +307,8 @@ public struct OutboxState: Sendable, Equatable {
     /// Applies one event with what it did to the entry (from the entries projection) and whether the entry exists
     /// after it. An attempt or failure for an entry that is gone and has no record changes nothing; a success for
     /// one leaves a delete pending (the destination has what is gone here).
+    ///
+    /// Long because it is the fold's table: one case per event type, each a few lines (`Specs/ledger.md`, *Outbox*).
     mutating func apply(_ event: MoodEvent, change: EntryChange.Kind?, at time: Int64, entryExists: Bool = true) {
         switch event {
         case .created, .updated, .labelsEdited, .associationsEdited, .tagsEdited, .deleted:

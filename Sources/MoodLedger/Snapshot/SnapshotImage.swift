@@ -89,6 +89,9 @@ final class SnapshotImage: @unchecked Sendable {
     ///   - checkWhereRead: check the sections read row by row a 1 KiB piece at a time when first read, instead of
     ///     whole now (a piece that then fails its checksum marks the image damaged: ``isDamaged``).
     /// - Throws: ``SnapshotProblem`` naming the first rule the bytes break.
+    ///
+    /// Long because validity is a list of checks in the file's order (header, table, each section) on one mapping,
+    /// each refusing with its own reason (`Specs/ledger.md`, *Validity*).
     init(file: MappedFile, fingerprint: UInt32, checkWhereRead: Bool = false) throws(SnapshotProblem) {
         self.file = file
         let bytes = file.bytes

@@ -38,6 +38,10 @@ enum SnapshotWriter {
     ///   - sink: where the bytes go.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address or `days` gave
     ///   more rows than `rowCapacity`; what `days` or `sink` throw.
+    ///
+    /// Long because it is one streaming pass: the sections' buffers, the id slots, the sources and the running piece
+    /// checksums are locals that the nested row and day writers share; split, each part would take a dozen of them
+    /// `inout`.
     static func write(
         _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil,
         location: RecordLocation, fileID: [UInt8], to sink: Sink

@@ -106,6 +106,9 @@ struct HTTPParser {
     }
 
     /// The rest of ``parse(_:)`` once the request line is read: header fields, framing and body.
+    ///
+    /// Long because it applies RFC 9112's header and framing rules in the order the RFC gives them, each a guard on the
+    /// same few locals (the fields, the length, the chunking) that ends in one answer or the next rule.
     private func parsed(
         method: String, minor: Int, target: String, lines: [UnsafeRawBufferPointer.SubSequence],
         headEnd: Int, buffer: UnsafeRawBufferPointer

@@ -5,6 +5,9 @@ extension SyncEngine {
     /// `sync.pulled` that moves the cursor past them are appended as one batch: the cursor never runs ahead of
     /// the changes. A server revision below the cursor means the server went back (a restore): what it lacks is
     /// re-queued and the cursor follows it down.
+    ///
+    /// Long because a page's steps — fetch, a server that went back, apply, one batch with the cursor — share the
+    /// run's cursor, page count and went-back state, and each can end the run; they read in the order they happen.
     func pull(into report: inout SyncReport, book: inout RunBook) throws {
         var pages = 0
         var wentBack = false

@@ -166,6 +166,9 @@ extension SyncEngine {
 
     /// The outcomes of a batch, appended together: successes, failures, and merges with the server's version where a
     /// conditional send found it changed (their bases read in one pass over the log).
+    ///
+    /// Long because the whole batch's outcomes are appended as one batch of events: successes, failures, parkings and
+    /// merges are built together from the two passes over the log they need.
     private func appendOutcomes(
         _ batch: [Sending], _ outcomes: [SyncVerdict], book: inout RunBook,
         into report: inout SyncReport

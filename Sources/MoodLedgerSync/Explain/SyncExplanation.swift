@@ -26,6 +26,9 @@ public struct SyncExplanation: Sendable, Equatable {
 
     /// Tells the story of `id` as of `point` (default: now).
     /// - Throws: ``EventLogError`` or ``MoodError`` `corrupt_event` met while reading the log.
+    ///
+    /// Long because the story is told in one pass over the entry's history, each event kind adding its step with the
+    /// counts (attempts, merges) that later steps quote.
     public static func explain(
         _ id: EntryID, in ledger: Ledger, at point: Ledger.Point? = nil
     ) throws -> SyncExplanation {

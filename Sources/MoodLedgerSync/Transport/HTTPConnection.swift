@@ -99,6 +99,9 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// - Parameter limits: the response's byte budget and deadline; breaching either is a ``Failure``.
     /// - Throws: ``Failure`` at end of stream, a malformed response, a limit breached, or a timeout.
     /// - Parameter returningInterim: return a 1xx answer as it is (a test that asked for `100 Continue` reads it).
+    ///
+    /// Long because one answer is read against one byte budget and one deadline: the status line, interim answers,
+    /// the fields and the framing are read in order with them.
     public func readResponse(
         head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false
     ) throws
