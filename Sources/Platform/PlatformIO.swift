@@ -118,14 +118,6 @@ public struct FileIdentity: Sendable, Hashable {
 }
 
 extension PlatformIO {
-    /// Test doubles that do not model links answer as the system does.
-    public func isDirectoryNotLink(_ path: String) -> Bool { SystemIO().isDirectoryNotLink(path) }
-    /// Test doubles map files as the system does.
-    public func map(_ fd: Int32, length: Int) throws -> MappedFile { try SystemIO().map(fd, length: length) }
-    /// Test doubles identify files as the system does.
-    public func identity(_ fd: Int32) throws -> FileIdentity { try SystemIO().identity(fd) }
-    /// Test doubles read a path's status as the system does.
-    public func status(ofPath path: String) -> FileStatus? { SystemIO().status(ofPath: path) }
     /// Which file `path` names now (device and inode), following links; `nil` when nothing is there.
     public func identity(ofPath path: String) -> FileIdentity? { status(ofPath: path)?.identity }
     /// The size in bytes of the file `path` names now, following links; `nil` when nothing is there.

@@ -77,6 +77,8 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         /// Fail the next `rename` / `syncDirectory` with this error.
         public var failNextRename: Errno?
         public var failNextDirectorySync: Errno?
+        /// Fail the next `map` with this error (no address space, a file that cannot be mapped).
+        public var failNextMap: Errno?
         /// Make every `syncData` take at least this long (a slow disk).
         public var syncDelayMicroseconds: UInt32 = 0
     }
@@ -133,6 +135,17 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         try system.syncDirectory(path)
     }
     public func truncate(_ fd: Int32, to size: Int64) throws { try system.truncate(fd, to: size) }
+    public func isDirectoryNotLink(_ path: String) -> Bool { system.isDirectoryNotLink(path) }
+    public func map(_ fd: Int32, length: Int) throws -> MappedFile {
+        if let failure = plan.withLock({ plan -> Errno? in
+            defer { plan.failNextMap = nil }; return plan.failNextMap
+        }) {
+            throw failure
+        }
+        return try system.map(fd, length: length)
+    }
+    public func identity(_ fd: Int32) throws -> FileIdentity { try system.identity(fd) }
+    public func status(ofPath path: String) -> FileStatus? { system.status(ofPath: path) }
     public func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
     public func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
     public func rename(_ from: String, _ to: String) throws {
