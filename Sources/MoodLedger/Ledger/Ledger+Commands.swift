@@ -204,7 +204,7 @@ extension Ledger {
         guard !events.isEmpty || !attachments.isEmpty else { return }
         let command = options.newID()
         let records =
-            events.map { Self.record($0, command: command, now: now) }
+            events.map { Self.record($0, command: command, nowMilliseconds: now) }
             + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
         precondition(seqs.count == records.count, "the log numbered every record of the batch")
@@ -223,18 +223,20 @@ extension Ledger {
         let command = options.newID()
         guard
             let seqs = try core.log.appendStream({ emit, _ in
-                for event in events { _ = try emit(Self.record(event, command: command, now: now)) }
+                for event in events { _ = try emit(Self.record(event, command: command, nowMilliseconds: now)) }
             })
         else { return }
         fold(events, at: seqs, command: command, into: &core)
     }
 
-    /// An event as the record that carries it (`now` in milliseconds, or `recordedAt` in microseconds).
-    static func record(_ event: MoodEvent, command: EntryID, now: Int64? = nil, recordedAt: Int64 = 0) -> PendingRecord
-    {
+    /// An event as the record that carries it, recorded at `nowMilliseconds` (the ledger's clock), or at
+    /// `recordedAtMicroseconds` (the log's unit) when that is not given.
+    static func record(
+        _ event: MoodEvent, command: EntryID, nowMilliseconds: Int64? = nil, recordedAtMicroseconds: Int64 = 0
+    ) -> PendingRecord {
         PendingRecord(
             type: event.type.rawValue, payload: EventCodec.encode(event, commandID: command),
-            recordedAt: now.map { $0 * 1000 } ?? recordedAt)
+            recordedAt: nowMilliseconds.map { $0 * 1000 } ?? recordedAtMicroseconds)
     }
 
     /// Folds events just appended at `seqs` into the state; `attachments` safe-to-ignore records after them (the

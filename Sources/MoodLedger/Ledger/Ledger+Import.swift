@@ -164,7 +164,7 @@ extension Ledger {
                     report.merged += 1
                 }
                 for event in events {
-                    let written = try emit?(Self.record(event, command: command, recordedAt: time))
+                    let written = try emit?(Self.record(event, command: command, recordedAtMicroseconds: time))
                     try scratch.apply(
                         RecordedEvent(seq: scratch.seq + 1, recordedAt: time, commandID: command, event: event),
                         at: written)

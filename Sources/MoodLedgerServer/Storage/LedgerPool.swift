@@ -72,18 +72,18 @@ final class LedgerPool: Sendable {
     /// Most ledgers open at once.
     let capacity: Int
     /// How long a request waits for a ledger to be given back before it is answered 503.
-    let patience: Double
+    let patienceSeconds: Double
     private let state = PlainLock(State())
     private let open: @Sendable (String) throws -> UserLedger
     private let log: @Sendable (String) -> Void
 
     /// A pool that opens ledgers with `open`.
     init(
-        capacity: Int, patience: Double = 30, log: @escaping @Sendable (String) -> Void,
+        capacity: Int, patienceSeconds: Double = 30, log: @escaping @Sendable (String) -> Void,
         open: @escaping @Sendable (String) throws -> UserLedger
     ) {
         self.capacity = max(1, capacity)
-        self.patience = patience
+        self.patienceSeconds = patienceSeconds
         self.log = log
         self.open = open
     }
@@ -102,9 +102,9 @@ final class LedgerPool: Sendable {
 
     /// The user's ledger, leased: opened if need be, after closing the least recently used idle one at capacity.
     /// Blocks (a worker only).
-    /// - Throws: the open's error; ``APIFailure`` 503 when no ledger was given back within ``patience``.
+    /// - Throws: the open's error; ``APIFailure`` 503 when no ledger was given back within ``patienceSeconds``.
     func lease(_ name: String) throws -> Lease {
-        let deadline = Date().addingTimeInterval(patience)
+        let deadline = Date().addingTimeInterval(patienceSeconds)
         while true {
             enum Step {
                 case leased(UserLedger)

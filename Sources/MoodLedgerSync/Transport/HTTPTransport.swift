@@ -29,10 +29,10 @@ extension SyncTransport {
 public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     private let url: RemoteURL
     public var carrier: String { "HTTP/1.1 over a socket" }
-    private let timeout: Double
+    private let timeoutSeconds: Double
     private let pool = Mutex<[HTTPConnection]>([])
 
-    private let requestTimeout: Double
+    private let requestTimeoutSeconds: Double
 
     /// Creates a transport.
     /// - Parameters:
@@ -43,13 +43,13 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         url: RemoteURL, timeout: Double = SyncLimits.readSeconds, requestTimeout: Double = SyncLimits.requestSeconds
     ) {
         self.url = url
-        self.timeout = timeout
-        self.requestTimeout = requestTimeout
+        self.timeoutSeconds = timeout
+        self.requestTimeoutSeconds = requestTimeout
     }
 
     public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
         let bytes = encode(request, credentials: credentials)
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestTimeout * 1e9)
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestTimeoutSeconds * 1e9)
         let limits = HTTPConnection.Limits(maximumBytes: request.maximumResponseBytes, deadline: deadline)
         // A pooled connection the server has since closed fails before any answer; one fresh retry is safe because
         // every write carries its Idempotency-Key.
@@ -62,7 +62,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
                 let left = Double(deadline &- min(deadline, DispatchTime.now().uptimeNanoseconds)) / 1e9
                 do {
                     connection = try HTTPConnection(
-                        host: url.host, port: url.port, timeout: max(0.001, min(timeout, left)))
+                        host: url.host, port: url.port, timeout: max(0.001, min(timeoutSeconds, left)))
                 } catch let error as HTTPConnection.Failure {
                     return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
                 } catch {
