@@ -28,7 +28,8 @@ final class ChunkReader {
     /// - Parameter readAhead: fill the whole buffer from `offset` (the next reads are likely to follow); `false`
     ///   reads exactly `count` bytes.
     func bytes(at offset: Int64, count: Int, readAhead: Bool = true) throws -> UnsafeRawBufferPointer? {
-        precondition(offset >= 0 && count >= 0)
+        precondition(offset >= 0, "a read at a negative offset")
+        precondition(count >= 0, "a read of a negative count")
         guard count <= limit - offset else { return nil }
         if offset < bufferStart || offset + Int64(count) > bufferStart + Int64(bufferCount) {
             if count > buffer.count {

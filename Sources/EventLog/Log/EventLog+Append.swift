@@ -44,7 +44,8 @@ extension EventLog {
                 seq += 1
             }
             // The batch is exactly its records' frames, numbered on from the last sequence number.
-            assert(seq - state.nextSeq == UInt64(records.count) && locations.count == records.count)
+            assert(seq - state.nextSeq == UInt64(records.count), "one seq a record")
+            assert(locations.count == records.count, "one location a record")
             assert(locations.last.map { $0.0.offset + Int64($0.0.size) == state.end + Int64(buffer.count) } ?? true)
             try writeAndSync(buffer, state: &state)
             for (location, time) in locations {

@@ -71,6 +71,9 @@ extension EventLog {
                     offset: scanner.offset, seq: scanner.nextSeq)
             }
             guard let first = patches.first else { return RewriteReport(recordsRewritten: 0, bytesWritten: 0) }
+            assert(zip(patches, patches.dropFirst()).allSatisfy { $0.offset < $1.offset }, "patches in file order")
+            assert(
+                patches.last.map { $0.offset + Int64($0.bytes.count) <= state.end } ?? true, "patches inside the log")
             try markDirty(&state)
             // A journal's temp file that a killed redaction left (the writer lock is ours: none is being written).
             for name in (try? io.contents(ofDirectory: directory)) ?? []

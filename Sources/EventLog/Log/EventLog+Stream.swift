@@ -69,7 +69,8 @@ extension EventLog {
             func payload(of record: StreamedRecord) throws -> [UInt8] {
                 if record.seq == seq, let pending { return pending.payload }  // emitted, not yet encoded
                 let flushed = start.end + written
-                precondition(record.seq < seq && record.offset >= start.end, "a record this batch emitted")
+                precondition(record.seq < seq, "a record this batch emitted (its seq)")
+                precondition(record.offset >= start.end, "a record this batch emitted (its offset)")
                 if record.offset >= flushed {
                     return buffer.withUnsafeBytes { bytes in
                         let at = Int(record.offset - flushed)

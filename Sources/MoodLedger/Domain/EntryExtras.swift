@@ -76,7 +76,8 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         guard notes != nil || sourceID != nil || rare != nil else { return nil }
         let notesCount = notes?.count ?? 0
         let sourceIDCount = sourceID?.count ?? 0
-        precondition(notesCount < Int(Int32.max) && sourceIDCount < Int(Int32.max), "a text of 2 GB in an entry")
+        precondition(notesCount < Int(Int32.max), "notes of 2 GB in an entry")
+        precondition(sourceIDCount < Int(Int32.max), "a source id of 2 GB in an entry")
         let object = create(minimumCapacity: notesCount + sourceIDCount) { _ in
             Header(
                 rare: rare, notesCount: notes == nil ? -1 : Int32(notesCount),

@@ -210,7 +210,8 @@ extension Ledger {
         precondition(seqs.count == records.count, "the log numbered every record of the batch")
         fold(events, at: seqs, command: command, attachments: attachments.count, into: &core)
         // The state covers exactly the log: every record folded (attachments skipped), nothing beyond.
-        assert(core.state.seq == seqs.upperBound && core.state.seq == core.log.lastSeq)
+        assert(core.state.seq == seqs.upperBound, "the state folded the whole batch")
+        assert(core.state.seq == core.log.lastSeq, "the state covers exactly the log")
         if options.snapshotInterval > 0, core.sinceSnapshot >= options.snapshotInterval {
             _ = try? writeSnapshot(&core)  // a cache: a failed snapshot never fails the command
         }

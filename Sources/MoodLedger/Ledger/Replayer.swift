@@ -171,7 +171,8 @@ enum Replayer {
         directory: String, configuration: EventLog.Configuration, into state: inout LedgerState,
         pipelineThreshold: UInt64
     ) throws -> (log: EventLog, count: Int) {
-        precondition(configuration.checkpoint == nil && state.buildsAnalyticsInBulk, "a replay from the first record")
+        precondition(configuration.checkpoint == nil, "a replay from the first record (no checkpoint)")
+        precondition(state.buildsAnalyticsInBulk, "a replay from the first record (analytics built in bulk)")
         let bytes = logBytes(directory: directory, io: configuration.io)
         let mostRecords = UInt64(bytes / minimumRecordBytes)
         let (opened, count) = try fold(into: &state, records: mostRecords) { state, analytics -> (EventLog, Int) in

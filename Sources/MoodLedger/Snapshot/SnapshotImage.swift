@@ -382,14 +382,16 @@ final class SnapshotImage: @unchecked Sendable {
 
     @inline(__always)
     func id(ofRow row: Int) -> EntryID {
-        precondition(row >= 0 && row < rowCount, "snapshot row \(row) of \(rowCount)")
+        precondition(row >= 0, "snapshot row \(row) of \(rowCount)")
+        precondition(row < rowCount, "snapshot row \(row) of \(rowCount)")
         check(.rows, row * SnapshotLayout.rowSize, 16)
         return rows.entryID(row * SnapshotLayout.rowSize)
     }
 
     @inline(__always)
     func milliseconds(ofRow row: Int) -> Int64 {
-        precondition(row >= 0 && row < rowCount, "snapshot row \(row) of \(rowCount)")
+        precondition(row >= 0, "snapshot row \(row) of \(rowCount)")
+        precondition(row < rowCount, "snapshot row \(row) of \(rowCount)")
         check(.rows, row * SnapshotLayout.rowSize + 16, 8)
         return Int64(bitPattern: rows.le(row * SnapshotLayout.rowSize + 16))
     }
@@ -399,7 +401,8 @@ final class SnapshotImage: @unchecked Sendable {
 
     /// The entry of a row, decoded (nil if the row breaks a rule: only a crafted file holds such a row).
     func entry(atRow row: Int) -> MoodEntry? {
-        precondition(row >= 0 && row < rowCount, "snapshot row \(row) of \(rowCount)")
+        precondition(row >= 0, "snapshot row \(row) of \(rowCount)")
+        precondition(row < rowCount, "snapshot row \(row) of \(rowCount)")
         let at = row * SnapshotLayout.rowSize
         check(.rows, at, SnapshotLayout.rowSize)
         let createdAt = Int64(bitPattern: rows.le(at + 24))
@@ -422,7 +425,8 @@ final class SnapshotImage: @unchecked Sendable {
     /// A row's 48 bytes and its body's bytes, as stored, if the body lies inside the arena (the snapshot writer
     /// copies unchanged rows with them).
     func rawRow(_ row: Int) -> (row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)? {
-        precondition(row >= 0 && row < rowCount, "snapshot row \(row) of \(rowCount)")
+        precondition(row >= 0, "snapshot row \(row) of \(rowCount)")
+        precondition(row < rowCount, "snapshot row \(row) of \(rowCount)")
         let at = row * SnapshotLayout.rowSize
         check(.rows, at, SnapshotLayout.rowSize)
         let offset = Int(rows.le(at + 40) as UInt32)

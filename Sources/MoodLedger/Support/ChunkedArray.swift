@@ -20,11 +20,13 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
 
     subscript(position: Int) -> Element {
         _read {
-            precondition(position >= 0 && position < count, "index out of range")
+            precondition(position >= 0, "index out of range")
+            precondition(position < count, "index out of range")
             yield chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
         }
         _modify {
-            precondition(position >= 0 && position < count, "index out of range")
+            precondition(position >= 0, "index out of range")
+            precondition(position < count, "index out of range")
             yield &chunks[position >> Self.shift][position & (Self.chunkSize - 1)]
         }
     }

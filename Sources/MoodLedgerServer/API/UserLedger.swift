@@ -153,9 +153,20 @@ final class UserLedger: Sendable {
     ///   next round, else the ledger has no sync under way.
     private func commitRound() -> Bool {
         let result = Result { try ledger.sync() }
+        // For the check below, read (in debug builds) outside `state`'s lock: a write takes the ledger's lock, then
+        // this one, never the other way round.
+        var last = UInt64.max
+        assert(
+            {
+                last = ledger.lastSeq
+                return true
+            }())
         let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in
             switch result {
-            case .success(let durable): state.durable = max(state.durable, durable)
+            case .success(let durable):
+                // What the log calls durable never goes back, and is never past what it was asked to cover.
+                assert(durable <= last, "durable past the last record")
+                state.durable = max(state.durable, durable)
             case .failure(let error): state.failure = error
             }
             let durable = state.durable
@@ -165,6 +176,8 @@ final class UserLedger: Sendable {
             for waiter in state.waiting {
                 if failure != nil || waiter.seq <= durable { ready.append(waiter.then) } else { rest.append(waiter) }
             }
+            // An answer leaves only once its seq is durable (or with the sync's error): none is both sent and kept.
+            assert(ready.count + rest.count == state.waiting.count, "every waiter answered or kept")
             state.waiting = rest
             if rest.isEmpty { state.syncing = false }
             return (ready, failure, !rest.isEmpty)
