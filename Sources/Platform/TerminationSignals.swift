@@ -17,19 +17,25 @@ public enum TerminationSignals {
     /// Starts intercepting SIGINT and SIGTERM for the rest of the process.
     public static func intercept() {
         received.store(0, ordering: .relaxed)  // initialises the global before a handler can read it
+        install(
+            { TerminationSignals.received.store($0, ordering: .relaxed) },
+            flags: Int32(truncatingIfNeeded: SA_RESETHAND))
+    }
+
+    /// Installs `handler` for SIGINT and SIGTERM and unblocks them: a parent may have started this process with the
+    /// signals blocked (a blocked signal stays pending and is never seen).
+    private static func install(_ handler: @escaping @convention(c) (Int32) -> Void, flags: Int32) {
         for signal in [SIGINT, SIGTERM] {
             var action = sigaction()
             #if canImport(Darwin)
-                action.__sigaction_u.__sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
+                action.__sigaction_u.__sa_handler = handler
             #else
-                action.__sigaction_handler.sa_handler = { TerminationSignals.received.store($0, ordering: .relaxed) }
+                action.__sigaction_handler.sa_handler = handler
             #endif
-            action.sa_flags = Int32(truncatingIfNeeded: SA_RESETHAND)
+            action.sa_flags = flags
             sigemptyset(&action.sa_mask)
             sigaction(signal, &action, nil)
         }
-        // A parent may have started this process with the signals blocked (a blocked signal stays pending and is
-        // never seen): the command that intercepts them must be able to hear them.
         var unblock = sigset_t()
         sigemptyset(&unblock)
         sigaddset(&unblock, SIGINT)
@@ -72,22 +78,7 @@ public enum TerminationSignals {
                 }
             }
         }
-        for number in [SIGINT, SIGTERM] {
-            var action = sigaction()
-            #if canImport(Darwin)
-                action.__sigaction_u.__sa_handler = { _ in TerminationSignals.wake() }
-            #else
-                action.__sigaction_handler.sa_handler = { _ in TerminationSignals.wake() }
-            #endif
-            action.sa_flags = Int32(truncatingIfNeeded: SA_RESTART)
-            sigemptyset(&action.sa_mask)
-            sigaction(number, &action, nil)
-        }
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        sigaddset(&unblock, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        install({ _ in TerminationSignals.wake() }, flags: Int32(truncatingIfNeeded: SA_RESTART))
         return observation
     }
 
