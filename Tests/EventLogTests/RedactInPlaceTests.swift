@@ -1,5 +1,6 @@
 import Foundation
 import Platform
+import Synchronization
 import TestSupport
 import Testing
 
@@ -102,6 +103,55 @@ struct RedactInPlaceTests {
         #expect(read == Self.expected(payloads))
         reopened.close()
         #expect(!FileManager.default.fileExists(atPath: dir.sub(EventLog.redoFileName)))
+    }
+
+    @Test("A walk that meets a record this process is redacting in place, half written, reads it again once done")
+    func walkDuringRedaction() throws {
+        let dir = TemporaryDirectory()
+        // Records of 400 KB: the walk's first 1 MiB read holds records 1 and 2, and record 3 is read afresh.
+        let size = 400_000
+        let payloads = try makeLog(at: dir.path, count: 6, payloadSize: { _ in size })
+        let io = FaultInjectingIO()
+        var configuration = EventLog.Configuration()
+        configuration.io = io
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        defer { log.close() }
+        let atTwo = DispatchSemaphore(value: 0)
+        let halfWritten = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        io.plan.withLock {
+            $0.halfWriteOfBytes = LogFormat.recordHeaderSize + size
+            $0.pausedWrite = {
+                halfWritten.signal()
+                resume.wait()
+            }
+        }
+        // The walk reaches record 2, the redaction writes half of record 3 and pauses, the walk reads record 3 half
+        // written and waits for the redaction (its lock), which then finishes; the walk reads record 3 again.
+        let walked = Mutex<Result<[[UInt8]], any Error>?>(nil)
+        Thread {
+            let result = Result {
+                var read: [[UInt8]] = []
+                try log.forEach(from: 1) { view in
+                    if view.seq == 2 {
+                        atTwo.signal()
+                        halfWritten.wait()
+                    }
+                    read.append(Array(view.payload))
+                    return true
+                }
+                return read
+            }
+            walked.withLock { $0 = result }
+        }.start()
+        atTwo.wait()
+        Thread { _ = try? log.redactInPlace(Self.zeroed) }.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        resume.signal()
+        waitUntil(seconds: 20) { walked.withLock { $0 } != nil }
+        let read = try #require(try walked.withLock { $0 }?.get())
+        #expect(read.count == 6)
+        #expect(read.dropFirst(2) == Self.expected(payloads).dropFirst(2), "the records from 3 on, redacted, whole")
     }
 
     /// A log whose journal is durable and whose first patched record is half written, as a crash leaves it.

@@ -77,6 +77,11 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         /// Fail the next `rename` / `syncDirectory` with this error.
         public var failNextRename: Errno?
         public var failNextDirectorySync: Errno?
+        /// The next `write` of exactly this many bytes writes its first half, calls ``pausedWrite``, then the rest: a
+        /// record caught half written (by a crash, or by a reader).
+        public var halfWriteOfBytes: Int?
+        /// Called between the two halves of that write.
+        public var pausedWrite: (@Sendable () -> Void)?
         /// Fail the next `map` with this error (no address space, a file that cannot be mapped).
         public var failNextMap: Errno?
         /// Make every `syncData` take at least this long (a slow disk).
@@ -107,6 +112,18 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
                 try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[0..<min(partial, bytes.count)]), at: offset)
             }
             throw error
+        }
+        let pause = plan.withLock { plan -> (@Sendable () -> Void)? in
+            guard plan.halfWriteOfBytes == bytes.count else { return nil }
+            plan.halfWriteOfBytes = nil
+            return plan.pausedWrite
+        }
+        if let pause {
+            let half = bytes.count / 2
+            try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[0..<half]), at: offset)
+            pause()
+            try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[half...]), at: offset + Int64(half))
+            return
         }
         try system.write(fd, bytes, at: offset)
     }

@@ -113,12 +113,12 @@ extension EventLog {
         offset: Int64, nextSeq: UInt64, from first: UInt64, through last: UInt64,
         _ body: (RecordView) throws -> Bool
     ) throws {
-        let (fd, end) = try state.withLock { state in
+        var (fd, end, redactions) = try state.withLock { state in
             if state.closed { throw EventLogError(.notWritable, "the log is closed") }
-            return (state.fd, state.end)
+            return (state.fd, state.end, state.redactions)
         }
-        let reader = ChunkReader(io: io, fd: fd, limit: end)
-        var scanner = RecordScanner(reader: reader, maxPayload: maxPayload, offset: offset, nextSeq: nextSeq)
+        var scanner = RecordScanner(
+            reader: ChunkReader(io: io, fd: fd, limit: end), maxPayload: maxPayload, offset: offset, nextSeq: nextSeq)
         while true {
             switch try scanner.next() {
             case .record(let view):
@@ -131,7 +131,19 @@ extension EventLog {
                     .corrupted, "\(path): \(reason) inside the acknowledged log",
                     offset: scanner.offset, seq: scanner.nextSeq)
             case .damage(let problem):
-                throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
+                // A record this process was redacting in place while it was read (half written): once the redaction
+                // is done (its lock is this one), it is read again from where the walk stopped.
+                let now = try state.withLock { state in
+                    if state.closed { throw EventLogError(.notWritable, "the log is closed") }
+                    return (state.fd, state.redactions)
+                }
+                guard now.1 != redactions else {
+                    throw EventLogError(.corrupted, "\(path): \(problem)", offset: scanner.offset, seq: scanner.nextSeq)
+                }
+                (fd, redactions) = now
+                scanner = RecordScanner(
+                    reader: ChunkReader(io: io, fd: fd, limit: end), maxPayload: maxPayload, offset: scanner.offset,
+                    nextSeq: scanner.nextSeq)
             }
         }
     }

@@ -91,6 +91,7 @@ extension EventLog {
                 throw error
             }
             // From here records change on disk: a failure leaves the log failed and the journal for the next open.
+            state.redactions += 1
             do {
                 for patch in patches {
                     try patch.bytes.withUnsafeBytes { try io.write(state.fd, $0, at: patch.offset) }

@@ -44,6 +44,9 @@ public final class EventLog: Sendable {
         var failure: EventLogError?
         var closed = false
         var index: SparseIndex
+        /// Counts the in-place redactions that wrote records (``redactInPlace(maximumBytes:_:beforeWriting:)``): a
+        /// reader that met a half-written record knows to read it again once the redaction is done.
+        var redactions: UInt64 = 0
     }
 
     private init(
