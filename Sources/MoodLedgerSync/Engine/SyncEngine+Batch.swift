@@ -95,40 +95,23 @@ extension SyncEngine {
     /// Sends a batch (once more with re-read credentials after a 401): the batch's own verdict, and its items'
     /// results when it was answered 200 with one result per item.
     private func sendBatch(_ request: SyncRequest, count: Int) -> (SyncVerdict, [ItemResult?]?) {
-        var refreshed = false
-        while true {
-            let credentials: SyncCredentials
-            do { credentials = try currentCredentials(refresh: refreshed) } catch {
-                return (.unauthorized(error: error.message), nil)
+        let (verdict, response) = send(request, operation: .create, entryID: EntryID.none)
+        guard let response, response.status == 200,
+            let json = try? JSONParser.parse(String(decoding: response.body, as: UTF8.self)),
+            let results = json["data"]?["results"]?.arrayValue, results.count == count
+        else { return (verdict, nil) }
+        return (
+            verdict,
+            results.map { result -> ItemResult? in
+                guard let status = result["status"]?.intValue, (100..<600).contains(status) else { return nil }
+                var headers: [(name: String, value: String)] = []
+                if let etag = result["etag"]?.stringValue { headers.append(("ETag", etag)) }
+                let replayed = result["replayed"] == .bool(true)
+                if replayed { headers.append(("Idempotent-Replayed", "true")) }
+                let body = result["body"].map { $0 == .null ? [] : $0.serializedBytes() } ?? []
+                return (status, headers, body, replayed)
             }
-            switch transport.perform(request, credentials: credentials) {
-            case .failure(let kind, let message):
-                return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), nil)
-            case .response(let status, let headers, let body):
-                let verdict = SyncPolicy.classify(
-                    .create, status: status, headers: headers, body: body, entryID: EntryID.none,
-                    now: ledger.options.clock())
-                if case .unauthorized = verdict, !refreshed {
-                    refreshed = true
-                    continue
-                }
-                guard status == 200, let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)),
-                    let results = json["data"]?["results"]?.arrayValue, results.count == count
-                else { return (verdict, nil) }
-                return (
-                    verdict,
-                    results.map { result -> ItemResult? in
-                        guard let status = result["status"]?.intValue, (100..<600).contains(status) else { return nil }
-                        var headers: [(name: String, value: String)] = []
-                        if let etag = result["etag"]?.stringValue { headers.append(("ETag", etag)) }
-                        let replayed = result["replayed"] == .bool(true)
-                        if replayed { headers.append(("Idempotent-Replayed", "true")) }
-                        let body = result["body"].map { $0 == .null ? [] : $0.serializedBytes() } ?? []
-                        return (status, headers, body, replayed)
-                    }
-                )
-            }
-        }
+        )
     }
 
     /// An item of a batch that got no answer of its own: a network failure, a 5xx, a 429 or a 401 is the item's too;

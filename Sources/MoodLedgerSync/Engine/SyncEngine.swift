@@ -364,15 +364,29 @@ public final class SyncEngine: @unchecked Sendable {
     )
         -> (verdict: SyncVerdict, alreadyThere: Bool)
     {
+        let (verdict, response) = send(request, operation: operation, entryID: entryID)
+        guard let response else { return (verdict, false) }
+        let replayed = response.headers.contains { $0.name.lowercased() == "idempotent-replayed" }
+        return (verdict, operation == .create && response.status == 200 && !replayed)
+    }
+
+    /// A response as the transport gave it.
+    typealias Response = (status: Int, headers: [(name: String, value: String)], body: [UInt8])
+
+    /// Sends `request`, once more with re-read credentials when the answer is a 401: the answer's verdict (as for
+    /// `operation` on `entryID`), and the answer itself when there was one.
+    func send(
+        _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
+    ) -> (verdict: SyncVerdict, response: Response?) {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
             do { credentials = try currentCredentials(refresh: refreshed) } catch {
-                return (.unauthorized(error: error.message), false)
+                return (.unauthorized(error: error.message), nil)
             }
             switch transport.perform(request, credentials: credentials) {
             case .failure(let kind, let message):
-                return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false)
+                return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), nil)
             case .response(let status, let headers, let body):
                 let verdict = SyncPolicy.classify(
                     operation, status: status, headers: headers, body: body,
@@ -381,8 +395,7 @@ public final class SyncEngine: @unchecked Sendable {
                     refreshed = true
                     continue
                 }
-                let replayed = headers.contains { $0.name.lowercased() == "idempotent-replayed" }
-                return (verdict, operation == .create && status == 200 && !replayed)
+                return (verdict, (status, headers, body))
             }
         }
     }
