@@ -35,10 +35,7 @@ extension EventCodec {
     static func readBody(
         _ type: EventType, version: UInt8, id: EntryID, from r: inout ByteReader
     ) throws(ByteReader.Malformed) -> MoodEvent {
-        let global: Set<EventType> = [.syncPulled, .remoteConfigured, .ledgerErased]
-        guard !global.contains(type) || id == .none else {
-            throw ByteReader.Malformed(what: "entry_id: must be all zero")
-        }
+        if type.namesNoEntry, id != .none { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
         switch type {
         // Version 1 had no tags; upcast with an empty tag list.
         case .created: return .created(try readEntryBody(id: id, from: &r, withTags: version >= 2))

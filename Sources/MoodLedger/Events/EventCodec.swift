@@ -77,9 +77,7 @@ package enum EventCodec {
     ) throws(ByteReader.Malformed) -> (commandID: EntryID, event: MoodEvent) {
         let commandID = try r.id()
         let id = try r.id()
-        if type == .syncPulled || type == .remoteConfigured || type == .ledgerErased, id != .none {
-            throw ByteReader.Malformed(what: "entry_id: must be all zero")
-        }
+        if type.namesNoEntry, id != .none { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
         var redaction = Redaction(type: type)
         if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(type) {
             redaction.destination = try readDestination(from: &r)

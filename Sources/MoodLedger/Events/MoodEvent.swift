@@ -418,6 +418,14 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         }
     }
 
+    /// Whether events of this type concern no entry: their entry id is all zero (`Specs/events.md`).
+    var namesNoEntry: Bool {
+        switch self {
+        case .syncPulled, .remoteConfigured, .ledgerErased: return true
+        default: return false
+        }
+    }
+
     /// The schema version this code writes.
     public var currentVersion: UInt8 {
         switch self {
