@@ -7,8 +7,6 @@ import Platform
 /// `moodledger-bench [--events N] [--json] [--keep] [--erasure-only]`: runs every measure (or only the erasure's on
 /// a generated ledger) and prints a table or one JSON object.
 enum BenchmarkCommand {
-    /// Ends the measures after the erasure's (`--erasure-only`).
-    struct ErasureOnly: Error {}
 
     static let targets: [(String, String)] = [
         ("durable_append_p50_us", "≤ 1.3 × raw_fdatasync_p50_us"),
@@ -147,19 +145,18 @@ enum BenchmarkCommand {
             if erasureOnly {
                 _ = try generateInChild(events: events, directory: directory)
                 try bench.erasure()
-                throw ErasureOnly()
+            } else {
+                try bench.rawSync()
+                let rate = try generateInChild(events: events, directory: directory)
+                bench.record("batched_append_events_per_s", rate, places: 0)
+                try bench.rawBatched()
+                try bench.durableAppends(sample: Benchmark.sample(1_000))
+                try bench.ledgerMeasures()
+                // The replay measures' peak, before the erasure (which holds every erased id) raises it.
+                bench.record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
+                try bench.erasure()
+                try bench.importMeasures(rows: max(1_000, events * 19 / 10))
             }
-            try bench.rawSync()
-            let rate = try generateInChild(events: events, directory: directory)
-            bench.record("batched_append_events_per_s", rate, places: 0)
-            try bench.rawBatched()
-            try bench.durableAppends(sample: Benchmark.sample(1_000))
-            try bench.ledgerMeasures()
-            // The replay measures' peak, before the erasure (which holds every erased id) raises it.
-            bench.record("peak_rss_mb", Double(SystemIO.peakResidentBytes()) / 1_048_576, places: 1)
-            try bench.erasure()
-            try bench.importMeasures(rows: max(1_000, events * 19 / 10))
-        } catch is ErasureOnly {
         } catch {
             FileHandle.standardError.write(Data("moodledger-bench: \(error)\n".utf8))
             return 74
