@@ -23,8 +23,11 @@ let package = Package(
     platforms: [.iOS(.v18), .macOS(.v15), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Platform", targets: ["Platform"]),
+        .library(name: "EventLogFormat", targets: ["EventLogFormat"]),
         .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "MoodModel", targets: ["MoodModel"]),
         .library(name: "MoodLedger", targets: ["MoodLedger"]),
+        .library(name: "MoodInterchange", targets: ["MoodInterchange"]),
         .library(name: "MoodLedgerServer", targets: ["MoodLedgerServer"]),
         .library(name: "MoodLedgerSync", targets: ["MoodLedgerSync"]),
         .executable(name: "moodledger", targets: ["moodledger"]),
@@ -34,21 +37,32 @@ let package = Package(
         // The one place that calls the operating system: files, mappings, sockets, processes, signals, clocks, libm.
         // Every call retries EINTR and turns errno into a typed error; no other module imports Glibc or Darwin.
         .target(name: "Platform", dependencies: ["CPlatform"]),
+        // The log's byte format (Specs/log-format.md): constants, header and record codecs, CRC-32C, the civil
+        // calendar. Pure: no I/O, shared by the log and the model.
+        .target(name: "EventLogFormat", dependencies: ["CPlatform"]),
         // bytes → records: framing, checksums, fsync, recovery. Knows nothing of moods.
-        .target(name: "EventLog", dependencies: ["Platform", "CPlatform"]),
+        .target(name: "EventLog", dependencies: ["EventLogFormat", "Platform", "CPlatform"]),
         // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint, malloc_trim: what Swift
         // cannot say itself.
         .target(name: "CPlatform"),
-        // records → events → projections → queries.
-        .target(name: "MoodLedger", dependencies: ["Platform", "EventLog", "CPlatform"]),
+        // The model: domain values, events and their codec, the JSON and ISO 8601 wire helpers. Pure: no I/O, no
+        // ledger (it sees the log's byte format, not the log).
+        .target(name: "MoodModel", dependencies: ["EventLogFormat"]),
+        // records → events → projections → snapshots → queries: the ledger (re-exports MoodModel).
+        .target(name: "MoodLedger", dependencies: ["MoodModel", "EventLogFormat", "Platform", "EventLog", "CPlatform"]),
+        // The edges that read and write other formats: importers, exporters, the API record, HealthKit. Depends on
+        // the ledger; the ledger never sees it.
+        .target(name: "MoodInterchange", dependencies: ["MoodLedger", "MoodModel", "Platform"]),
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
-        .target(name: "MoodLedgerServer", dependencies: ["Platform", "MoodLedger", "EventLog"]),
+        .target(name: "MoodLedgerServer", dependencies: ["Platform", "MoodLedger", "MoodInterchange", "EventLog"]),
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).
-        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger"]),
+        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "MoodInterchange"]),
         // The command-line tool as a library, so tests run every command in-process.
         .target(
             name: "MoodLedgerCLI",
-            dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+            dependencies: [
+                "Platform", "MoodLedger", "MoodInterchange", "EventLog", "MoodLedgerServer", "MoodLedgerSync"
+            ]),
         // A release build links the Swift runtime and Foundation into the binary (toolchain libraries, no package
         // dependency): every command is a fresh process, and resolving shared libraries' symbols would cost each
         // one several milliseconds. The toolchain's own list of static libraries leaves some of Foundation's
@@ -59,28 +73,37 @@ let package = Package(
             linkerSettings: [.unsafeFlags(staticFoundation, .when(platforms: [.linux], configuration: .release))]),
         .executableTarget(
             name: "moodledger-bench",
-            dependencies: ["Platform", "MoodLedger", "EventLog", "MoodLedgerServer", "MoodLedgerSync"]),
+            dependencies: [
+                "Platform", "MoodLedger", "MoodInterchange", "EventLog", "MoodLedgerServer", "MoodLedgerSync"
+            ]),
         // A child process for the crash tests: appends in a loop and prints each acknowledged seq.
         .executableTarget(name: "eventlog-crash-child", dependencies: ["Platform", "EventLog"]),
         // Helpers shared by the test targets: temporary directories, seeded randomness, fault injection.
         .target(
-            name: "TestSupport", dependencies: ["Platform", "EventLog", "MoodLedger", "MoodLedgerServer"],
+            name: "TestSupport",
+            dependencies: ["Platform", "EventLog", "MoodLedger", "MoodInterchange", "MoodLedgerServer"],
             path: "Tests/TestSupport"),
         .testTarget(
-            name: "EventLogTests", dependencies: ["Platform", "EventLog", "TestSupport", "eventlog-crash-child"]),
-        .testTarget(name: "MoodLedgerTests", dependencies: ["Platform", "MoodLedger", "TestSupport"]),
+            name: "EventLogTests",
+            dependencies: ["Platform", "EventLogFormat", "EventLog", "TestSupport", "eventlog-crash-child"]),
+        .testTarget(
+            name: "MoodLedgerTests",
+            dependencies: ["Platform", "EventLogFormat", "MoodModel", "MoodLedger", "MoodInterchange", "TestSupport"]),
         .testTarget(
             name: "MoodLedgerServerTests",
-            dependencies: ["Platform", "MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "TestSupport", "moodledger"]),
+            dependencies: [
+                "Platform", "MoodLedgerServer", "MoodLedgerSync", "MoodLedger", "MoodInterchange", "TestSupport",
+                "moodledger"
+            ]),
         .testTarget(
             name: "MoodLedgerSyncTests",
             dependencies: [
-                "Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger",
+                "Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger", "MoodInterchange",
                 "TestSupport", "moodledger"
             ]),
         .testTarget(
             name: "MoodLedgerCLITests",
-            dependencies: ["Platform", "MoodLedgerCLI", "MoodLedger", "TestSupport", "moodledger"],
+            dependencies: ["Platform", "MoodLedgerCLI", "MoodLedger", "MoodInterchange", "TestSupport", "moodledger"],
             exclude: ["Fixtures", "Golden"])
     ]
 )

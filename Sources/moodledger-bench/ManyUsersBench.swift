@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import MoodInterchange
 import MoodLedger
 import MoodLedgerServer
 import Platform

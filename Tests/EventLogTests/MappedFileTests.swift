@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import EventLog
+@testable import EventLogFormat
 @testable import Platform
 
 @Suite("Mapped files")

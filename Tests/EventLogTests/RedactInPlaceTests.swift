@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import EventLog
+@testable import EventLogFormat
 
 /// `redactInPlace` (`Specs/log-format.md`, *Redacting in place*): records change where they are, through a redo
 /// journal that an open finishes after a crash at any point, and that is refused when it does not fit the log.

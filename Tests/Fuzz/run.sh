@@ -10,28 +10,43 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/.build/fuzz
 mkdir -p "$build" "$root/Tests/Fuzz/Crashes/$target"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger)
-eventlog=$(find "$root/Sources/EventLog" -name '*.swift')
-# EventLog imports CPlatform (hardware CRC-32C, the SIGBUS guard, malloc_trim, getrandom): compiled with clang, found through
-# its module map.
-for c in crc32c guard memory random; do
-    clang -c -O1 -g -fsanitize=fuzzer-no-link,address "$root/Sources/CPlatform/$c.c" -I "$root/Sources/CPlatform/include" -o "$build/$c.o"
+# CPlatform (hardware CRC-32C, the SIGBUS guard, malloc_trim, getrandom, file calls): compiled with clang, found
+# through its module map.
+cobjects=()
+for c in "$root"/Sources/CPlatform/*.c; do
+    name=$(basename "$c" .c)
+    clang -c -O1 -g -fsanitize=fuzzer-no-link,address "$c" -I "$root/Sources/CPlatform/include" -o "$build/$name.o"
+    cobjects+=("$build/$name.o")
 done
-cplatform=(-I "$root/Sources/CPlatform/include" "$build/crc32c.o" "$build/guard.o" "$build/memory.o" "$build/random.o")
-if [ "$target" = log ]; then
-    swiftc "${flags[@]}" "${cplatform[@]}" -module-name EventLog $eventlog "$root/Tests/Fuzz/Harnesses/log.swift" -o "$build/fuzz-log"
-elif [ "$target" = http ]; then
+cplatform=(-I "$root/Sources/CPlatform/include" "${cobjects[@]}")
+# Each module below the harness's is an instrumented static library of its own (package access across them, as in
+# the package); the harness is compiled into its own module, so it reaches that module's internals.
+library() {  # NAME
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger \
+        -emit-library -static -emit-module -module-name "$1" -I "$root/Sources/CPlatform/include" -I "$build" \
+        $(find "$root/Sources/$1" -name '*.swift') -emit-module-path "$build/$1.swiftmodule" -o "$build/lib$1.a"
+}
+harness() {  # MODULE DEPENDENCIES...
+    local module=$1
+    shift
+    # Listed from the bottom up; linked from the top down (a static library's references resolve in the ones after).
+    for dependency in "$@"; do library "$dependency"; done
+    swiftc "${flags[@]}" "${cplatform[@]}" -module-name "$module" -I "$build" -L "$build" \
+        $(printf -- '-l%s\n' "$@" | tac) $(find "$root/Sources/$module" -name '*.swift') "$root/Tests/Fuzz/Harnesses/$target.swift" \
+        -o "$build/fuzz-$target"
+}
+case $target in
+log) harness EventLog Platform EventLogFormat ;;
+codec) harness MoodModel EventLogFormat ;;
+snapshot) harness MoodLedger Platform EventLogFormat EventLog MoodModel ;;
+csv | json) harness MoodInterchange Platform EventLogFormat EventLog MoodModel MoodLedger ;;
+http)
     # The parser and the message types alone: no sockets, no ledger.
     swiftc "${flags[@]}" -module-name MoodLedgerServer "$root/Sources/MoodLedgerServer/HTTP/HTTPParser.swift" \
         "$root/Sources/MoodLedgerServer/HTTP/HTTPMessage.swift" "$root/Tests/Fuzz/Harnesses/http.swift" -o "$build/fuzz-http"
-else
-    # EventLog as an instrumented module of its own; the harness is compiled into MoodLedger (internal access).
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -g -suppress-warnings -package-name moodledger \
-        -emit-library -static -emit-module -module-name EventLog -I "$root/Sources/CPlatform/include" $eventlog \
-        -emit-module-path "$build/EventLog.swiftmodule" -o "$build/libEventLog.a"
-    swiftc "${flags[@]}" "${cplatform[@]}" -module-name MoodLedger -I "$build" -L "$build" -lEventLog \
-        $(find "$root/Sources/MoodLedger" -name '*.swift') "$root/Tests/Fuzz/Harnesses/$target.swift" \
-        -o "$build/fuzz-$target"
-fi
+    ;;
+*) echo "unknown target $target" >&2; exit 2 ;;
+esac
 corpus=$build/corpus-$target
 mkdir -p "$corpus"
 seeds=$root/Tests/Fuzz/Seeds/$target

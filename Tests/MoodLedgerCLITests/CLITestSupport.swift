@@ -4,6 +4,7 @@ import TestSupport
 
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 /// Runs the CLI in-process with a fixed clock and seeded ids, capturing output.
 final class CLIHarness: @unchecked Sendable {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 /// Zones not offsets, daily moods that merge, nothing stored that nobody chose (fixed zone names).
 @Suite("Data correctness: zones, daily merges, suggestions")

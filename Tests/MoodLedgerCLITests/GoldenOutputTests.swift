@@ -4,6 +4,7 @@ import Testing
 
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 @Suite("Golden human output (re-record with MOODLEDGER_RECORD_GOLDEN=1)")
 struct GoldenOutputTests {

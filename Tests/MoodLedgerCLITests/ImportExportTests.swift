@@ -2,8 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 func fixture(_ name: String) -> String { Repository.root + "/Tests/MoodLedgerCLITests/Fixtures/" + name }
 

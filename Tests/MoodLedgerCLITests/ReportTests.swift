@@ -4,6 +4,7 @@ import Testing
 
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 @Suite("Pictures: report, year, insights")
 struct ReportTests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import MoodLedger
 @testable import MoodLedgerCLI
+@testable import MoodModel
 
 /// The tool never prints an answer read from a damaged snapshot piece (`Specs/cli.md`, exit codes; `Specs/ledger.md`,
 /// *Checking where read*).

@@ -1,4 +1,5 @@
 import Foundation
+import MoodInterchange
 import MoodLedger
 import TestSupport
 import Testing

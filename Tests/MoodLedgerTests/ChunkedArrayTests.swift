@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("ChunkedArray")
 struct ChunkedArrayTests {

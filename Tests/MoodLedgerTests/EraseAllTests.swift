@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Erasing everything: one ledger.erased, one rewrite")
 struct EraseAllTests {

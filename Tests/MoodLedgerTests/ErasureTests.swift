@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Erasure: an entry's personal data removed from an append-only log")
 struct ErasureTests {

@@ -4,7 +4,9 @@ import Platform
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 /// The libFuzzer corpora kept in the repository (`Tests/Fuzz/Seeds`, and every crash found, once fixed, in
 /// `Tests/Fuzz/Regressions`) replayed through the harnesses' checks on every `swift test`.

@@ -3,7 +3,9 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 /// An import holds the entries it creates apart and reads them back from the log (`ImportScratch`): its decisions
 /// must be the plain fold's (a dry run folds every event, and is the reference), and the state it leaves — the held

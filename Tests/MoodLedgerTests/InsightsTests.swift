@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Insights equal brute force over the entries")
 struct InsightsTests {

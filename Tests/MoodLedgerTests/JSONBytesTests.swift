@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// The direct JSON writer the server answers with must write exactly what the JSON trees serialize to.
 @Suite("JSONBytes against JSONValue")

@@ -2,6 +2,7 @@ import EventLog
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// The in-memory sizes the design counts on, held as code: a field added to a type held by the million fails here,
 /// where it is a decision to make, not later as a slower, larger replay.

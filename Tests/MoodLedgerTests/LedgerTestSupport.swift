@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Seeded ids so runs with the same seed are identical.
 final class IDSource: Sendable {

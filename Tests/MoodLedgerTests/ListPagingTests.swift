@@ -2,7 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Listing pages")
 struct ListPagingTests {

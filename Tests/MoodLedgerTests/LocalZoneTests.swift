@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Zones, not offsets (`Specs/mood-model.md`, *Local times and zones*), with fixed zone names so the machine's
 /// zone never matters.

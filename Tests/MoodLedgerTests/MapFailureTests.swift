@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Mapping a snapshot goes through the `PlatformIO` seam like every other system call: a failed `mmap` is a
 /// snapshot skipped with a notice, and the answers come from the log.

@@ -1,7 +1,9 @@
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("OccurrenceCounter")
 struct OccurrenceCounterTests {

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Every on-disk code in the source equals the table of `Specs/events.md` that defines it: the codes are written
 /// out in the source (never derived from the order of cases), and this reads the spec itself.

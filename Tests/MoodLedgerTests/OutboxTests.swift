@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Outbox")
 struct OutboxTests {

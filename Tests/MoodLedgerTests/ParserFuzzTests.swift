@@ -1,7 +1,9 @@
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Parsers never trap on hostile input")
 struct ParserFuzzTests {

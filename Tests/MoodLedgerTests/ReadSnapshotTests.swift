@@ -3,7 +3,9 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 /// A read that replayed a long way leaves a snapshot, when no writer holds the ledger.
 @Suite("Snapshots left by reads")

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 @Suite("Replay equivalence", .serialized)
 struct ReplayEquivalenceTests {

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// `repair --salvage` always leaves a log that verifies: records whose framing is sound but whose event does not
 /// decode are damage like any other, dropped with their batch and listed as lost.

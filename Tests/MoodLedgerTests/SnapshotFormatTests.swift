@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// The version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.

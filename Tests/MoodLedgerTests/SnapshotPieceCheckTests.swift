@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Large snapshots are checked where they are read, a 4 KiB piece at a time (`Specs/ledger.md`, *Checking where
 /// read*): a damaged piece is found when read, and no answer, command or snapshot is ever taken from it.

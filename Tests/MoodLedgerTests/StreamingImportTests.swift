@@ -3,7 +3,9 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import MoodInterchange
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Imports stream their rows into one batch: all or nothing across a crash, nothing left by a bad row.
 @Suite("Streaming imports are one atomic batch")

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Crafted payloads behind valid checksums: every decoded value is range-checked and named, never trapped on or
 /// silently replaced (`Specs/events.md`, strict decoding).

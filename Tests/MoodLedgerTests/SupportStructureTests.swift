@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// The compact structures behind the projections, checked against plain Swift models on seeded random inputs.
 @Suite("WordList, DayTable and WordTable against models")

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import MoodLedger
+@testable import MoodModel
 
 /// Reads a vector file from `Specs/vectors/`.
 func vector(_ name: String) throws -> JSONValue {

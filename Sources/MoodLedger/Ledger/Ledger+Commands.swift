@@ -7,7 +7,7 @@ extension Ledger {
     /// and appends nothing. A second daily mood for a local day becomes an update of the first.
     /// - Parameter draft: the input.
     /// - Returns: the entry and whether it was created or anything appended.
-    /// - Throws: ``MoodError`` (`invalid_input`, `read_only`) or `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` (`invalid_input`, `read_only`) or `EventLogError`.
     @discardableResult
     public func log(_ draft: MoodDraft) throws -> LogOutcome {
         try perform { state, now in
@@ -17,7 +17,7 @@ extension Ledger {
 
     /// Changes an entry's scalar fields (valence or score, notes, time, kind).
     /// - Returns: the entry after the change (unchanged, with nothing appended, if nothing differs).
-    /// - Throws: ``MoodError`` `not_found`, `read_only`, `invalid_input`; `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` `not_found`, `read_only`, `invalid_input`; `EventLogError`.
     @discardableResult
     public func update(_ id: EntryID, _ changes: MoodChanges) throws -> MoodEntry {
         try perform { state, now in
@@ -28,7 +28,7 @@ extension Ledger {
     }
 
     /// Edits an entry's labels.
-    /// - Throws: as ``update(_:_:)-947b``.
+    /// - Throws: as ``update(_:_:)-5k8qp``.
     @discardableResult
     public func editLabels(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
         try editWords(id) { entry in
@@ -37,7 +37,7 @@ extension Ledger {
     }
 
     /// Edits an entry's associations.
-    /// - Throws: as ``update(_:_:)-947b``.
+    /// - Throws: as ``update(_:_:)-5k8qp``.
     @discardableResult
     public func editAssociations(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
         try editWords(id) { entry in
@@ -47,7 +47,7 @@ extension Ledger {
     }
 
     /// Edits an entry's tags.
-    /// - Throws: as ``update(_:_:)-947b``.
+    /// - Throws: as ``update(_:_:)-5k8qp``.
     @discardableResult
     public func editTags(_ id: EntryID, _ edit: WordEdit) throws -> MoodEntry {
         try editWords(id) { entry in try MoodRules.editTags(entry.tags, edit).map { .tagsEdited(id, $0) } }
@@ -62,7 +62,7 @@ extension Ledger {
     }
 
     /// Deletes an entry.
-    /// - Throws: ``MoodError`` `not_found` or `read_only`; `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` `not_found` or `read_only`; `EventLogError`.
     public func delete(_ id: EntryID) throws {
         _ = try commit { state, _ in
             _ = try Self.editable(id, in: state)
@@ -76,7 +76,7 @@ extension Ledger {
     ///   - destination: where it is being sent.
     ///   - operation: what is sent; default: the outbox's pending operation.
     ///   - key: the request's `Idempotency-Key`, if it has one.
-    /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
     public func recordSyncAttempt(
         _ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
         key: String = ""
@@ -90,7 +90,7 @@ extension Ledger {
     }
 
     /// Records that a destination acknowledged an entry, with its id there.
-    /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
     public func recordSyncSuccess(
         _ id: EntryID, to destination: SyncDestination, remoteID: String,
         revision: UInt64 = 0
@@ -108,7 +108,7 @@ extension Ledger {
     }
 
     /// Applies a change pulled from a destination (it is not sent back there).
-    /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
+    /// - Throws: ``MoodModel/MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
     public func applyRemote(_ change: RemoteChange) throws {
         _ = try commit { _, _ in
             var change = change
@@ -127,7 +127,7 @@ extension Ledger {
     /// (one write, one sync: all of it survives a crash or none), and folds them in.
     /// - Returns: what the command did, and the entry as it was just before (for a command that removed it).
     /// - Throws: what `decide` throws; `EventLogError` (`notWritable`, `io`).
-    func commit(
+    package func commit(
         attaching attach: ([MoodEvent], EntryID) -> [Attachment] = { _, _ in [] },
         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> (result: CommandResult, before: MoodEntry?) {

@@ -619,12 +619,4 @@ extension UnsafeRawBufferPointer {
     func le<T: FixedWidthInteger>(_ offset: Int) -> T {
         T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
-
-    /// A 16-byte entry id (UUID order: two big-endian halves) at a byte offset (the caller has checked it).
-    @inline(__always)
-    func entryID(_ offset: Int) -> EntryID {
-        EntryID(
-            high: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)),
-            low: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)))
-    }
 }

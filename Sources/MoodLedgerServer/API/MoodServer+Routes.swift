@@ -1,4 +1,5 @@
 import Foundation
+import MoodInterchange
 import MoodLedger
 
 /// Routes to handlers; the read side of the API (lists, aggregates, the changes feed).

@@ -1,3 +1,4 @@
+import MoodInterchange
 import MoodLedger
 
 extension SyncEngine {

@@ -1,7 +1,7 @@
-// libFuzzer harness: the event codec (built into the MoodLedger module by Tests/Fuzz/run.sh).
+// libFuzzer harness: the event codec (built into the MoodModel module by Tests/Fuzz/run.sh).
 // Input: 2 bytes of record type (little-endian), then the payload. A decoded event re-encodes to an event that
 // decodes to the same thing.
-import EventLog
+import EventLogFormat
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCodec(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -1,4 +1,6 @@
 // libFuzzer harness: the CSV reader and the Daylio and CSV-export importers. Input: the file's bytes.
+import MoodLedger
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

@@ -1,4 +1,6 @@
 // libFuzzer harness: the JSON parser and every JSON importer. Input: the file's bytes.
+import MoodLedger
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

@@ -1,0 +1,119 @@
+import MoodLedger
+
+#if canImport(HealthKit)
+    import Dispatch
+    import Foundation
+    import HealthKit
+    import Synchronization
+
+    /// ``HealthStore`` over Apple's `HKHealthStore` (iOS 18 / macOS 15 and later), through its async APIs. Not
+    /// compiled on Linux, where HealthKit does not exist; the Linux build and tests use ``FileHealthStore``, which
+    /// follows the same anchor rules.
+    ///
+    /// ``HealthStore`` is synchronous (the ledger's commands are): each call here runs HealthKit's async API in a
+    /// task and waits for it, so call it off the main thread (from a background task, as the ledger's own work is).
+    @available(iOS 18.0, macOS 15.0, watchOS 11.0, visionOS 2.0, *)
+    public final class HKHealthStoreAdapter: HealthStore {
+        /// `HKHealthStore` is documented as safe to use from any thread, and Apple declares it `Sendable`.
+        let store = HKHealthStore()
+
+        public init() {}
+
+        /// Asks the user for read and write access to exactly one type: `HKObjectType.stateOfMindType()`.
+        /// - Throws: HealthKit's error when it cannot ask.
+        public func requestAuthorization() async throws {
+            let type: Set<HKSampleType> = [HKObjectType.stateOfMindType()]
+            try await store.requestAuthorization(toShare: type, read: type)
+        }
+
+        public func save(_ sample: StateOfMindSample) throws {
+            let date = Date(timeIntervalSince1970: Double(sample.date.milliseconds) / 1000)
+            let object = HKStateOfMind(
+                date: date, kind: sample.kind == .dailyMood ? .dailyMood : .momentaryEmotion,
+                valence: sample.valence,
+                labels: sample.labels.compactMap { $0.appleRawValue.flatMap(HKStateOfMind.Label.init(rawValue:)) },
+                associations: sample.associations.compactMap {
+                    $0.appleRawValue.flatMap(HKStateOfMind.Association.init(rawValue:))
+                },
+                metadata: [HKMetadataKeyExternalUUID: sample.uuid.description])
+            let store = self.store
+            try Self.blocking { try await store.save(object) }
+        }
+
+        public func delete(_ uuid: EntryID) throws {
+            let store = self.store
+            let count = try Self.blocking {
+                // Made inside the task: an NSPredicate is not Sendable.
+                let predicate = HKQuery.predicateForObjects(
+                    withMetadataKey: HKMetadataKeyExternalUUID, allowedValues: [uuid.description])
+                return try await store.deleteObjects(of: HKObjectType.stateOfMindType(), predicate: predicate)
+            }
+            if count == 0 { throw HealthStoreError(.notFound, "no sample \(uuid)") }
+        }
+
+        public func samples() throws -> [StateOfMindSample] {
+            let store = self.store
+            return try Self.blocking {
+                let descriptor = HKSampleQueryDescriptor(predicates: [.stateOfMind()], sortDescriptors: [])
+                return try await descriptor.result(for: store).compactMap(Self.sample)
+            }
+        }
+
+        public func changes(after anchor: [UInt8]?) throws -> HealthChanges {
+            let store = self.store
+            let kept = anchor.map { Data($0) }
+            // The anchor, the descriptor and the result are not Sendable: all of them live inside the task, which
+            // hands back only the port's own values.
+            return try Self.blocking {
+                var start: HKQueryAnchor?
+                if let kept {
+                    start = try? NSKeyedUnarchiver.unarchivedObject(ofClass: HKQueryAnchor.self, from: kept)
+                    guard start != nil else {
+                        throw HealthStoreError(.invalidData, "the kept anchor is not HealthKit's")
+                    }
+                }
+                let descriptor = HKAnchoredObjectQueryDescriptor(predicates: [.stateOfMind()], anchor: start)
+                let result = try await descriptor.result(for: store)
+                let next = try NSKeyedArchiver.archivedData(
+                    withRootObject: result.newAnchor, requiringSecureCoding: true)
+                return HealthChanges(
+                    added: result.addedSamples.compactMap(Self.sample),
+                    deleted: result.deletedObjects.compactMap { EntryID($0.uuid.uuidString) }, anchor: Array(next))
+            }
+        }
+
+        /// A state of mind as the port sees it.
+        static func sample(_ mind: HKStateOfMind) -> StateOfMindSample? {
+            guard let uuid = EntryID(mind.uuid.uuidString) else { return nil }
+            return StateOfMindSample(
+                uuid: uuid,
+                date: LoggedAt(
+                    milliseconds: Int64(mind.startDate.timeIntervalSince1970 * 1000),
+                    utcOffsetMinutes: TimeZone.current.secondsFromGMT(for: mind.startDate) / 60),
+                kind: mind.kind == .dailyMood ? .dailyMood : .momentaryEmotion, valence: mind.valence,
+                labels: mind.labels.compactMap { MoodLabel(appleRawValue: $0.rawValue) },
+                associations: mind.associations.compactMap { MoodAssociation(appleRawValue: $0.rawValue) })
+        }
+
+        /// Runs `work` in a task and waits for its result (the caller is never the main thread: see the type's
+        /// documentation). HealthKit's errors become ``HealthStoreError``s.
+        static func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<T, any Error>?>(nil)
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await work()) } catch { result = .failure(error) }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            switch outcome.withLock({ $0 })! {
+            case .success(let value): return value
+            case .failure(let error as HealthStoreError): throw error
+            case .failure(let error as HKError) where error.code == .errorAuthorizationDenied:
+                throw HealthStoreError(.authorizationDenied, "authorization denied")
+            case .failure(let error): throw HealthStoreError(.unavailable, error.localizedDescription)
+            }
+        }
+    }
+#endif

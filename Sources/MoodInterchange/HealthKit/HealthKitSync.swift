@@ -1,0 +1,145 @@
+import MoodLedger
+
+/// What a push or pull did.
+public struct HealthKitSyncReport: Sendable, Equatable {
+    public var saved = 0
+    public var replaced = 0
+    public var deleted = 0
+    public var failed = 0
+    public var pulled = 0
+    public var skippedCustomWords = 0
+    /// Words HealthKit cannot carry that were sent as their documented nearest Apple word (`energetic` → excited).
+    public var translatedWords = 0
+    /// Each item that failed: the entry and why.
+    public var failures: [(entryID: EntryID, error: String)] = []
+
+    public static func == (a: HealthKitSyncReport, b: HealthKitSyncReport) -> Bool {
+        a.saved == b.saved && a.replaced == b.replaced && a.deleted == b.deleted && a.failed == b.failed
+            && a.pulled == b.pulled && a.skippedCustomWords == b.skippedCustomWords
+            && a.translatedWords == b.translatedWords
+            && a.failures.map(\.entryID) == b.failures.map(\.entryID)
+            && a.failures.map(\.error) == b.failures.map(\.error)
+    }
+
+    public var json: JSONValue {
+        .object([
+            ("saved", .int(Int64(saved))), ("replaced", .int(Int64(replaced))), ("deleted", .int(Int64(deleted))),
+            ("failed", .int(Int64(failed))), ("pulled", .int(Int64(pulled))),
+            ("skipped_custom_words", .int(Int64(skippedCustomWords))),
+            ("translated_words", .int(Int64(translatedWords))),
+            (
+                "failures",
+                .array(
+                    failures.map {
+                        .object([
+                            ("entry_id", .string($0.entryID.description)),
+                            ("error", .string($0.error))
+                        ])
+                    })
+            )
+        ])
+    }
+}
+
+extension Ledger {
+    /// Sends the outbox's `healthkit` items that are due to a health store, recording sync.attempted, then
+    /// succeeded (with the sample id) or failed. Samples are immutable: an update deletes the old sample and saves a
+    /// new one; the ledger remembers which sample belongs to which entry, so nothing is duplicated.
+    /// - Parameters:
+    ///   - store: the health store.
+    ///   - now: milliseconds since 1970; items whose retry time is later are left for later.
+    /// - Throws: `EventLogError` if the log cannot be written.
+    public func pushToHealthKit(_ store: any HealthStore, now: Int64) throws -> HealthKitSyncReport {
+        var report = HealthKitSyncReport()
+        // Read (and so validate) the store before recording any attempt: a store that cannot be read, or holds a
+        // bad sample, fails the push with nothing appended.
+        // Denied authorization is the per-item failure HealthKit gives (recorded and retried), not a bad store.
+        do { _ = try store.samples() } catch let error as HealthStoreError where error.code == .authorizationDenied {}
+        let items = state.outboxItems(destination: .healthkit).filter {
+            $0.status == "pending" && ($0.nextAttemptAt ?? .min) <= now
+        }
+        for item in items {
+            guard let operation = item.operation else { continue }
+            try recordSyncAttempt(item.entryID, to: .healthkit, operation: operation)
+            do {
+                if operation == .delete {
+                    if let old = item.remoteID.flatMap(EntryID.init) { try deleteIgnoringMissing(old, in: store) }
+                    try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: item.remoteID ?? "deleted")
+                    report.deleted += 1
+                    continue
+                }
+                guard let entry = self.entry(item.entryID),
+                    let sample = StateOfMindSample(
+                        entry: entry, uuid: options.newID(),
+                        skippedCustomWords: &report.skippedCustomWords, translatedWords: &report.translatedWords)
+                else {
+                    try recordSyncFailure(
+                        item.entryID, to: .healthkit,
+                        SyncFailure(error: "HealthKit needs a valence", retryable: false))
+                    report.failed += 1
+                    report.failures.append((item.entryID, "HealthKit needs a valence"))
+                    continue
+                }
+                try store.save(sample)
+                if let old = item.remoteID.flatMap(EntryID.init) {
+                    try deleteIgnoringMissing(old, in: store)
+                    report.replaced += 1
+                } else {
+                    report.saved += 1
+                }
+                try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: sample.uuid.description)
+            } catch let error as HealthStoreError {
+                try recordSyncFailure(
+                    item.entryID, to: .healthkit,
+                    SyncFailure(
+                        status: error.code == .authorizationDenied ? 403 : nil,
+                        error: error.message, retryable: error.retryable))
+                report.failed += 1
+                report.failures.append((item.entryID, error.message))
+            }
+        }
+        return report
+    }
+
+    private func deleteIgnoringMissing(_ uuid: EntryID, in store: any HealthStore) throws {
+        do { try store.delete(uuid) } catch let error as HealthStoreError where error.code == .notFound {}
+    }
+
+    /// Reads what changed in the health store since the anchor the last pull kept (an anchored query): samples the
+    /// ledger does not know (neither pushed by it nor pulled before) become read-only `healthkit` entries with source
+    /// id `HK-MOOD-<uuid>`; samples deleted there delete the entries pulled from them; then the new anchor is kept in
+    /// the log (a record of type `0x8004`). The import is idempotent, so a crash between the two only reads the same
+    /// changes again.
+    /// - Throws: ``HealthStoreError`` or ledger errors.
+    public func pullFromHealthKit(_ store: any HealthStore) throws -> HealthKitSyncReport {
+        var report = HealthKitSyncReport()
+        let known = Set(
+            state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
+        var anchor: [UInt8]?
+        try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
+        let changes = try store.changes(after: anchor)
+        var plan = ImportPlan(format: .healthkit)
+        for (index, sample) in changes.added.enumerated() where !known.contains(sample.uuid.description) {
+            plan.rows.append(
+                ImportRow(
+                    line: index + 1,
+                    draft: MoodDraft(
+                        valence: sample.valence, labels: sample.labels.map(\.name),
+                        associations: sample.associations.map(\.name),
+                        kind: sample.kind, loggedAt: sample.date, source: .healthkit,
+                        sourceID: "HK-MOOD-\(sample.uuid)",
+                        id: sample.uuid, suggestLabels: false)))
+        }
+        report.pulled = try importPlan(plan).created
+        // Deletions there remove what was pulled from those samples; the anchor is kept with them, in one batch.
+        _ = try commit(attaching: { _, _ in [Attachment(.healthKitAnchor, payload: changes.anchor)] }) { state, _ in
+            let events = changes.deleted.compactMap { uuid -> MoodEvent? in
+                guard let entry = state.entries[uuid], entry.source == .healthkit else { return nil }
+                return .deleted(uuid)
+            }
+            report.deleted = events.count
+            return (events, .none, false)
+        }
+        return report
+    }
+}

@@ -1,0 +1,169 @@
+import MoodLedger
+
+/// One `HKStateOfMind` sample, as the port sees it: immutable once saved (an edit is a delete plus a new sample).
+public struct StateOfMindSample: Sendable, Equatable {
+    /// The sample's own id.
+    public var uuid: EntryID
+    /// When it happened, with the offset it was logged in.
+    public var date: LoggedAt
+    public var kind: MoodKind
+    public var valence: Double
+    /// Apple raw values only: custom words cannot be represented.
+    public var labels: [MoodLabel]
+    public var associations: [MoodAssociation]
+
+    public init(
+        uuid: EntryID, date: LoggedAt, kind: MoodKind, valence: Double, labels: [MoodLabel],
+        associations: [MoodAssociation]
+    ) {
+        self.uuid = uuid
+        self.date = date
+        self.kind = kind
+        self.valence = valence
+        self.labels = labels
+        self.associations = associations
+    }
+
+    /// The sample for an entry: HealthKit's vocabulary is Apple's fixed list, so another word with a documented
+    /// nearest Apple word is sent as that word (counted as translated), and any other custom word is left out
+    /// (counted as skipped); `nil` without a valence (HealthKit needs one).
+    init?(entry: MoodEntry, uuid: EntryID, skippedCustomWords: inout Int, translatedWords: inout Int) {
+        guard let valence = entry.valence else { return nil }
+        func carried<D>(_ words: [VocabularyWord<D>]) -> [VocabularyWord<D>] {
+            var result: [VocabularyWord<D>] = []
+            for word in words {
+                guard let apple = word.nearestApple else {
+                    skippedCustomWords += 1
+                    continue
+                }
+                if apple != word { translatedWords += 1 }
+                if !result.contains(apple) { result.append(apple) }
+            }
+            return result
+        }
+        let labels = carried(entry.labels)
+        let associations = carried(entry.associations)
+        self.init(
+            uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence, labels: labels,
+            associations: associations)
+    }
+
+    /// HKStateOfMind-shaped JSON with Apple raw values and the classification.
+    public var json: JSONValue {
+        .object([
+            ("uuid", .string(uuid.description)), ("start_date", .string(date.iso8601)),
+            ("end_date", .string(date.iso8601)),
+            ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
+            ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
+            ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
+            ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) }))
+        ])
+    }
+
+    /// Reads and validates one sample of a store file with the rules of `import --format healthkit` (the same
+    /// reader) and of new entries: every field present and in range, every word known. Nothing is dropped.
+    /// - Parameters:
+    ///   - json: the sample object.
+    ///   - number: its 1-based position in the file, for the error.
+    ///   - now: the current time in milliseconds (the future limit of `start_date`).
+    /// - Throws: ``HealthStoreError`` `invalid_data`, naming the sample and the field.
+    init(validating json: JSONValue, number: Int, now: Int64) throws(HealthStoreError) {
+        guard case .object = json else { throw HealthStoreError(.invalidData, "sample \(number) is not an object") }
+        do {
+            var reader = RecordReader(record: json, number: number)
+            let draft = try JSONImporters.healthKit(&reader)
+            let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
+            self.init(
+                uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
+                labels: entry.labels, associations: entry.associations)
+        } catch let error as ImportError {
+            throw HealthStoreError(
+                .invalidData,
+                "sample \(number)" + (error.field.map { ", field \($0)" } ?? "")
+                    + ": \(error.problem)")
+        } catch let error as MoodError {
+            throw HealthStoreError(.invalidData, "sample \(number): \(error)")
+        } catch {
+            throw HealthStoreError(.invalidData, "sample \(number): \(error)")
+        }
+    }
+
+    /// Reads the JSON form back (names or raw values).
+    public init?(json: JSONValue) {
+        guard let uuid = json["uuid"]?.stringValue.flatMap(EntryID.init), let valence = json["valence"]?.doubleValue,
+            valence.isFinite, (-1...1).contains(valence),
+            let date = json["start_date"]?.stringValue.flatMap(ISO8601.parse),
+            let kind = json["kind"]?.intValue.flatMap(MoodKind.init(rawValue:))
+        else { return nil }
+        func words<D>(_ key: String) -> [VocabularyWord<D>] {
+            (json[key]?.arrayValue ?? []).compactMap { item in
+                item.intValue.flatMap(VocabularyWord<D>.init(appleRawValue:))
+                    ?? item.stringValue.flatMap { try? VocabularyWord<D>.parse($0) }
+            }
+        }
+        self.init(
+            uuid: uuid, date: date, kind: kind, valence: Valence.quantized(valence), labels: words("labels"),
+            associations: words("associations"))
+    }
+}
+
+/// Why a health store refused.
+public struct HealthStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The user denied write access (HealthKit's authorization can be denied at any time).
+        public static let authorizationDenied = Code(rawValue: "authorization_denied")
+        /// No such sample.
+        public static let notFound = Code(rawValue: "not_found")
+        /// The store could not be read or written.
+        public static let unavailable = Code(rawValue: "unavailable")
+        /// The store holds a sample that breaks a rule (named with the sample and field); nothing was done.
+        public static let invalidData = Code(rawValue: "invalid_data")
+    }
+
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+    /// Whether trying again later may help.
+    public var retryable: Bool { code != .notFound && code != .invalidData }
+}
+
+/// HealthKit's semantics for state-of-mind samples: immutable samples, deniable authorization.
+///
+/// ``FileHealthStore`` simulates it for tests and the CLI; `HKHealthStoreAdapter` (Apple platforms only) wraps
+/// `HKHealthStore`.
+public protocol HealthStore: Sendable {
+    /// Saves a new sample.
+    /// - Throws: ``HealthStoreError`` (`authorization_denied`, `unavailable`).
+    func save(_ sample: StateOfMindSample) throws
+    /// Deletes a sample the app saved.
+    /// - Throws: ``HealthStoreError``.
+    func delete(_ uuid: EntryID) throws
+    /// Every state-of-mind sample visible to the app.
+    /// - Throws: ``HealthStoreError``.
+    func samples() throws -> [StateOfMindSample]
+    /// What changed since `anchor` (`nil`: since the beginning): HealthKit's anchored query. The ledger keeps the
+    /// anchor it was given (`Specs/imports-exports.md`, *HealthKit*), so a pull reads only what changed.
+    /// - Throws: ``HealthStoreError``.
+    func changes(after anchor: [UInt8]?) throws -> HealthChanges
+}
+
+/// What an anchored query found: samples added and sample ids deleted since the anchor, and the new anchor.
+public struct HealthChanges: Sendable, Equatable {
+    public var added: [StateOfMindSample]
+    public var deleted: [EntryID]
+    /// Opaque bytes to pass to the next ``HealthStore/changes(after:)``.
+    public var anchor: [UInt8]
+
+    /// Creates a result.
+    public init(added: [StateOfMindSample], deleted: [EntryID], anchor: [UInt8]) {
+        self.added = added
+        self.deleted = deleted
+        self.anchor = anchor
+    }
+}
