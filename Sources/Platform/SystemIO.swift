@@ -14,14 +14,27 @@ public struct SystemIO: PlatformIO {
     public init() {}
 
     /// Runs `call` until it does not fail with EINTR.
+    ///
+    /// EBADF and EFAULT stop the process, as swift-nio's `System.swift` does: they are the caller's bug (a descriptor
+    /// used after its close, a bad buffer), never the disk's, and carrying on could write a ledger's bytes into
+    /// whatever file was since given that descriptor number.
     @inline(__always)
     private func retrying<T: BinaryInteger>(_ call: () -> T) throws -> T {
         while true {
             let result = call()
             if result >= 0 { return result }
-            let error = Errno.current
+            let error = Self.failure()
             if error != .interrupted { throw error }
         }
+    }
+
+    /// The error of the call that just failed, after the checks that make EBADF and EFAULT stop the process.
+    @inline(__always)
+    private static func failure() -> Errno {
+        let error = Errno.current
+        precondition(error.rawValue != EBADF, "a system call was given a descriptor that is not open (EBADF)")
+        precondition(error.rawValue != EFAULT, "a system call was given a buffer outside memory (EFAULT)")
+        return error
     }
 
     public func open(_ path: String, _ mode: OpenMode) throws -> Int32 {
@@ -74,17 +87,17 @@ public struct SystemIO: PlatformIO {
         #if canImport(Darwin)
             if fcntl(fd, F_FULLFSYNC) == 0 { return }
             // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
-            if LibC.fsync(fd) != 0 { throw Errno.current }
+            if LibC.fsync(fd) != 0 { throw Self.failure() }
         #else
             // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
-            if fdatasync(fd) != 0 { throw Errno.current }
+            if fdatasync(fd) != 0 { throw Self.failure() }
         #endif
     }
 
     public func syncDirectory(_ path: String) throws {
         let fd = try retrying { LibC.open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0) }
         defer { close(fd) }
-        if LibC.fsync(fd) != 0 { throw Errno.current }
+        if LibC.fsync(fd) != 0 { throw Self.failure() }
     }
 
     public func truncate(_ fd: Int32, to size: Int64) throws {
@@ -113,7 +126,7 @@ public struct SystemIO: PlatformIO {
     public func tryLock(_ fd: Int32) throws -> Bool {
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
-            let error = Errno.current
+            let error = Self.failure()
             if error == .interrupted { continue }
             if error == .wouldBlock { return false }
             throw error
@@ -134,7 +147,7 @@ public struct SystemIO: PlatformIO {
 
     public func makeDirectory(_ path: String) throws -> Bool {
         if mkdir(path, 0o700) == 0 { return true }
-        let error = Errno.current
+        let error = Self.failure()
         if error == .fileExists { return false }
         throw error
     }
@@ -151,7 +164,7 @@ public struct SystemIO: PlatformIO {
     }
 
     public func contents(ofDirectory path: String) throws -> [String] {
-        guard let dir = opendir(path) else { throw Errno.current }
+        guard let dir = opendir(path) else { throw Self.failure() }
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
@@ -195,12 +208,12 @@ public struct SystemIO: PlatformIO {
     /// - Throws: ``OwnerOnlyFileProblem``.
     public static func readOwnerOnlyFile(_ path: String, limit: Int) throws(OwnerOnlyFileProblem) -> [UInt8] {
         var info = stat()
-        guard lstat(path, &info) == 0 else { throw .unreadable(Errno.current) }
+        guard lstat(path, &info) == 0 else { throw .unreadable(Self.failure()) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw .notRegular }
         let mode = UInt32(info.st_mode & 0o777)
         guard mode & 0o077 == 0 else { throw .openMode(mode) }
         let fd = LibC.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw .unreadable(Errno.current) }
+        guard fd >= 0 else { throw .unreadable(Self.failure()) }
         defer { _ = LibC.close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -22,7 +22,19 @@ package enum EventCodec {
         w.id(commandID)
         w.id(event.entryID)
         writeBody(event, to: &w)
+        #if DEBUG
+            checkPairing(event, commandID: commandID, payload: w.bytes)
+        #endif
         return w.bytes
+    }
+
+    /// Debug builds: every payload written decodes back to the event and command it was written from, so a body's
+    /// writer and reader (side by side in `EventCodec+Bodies.swift`) cannot drift apart unnoticed.
+    private static func checkPairing(_ event: MoodEvent, commandID: EntryID, payload: [UInt8]) {
+        let decoded = payload.withUnsafeBytes { try? decode(type: event.type.rawValue, payload: $0) }
+        precondition(decoded != nil, "\(event.type.name): the payload just written does not decode")
+        precondition(decoded?.commandID == commandID, "\(event.type.name): the command id does not read back")
+        precondition(decoded?.event == event, "\(event.type.name): the event does not read back as written")
     }
 
     /// Decodes a record payload into an event, upcasting older schema versions.

@@ -255,7 +255,14 @@ public struct RemoteChange: Sendable, Equatable {
     ) {
         self.origin = origin
         self.remoteID = remoteID
-        self.entry = entry
+        // As the record keeps it (`Specs/events.md`, *Entry body*): the content, not the ledger's created and updated
+        // times (the fold sets those), so the event appended and the event read back are equal.
+        self.entry = entry.map {
+            var content = $0
+            content.createdAt = 0
+            content.updatedAt = 0
+            return content
+        }
         self.entryID = entryID
         self.revision = revision
         self.conflict = conflict

@@ -32,10 +32,19 @@ public struct SyncMerge: Sendable, Equatable {
         self.remoteID = remoteID
         self.serverRevision = serverRevision
         self.baseRevision = baseRevision
-        self.base = base
-        self.here = here
-        self.theirs = theirs
-        self.merged = merged
+        self.base = base.map(Self.content)
+        self.here = here.map(Self.content)
+        self.theirs = theirs.map(Self.content)
+        self.merged = merged.map(Self.content)
+    }
+
+    /// A version as the record keeps it (`Specs/events.md`, `sync.merged`): its content, not the ledger's created and
+    /// updated times, which the record does not carry — so the event appended and the event read back are equal.
+    private static func content(_ entry: MoodEntry) -> MoodEntry {
+        var content = entry
+        content.createdAt = 0
+        content.updatedAt = 0
+        return content
     }
 
     /// The fields on which both sides changed to different values (the true conflicts), from the three versions.
