@@ -27,7 +27,8 @@ enum SnapshotWriter {
         return file
     }
 
-    /// Writes a snapshot of `state` covering `location` to `sink`.
+    /// Writes a snapshot of `state` covering `location` to `sink`: the days' rows and bodies as they come (a
+    /// ``SnapshotSections`` gathers the rest on the way), then the other sections, the table and the header.
     /// - Parameters:
     ///   - state: the analytics, outbox, numbering and (unless `days` is given) entries to write.
     ///   - days: where each day's entries are, when not `state`'s own (an import's entries held elsewhere).
@@ -38,210 +39,18 @@ enum SnapshotWriter {
     ///   - sink: where the bytes go.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address or `days` gave
     ///   more rows than `rowCapacity`; what `days` or `sink` throw.
-    ///
-    /// Long because it is one streaming pass: the sections' buffers, the id slots, the sources and the running piece
-    /// checksums are locals that the nested row and day writers share; split, each part would take a dozen of them
-    /// `inout`.
     static func write(
         _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil,
         location: RecordLocation, fileID: [UInt8], to sink: Sink
     ) throws {
         let forEachDay: Days = days ?? { body in try state.entries.forEachDaySource(body) }
-        let capacity = rowCapacity ?? state.entries.count
-        let sectionCount = SnapshotLayout.Section.allCases.count
-        let metaOffset = align(SnapshotLayout.headerSize + sectionCount * SnapshotLayout.tableEntrySize)
-        let rowsOffset = align(metaOffset + SnapshotLayout.metaSize)
-        var rows = SectionStream(offset: rowsOffset, streams: true)
-        var arena = SectionStream(offset: align(rowsOffset + capacity * SnapshotLayout.rowSize), streams: true)
-        var days = ByteWriter(capacity: 4096 * SnapshotLayout.daySize)
-        var dayCount = 0
-        var valences = ByteWriter(capacity: capacity * 8)  // at most one per entry: never grown by copying
-        var words = ByteWriter(capacity: 4096 * 32)
-        var slots = IDSlots(rows: capacity)
-        var rowCount = 0
-        var sources: [(hash: UInt64, row: UInt32)] = []
-        sources.reserveCapacity(capacity)
-        var valenceCount = 0
-        var overflow = false
-        var hashes: (image: SnapshotImage, byRow: [Int: UInt64])?
-        /// Adds one row (its first 40 bytes already in `rows`) whose body `body` writes to the arena.
-        func addRow(_ id: EntryID, body: (inout ByteWriter) -> Void) throws {
-            guard rowCount < capacity else { throw SnapshotProblem("more entries than the snapshot was laid out for") }
-            let start = arena.length
-            body(&arena.w)
-            if arena.length > Int(UInt32.max) { overflow = true }
-            rows.w.fixed(UInt64(truncatingIfNeeded: start), 4)
-            rows.w.fixed(UInt64(truncatingIfNeeded: arena.length - start), 4)
-            slots.insert(id, row: rowCount)
-            rowCount += 1
-        }
-        /// Adds a day's entries as rows, encoding each.
-        func addEntries(_ entries: [MoodEntry], dailyMood: EntryID?, moodRow: inout UInt32) throws {
-            for entry in entries {
-                if entry.id == dailyMood { moodRow = UInt32(rowCount) }
-                if let sourceID = entry.sourceID {
-                    sources.append((SnapshotImage.sourceHash(entry.source, sourceID), UInt32(rowCount)))
-                }
-                rows.w.id(entry.id)
-                rows.w.fixed(UInt64(bitPattern: entry.loggedAt.milliseconds), 8)
-                rows.w.fixed(UInt64(bitPattern: entry.createdAt), 8)
-                rows.w.fixed(UInt64(bitPattern: entry.updatedAt), 8)
-                try addRow(entry.id) { EventCodec.writeEntryBody(entry, to: &$0, withTags: true) }
-            }
-        }
-        try forEachDay { date, source in
-            let firstRow = rowCount
-            var moodRow = SnapshotLayout.noRow
-            let wordsStart = words.bytes.count
-            let valencesStart = valences.bytes.count
-            let dayValences: Int
-            if case .image(let image, let day) = source, state.analytics.readsImage(image, on: date),
-                let raw = storedRows(image, day)
-            {
-                // An unchanged day: its rows, bodies, valences and word stats are copied as they are.
-                if hashes?.image !== image { hashes = (image, image.sourceHashes()) }
-                for (row, bytes) in zip(day.rows, raw) {
-                    if row == day.dailyMoodRow { moodRow = UInt32(rowCount) }
-                    if let hash = hashes?.byRow[row] { sources.append((hash, UInt32(rowCount))) }
-                    rows.w.bytes.append(contentsOf: bytes.row[0..<40])
-                    try addRow(image.id(ofRow: row)) { $0.bytes.append(contentsOf: bytes.body) }
-                }
-                let stored = image.rawAggregate(day)
-                valences.bytes.append(contentsOf: stored.valences)
-                words.bytes.append(contentsOf: stored.words)
-                dayValences = day.valences.count
-            } else {
-                switch source {
-                case .encoded(let day):
-                    let mood = day.dailyMoodRow
-                    try day.bodies.withUnsafeBytes { bodies in
-                        for (index, row) in day.rows.enumerated() {
-                            if index == mood { moodRow = UInt32(rowCount) }
-                            if let hash = row.sourceHash { sources.append((hash, UInt32(rowCount))) }
-                            rows.w.id(row.id)
-                            rows.w.fixed(UInt64(bitPattern: row.loggedAt), 8)
-                            rows.w.fixed(UInt64(bitPattern: row.createdAt), 8)
-                            rows.w.fixed(UInt64(bitPattern: row.updatedAt), 8)
-                            try addRow(row.id) {
-                                $0.bytes.append(contentsOf: bodies[row.bodyStart..<(row.bodyStart + row.bodyCount)])
-                            }
-                        }
-                    }
-                case .image(let image, let day):
-                    try addEntries(
-                        day.rows.compactMap(image.entry(atRow:)), dailyMood: day.dailyMoodRow.map(image.id(ofRow:)),
-                        moodRow: &moodRow)
-                case .entries(let list, let mood):
-                    try addEntries(list, dailyMood: mood, moodRow: &moodRow)
-                }
-                let aggregate = state.analytics.days[date] ?? DayAggregate()
-                writeStats(aggregate.labels, to: &words)
-                writeStats(aggregate.associations, to: &words)
-                for q in aggregate.valences { valences.fixed(UInt64(bitPattern: q), 8) }
-                dayValences = aggregate.valences.count
-            }
-            try rows.spill(to: sink)
-            try arena.spill(to: sink)
-            guard rowCount > firstRow else {
-                // A day whose rows all failed to decode (only a crafted image has one): no day record, no stats.
-                words.bytes.removeSubrange(wordsStart...)
-                valences.bytes.removeSubrange(valencesStart...)
-                return
-            }
-            days.fixed(UInt64(UInt32(bitPattern: date.daysSinceEpoch)), 4)
-            days.fixed(UInt64(firstRow), 4)
-            days.fixed(UInt64(rowCount - firstRow), 4)
-            days.fixed(UInt64(moodRow), 4)
-            days.fixed(UInt64(valenceCount), 4)
-            days.fixed(UInt64(dayValences), 4)
-            days.fixed(UInt64(wordsStart), 4)
-            days.fixed(UInt64(words.bytes.count - wordsStart), 4)
-            valenceCount += dayValences
-            dayCount += 1
-        }
-        guard !overflow, rowCount < Int(UInt32.max) / 2 else {
-            throw SnapshotProblem("entries too large for one snapshot")
-        }
-        try rows.spill(to: sink, all: true)
-        try arena.spill(to: sink, all: true)
-        var streams = [rows, arena]
-        /// The next section, written after the last one.
-        func section(_ fill: (inout SectionStream) throws -> Void) throws {
-            let last = streams[streams.count - 1]
-            var stream = SectionStream(offset: align(last.offset + last.length))
-            try fill(&stream)
-            try stream.spill(to: sink, all: true)
-            streams.append(stream)
-        }
-        try section { stream in
-            for value in slots.values {
-                stream.w.fixed(value, 8)
-                try stream.spill(to: sink)
-            }
-        }
-        let slotCount = slots.values.count
-        slots = IDSlots(rows: 0)
-        /// The next section, made of `buffer`: handed over to its stream, not copied, and written whole.
-        func section(taking buffer: inout ByteWriter) throws { try section { swap(&$0.w, &buffer) } }
-        try section(taking: &days)
-        try section(taking: &valences)
-        try section(taking: &words)
-        try section { stream in
-            writeStats(state.analytics.labelTotals, to: &stream.w)
-            writeStats(state.analytics.associationTotals, to: &stream.w)
-        }
-        sources.sort { ($0.hash, $0.row) < ($1.hash, $1.row) }
-        try section { stream in
-            for source in sources {
-                stream.w.fixed(source.hash, 8)
-                stream.w.fixed(UInt64(source.row), 4)
-                stream.w.fixed(0, 4)
-                try stream.spill(to: sink)
-            }
-        }
-        let sourceCount = sources.count
-        sources = []
-        let outbox = SnapshotCodec.encodeOutbox(state)
-        guard outbox.records.count <= Int(UInt32.max) else {
-            throw SnapshotProblem("outbox too large for one snapshot")
-        }
-        for bytes in [outbox.index, outbox.records, outbox.sync] {
-            try section { $0.w.bytes = bytes }
-        }
-        var meta = SectionStream(offset: metaOffset)
-        meta.w.fixed(state.seq, 8)
-        meta.w.fixed(UInt64(bitPattern: state.recordedAt), 8)
-        meta.w.fixed(UInt64(rowCount), 4)
-        meta.w.fixed(UInt64(dayCount), 4)
-        meta.w.fixed(UInt64(slotCount), 4)
-        meta.w.fixed(UInt64(sourceCount), 4)
-        try meta.spill(to: sink, all: true)
-        streams.insert(meta, at: 0)
-        try section { stream in
-            for piece in streams.lazy.flatMap(\.pieceCRCs) { stream.w.fixed(UInt64(piece), 4) }
-        }
-        // The zeros that pad each section to the next (none after the last, the pieces, which ends the file).
-        for stream in streams.dropLast() where align(stream.offset + stream.length) > stream.offset + stream.length {
-            let end = stream.offset + stream.length
-            try [UInt8](repeating: 0, count: align(end) - end).withUnsafeBytes { try sink(end, $0) }
-        }
-        var table = ByteWriter(capacity: sectionCount * SnapshotLayout.tableEntrySize)
-        for (index, stream) in streams.enumerated() {
-            table.fixed(UInt64(index + 1), 4)
-            table.fixed(UInt64(stream.checksum), 4)
-            table.fixed(UInt64(stream.offset), 8)
-            table.fixed(UInt64(stream.length), 8)
-        }
-        let last = streams[streams.count - 1]
-        let header = SnapshotHeader(
-            sectionCount: sectionCount, fingerprint: SnapshotCodec.fingerprint, location: location,
-            fileID: fileID, recordedAt: state.recordedAt, fileLength: UInt64(last.offset + last.length),
-            tableCRC: CRC32C.mask(CRC32C.checksum(table.bytes)))
-        try (header.encoded() + table.bytes).withUnsafeBytes { try sink(0, $0) }
+        var sections = SnapshotSections(capacity: rowCapacity ?? state.entries.count)
+        try forEachDay { date, source in try sections.addDay(date, source, analytics: state.analytics, sink: sink) }
+        try sections.finish(state, location: location, fileID: fileID, to: sink)
     }
 
     /// `offset` rounded up to a multiple of 8.
-    private static func align(_ offset: Int) -> Int { (offset + 7) / 8 * 8 }
+    static func align(_ offset: Int) -> Int { (offset + 7) / 8 * 8 }
 
     /// The pieces section: for each section in order, the masked CRC-32C of each of its 1 KiB pieces (the last
     /// one shorter), which lets a reader check a large snapshot where it reads instead of all of it on open.
@@ -262,7 +71,7 @@ enum SnapshotWriter {
     }
 
     /// A day's rows and bodies as the image stores them, if every body lies inside its arena.
-    private static func storedRows(
+    static func storedRows(
         _ image: SnapshotImage, _ day: SnapshotImage.Day
     )
         -> [(row: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)]?
@@ -306,7 +115,7 @@ enum SnapshotWriter {
     }
 
     /// A word-stats table, canonical words in Apple's order, then custom words by name.
-    private static func writeStats<D>(_ table: WordTable<D, WordStat>, to w: inout ByteWriter) {
+    static func writeStats<D>(_ table: WordTable<D, WordStat>, to w: inout ByteWriter) {
         let pairs = table.pairs
         w.varint(UInt64(pairs.count))
         for (word, stat) in pairs {
