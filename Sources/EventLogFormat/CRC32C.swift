@@ -43,7 +43,7 @@ public enum CRC32C {
     ///   - bytes: the bytes to add.
     ///   - hardware: ``usesHardware``.
     /// - Returns: the new state.
-    @inline(__always)
+    @inlinable @inline(__always)
     package static func extend(_ state: UInt32, _ bytes: UnsafeRawBufferPointer, hardware: Bool) -> UInt32 {
         guard hardware, let base = bytes.baseAddress else { return software(state, bytes) }
         return cplatform_crc32c_extend(state, base, bytes.count)

@@ -142,7 +142,7 @@ public enum LogFormat {
     }
 
     /// The masked (crc, header_crc) of a record's header fields (bytes 8..<32) and payload.
-    @inline(__always)
+    @inlinable @inline(__always)
     package static func checksums(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> (UInt32, UInt32) {
         let headerState = CRC32C.extend(0xFFFF_FFFF, header)
         let headerCRC = CRC32C.mask(CRC32C.finish(headerState))

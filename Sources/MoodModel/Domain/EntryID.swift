@@ -82,7 +82,7 @@ public struct EntryID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
 extension UnsafeRawBufferPointer {
     /// A 16-byte entry id (UUID order: two big-endian halves) at a byte offset (the caller has checked it).
-    @inline(__always)
+    @inlinable @inline(__always)
     package func entryID(_ offset: Int) -> EntryID {
         EntryID(
             high: UInt64(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)),

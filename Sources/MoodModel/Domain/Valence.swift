@@ -7,11 +7,11 @@ public enum Valence {
     public static let scale: Int64 = 1 << 40
 
     /// The grid value of a valence (exact for a valence already on the grid).
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func fixed(_ valence: Double) -> Int64 { Int64((valence * Double(scale)).rounded()) }
 
     /// The valence of a grid value.
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func value(_ fixed: Int64) -> Double { Double(fixed) / Double(scale) }
 
     /// The shortest decimal (as a Double) that lies on the same grid point: what JSON shows, e.g. 0.555555555556

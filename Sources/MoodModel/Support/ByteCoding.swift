@@ -2,12 +2,12 @@
 package struct ByteWriter {
     package var bytes: [UInt8] = []
 
-    package init(capacity: Int = 128) { bytes.reserveCapacity(capacity) }
+    @inlinable package init(capacity: Int = 128) { bytes.reserveCapacity(capacity) }
 
-    @inline(__always) package mutating func u8(_ value: UInt8) { bytes.append(value) }
+    @inlinable @inline(__always) package mutating func u8(_ value: UInt8) { bytes.append(value) }
 
     /// Unsigned LEB128.
-    @inline(__always) package mutating func varint(_ value: UInt64) {
+    @inlinable @inline(__always) package mutating func varint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -17,7 +17,7 @@ package struct ByteWriter {
     }
 
     /// ZigZag then LEB128.
-    @inline(__always) package mutating func signed(_ value: Int64) {
+    @inlinable @inline(__always) package mutating func signed(_ value: Int64) {
         varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
     }
 
@@ -32,7 +32,7 @@ package struct ByteWriter {
         bytes.append(contentsOf: utf8)
     }
 
-    package mutating func id(_ value: EntryID) {
+    @inlinable package mutating func id(_ value: EntryID) {
         withUnsafeBytes(of: value.high.bigEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: value.low.bigEndian) { bytes.append(contentsOf: $0) }
     }
@@ -40,25 +40,25 @@ package struct ByteWriter {
 
 /// Reads the codec's primitives with bounds checks: a malformed payload throws, never traps.
 package struct ByteReader {
-    let buffer: UnsafeRawBufferPointer
+    @usableFromInline let buffer: UnsafeRawBufferPointer
     package var position = 0
 
-    package init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+    @inlinable package init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
 
-    package var isAtEnd: Bool { position == buffer.count }
+    @inlinable package var isAtEnd: Bool { position == buffer.count }
 
     package struct Malformed: Error {
         package var what: String
-        package init(what: String) { self.what = what }
+        @inlinable package init(what: String) { self.what = what }
     }
 
-    @inline(__always) package mutating func u8() throws(Malformed) -> UInt8 {
+    @inlinable @inline(__always) package mutating func u8() throws(Malformed) -> UInt8 {
         guard position < buffer.count else { throw Malformed(what: "payload ends early") }
         defer { position += 1 }
         return buffer[position]
     }
 
-    @inline(__always) package mutating func varint() throws(Malformed) -> UInt64 {
+    @inlinable @inline(__always) package mutating func varint() throws(Malformed) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -75,7 +75,7 @@ package struct ByteReader {
         }
     }
 
-    @inline(__always) package mutating func signed() throws(Malformed) -> Int64 {
+    @inlinable @inline(__always) package mutating func signed() throws(Malformed) -> Int64 {
         let raw = try varint()
         return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
     }

@@ -4,8 +4,8 @@
 /// allocation, no reference counting. Lists with custom words or more than eight words fall back to an array.
 /// The representation is canonical (packed whenever possible), so `==` compares contents.
 package struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable {
-    private var packed: UInt64 = 0
-    private var spilled: [VocabularyWord<Domain>]?
+    @usableFromInline var packed: UInt64 = 0
+    @usableFromInline var spilled: [VocabularyWord<Domain>]?
 
     init() {}
 
@@ -46,7 +46,7 @@ package struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable
         return words
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package func forEach(_ body: (VocabularyWord<Domain>) -> Void) {
         if let spilled {
             for word in spilled { body(word) }
@@ -90,6 +90,7 @@ package struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable
         self.init(packed: packed)
     }
 
+    @inlinable
     package func contains(_ word: VocabularyWord<Domain>) -> Bool {
         if let spilled { return spilled.contains(word) }
         guard let raw = word.appleRawValue else { return false }
@@ -104,6 +105,6 @@ package struct WordList<Domain: VocabularyDomain>: Sendable, Equatable, Hashable
 
 extension VocabularyWord {
     /// A canonical word from a raw value already known to be valid.
-    @inline(__always)
+    @usableFromInline @inline(__always)
     init(packedRaw raw: UInt8) { storage = .apple(raw) }
 }
