@@ -133,6 +133,7 @@ extension SyncEngine {
             return (events, .none, false)
         }
         candidates = remaining
+        assert(Set(batch.map(\.item.entryID)).count == batch.count, "a batch of attempts names each entry once")
         for sending in batch {
             book.attempts[sending.item.entryID, default: 0] += 1
             book.replaces[sending.item.entryID] = nil
@@ -173,6 +174,8 @@ extension SyncEngine {
         _ batch: [Sending], _ outcomes: [SyncVerdict], book: inout RunBook,
         into report: inout SyncReport
     ) throws -> (merged: Bool, unauthorized: String?, untrusted: String?) {
+        // Each attempt appended has exactly one outcome: the zips below would drop the rest silently.
+        precondition(outcomes.count == batch.count, "one verdict per request of the batch")
         let stale = Set(
             zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
                 switch verdict {
