@@ -24,15 +24,8 @@ public enum APIRecord {
             draft.associations = try r.strings("associations") ?? []
             draft.tags = try r.strings("tags") ?? []
             draft.notes = try r.string("notes")
-            if r.record["logged_at"] != nil, r.record["logged_at"] != .null {
-                draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
-            }
-            if let kind = try r.string("kind") {
-                guard let parsed = MoodKind(parsing: kind) else {
-                    throw r.error("kind", "must be momentary_emotion or daily_mood")
-                }
-                draft.kind = parsed
-            }
+            if let loggedAt = try r.loggedAt() { draft.loggedAt = loggedAt }
+            if let kind = try r.kind() { draft.kind = kind }
             if let source = try r.string("source") {
                 guard let parsed = MoodSource(rawValue: source) else {
                     throw r.error("source", "must be manual, healthkit, backend, import or ai_analysis")

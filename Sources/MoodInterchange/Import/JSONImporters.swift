@@ -173,16 +173,8 @@ enum JSONImporters {
         draft.associations = try r.strings("associations") ?? []
         draft.tags = try r.strings("tags") ?? []
         draft.notes = try Importer.notes(try r.string("notes"), line: r.number, options: options, plan: &plan)
-        // A missing logged_at means now (the API's rule).
-        if r.record["logged_at"] != nil, r.record["logged_at"] != .null {
-            draft.loggedAt = try r.instant("logged_at", offsetKey: "utc_offset_minutes")
-        }
-        if let kind = try r.string("kind") {
-            guard let parsed = MoodKind(parsing: kind) else {
-                throw r.error("kind", "must be momentary_emotion or daily_mood")
-            }
-            draft.kind = parsed
-        }
+        if let loggedAt = try r.loggedAt() { draft.loggedAt = loggedAt }
+        if let kind = try r.kind() { draft.kind = kind }
         if let id = try r.string("id") {
             guard let parsed = EntryID(id) else { throw r.error("id", "is not a UUID") }
             draft.id = parsed
@@ -290,6 +282,21 @@ struct RecordReader {
 
     /// An ISO 8601 instant (required). Its offset: `offsetKey`'s value when the record has one, else the import
     /// zone's offset at that instant (so it lands on the user's local day), else the offset it is written with.
+    /// `logged_at` with `utc_offset_minutes`, or `nil` when missing or null: a missing one means now (the API's rule).
+    func loggedAt() throws(ImportError) -> LoggedAt? {
+        guard record["logged_at"] != nil, record["logged_at"] != .null else { return nil }
+        return try instant("logged_at", offsetKey: "utc_offset_minutes")
+    }
+
+    /// `kind`, when present: `momentary_emotion` or `daily_mood`.
+    func kind() throws(ImportError) -> MoodKind? {
+        guard let kind = try string("kind") else { return nil }
+        guard let parsed = MoodKind(parsing: kind) else {
+            throw error("kind", "must be momentary_emotion or daily_mood")
+        }
+        return parsed
+    }
+
     func instant(_ key: String, offsetKey: String? = nil) throws(ImportError) -> LoggedAt {
         guard let text = try string(key) else { throw error(key, "is required") }
         guard var instant = ISO8601.parse(text) else { throw error(key, "is not an ISO 8601 instant with an offset") }
