@@ -17,51 +17,60 @@ public enum Exporter {
     /// - Returns: the text, ending in a newline.
     public static func export(_ state: LedgerState, format: ExportFormat) -> String {
         let entries = state.entries.activeDays.flatMap { state.entries.entries(on: $0).reversed() }
+        let write: ([MoodEntry]) -> String
         switch format {
-        case .json:
-            return JSONValue.object([
-                ("entries", .array(entries.map(\.exportJSON))), ("total", .int(Int64(entries.count)))
-            ])
-            .serialized(pretty: true) + "\n"
-        case .csv:
-            var lines = [csvColumns.joined(separator: ",")]
-            for entry in entries { lines.append(csvRow(entry)) }
-            return lines.joined(separator: "\r\n") + "\r\n"
-        case .progress:
-            // The 1–10 view only: entries without a valence or score have nothing to say there and are left out.
-            let records: [JSONValue] = entries.compactMap { entry in
-                guard let score = entry.enteredScore ?? entry.score else { return nil }
-                return .object([
-                    ("type", .string("mood_score")), ("quantity", .double(Double(score))),
-                    ("logged_at", .string(entry.loggedAt.iso8601)),
-                    ("notes", .optional(entry.notes) { .string($0) }), ("id", .string(entry.id.description))
-                ])
-            }
-            return JSONValue.object([
-                ("data", .array(records)),
-                ("skipped_entries_without_score", .int(Int64(entries.count - records.count)))
-            ])
-            .serialized(pretty: true) + "\n"
-        case .healthkit:
-            var skipped = 0
-            var translated = 0
-            let samples: [JSONValue] = entries.compactMap { entry in
-                guard
-                    let sample = StateOfMindSample(
-                        entry: entry, uuid: entry.id, skippedCustomWords: &skipped, translatedWords: &translated)
-                else {
-                    return nil
-                }
-                return sample.json
-            }
-            let withoutValence = entries.count - samples.count
-            return JSONValue.object([
-                ("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
-                ("translated_words", .int(Int64(translated))),
-                ("skipped_entries_without_valence", .int(Int64(withoutValence)))
-            ])
-            .serialized(pretty: true) + "\n"
+        case .json: write = json
+        case .csv: write = csv
+        case .progress: write = progress
+        case .healthkit: write = healthKit
         }
+        return write(entries)
+    }
+
+    /// The API's entry shape: `{entries, total}`.
+    static func json(_ entries: [MoodEntry]) -> String {
+        JSONValue.object([("entries", .array(entries.map(\.exportJSON))), ("total", .int(Int64(entries.count)))])
+            .serialized(pretty: true) + "\n"
+    }
+
+    /// RFC 4180, the columns of ``csvColumns``.
+    static func csv(_ entries: [MoodEntry]) -> String {
+        var lines = [csvColumns.joined(separator: ",")]
+        for entry in entries { lines.append(csvRow(entry)) }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// The 1–10 view only: entries without a valence or score have nothing to say there and are left out (counted).
+    static func progress(_ entries: [MoodEntry]) -> String {
+        let records: [JSONValue] = entries.compactMap { entry in
+            guard let score = entry.enteredScore ?? entry.score else { return nil }
+            return .object([
+                ("type", .string("mood_score")), ("quantity", .double(Double(score))),
+                ("logged_at", .string(entry.loggedAt.iso8601)),
+                ("notes", .optional(entry.notes) { .string($0) }), ("id", .string(entry.id.description))
+            ])
+        }
+        return JSONValue.object([
+            ("data", .array(records)),
+            ("skipped_entries_without_score", .int(Int64(entries.count - records.count)))
+        ])
+        .serialized(pretty: true) + "\n"
+    }
+
+    /// HKStateOfMind-shaped samples, with what could not be carried counted.
+    static func healthKit(_ entries: [MoodEntry]) -> String {
+        var skipped = 0
+        var translated = 0
+        let samples: [JSONValue] = entries.compactMap { entry in
+            StateOfMindSample(
+                entry: entry, uuid: entry.id, skippedCustomWords: &skipped, translatedWords: &translated)?.json
+        }
+        return JSONValue.object([
+            ("samples", .array(samples)), ("skipped_custom_words", .int(Int64(skipped))),
+            ("translated_words", .int(Int64(translated))),
+            ("skipped_entries_without_valence", .int(Int64(entries.count - samples.count)))
+        ])
+        .serialized(pretty: true) + "\n"
     }
 
     static let csvColumns = [
