@@ -25,14 +25,16 @@ struct OnDiskCodeTests {
         return result
     }
 
-    @Test("Event types: the catalog's code and name for each, and nothing else")
+    @Test("Event types: the catalog's code, name and current version for each, and nothing else")
     func eventTypes() throws {
         let rows = Self.spec.matches(of: /\n\| (\d+) \| `([a-z_.]+)` \| (\d+) \|/).map {
-            (Int($0.output.1)!, String($0.output.2))
+            (Int($0.output.1)!, String($0.output.2), Int($0.output.3)!)
         }
         #expect(rows.count == EventType.allCases.count, "\(rows)")
-        for (code, name) in rows {
-            #expect(EventType(rawValue: UInt16(code))?.name == name, "code \(code) is \(name) in the spec")
+        for (code, name, version) in rows {
+            let type = EventType(rawValue: UInt16(code))
+            #expect(type?.name == name, "code \(code) is \(name) in the spec")
+            #expect(type.map { Int($0.currentVersion) } == version, "\(name) is version \(version) in the spec")
         }
     }
 

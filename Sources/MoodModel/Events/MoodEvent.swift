@@ -402,44 +402,39 @@ public enum EventType: UInt16, Sendable, CaseIterable {
     case conflictResolved = 16
     case ledgerErased = 17
 
-    /// The catalog name, e.g. `mood.labels_edited`.
-    public var name: String {
+    /// The type's line of `Specs/events.md`'s catalog: its name, the schema version this code writes, and whether
+    /// its events concern no entry (their entry id is all zero). A new type is a case above (its code) and a line
+    /// here; its body's writer and reader go in `EventCodec+Bodies.swift`.
+    private var catalog: (name: String, version: UInt8, namesNoEntry: Bool) {
         switch self {
-        case .created: return "mood.created"
-        case .updated: return "mood.updated"
-        case .labelsEdited: return "mood.labels_edited"
-        case .associationsEdited: return "mood.associations_edited"
-        case .tagsEdited: return "mood.tags_edited"
-        case .deleted: return "mood.deleted"
-        case .syncAttempted: return "sync.attempted"
-        case .syncSucceeded: return "sync.succeeded"
-        case .syncFailed: return "sync.failed"
-        case .remoteApplied: return "remote.applied"
-        case .syncPulled: return "sync.pulled"
-        case .remoteConfigured: return "remote.configured"
-        case .syncRequeued: return "sync.requeued"
-        case .entryErased: return "entry.erased"
-        case .syncMerged: return "sync.merged"
-        case .conflictResolved: return "conflict.resolved"
-        case .ledgerErased: return "ledger.erased"
+        case .created: ("mood.created", 2, false)
+        case .updated: ("mood.updated", 1, false)
+        case .labelsEdited: ("mood.labels_edited", 1, false)
+        case .associationsEdited: ("mood.associations_edited", 1, false)
+        case .tagsEdited: ("mood.tags_edited", 1, false)
+        case .deleted: ("mood.deleted", 1, false)
+        case .syncAttempted: ("sync.attempted", 2, false)
+        case .syncSucceeded: ("sync.succeeded", 2, false)
+        case .syncFailed: ("sync.failed", 2, false)
+        case .remoteApplied: ("remote.applied", 2, false)
+        case .syncPulled: ("sync.pulled", 1, true)
+        case .remoteConfigured: ("remote.configured", 2, true)
+        case .syncRequeued: ("sync.requeued", 1, false)
+        case .entryErased: ("entry.erased", 1, false)
+        case .syncMerged: ("sync.merged", 1, false)
+        case .conflictResolved: ("conflict.resolved", 1, false)
+        case .ledgerErased: ("ledger.erased", 1, true)
         }
     }
+
+    /// The catalog name, e.g. `mood.labels_edited`.
+    public var name: String { catalog.name }
 
     /// Whether events of this type concern no entry: their entry id is all zero (`Specs/events.md`).
-    var namesNoEntry: Bool {
-        switch self {
-        case .syncPulled, .remoteConfigured, .ledgerErased: return true
-        default: return false
-        }
-    }
+    var namesNoEntry: Bool { catalog.namesNoEntry }
 
     /// The schema version this code writes.
-    public var currentVersion: UInt8 {
-        switch self {
-        case .created, .syncAttempted, .syncSucceeded, .syncFailed, .remoteApplied, .remoteConfigured: return 2
-        default: return 1
-        }
-    }
+    public var currentVersion: UInt8 { catalog.version }
 
     /// Parses a catalog name.
     public init?(name: String) {
