@@ -14,7 +14,7 @@ extension Ledger {
         _ plan: ImportPlan, dryRun: Bool = false, updateExisting: Bool = false
     ) throws -> ImportReport {
         var index = 0
-        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting, now: options.clock()) {
+        var report = try importRows(dryRun: dryRun, updateExisting: updateExisting, nowMilliseconds: options.clock()) {
             defer { index += 1 }
             return index < plan.rows.count ? (plan.rows[index], nil) : nil
         }
@@ -50,7 +50,7 @@ extension Ledger {
             }
         }
         let result = Result {
-            try importRows(dryRun: dryRun, updateExisting: updateExisting, now: now) {
+            try importRows(dryRun: dryRun, updateExisting: updateExisting, nowMilliseconds: now) {
                 try pipeline.next().map { ($0.row, $0.entry) }
             }
         }

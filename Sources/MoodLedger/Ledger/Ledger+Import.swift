@@ -50,7 +50,7 @@ extension Ledger {
     /// Long because its nested row handler shares the command, the time, the scratch and the counts with the
     /// streamed append around it; they live and fail together.
     package func importRows(
-        dryRun: Bool, updateExisting: Bool, now: Int64,
+        dryRun: Bool, updateExisting: Bool, nowMilliseconds now: Int64,
         next: () throws -> (ImportRow, Result<MoodEntry, MoodError>?)?
     ) throws -> ImportReport {
         try core.withLock { core in
