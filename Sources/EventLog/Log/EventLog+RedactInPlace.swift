@@ -10,6 +10,9 @@ extension EventLog {
     /// Bytes before the first patch: magic, the log's file id, the patch count, a reserved zero.
     static let redoHeaderSize = 32
 
+    /// Bytes before each patch's record: its offset in the log (u64) and its length (u32).
+    static let redoPatchHeaderSize = 12
+
     /// The largest redo journal an open reads back (a journal is written only below this; see ``redactInPlace``).
     static let redoLimit = 64 << 20
 
@@ -61,7 +64,7 @@ extension EventLog {
                     seq: view.seq, type: view.type, flags: view.continuesBatch ? LogFormat.continuesBatchFlag : 0,
                     recordedAt: view.recordedAt, payload: payload)
                 assert(bytes.count == view.size, "an in-place record keeps its size")
-                total += 12 + bytes.count
+                total += Self.redoPatchHeaderSize + bytes.count
                 if total > budget { return nil }
                 patches.append((view.offset, view.seq, bytes))
             }
@@ -93,10 +96,7 @@ extension EventLog {
             // From here records change on disk: a failure leaves the log failed and the journal for the next open.
             state.redactions += 1
             do {
-                for patch in patches {
-                    try patch.bytes.withUnsafeBytes { try io.write(state.fd, $0, at: patch.offset) }
-                }
-                try io.syncData(state.fd)
+                try Self.writePatches(patches.map { ($0.offset, $0.bytes) }, fd: state.fd, io: io)
             } catch let error as Errno {
                 throw fail(&state, EventLogError.io("an in-place redaction could not be written", error))
             }
@@ -109,6 +109,15 @@ extension EventLog {
             }
             return RewriteReport(recordsRewritten: patches.count, bytesWritten: Int64(journal.count + total))
         }
+    }
+
+    /// Writes each patch's record at its offset, then syncs the log's data: a redaction's last step, and the whole of
+    /// finishing one from its journal.
+    /// - Throws: ``Errno``.
+    private static func writePatches(_ patches: [(offset: Int64, bytes: [UInt8])], fd: Int32, io: any PlatformIO) throws
+    {
+        for patch in patches { try patch.bytes.withUnsafeBytes { try io.write(fd, $0, at: patch.offset) } }
+        try io.syncData(fd)
     }
 
     /// The redo journal's bytes: header, then each patch `u64 offset · u32 length · the record`, then the masked
@@ -155,10 +164,7 @@ extension EventLog {
                     offset: patch.offset)
             }
         }
-        try wrapIO("cannot write the journal's records into the log") {
-            for patch in patches { try patch.bytes.withUnsafeBytes { try io.write(fd, $0, at: patch.offset) } }
-            try io.syncData(fd)
-        }
+        try wrapIO("cannot write the journal's records into the log") { try writePatches(patches, fd: fd, io: io) }
         try wrapIO("cannot remove \(journalPath)") {
             try io.remove(journalPath)
             try io.syncDirectory(directory)
@@ -180,16 +186,18 @@ extension EventLog {
             else { throw damaged("checksum mismatch") }
             guard Array(bytes[8..<24]) == fileID else { throw damaged("written for another log file") }
             let count = Int(bytes.u32(24))
-            guard bytes.u32(28) == 0, count <= (end - redoHeaderSize) / (12 + LogFormat.recordHeaderSize) else {
+            guard bytes.u32(28) == 0,
+                count <= (end - redoHeaderSize) / (redoPatchHeaderSize + LogFormat.recordHeaderSize)
+            else {
                 throw damaged("bad header")
             }
             var patches: [(offset: Int64, bytes: [UInt8])] = []
             var at = redoHeaderSize
             for _ in 0..<count {
-                guard end - at >= 12 else { throw damaged("a patch runs past the end") }
+                guard end - at >= redoPatchHeaderSize else { throw damaged("a patch runs past the end") }
                 let offset = bytes.u64(at)
                 let length = Int(bytes.u32(at + 8))
-                at += 12
+                at += redoPatchHeaderSize
                 guard length >= LogFormat.recordHeaderSize, length - LogFormat.recordHeaderSize <= maxPayload,
                     length <= end - at, offset >= UInt64(LogFormat.fileHeaderSize),
                     offset <= UInt64(logSize), UInt64(length) <= UInt64(logSize) - offset

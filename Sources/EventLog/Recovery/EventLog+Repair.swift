@@ -336,7 +336,6 @@ extension EventLog {
         }
     }
 
-    /// `events.log.broken-<yyyyMMdd'T'HHmmss'Z'>`, with `-2`, `-3`… if that name is taken.
     /// Before a repair reads the log: a redo journal that fits it is written into it (as an open would); one that
     /// does not is moved aside (`events.log.redo.broken-<timestamp>`, kept like a damaged log) and reported.
     /// - Returns: the journal's problem, if it had one.
@@ -370,6 +369,7 @@ extension EventLog {
         }
     }
 
+    /// `<path>.broken-<yyyyMMdd'T'HHmmss'Z'>`, with `-2`, `-3`… if that name is taken.
     private static func backupName(for path: String, io: any PlatformIO) throws -> String {
         let base = path + ".broken-" + UTCTimestamp.compact(microseconds: io.nowMicroseconds())
         var candidate = base
