@@ -228,8 +228,7 @@ extension Ledger {
     static func redaction(
         of view: RecordView, pending: [EntryID: UInt64], everything: UInt64?, current: EntriesState
     ) throws -> [UInt8]? {
-        guard view.type & LogFormat.safeToIgnoreBit == 0, view.payload.count >= 33,
-            let id = EventCodec.entryID(inPayload: view.payload)
+        guard view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload)
         else { return nil }
         if id == .none {
             guard view.seq == everything, view.type == EventType.ledgerErased.rawValue else { return nil }

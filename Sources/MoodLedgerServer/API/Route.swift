@@ -61,7 +61,7 @@ struct Route {
         for entry in MoodServer.routes where entry.path == segments {
             return Route(name: entry.name(""), entry: entry, parameter: "")
         }
-        for entry in MoodServer.routes where entry.path.contains("*") && entry.path.count == segments.count {
+        for entry in MoodServer.routes where entry.path.count == segments.count {
             guard let star = entry.path.firstIndex(of: "*"),
                 zip(entry.path, segments).allSatisfy({ $0 == "*" || $0 == $1 })
             else { continue }

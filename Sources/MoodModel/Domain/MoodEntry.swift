@@ -30,6 +30,15 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// When the ledger recorded the latest event that changed the entry.
     public var updatedAt: Int64
 
+    /// The entry as an event's entry body keeps it (`Specs/events.md`, *Entry body*): its content, without the
+    /// ledger's created and updated times, which the fold sets. An event made with it reads back from the log equal.
+    package var bodyContent: MoodEntry {
+        var content = self
+        content.createdAt = 0
+        content.updatedAt = 0
+        return content
+    }
+
     /// Valence −1…+1 on the 2⁻⁴⁰ grid; `nil` when only labels were given. Set values are rounded onto the grid.
     public var valence: Double? {
         get { grid == .min ? nil : Valence.value(grid) }

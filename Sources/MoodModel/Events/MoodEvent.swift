@@ -248,21 +248,15 @@ public struct RemoteChange: Sendable, Equatable {
     /// change dropped.
     public var conflict: Bool
 
-    /// Creates a remote change: `entry` is the new state, or `nil` for a deletion of `entryID`.
+    /// Creates a remote change: `entry` is the new state (its content: its created and updated times are the
+    /// ledger's, which the record does not carry), or `nil` for a deletion of `entryID`.
     public init(
         origin: SyncDestination, remoteID: String?, entry: MoodEntry?, entryID: EntryID, revision: UInt64 = 0,
         conflict: Bool = false
     ) {
         self.origin = origin
         self.remoteID = remoteID
-        // As the record keeps it (`Specs/events.md`, *Entry body*): the content, not the ledger's created and updated
-        // times (the fold sets those), so the event appended and the event read back are equal.
-        self.entry = entry.map {
-            var content = $0
-            content.createdAt = 0
-            content.updatedAt = 0
-            return content
-        }
+        self.entry = entry.map(\.bodyContent)
         self.entryID = entryID
         self.revision = revision
         self.conflict = conflict

@@ -22,7 +22,8 @@ public struct SyncMerge: Sendable, Equatable {
     /// The result (`nil`: the entry stays deleted).
     public var merged: MoodEntry?
 
-    /// Creates a merge record.
+    /// Creates a merge record. The versions keep their content only: their created and updated times are the
+    /// ledger's, which the record does not carry.
     public init(
         destination: SyncDestination = .backend, entryID: EntryID, remoteID: String?, serverRevision: UInt64,
         baseRevision: UInt64, base: MoodEntry?, here: MoodEntry?, theirs: MoodEntry?, merged: MoodEntry?
@@ -32,19 +33,10 @@ public struct SyncMerge: Sendable, Equatable {
         self.remoteID = remoteID
         self.serverRevision = serverRevision
         self.baseRevision = baseRevision
-        self.base = base.map(Self.content)
-        self.here = here.map(Self.content)
-        self.theirs = theirs.map(Self.content)
-        self.merged = merged.map(Self.content)
-    }
-
-    /// A version as the record keeps it (`Specs/events.md`, `sync.merged`): its content, not the ledger's created and
-    /// updated times, which the record does not carry — so the event appended and the event read back are equal.
-    private static func content(_ entry: MoodEntry) -> MoodEntry {
-        var content = entry
-        content.createdAt = 0
-        content.updatedAt = 0
-        return content
+        self.base = base.map(\.bodyContent)
+        self.here = here.map(\.bodyContent)
+        self.theirs = theirs.map(\.bodyContent)
+        self.merged = merged.map(\.bodyContent)
     }
 
     /// The fields on which both sides changed to different values (the true conflicts), from the three versions.
