@@ -36,7 +36,7 @@ extension Ledger {
     /// Every event that touched an entry, oldest first, with what each one changed.
     /// - Parameter id: the entry (it may since have been deleted).
     /// - Returns: the history; empty if no event ever named the id.
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func history(of id: EntryID) throws -> [HistoryItem] { try LogHistory(log: eventLog).history(of: id) }
 
     /// The raw log as events, oldest first.
@@ -44,7 +44,7 @@ extension Ledger {
     ///   - after: only events with a larger sequence number (default 0: from the start).
     ///   - through: only events up to this sequence number (default: the end).
     ///   - filter: only events of one entry and/or one type.
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func events(
         after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
     ) throws -> [RecordedEvent] {

@@ -7,7 +7,7 @@ extension Ledger {
     /// and appends nothing. A second daily mood for a local day becomes an update of the first.
     /// - Parameter draft: the input.
     /// - Returns: the entry and whether it was created or anything appended.
-    /// - Throws: ``MoodModel/MoodError`` (`invalid_input`, `read_only`) or `EventLogError`.
+    /// - Throws: ``MoodError`` (`invalid_input`, `read_only`) or `EventLogError`.
     @discardableResult
     public func log(_ draft: MoodDraft) throws -> LogOutcome {
         try perform { state, now in
@@ -17,7 +17,7 @@ extension Ledger {
 
     /// Changes an entry's scalar fields (valence or score, notes, time, kind).
     /// - Returns: the entry after the change (unchanged, with nothing appended, if nothing differs).
-    /// - Throws: ``MoodModel/MoodError`` `not_found`, `read_only`, `invalid_input`; `EventLogError`.
+    /// - Throws: ``MoodError`` `not_found`, `read_only`, `invalid_input`; `EventLogError`.
     @discardableResult
     public func update(_ id: EntryID, _ changes: MoodChanges) throws -> MoodEntry {
         try perform { state, now in
@@ -62,7 +62,7 @@ extension Ledger {
     }
 
     /// Deletes an entry.
-    /// - Throws: ``MoodModel/MoodError`` `not_found` or `read_only`; `EventLogError`.
+    /// - Throws: ``MoodError`` `not_found` or `read_only`; `EventLogError`.
     public func delete(_ id: EntryID) throws {
         _ = try commit { state, _ in
             _ = try Self.editable(id, in: state)
@@ -76,7 +76,7 @@ extension Ledger {
     ///   - destination: where it is being sent.
     ///   - operation: what is sent; default: the outbox's pending operation.
     ///   - key: the request's `Idempotency-Key`, if it has one.
-    /// - Throws: ``MoodModel/MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
+    /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
     public func recordSyncAttempt(
         _ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
         key: String = ""
@@ -90,7 +90,7 @@ extension Ledger {
     }
 
     /// Records that a destination acknowledged an entry, with its id there.
-    /// - Throws: ``MoodModel/MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
+    /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
     public func recordSyncSuccess(
         _ id: EntryID, to destination: SyncDestination, remoteID: String,
         revision: UInt64 = 0
@@ -108,7 +108,7 @@ extension Ledger {
     }
 
     /// Applies a change pulled from a destination (it is not sent back there).
-    /// - Throws: ``MoodModel/MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
+    /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
     public func applyRemote(_ change: RemoteChange) throws {
         _ = try commit { _, _ in
             var change = change

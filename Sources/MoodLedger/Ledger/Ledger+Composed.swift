@@ -42,7 +42,7 @@ extension Ledger {
     /// The events ``log(_:)-8a3lp`` would append for `draft` against `state`: none for a known (source, source id) or id,
     /// a merge into the day's daily mood, or a creation.
     /// - Returns: the events, the entry concerned, and whether it is created.
-    /// - Throws: ``MoodModel/MoodError`` naming the field and rule.
+    /// - Throws: ``MoodError`` naming the field and rule.
     public static func events(
         logging draft: MoodDraft, in state: LedgerState, now: Int64,
         options: Options
@@ -53,7 +53,7 @@ extension Ledger {
 
     /// The events that apply `replacement` to entry `id`: at most one update and one edit per word list, none
     /// when nothing changes.
-    /// - Throws: ``MoodModel/MoodError`` `not_found`, `read_only` or `invalid_input`.
+    /// - Throws: ``MoodError`` `not_found`, `read_only` or `invalid_input`.
     public static func events(
         replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
         now: Int64, bounds: LoggedAtBounds = .userInput
@@ -89,13 +89,13 @@ extension Ledger {
     }
 
     /// The events that delete entry `id`.
-    /// - Throws: ``MoodModel/MoodError`` `not_found` or `read_only`.
+    /// - Throws: ``MoodError`` `not_found` or `read_only`.
     public static func events(deleting id: EntryID, in state: LedgerState) throws -> [MoodEvent] {
         _ = try editable(id, in: state)
         return [.deleted(id)]
     }
 
-    /// Runs `decide` against the current state, then appends its events followed by the ``MoodModel/Attachment``s `attach`
+    /// Runs `decide` against the current state, then appends its events followed by the ``Attachment``s `attach`
     /// returns (which the folds skip) as one batch: one write, one sync, all or nothing across a crash. Servers use
     /// it to store a request's idempotency key with the change it made.
     ///

@@ -43,7 +43,7 @@ extension Ledger {
     ///   - requestedBy: what asked (`cli`, `server`, `account`).
     ///   - ignoringDestinations: erase even when a destination still holds a copy (which then stays there).
     /// - Returns: what was erased and rewritten.
-    /// - Throws: ``MoodModel/MoodError`` `not_found` (never in the log, or already erased), `held_elsewhere` (a destination
+    /// - Throws: ``MoodError`` `not_found` (never in the log, or already erased), `held_elsewhere` (a destination
     ///   has a copy: deliver a delete first); `EventLogError`.
     @discardableResult
     public func erase(
@@ -108,7 +108,7 @@ extension Ledger {
     ///   - requestedBy: what asked (`cli`, `server`, `account`).
     ///   - ignoringDestinations: erase even when a destination still holds a copy (which then stays there).
     /// - Returns: what was erased and rewritten; nothing is appended when no entry is left to erase.
-    /// - Throws: ``MoodModel/MoodError`` `held_elsewhere` (a destination has a copy of an entry to erase); `EventLogError`.
+    /// - Throws: ``MoodError`` `held_elsewhere` (a destination has a copy of an entry to erase); `EventLogError`.
     @discardableResult
     public func eraseAll(
         keepingHealthKit: Bool, reason: String = "", requestedBy: String = "cli", ignoringDestinations: Bool = false

@@ -33,7 +33,7 @@ extension Ledger {
     /// An unfinished write of another process (a batch without its last record) is not read: it is not
     /// acknowledged yet.
     /// - Returns: the last sequence number now applied.
-    /// - Throws: `EventLogError` for damage met in the new records, or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` for damage met in the new records, or ``MoodError`` `corrupt_event`.
     @discardableResult
     public func refresh() throws -> UInt64 {
         try core.withLock { core in

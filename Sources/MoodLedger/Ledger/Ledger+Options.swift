@@ -39,8 +39,8 @@ extension Ledger {
         /// from the log and the query asked again (``read(_:)``). Default: 32 MiB (about 370,000 entries); `.max`
         /// checks every snapshot whole on open.
         public var checkSnapshotsWhereReadFrom = 32 << 20
-        /// Which `logged_at` instants commands accept. Default ``MoodModel/LoggedAtBounds/userInput``; the reference server
-        /// uses ``MoodModel/LoggedAtBounds/storage``.
+        /// Which `logged_at` instants commands accept. Default ``LoggedAtBounds/userInput``; the reference server
+        /// uses ``LoggedAtBounds/storage``.
         public var loggedAtBounds = LoggedAtBounds.userInput
         /// The zone whose offset an entry logged "now" gets. Default `nil`: the fixed ``utcOffsetMinutes``. The
         /// `moodledger` tool sets the machine's zone (or `--tz`).

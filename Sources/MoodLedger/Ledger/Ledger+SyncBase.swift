@@ -26,7 +26,7 @@ extension Ledger {
     ///   - before: per id, a revision: the base as it was before the destination's version at that revision or later
     ///     (what the entry was in step with before this device's own change at that revision).
     /// - Returns: a base for every id (revision 0 and no version where none is known).
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func syncBases(
         of ids: Set<EntryID>, destination: SyncDestination = .backend, before: [EntryID: UInt64] = [:]
     ) throws -> [EntryID: SyncBase] {
@@ -109,7 +109,7 @@ extension Ledger {
     /// - Parameters:
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func failingSince(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: Int64] {
         var since: [EntryID: Int64] = [:]
         guard !ids.isEmpty else { return since }

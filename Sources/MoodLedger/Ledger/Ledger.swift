@@ -48,7 +48,7 @@ public final class Ledger: Sendable {
     ///   - path: the ledger directory (created 0700 when missing, unless read-only).
     ///   - options: durability, snapshots, clock and I/O.
     /// - Returns: the open ledger; ``notices`` says what recovery did.
-    /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodModel/MoodError``
+    /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
     ///   `corrupt_event` for an undecodable event.
     public static func open(at path: String, options: Options = Options()) throws -> Ledger {
         let opened = try LedgerRecovery.open(at: path, options: options)
@@ -300,7 +300,7 @@ public final class Ledger: Sendable {
 
     /// Discards every snapshot, replays the whole log into fresh projections and writes a new snapshot.
     /// - Returns: how many events were replayed.
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     @discardableResult
     public func rebuild() throws -> UInt64 {
         try core.withLock { core in

@@ -4,7 +4,7 @@ import EventLog
 /// you can see*): one field of one entry changed on both sides, or deleted on one side and changed on the other.
 public struct OpenConflict: Sendable, Equatable {
     public var entryID: EntryID
-    /// One field (``MoodModel/MergeFields/existence`` for a deletion against a change).
+    /// One field (``MergeFields/existence`` for a deletion against a change).
     public var field: MergeFields
     /// The event that recorded it, and when (ms).
     public var seq: UInt64
@@ -85,7 +85,7 @@ public struct ConflictsFold: Sendable, Equatable {
 extension Ledger {
     /// The open conflicts as of a sequence number (default: now), folded from the log (only the records of the
     /// types that open or close one are decoded).
-    /// - Throws: `EventLogError` or ``MoodModel/MoodError`` `corrupt_event`.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func conflicts(through seq: UInt64 = .max) throws -> [OpenConflict] {
         var fold = ConflictsFold()
         try eventLog.forEach(from: 1, through: min(seq, lastSeq)) { view in

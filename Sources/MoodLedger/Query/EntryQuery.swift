@@ -78,7 +78,7 @@ public struct EntryPage: Sendable, Equatable {
 
 extension LedgerState {
     /// Lists entries matching `query`, newest first, one page at a time.
-    /// - Throws: ``MoodModel/MoodError`` for a limit outside 1…100, a negative offset or `from` after `to`.
+    /// - Throws: ``MoodError`` for a limit outside 1…100, a negative offset or `from` after `to`.
     public func list(_ query: EntryQuery) throws(MoodError) -> EntryPage {
         guard MoodRules.pageSizeRange.contains(query.limit) else { throw .invalid("limit", "must be 1...100") }
         return try matches(query)
@@ -86,7 +86,7 @@ extension LedgerState {
 
     /// Every entry matching `query` from its offset on, newest first, in one pass (`limit` is not used): what
     /// paging through ``list(_:)`` to the end gives, without asking again from the newest day for every page.
-    /// - Throws: ``MoodModel/MoodError`` for a negative offset, `from` after `to` or a valence filter outside −1…1.
+    /// - Throws: ``MoodError`` for a negative offset, `from` after `to` or a valence filter outside −1…1.
     public func listAll(_ query: EntryQuery) throws(MoodError) -> EntryPage {
         var all = query
         all.limit = .max

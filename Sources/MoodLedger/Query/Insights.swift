@@ -69,7 +69,7 @@ extension Int64 {
 
 extension LedgerState {
     /// Insights over `from...to` (local dates, inclusive).
-    /// - Throws: ``MoodModel/MoodError`` `invalid_input` when `from` is after `to`.
+    /// - Throws: ``MoodError`` `invalid_input` when `from` is after `to`.
     ///
     /// Long because one pass over the period's days fills every bucket (weekdays, times of day, words) at once.
     public func insights(from: LocalDate, to: LocalDate) throws(MoodError) -> InsightsReport {
