@@ -301,6 +301,18 @@ public enum Socket {
         return count == 0 || (count < 0 && errno == ECONNRESET)
     }
 
+    /// Whether nothing is waiting on a connection now: no byte to read, no end of stream, no error. A peek that does
+    /// not wait. A pooled client connection is reused only when it is quiet: a byte that arrived unasked (a stray
+    /// second answer) would otherwise be read as the next request's answer.
+    public static func isQuiet(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        while true {
+            let count = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            if count < 0, errno == EINTR { continue }
+            return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        }
+    }
+
     /// Ends both directions of a connection (the descriptor stays open until ``close(_:)``).
     public static func shutdown(_ fd: Int32) { _ = LibC.shutdown(fd, LibC.shutBoth) }
 

@@ -34,7 +34,8 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         }
         var hostPart = authority
         var portText: Substring?
-        if authority.hasPrefix("[") {
+        let bracketed = authority.hasPrefix("[")
+        if bracketed {
             guard let close = authority.firstIndex(of: "]") else {
                 throw MoodError.invalid("url", "has an unclosed IPv6 bracket")
             }
@@ -49,7 +50,14 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
             hostPart = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
         }
-        guard !hostPart.isEmpty, hostPart.allSatisfy({ $0.isLetter || $0.isNumber || "-._:".contains($0) }) else {
+        guard !hostPart.isEmpty else { throw MoodError.invalid("url", "needs a host name or address") }
+        // ASCII only: a host that looks like another in Unicode (a Cyrillic "а" for a Latin "a") is refused rather
+        // than sent as it is; an internationalised name is given in its punycode form (xn--…).
+        guard hostPart.unicodeScalars.allSatisfy({ $0.isASCII }) else {
+            throw MoodError.invalid("url", "the host must be ASCII (write an internationalised name as xn--…)")
+        }
+        guard hostPart.allSatisfy({ $0.isLetter || $0.isNumber || "-._".contains($0) || ($0 == ":" && bracketed) })
+        else {
             throw MoodError.invalid("url", "needs a host name or address")
         }
         host = String(hostPart)
@@ -77,6 +85,9 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The canonical text: `http[s]://host:port[/prefix]`.
     public var description: String { "\(secure ? "https" : "http")://\(authority)\(prefix)" }
+
+    /// The `Host` header's value (RFC 9112 §3.2, RFC 3986 §3.2.2): `host:port`, an IPv6 address in brackets.
+    public var hostHeader: String { authority }
 
     /// `host:port`, an IPv6 host in brackets.
     public var authority: String {

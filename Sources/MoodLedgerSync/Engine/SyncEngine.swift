@@ -402,7 +402,9 @@ public final class SyncEngine: @unchecked Sendable {
 
     func currentCredentials(refresh: Bool) throws(SyncError) -> SyncCredentials {
         if !refresh, let cached = credentials.withLock({ $0 }) { return cached }
-        let loaded = try credentialSource()
+        // Whatever the provider is (the environment, a file, an app's keychain), a value that could end a header line
+        // is refused before any request carries it.
+        let loaded = try credentialSource().checkedForHeaders(names: ("the API key", "the token"))
         credentials.withLock { $0 = loaded }
         return loaded
     }

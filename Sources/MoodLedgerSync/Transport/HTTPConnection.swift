@@ -225,10 +225,14 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         return response
     }
 
-    /// Whether the server closed the connection (end of stream) before the read timeout.
+    /// Whether the connection may carry another request now: the last response ended exactly where the bytes read
+    /// ended, and nothing has arrived since — no stray byte, no end of stream, no error (a peek that does not wait).
+    public var quietForReuse: Bool { reusable && start == buffer.count && Socket.isQuiet(fd) }
+
     /// Whether the peer has closed the connection, without waiting: a peek at what is there now.
     package func closedByPeerWithoutWaiting() -> Bool { Socket.peerClosed(fd) }
 
+    /// Whether the server closed the connection (end of stream) before the read timeout.
     public func closedByPeer() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 1024)
         while true {

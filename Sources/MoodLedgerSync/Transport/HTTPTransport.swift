@@ -54,7 +54,13 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         // A pooled connection the server has since closed fails before any answer; one fresh retry is safe because
         // every write carries its Idempotency-Key.
         for attempt in 0..<2 {
-            let pooled = attempt == 0 ? pool.withLock { $0.popLast() } : nil
+            var pooled = attempt == 0 ? pool.withLock { $0.popLast() } : nil
+            // A pooled connection is reused only when it is quiet: bytes that arrived since its last answer (a stray
+            // second response) or its end mean it is discarded, so no answer is ever read as another request's.
+            while let candidate = pooled, !candidate.quietForReuse {
+                candidate.close()
+                pooled = pool.withLock { $0.popLast() }
+            }
             let connection: HTTPConnection
             if let pooled {
                 connection = pooled
@@ -92,7 +98,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     }
 
     private func encode(_ request: SyncRequest, credentials: SyncCredentials) -> [UInt8] {
-        var head = "\(request.method) \(url.prefix)\(request.path) HTTP/1.1\r\nHost: \(url.host):\(url.port)\r\n"
+        var head = "\(request.method) \(url.prefix)\(request.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\n"
         head += "User-Agent: moodledger-sync\r\nAccept: application/json\r\n"
         for (name, value) in credentials.headers { head += "\(name): \(value)\r\n" }
         if let key = request.idempotencyKey { head += "Idempotency-Key: \(key)\r\n" }

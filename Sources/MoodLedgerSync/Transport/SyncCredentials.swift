@@ -41,12 +41,36 @@ public struct SyncCredentials: Sendable, Equatable {
                         throw SyncError(.config, "the credentials file \(file): \(key) must be a string")
                     }
                 }
-                return SyncCredentials(apiKey: json["api_key"]?.stringValue, token: json["token"]?.stringValue)
+                return try SyncCredentials(apiKey: json["api_key"]?.stringValue, token: json["token"]?.stringValue)
+                    .checkedForHeaders(names: ("the credentials file's api_key", "the credentials file's token"))
             }
-            return SyncCredentials(
+            return try SyncCredentials(
                 apiKey: environment["MOODLEDGER_API_KEY"].flatMap { $0.isEmpty ? nil : $0 },
-                token: environment["MOODLEDGER_TOKEN"].flatMap { $0.isEmpty ? nil : $0 })
+                token: environment["MOODLEDGER_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+            ).checkedForHeaders(names: ("MOODLEDGER_API_KEY", "MOODLEDGER_TOKEN"))
         }
+    }
+
+    /// Whether both values can stand in a header: visible ASCII and spaces only, so no CR, LF or other control
+    /// character can end a header line and start another (RFC 9110 §5.5).
+    public var headerSafe: Bool {
+        [apiKey, token].allSatisfy { value in
+            value?.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F } ?? true
+        }
+    }
+
+    /// Refuses credentials that cannot stand in a header, naming the variable or the file's field, never the value.
+    /// - Throws: ``SyncError`` `config`.
+    func checkedForHeaders(names: (apiKey: String, token: String)) throws(SyncError) -> SyncCredentials {
+        for (name, value) in [(names.apiKey, apiKey), (names.token, token)] {
+            if let value, !value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) {
+                throw SyncError(
+                    .config,
+                    "\(name) holds a control or non-ASCII character (a line break, for one), which no HTTP header "
+                        + "may carry")
+            }
+        }
+        return self
     }
 
     /// The request headers.
