@@ -268,7 +268,8 @@ public enum CLI {
                 // A snapshot piece found damaged after open: the answer came from the log; say so.
                 for notice in context.opened.laterNotices { console.error("moodledger: notice: \(notice)") }
             }
-            return try spec.run(&context)
+            let code = try spec.run(&context)
+            return outputChecked(code, console: console, command: name, wrote: context.opened.wrote)
         } catch var error as UsageError {
             // Every hint names the command's own help; an unknown option gets a did-you-mean.
             if error.message == "unknown option --json" {
@@ -289,6 +290,22 @@ public enum CLI {
             console.error("moodledger \(name): \(failure.message)" + (failure.hint.map { " (hint: \($0))" } ?? ""))
             return failure.code
         }
+    }
+
+    /// A command's exit code once its data output is known to be whole or not. A command that opened the ledger for
+    /// writing and succeeded keeps its code: what it committed stays committed, and a non-zero code would tell a
+    /// script to retry it (a duplicate). A command that changed nothing exits 74 when its output could not be
+    /// written, or 141 silently for a closed pipe (`moodledger list | head -1`), as a process killed by `SIGPIPE`.
+    static func outputChecked(_ code: Int32, console: Console, command: String, wrote: Bool) -> Int32 {
+        guard let error = console.outputError else { return code }
+        if wrote && code == ExitCode.ok {
+            console.error(
+                "moodledger \(command): notice: the output could not be written (\(error)); the change was kept")
+            return code
+        }
+        if error == .brokenPipe { return code == ExitCode.ok ? 141 : code }
+        console.error("moodledger \(command): cannot write the output (\(error))")
+        return code == ExitCode.ok ? ExitCode.ioError : code
     }
 
     /// The ledger options the tool uses: a snapshot on close only once 1,000 events are uncovered, since every

@@ -37,6 +37,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The process (`EMFILE`) or the system (`ENFILE`) has no descriptor left.
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
     public static let tooManyOpenFilesInSystem = Errno(rawValue: ENFILE)
+    /// The reading end of a pipe or socket is gone (`EPIPE`).
+    public static let brokenPipe = Errno(rawValue: EPIPE)
     /// A peer reset the connection.
     public static let connectionReset = Errno(rawValue: ECONNRESET)
 

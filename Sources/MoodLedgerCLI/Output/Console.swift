@@ -1,21 +1,42 @@
 import Foundation
 import Platform
+import Synchronization
 
 /// Where a command's output goes: data to `out`, diagnostics to `err`. Tests capture both in memory.
+///
+/// A write that fails (a full disk or a closed pipe behind a redirect) never stops the process: the text is dropped
+/// and the first failure of the data stream is kept, so the command decides what it means (`Specs/cli.md`, *Output
+/// that cannot be written*).
 // @unchecked Sendable: the writers and flags are set once in init and never change; the writers themselves must be
-// safe to call from any thread (FileHandle's are; the tests' captures lock).
+// safe to call from any thread (StandardStream's are; the tests' captures lock); the failure is under a Mutex.
 public final class Console: @unchecked Sendable {
-    private let writeOut: (String) -> Void
-    private let writeErr: (String) -> Void
+    private let writeOut: (String) -> Errno?
+    private let writeErr: (String) -> Errno?
+    private let outFailure = Mutex<Errno?>(nil)
     /// Whether stderr is a terminal (progress is shown only then).
     public let errIsTerminal: Bool
     /// Whether stdout is a terminal and colour is allowed (`NO_COLOR` unset).
     public let color: Bool
 
-    /// Creates a console from two writers.
-    public init(
+    /// Creates a console from two writers that cannot fail (captures in memory).
+    public convenience init(
         out: @escaping (String) -> Void, err: @escaping (String) -> Void, errIsTerminal: Bool = false,
         color: Bool = false
+    ) {
+        self.init(
+            fallibleOut: {
+                out($0); return nil
+            },
+            err: {
+                err($0); return nil
+            }, errIsTerminal: errIsTerminal,
+            color: color)
+    }
+
+    /// Creates a console from two writers that answer the error of a write that failed (`nil`: written).
+    public init(
+        fallibleOut out: @escaping (String) -> Errno?, err: @escaping (String) -> Errno?,
+        errIsTerminal: Bool = false, color: Bool = false
     ) {
         writeOut = out
         writeErr = err
@@ -23,24 +44,29 @@ public final class Console: @unchecked Sendable {
         self.color = color
     }
 
-    /// The process's stdout and stderr.
+    /// The process's stdout and stderr, written with `write(2)`: a failed write is dropped, never a trap.
     public static func standard(environment: [String: String]) -> Console {
         Console(
-            out: { FileHandle.standardOutput.write(Data($0.utf8)) },
-            err: { FileHandle.standardError.write(Data($0.utf8)) },
+            fallibleOut: { StandardStream.output.write($0) ? nil : StandardStream.output.lastError },
+            err: { StandardStream.error.write($0) ? nil : StandardStream.error.lastError },
             errIsTerminal: SystemIO.isTerminal(2),
             color: SystemIO.isTerminal(1) && environment["NO_COLOR"].map(\.isEmpty) ?? true)
     }
 
-    /// Writes a line of data.
-    public func line(_ text: String = "") { writeOut(text + "\n") }
+    /// The first error a write of data (stdout) met, if any: that output is incomplete.
+    public var outputError: Errno? { outFailure.withLock { $0 } }
 
-    /// Writes a diagnostic line.
-    public func error(_ text: String, terminator: String = "\n") { writeErr(text + terminator) }
+    /// Writes a line of data.
+    public func line(_ text: String = "") {
+        if let error = writeOut(text + "\n") { outFailure.withLock { if $0 == nil { $0 = error } } }
+    }
+
+    /// Writes a diagnostic line (one that cannot be written is dropped).
+    public func error(_ text: String, terminator: String = "\n") { _ = writeErr(text + terminator) }
     /// Shows progress on stderr, only when it is a terminal.
-    public func progress(_ text: String) { if errIsTerminal { writeErr("\r" + text) } }
+    public func progress(_ text: String) { if errIsTerminal { _ = writeErr("\r" + text) } }
     /// Ends a progress line.
-    public func progressDone() { if errIsTerminal { writeErr("\r\u{1B}[K") } }
+    public func progressDone() { if errIsTerminal { _ = writeErr("\r\u{1B}[K") } }
 }
 
 /// Captures output in memory (tests, and the in-process CLI).
