@@ -44,10 +44,10 @@ public final class MoodServer: Sendable {
         public var rememberedSignIns = 131_072
         /// The ledgers' file-system calls. Default: the system's (tests inject faults here).
         public var io: any PlatformIO = SystemIO()
-        /// Where operator messages go. Default: standard error.
-        public var log: @Sendable (String) -> Void = {
-            FileHandle.standardError.write(Data(("moodledger serve: " + $0 + "\n").utf8))
-        }
+        /// Where operator messages go. Default: standard error, written with `write(2)`: a line that cannot be
+        /// written (a closed pipe, a full disk, a closed descriptor) is dropped and counted
+        /// (``StandardStream/failedWrites``), and the server goes on.
+        public var log: @Sendable (String) -> Void = { StandardStream.error.write("moodledger serve: " + $0 + "\n") }
 
         public init(dataDirectory: String) { self.dataDirectory = dataDirectory }
     }
@@ -336,6 +336,11 @@ public final class MoodServer: Sendable {
         if response.status >= 500 {
             let reason = (error as? APIFailure).map { String(decoding: $0.response.body, as: UTF8.self) } ?? "\(error)"
             configuration.log("\(user): answered \(response.status): \(reason)")
+        }
+        // A write that failed (ENOSPC, EIO) leaves the log refusing writes until it is reopened: drop the ledger, so
+        // the next request reopens it from disk (and succeeds once space is back), as a failed sync does.
+        if let failure = error as? EventLogError, failure.code == .io || failure.code == .failedState {
+            drop(user, because: "a write failed")
         }
         return response
     }

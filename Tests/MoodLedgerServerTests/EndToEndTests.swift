@@ -285,3 +285,33 @@ struct ServerLockTests {
         second.close()
     }
 }
+
+@Suite("A log line that cannot be written", .serialized)
+struct UnwritableLogTests {
+    @Test("serve with stderr on /dev/full or a closed pipe: the lines are dropped, every request is still answered")
+    func serverOutlivesItsLog() throws {
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let closedPipe = Pipe()
+        try closedPipe.fileHandleForReading.close()
+        for (name, stderr) in [("/dev/full", full as Any), ("a closed pipe", closedPipe as Any)] {
+            let dir = TemporaryDirectory("serve-unwritable-log")
+            let data = dir.sub("data")
+            let alice = try LiveAccountTests.credentials("alice", data: data)
+            let (server, port) = try ServeProcess.start(data, stderr: stderr)
+            defer { ServeProcess.stop(server) }
+            #expect(
+                try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: alice, json: #"{"valence":0.4}"#)
+                    .status == 201)
+            // Erasing an open account makes the server log "account alice is gone" on the next request.
+            #expect(try Tool.run(["serve", "user", "erase", "alice", "--data", data, "--yes"]).code == 0)
+            #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: alice).status == 401)
+            let bob = try LiveAccountTests.credentials("bob", data: data)
+            for _ in 0..<3 {
+                #expect(
+                    try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: bob, json: #"{"valence":0.2}"#)
+                        .status == 201, "with stderr on \(name)")
+            }
+            #expect(server.isRunning, "with stderr on \(name)")
+        }
+    }
+}

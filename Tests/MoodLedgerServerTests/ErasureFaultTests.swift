@@ -69,3 +69,30 @@ struct ErasureFaultTests {
             "\(lines.value.withLock { $0 })")
     }
 }
+
+/// A write that fails with `ENOSPC` leaves the user's log refusing writes until it is reopened: the server drops the
+/// ledger, and the next request, once there is space again, reopens it and succeeds — no restart needed.
+@Suite("A full disk, then space again", .serialized)
+struct FullDiskTests {
+    @Test("One POST meets ENOSPC (500, nothing acknowledged); the next POSTs are 201 without a restart")
+    func writesResumeOnceSpaceIsBack() throws {
+        let io = FaultInjectingIO()
+        let lines = ErasureFaultTests.Lines()
+        let h = try ServerHarness {
+            $0.io = io
+            $0.log = { line in lines.value.withLock { $0.append(line) } }
+        }
+        defer { h.stop() }
+        #expect(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.1}"#).status == 201)
+        io.plan.withLock { $0.failNextWrite = .noSpace }
+        let failed = try h.request("POST", "/api/v1/mood", json: #"{"valence":0.2}"#)
+        #expect(failed.status == 500 || failed.status == 507, "\(failed.status)")
+        for valence in [0.3, 0.4] {
+            let next = try h.request("POST", "/api/v1/mood", json: #"{"valence":\#(valence)}"#)
+            #expect(next.status == 201, "writes resume once space is back: \(next.status) \(next.text)")
+        }
+        let list = try h.request("GET", "/api/v1/mood?from=2000-01-01&to=2100-01-01")
+        #expect(list.data["entries"]?.arrayValue?.count == 3, "\(list.text)")
+        #expect(lines.value.withLock { $0.contains { $0.contains("a write failed") } }, "the drop is logged")
+    }
+}

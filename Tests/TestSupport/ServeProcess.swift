@@ -14,9 +14,11 @@ public enum ServeProcess {
     }
 
     /// Starts `moodledger serve --data DATA --port PORT` with the rate limits off and `options` after them; returns
-    /// the process and its port once it listens (its standard error discarded).
+    /// the process and its port once it listens (its standard error `stderr`, discarded by default).
     /// - Throws: `EADDRNOTAVAIL` when it did not say where it listens.
-    public static func start(_ data: String, port: UInt16 = 0, options: [String] = []) throws -> (Process, UInt16) {
+    public static func start(
+        _ data: String, port: UInt16 = 0, options: [String] = [], stderr: Any = FileHandle.nullDevice
+    ) throws -> (Process, UInt16) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Repository.executable("moodledger"))
         process.arguments =
@@ -26,7 +28,7 @@ public enum ServeProcess {
             ] + options
         let pipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = stderr
         try process.run()
         let text = firstLine(of: pipe)
         guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
