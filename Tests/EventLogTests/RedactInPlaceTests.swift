@@ -237,6 +237,39 @@ struct RedactInPlaceTests {
         done.wait()
     }
 
+    @Test("A journal whose record headers disagree with the log's: verify and the open give one verdict, damage")
+    func verifyAgreesWithOpen() throws {
+        let dir = TemporaryDirectory()
+        _ = try makeLog(at: dir.path, count: 12, payloadSize: { 10 + $0 })
+        let (log, _) = try readPayloads(dir.path)
+        var patches: [(offset: Int64, bytes: [UInt8])] = []
+        try log.forEach(from: 1) { view in
+            if let payload = Self.zeroed(view) {
+                // A whole, valid record — but its recorded_at is not the one of the record at its offset.
+                patches.append(
+                    (
+                        view.offset,
+                        LogFormat.encodeRecord(
+                            seq: view.seq, type: view.type, recordedAt: view.recordedAt + 1, payload: payload)
+                    ))
+            }
+            return true
+        }
+        let fileID = log.fileID
+        log.close()
+        Bytes.write(EventLog.encodeRedo(fileID: fileID, patches), to: dir.sub(EventLog.redoFileName))
+        let original = Bytes.read(dir.sub("events.log"))
+        let report = try EventLog.verify(directory: dir.path)
+        #expect(!report.ok && report.unfinishedRedaction == nil, "\(report)")
+        #expect(report.problems.contains { $0.problem.contains("not the record at its offset") }, "\(report.problems)")
+        #expect {
+            try EventLog.open(directory: dir.path)
+        } throws: { error in
+            (error as? EventLogError)?.code == .corrupted && "\(error)".contains("not the record at its offset")
+        }
+        #expect(Bytes.read(dir.sub("events.log")) == original)
+    }
+
     @Test("A journal that does not fit the log is refused as damage, naming it; the log is untouched")
     func foreignJournal() throws {
         let dir = TemporaryDirectory()

@@ -20,18 +20,19 @@ extension EventLog {
     /// every record's seq, type, flags and recorded_at (so offsets, batches and the header checksums stay) — the
     /// erasure of a few records without copying the log (`Specs/log-format.md`, *Redacting in place*).
     ///
-    /// Crash-safe through a redo journal: the new records are written to `events.log.redo` first (atomically:
-    /// a temp file synced and renamed, the directory synced), then over the old ones, the log synced, and the journal
-    /// removed. A crash before the journal's rename changes nothing; after it, the next writable open (or a reader
-    /// that can take the writer lock) writes the journal's records again — the same bytes — and removes it.
+    /// Crash-safe through a redo journal: `beforeWriting` runs first (an erasure removes the snapshots that hold what
+    /// is redacted), then the new records are written to `events.log.redo` (atomically: a temp file synced and
+    /// renamed, the directory synced), then over the old ones, the log synced, and the journal removed. A crash
+    /// before the journal's rename changes no record; after it, the next writable open (or a reader that can take the
+    /// writer lock) writes the journal's records again — the same bytes — and removes it.
     ///
     /// - Parameters:
     ///   - maximumBytes: the most bytes of new records to write in place; past it nothing is written and the result
     ///     is `nil` (rewrite the file instead: ``rewritePayloads(_:)``). At most 64 MiB less the journal's framing.
     ///   - transform: the new payload of a record — exactly as long as its old one — or `nil` to keep it.
-    ///   - beforeWriting: called with the lowest seq about to change once the journal is durable, before any record
-    ///     changes (callers remove the caches that hold what is being redacted); what it throws stops the
-    ///     redaction, the journal removed and nothing changed.
+    ///   - beforeWriting: called with the lowest seq about to change, before the journal is written (callers remove
+    ///     the caches that hold what is being redacted, so that no crash can leave them beside a finished journal);
+    ///     what it throws stops the redaction before any journal or record is written.
     /// - Returns: how many records changed and the bytes written (journal and records); `nil` past `maximumBytes`.
     /// - Throws: ``EventLogError`` `invalidArgument` (a payload of another length; nothing written), `notWritable`,
     ///   the failure that put the log in the failed state, `io` (before the journal is durable nothing changed;
@@ -83,16 +84,11 @@ extension EventLog {
             where name.hasPrefix(Self.redoFileName + ".tmp-") {
                 try? io.remove(directory + "/" + name)
             }
+            // What must not outlive the old records goes first: once the journal exists, any open finishes it.
+            try beforeWriting(first.seq)
             let journal = Self.encodeRedo(fileID: fileID, patches.map { ($0.offset, $0.bytes) })
             let journalPath = directory + "/" + Self.redoFileName
             try AtomicFile.write(journal, to: journalPath, io: io)
-            do {
-                try beforeWriting(first.seq)
-            } catch {
-                try? io.remove(journalPath)
-                try? io.syncDirectory(directory)
-                throw error
-            }
             // From here records change on disk: a failure leaves the log failed and the journal for the next open.
             state.redactions += 1
             do {
@@ -145,11 +141,33 @@ extension EventLog {
         directory: String, fd: Int32, fileID: [UInt8], maxPayload: Int, io: any PlatformIO
     ) throws -> Int {
         let journalPath = directory + "/" + redoFileName
+        guard
+            let patches = try applicableRedo(
+                directory: directory, fd: fd, fileID: fileID, maxPayload: maxPayload, io: io)
+        else { return 0 }
+        try wrapIO("cannot write the journal's records into the log") { try writePatches(patches, fd: fd, io: io) }
+        try wrapIO("cannot remove \(journalPath)") {
+            try io.remove(journalPath)
+            try io.syncDirectory(directory)
+        }
+        return patches.count
+    }
+
+    /// The patches of the redo journal beside the log if it may be written into it, `nil` when there is none: the one
+    /// decision that an open, `repair` and `verify` share. Applicable means that it decodes (``decodeRedo``) and that
+    /// each patch's header fields (bytes 4..<32: header checksum, length, type, flags, seq, recorded_at) equal
+    /// those of the record at its offset in the log.
+    /// - Throws: ``EventLogError`` `corrupted` naming the journal (and the patch's offset) when it is not applicable;
+    ///   `io`.
+    static func applicableRedo(
+        directory: String, fd: Int32, fileID: [UInt8], maxPayload: Int, io: any PlatformIO
+    ) throws -> [(offset: Int64, bytes: [UInt8])]? {
+        let journalPath = directory + "/" + redoFileName
         let journal: [UInt8]
         do {
             journal = try AtomicFile.read(journalPath, limit: redoLimit, io: io)
         } catch let error as EventLogError where error.code == .notFound {
-            return 0
+            return nil
         }
         let size = try wrapIO("cannot stat the log") { try io.size(fd) }
         let patches = try decodeRedo(journal, fileID: fileID, maxPayload: maxPayload, logSize: size, path: journalPath)
@@ -164,12 +182,34 @@ extension EventLog {
                     offset: patch.offset)
             }
         }
-        try wrapIO("cannot write the journal's records into the log") { try writePatches(patches, fd: fd, io: io) }
-        try wrapIO("cannot remove \(journalPath)") {
-            try io.remove(journalPath)
-            try io.syncDirectory(directory)
+        return patches
+    }
+
+    /// The lowest seq the redo journal beside the log would write, or `nil` when there is none or it cannot be read
+    /// as a journal (the log's open then refuses it). A ledger's open asks before it reads a snapshot: a snapshot
+    /// from that seq on may hold what the journal redacts, and is neither used nor kept.
+    public static func unfinishedRedactionFirstSeq(directory: String, io: any PlatformIO) -> UInt64? {
+        let journalPath = directory + "/" + redoFileName
+        guard io.exists(journalPath), let journal = try? AtomicFile.read(journalPath, limit: redoLimit, io: io),
+            journal.count >= redoHeaderSize + 4, Array(journal[0..<8]) == redoMagic
+        else { return nil }
+        return journal.withUnsafeBytes { bytes -> UInt64? in
+            let end = bytes.count - 4
+            guard bytes.u32(end) == CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<end])))
+            else { return nil }
+            var lowest: UInt64?
+            var at = redoHeaderSize
+            for _ in 0..<Int(bytes.u32(24)) {
+                guard end - at >= redoPatchHeaderSize else { return lowest }
+                let length = Int(bytes.u32(at + 8))
+                at += redoPatchHeaderSize
+                guard length >= LogFormat.recordHeaderSize, length <= end - at else { return lowest }
+                let seq = bytes.u64(at + 16)
+                lowest = min(lowest ?? seq, seq)
+                at += length
+            }
+            return lowest
         }
-        return patches.count
     }
 
     /// The patches of a redo journal, every length checked against the journal's own size and the log's before use.

@@ -78,10 +78,13 @@ extension EventLog {
         let journalPath = directory + "/" + redoFileName
         if io.exists(journalPath), let header = survey.header {
             do {
-                let journal = try AtomicFile.read(journalPath, limit: redoLimit, io: io)
-                let patches = try decodeRedo(
-                    journal, fileID: header.fileID, maxPayload: Int(header.maxPayload), logSize: survey.size,
-                    path: journalPath)
+                // The open's own decision: a journal an open would refuse is damage here too.
+                let fd = try wrapIO("cannot open \(path)") { try io.open(path, .readOnly) }
+                defer { io.close(fd) }
+                let patches =
+                    try applicableRedo(
+                        directory: directory, fd: fd, fileID: header.fileID, maxPayload: Int(header.maxPayload), io: io)
+                    ?? []
                 let offsets = Set(patches.map(\.offset))
                 problems.removeAll { offsets.contains($0.offset) }
                 if let first = patches.first {

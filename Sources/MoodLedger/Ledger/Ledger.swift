@@ -71,6 +71,15 @@ public final class Ledger: Sendable {
                 current.pendingErasures[.none] != nil
                 ? "every entry" : "\(count) entr\(count == 1 ? "y" : "ies")"
             if options.readOnly {
+                // A crash interrupted an erasure and no writer has opened since: the records still hold what the user
+                // was told is gone, so a reader finishes it as a writer's open would when the writer lock is free
+                // (never waiting for it), then reads the finished ledger. A writer at work finishes it itself.
+                if try finishErasuresAsWriter(at: path, options: options) {
+                    log.close()
+                    var again = options
+                    again.lockWaitMilliseconds = 0
+                    return try open(at: path, options: again)
+                }
                 notices.append(
                     "an erasure of \(what) is incomplete: open the ledger for writing (any writing command) to finish it"
                 )
@@ -97,6 +106,23 @@ public final class Ledger: Sendable {
             ledger.leaveSnapshotIfFree()
         }
         return ledger
+    }
+
+    /// Opens the ledger for writing without waiting for the lock — which finishes its pending erasures — and closes
+    /// it. - Returns: whether it did; `false` when another writer holds the lock or the directory cannot be written.
+    private static func finishErasuresAsWriter(at path: String, options: Options) throws -> Bool {
+        var writing = options
+        writing.readOnly = false
+        writing.createIfMissing = false
+        writing.lockWaitMilliseconds = 0
+        let writer: Ledger
+        do { writer = try open(at: path, options: writing) } catch let error as EventLogError
+            where [.locked, .notWritable, .io].contains(error.code)
+        {
+            return false
+        }
+        writer.close()
+        return writer.core.withLock { $0.state.pendingErasures.isEmpty }
     }
 
     /// After a long replay by a read-only open: writes the snapshot a writer would have left, if no writer holds the

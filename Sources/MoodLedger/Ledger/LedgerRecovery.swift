@@ -30,7 +30,12 @@ enum LedgerRecovery {
         configuration.access = options.readOnly ? .readOnly : .readWrite
         configuration.createIfMissing = options.createIfMissing && !options.readOnly
         configuration.lockWaitMilliseconds = options.lockWaitMilliseconds
-        let candidates = options.useSnapshots ? store.list() : []
+        // An in-place redaction a crash interrupted: snapshots from its first record on may hold what it redacts.
+        // They are never read, and are removed once the open has finished the journal (`Specs/erasure.md`).
+        let redactedFrom = EventLog.unfinishedRedactionFirstSeq(directory: path, io: options.io)
+        let candidates = (options.useSnapshots ? store.list() : []).filter { seq in
+            redactedFrom.map { seq < $0 } ?? true
+        }
 
         // The newest snapshot that is intact on its own; its covered record becomes the log's checkpoint.
         var loaded: SnapshotImage?
@@ -58,6 +63,15 @@ enum LedgerRecovery {
                 pipelineThreshold: options.parallelReplayThreshold)
         } else {
             log = try EventLog.open(directory: path, configuration: configuration)
+        }
+        if let first = redactedFrom {
+            // The journal is finished (the open wrote it, or waited for the writer that did): no file may still hold
+            // the redacted data. A writer must remove them; a reader removes them if the directory lets it.
+            if options.readOnly {
+                try? store.remove(coveringFrom: first)
+            } else {
+                try store.remove(coveringFrom: first)
+            }
         }
         if let notice = log.recoveryNotice { notices.append(notice.description) }
         if let missing = log.missingSeqs {
