@@ -220,6 +220,54 @@ struct SharedSourceIDTests {
     }
 }
 
+extension SharedSourceIDTests {
+    @Test("A pulled change to the entry that holds a shared source id keeps it (live == replay == snapshot + tail)")
+    func upsertKeepsTheHoldersSourceID() throws {
+        let dir = TemporaryDirectory("shared-source-upsert")
+        let log = try EventLog.open(directory: dir.path)
+        var entries: [MoodEntry] = []
+        for i in 0..<2 {
+            let entry = MoodEntry(
+                id: EntryID(high: 0x1000_0000_0000_4000 + UInt64(i), low: 0x8000_0000_0000_0001),
+                loggedAt: LoggedAt(milliseconds: 1_740_000_000_000 + Int64(i) * 60_000),
+                kind: .momentaryEmotion, valence: 0.1, enteredScore: nil, tags: [], notes: nil,
+                source: .import, sourceID: "daylio:dup")
+            entries.append(entry)
+            try log.append([
+                PendingRecord(
+                    type: EventType.created.rawValue,
+                    payload: EventCodec.encode(.created(entry), commandID: EntryID.random()),
+                    recordedAt: 1_740_000_000_000_000 + Int64(i) * 1_000_000)
+            ])
+        }
+        log.close()
+        let ledger = try Ledger.open(at: dir.path)
+        var changed = entries[0]
+        changed.valence = 0.5
+        changed.sourceID = nil
+        try ledger.applyRemote(
+            RemoteChange(origin: .backend, remoteID: "r-0", entry: changed, entryID: entries[0].id, revision: 2))
+        var pulledBack = entries[1]
+        pulledBack.valence = -0.5
+        try ledger.applyRemote(
+            RemoteChange(origin: .backend, remoteID: "r-1", entry: pulledBack, entryID: entries[1].id, revision: 3))
+        let live = ledger.state
+        #expect(live.entries[entries[0].id]?.sourceID == "daylio:dup", "the first holder keeps its source id")
+        #expect(live.entries[entries[1].id]?.sourceID == "daylio:dup", "an existing entry keeps its own")
+        #expect(live.entries.entry(source: .import, sourceID: "daylio:dup")?.id == entries[0].id)
+        _ = try ledger.snapshot()
+        ledger.close()
+        var cold = Ledger.Options()
+        cold.useSnapshots = false
+        let replayed = try Ledger.open(at: dir.path, options: cold)
+        #expect(replayed.state.entries == live.entries, "full replay == live")
+        replayed.close()
+        let warm = try Ledger.open(at: dir.path)
+        #expect(warm.state.entries == live.entries, "snapshot + tail == live")
+        warm.close()
+    }
+}
+
 /// `Specs/vectors/strict-decoding.json`: one payload per rule of *Strict decoding* in `Specs/events.md`, read by
 /// this test, so the decoder and the page are one thing.
 @Suite("Strict decoding vectors")

@@ -386,10 +386,13 @@ public struct EntriesState: Sendable, Equatable {
             incoming.createdAt = time
         }
         incoming.updatedAt = time
-        if let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
+        // A new entry does not take a source id another entry holds (the index stays unique). An entry that exists
+        // keeps its own, always: it was checked when it got it, and asking the index after removing the entry would
+        // name another entry sharing the pair (a crafted log) and take it from its first holder.
+        if before == nil, let key = incoming.sourceID.map({ SourceKey(source: incoming.source, sourceID: $0) }),
             let other = holder(of: key), other != incoming.id
         {
-            incoming.sourceID = nil  // another entry owns that source id; keep the index unique
+            incoming.sourceID = nil
         }
         insert(incoming)
         change.keep(EntryChange(before: before, after: incoming))
