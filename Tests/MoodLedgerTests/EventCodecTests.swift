@@ -240,7 +240,21 @@ struct EventCodecTests {
                 .ledgerErased(Erasure(reason: "moving on", requestedBy: "cli", complete: true, keepsHealthKit: true))
             ),
             ("redacted_created", .redacted(id, Redaction(type: .created))),
-            ("redacted_sync_failed", .redacted(id, Redaction(type: .syncFailed, destination: .healthkit)))
+            ("redacted_sync_failed", .redacted(id, Redaction(type: .syncFailed, destination: .healthkit))),
+            // JSON rendering: capability and field names are listed in bit order, `[]` when there are none.
+            (
+                "remote_configured_no_capabilities",
+                .remoteConfigured(
+                    RemoteConfig(url: "https://example.org/api", dialect: .wellness, capabilities: [], source: .set))
+            ),
+            (
+                "remote_configured_every_capability",
+                .remoteConfigured(
+                    RemoteConfig(
+                        url: "http://[::1]:8080", dialect: .moodAPI,
+                        capabilities: [.batch, .delete, .changes, .extensions, .update, .revisions], source: .probed))
+            ),
+            ("conflict_resolved_fields_in_bit_order", .conflictResolved(id, [.tags, .existence, .mood, .notes], .here))
         ]
     }
 
