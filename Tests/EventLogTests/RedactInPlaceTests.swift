@@ -194,11 +194,17 @@ struct RedactInPlaceTests {
         journal.removeLast(4)
         journal.appendLittleEndian(CRC32C.mask(CRC32C.checksum(journal)))
         Bytes.write(journal, to: other.sub(EventLog.redoFileName))
+        // 0600, as the writer makes every journal.
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o600], ofItemAtPath: other.sub(EventLog.redoFileName))
         let refused = try EventLog.repair(directory: other.path, mode: .salvage)
         #expect(refused.problems.first?.problem.contains("kept as") == true, "\(refused.problems)")
         #expect(!FileManager.default.fileExists(atPath: other.sub(EventLog.redoFileName)))
         let names = try FileManager.default.contentsOfDirectory(atPath: other.path)
-        #expect(names.contains { $0.hasPrefix(EventLog.redoFileName + ".broken-") })
+        let aside = try #require(names.first { $0.hasPrefix(EventLog.redoFileName + ".broken-") })
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: other.sub(aside))[.posixPermissions] as? Int == 0o600,
+            "kept aside 0600, like every file of a ledger directory")
         let reopened = try EventLog.open(directory: other.path)
         #expect(try reopened.records().count == 12, "the log itself opens again")
         reopened.close()
