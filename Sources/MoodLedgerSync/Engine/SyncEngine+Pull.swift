@@ -38,6 +38,10 @@ extension SyncEngine {
             case .page(let fetched):
                 page = fetched
             }
+            if let refusal = Self.refusal(of: page, cursor: cursor) {
+                report.pullError = "pull: " + refusal + ": the page is refused, nothing of it applied"
+                return
+            }
             if page.revision < cursor {
                 if wentBack {
                     report.pullError =
@@ -110,7 +114,8 @@ extension SyncEngine {
                         guard
                             let event = try Self.decide(
                                 change, in: state, bases: bases,
-                                lostBase: replacing[change.id].flatMap { _ in priorBases[change.id] })
+                                lostBase: replacing[change.id].flatMap { _ in priorBases[change.id] },
+                                feedRevision: page.revision)
                         else { continue }
                         if case .remoteApplied(let remote) = event, remote.conflict { conflicts += 1 }
                         if case .syncMerged(let merge) = event {
@@ -160,14 +165,16 @@ extension SyncEngine {
     /// `lostBase`: the change says it replaced this device's own edit at the revision this device holds, and this
     /// is the base before that edit: the change is recorded as a merge whose result is the server's version, so the
     /// conflict (this device's values lost) is listed here too.
+    /// `feedRevision`: the page's own revision. A record's revision above it is impossible (an answer's `ETag` said
+    /// more than the server ever reached): it is not trusted to mean "already applied".
     static func decide(
         _ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:],
-        lostBase: SyncBase? = nil
+        lostBase: SyncBase? = nil, feedRevision: UInt64 = .max
     )
         throws(MoodError) -> MoodEvent?
     {
         let record = state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))
-        if let record, record.revision >= change.revision { return nil }
+        if let record, record.revision >= change.revision, record.revision <= feedRevision { return nil }
         let local = state.entries[change.id]
         let pendingHere = hasUnsentChange(change.id, in: state)
         guard let json = change.entry else {
@@ -235,6 +242,8 @@ extension SyncEngine {
         var revision: UInt64
         var nextSince: UInt64
         var hasMore: Bool
+        /// Why the page, though it parsed, cannot be taken (see ``SyncEngine/refusal(of:cursor:)``).
+        var refusal: String? = nil
     }
 
     private func fetch(_ path: String) -> Fetched {
@@ -247,7 +256,7 @@ extension SyncEngine {
             let request = SyncRequest(
                 method: "GET", path: path,
                 maximumResponseBytes: SyncLimits.changesPageBytes(limit: configuration.pullPageSize))
-            switch transport.perform(request, credentials: credentials) {
+            switch ask(request, credentials: credentials) {
             case .failure(let kind, let message):
                 return .failure("pull: \(kind): \(message)")
             case .response(let status, _, let body):
@@ -296,12 +305,47 @@ extension SyncEngine {
                 else { return nil }
                 replaced = (UInt64(revision), fields)
             }
+            if let entry, entry != .null, let inner = entry["id"], inner != .null {
+                // The item's id and its entry's must name one entry: which one would be a guess.
+                guard let innerID = inner.stringValue.flatMap(EntryID.init), innerID == id else {
+                    return ChangesPage(
+                        changes: [], revision: UInt64(revision), nextSince: UInt64(next), hasMore: false,
+                        refusal: "the change at revision \(itemRevision) names entry \(id) but carries entry "
+                            + (inner.stringValue.map { ConsoleText.escaped(String($0.prefix(40))) } ?? "(not a string)")
+                    )
+                }
+            }
             changes.append(
                 RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry, replaced: replaced))
+        }
+        // One id twice in a page: only its highest revision is the entry's state; the others are history.
+        var highest: [EntryID: UInt64] = [:]
+        for change in changes { highest[change.id] = max(highest[change.id] ?? 0, change.revision) }
+        if highest.count < changes.count {
+            var seen = Set<EntryID>()
+            changes = changes.filter { $0.revision == highest[$0.id] && seen.insert($0.id).inserted }
         }
         return ChangesPage(
             changes: changes, revision: UInt64(revision), nextSince: UInt64(next),
             hasMore: data["has_more"] == .bool(true))
+    }
+
+    /// Why a page cannot be true, if it cannot: a change above the feed's own revision, a cursor that goes back
+    /// while the feed does not, or one past the feed's revision, an item whose ids disagree (`Specs/sync.md`,
+    /// *What the client refuses*).
+    static func refusal(of page: ChangesPage, cursor: UInt64) -> String? {
+        if let refusal = page.refusal { return refusal }
+        if let above = page.changes.first(where: { $0.revision > page.revision }) {
+            return "the change of entry \(above.id) has revision \(above.revision), above the feed's own revision "
+                + "\(page.revision)"
+        }
+        if page.nextSince > page.revision {
+            return "the next cursor \(page.nextSince) is past the feed's own revision \(page.revision)"
+        }
+        if page.revision >= cursor, page.nextSince < cursor {
+            return "the next cursor \(page.nextSince) goes back from \(cursor) while the feed's revision did not"
+        }
+        return nil
     }
 }
 

@@ -176,6 +176,7 @@ extension SyncEngine {
     ) throws -> (merged: Bool, unauthorized: String?, untrusted: String?) {
         // Each attempt appended has exactly one outcome: the zips below would drop the rest silently.
         precondition(outcomes.count == batch.count, "one verdict per request of the batch")
+        let outcomes = refusingClaimedIDs(batch, outcomes)
         let stale = Set(
             zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
                 switch verdict {
@@ -362,6 +363,42 @@ extension SyncEngine {
             return .syncFailed(
                 item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
         }
+    }
+
+    /// Deliveries whose server id another entry already holds (a record here, or an earlier item of this batch)
+    /// are not taken: two entries never share a server id, so a later delete of one never removes the other's copy
+    /// (`Specs/sync.md`, *What the client refuses*). Each becomes a retryable failure naming the rule.
+    func refusingClaimedIDs(_ batch: [Sending], _ outcomes: [SyncVerdict]) -> [SyncVerdict] {
+        var claimed: [String: EntryID] = [:]
+        // The entry's own id needs no look-up: ids are unique here. Other ids (server-assigned) are looked up once.
+        let given = Set(
+            zip(batch, outcomes).compactMap { sending, verdict -> String? in
+                guard case .delivered(let remoteID, _) = verdict, remoteID != sending.item.entryID.description
+                else { return nil }
+                return remoteID
+            })
+        guard !given.isEmpty else { return outcomes }
+        ledger.read { state in
+            for (key, record) in state.outbox.records where key.destination == .backend {
+                if let remoteID = record.remoteID, given.contains(remoteID) { claimed[remoteID] = key.entryID }
+            }
+        }
+        var result = outcomes
+        for (index, (sending, verdict)) in zip(batch, outcomes).enumerated() {
+            guard case .delivered(let remoteID, _) = verdict, remoteID != sending.item.entryID.description else {
+                continue
+            }
+            if let holder = claimed[remoteID], holder != sending.item.entryID {
+                result[index] = .retry(
+                    status: nil,
+                    error: "the server answered with id \(ConsoleText.escaped(String(remoteID.prefix(64)))), which "
+                        + "entry \(holder) already holds: not taken (two entries never share a server id)",
+                    retryAfter: nil)
+            } else {
+                claimed[remoteID] = sending.item.entryID
+            }
+        }
+        return result
     }
 
     /// A duration in words, rounded down: "26 hours", "3 days".

@@ -53,6 +53,8 @@ public final class SyncEngine: @unchecked Sendable {
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
     /// Whether this engine's remote has answered over a trusted connection (``checkTrust()``).
     let trustChecked = Mutex(false)
+    /// The capabilities the remote's answers named in this run, if any did (``adoptHeardCapabilities()``).
+    let heard = Mutex<RemoteCapabilities?>(nil)
     /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
     let keyTag: String
 
@@ -114,6 +116,7 @@ public final class SyncEngine: @unchecked Sendable {
         try push(into: &report, once: once, book: &book)
         try pull(into: &report, book: &book)
         if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }
+        try adoptHeardCapabilities()
         summarize(into: &report)
         return report
     }
@@ -185,7 +188,7 @@ public final class SyncEngine: @unchecked Sendable {
             let request = SyncRequest(
                 method: "DELETE", path: "\(dialect.collection)/\(SyncDialect.escape(remoteID))\(query)")
             let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
-            switch transport.perform(request, credentials: credentials) {
+            switch ask(request, credentials: credentials) {
             case .response(let status, _, _) where (200..<300).contains(status) || status == 404: break
             case .response(let status, _, let body):
                 failures[id] = "HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? "")
@@ -216,7 +219,8 @@ public final class SyncEngine: @unchecked Sendable {
         var due: [Due] = []
         let dialect = self.dialect
         for item in state.outboxItems(destination: .backend) where item.status == "pending" {
-            guard let operation = item.operation, configuration.ignoreBackoff || (item.nextAttemptAt ?? .min) <= now,
+            guard let operation = item.operation,
+                configuration.ignoreBackoff || (SyncPolicy.retryTime(item.nextAttemptAt, now: now) ?? .min) <= now,
                 dialect.held(operation, entry: state.entries[item.entryID]) == nil
             else { continue }
             let revision = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.revision ?? 0
@@ -249,7 +253,7 @@ public final class SyncEngine: @unchecked Sendable {
         let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
         if let record {
             guard let operation = record.operation, !record.parked,
-                configuration.ignoreBackoff || (record.nextAttemptAt ?? .min) <= now
+                configuration.ignoreBackoff || (SyncPolicy.retryTime(record.nextAttemptAt, now: now) ?? .min) <= now
             else { return nil }
             return Due(
                 entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts,
@@ -297,7 +301,7 @@ public final class SyncEngine: @unchecked Sendable {
             ? "/api/v1/mood/\(SyncDialect.escape(remoteID))?detail=full" : dialect.itemPath(remoteID: remoteID)
         let request = SyncRequest(method: "GET", path: path)
         guard let credentials = try? currentCredentials(refresh: false) else { return fallback }
-        switch transport.perform(request, credentials: credentials) {
+        switch ask(request, credentials: credentials) {
         case .response(404, _, _):
             return .stale(theirs: nil, revision: 0, remoteID: remoteID)
         case .response(200, let headers, let body):
@@ -338,6 +342,12 @@ public final class SyncEngine: @unchecked Sendable {
             operation == .create
             ? (dialect.remote.has(.extensions) && dialect.dialect != .progress ? item.entryID.description : nil)
             : operation == .update ? item.remoteID ?? item.entryID.description : nil
+        if case .delivered(let remoteID, let revision) = verdict, let expected, remoteID != expected,
+            EntryID(remoteID)?.description == expected
+        {
+            // Our own id echoed in another case (`6F1C…` for `6f1c…`): the same UUID, recorded as sent.
+            verdict = .delivered(remoteID: expected, revision: revision)
+        }
         if case .delivered(let remoteID, _) = verdict, let expected, remoteID != expected,
             operation == .create || remoteID != item.entryID.description
         {
@@ -384,7 +394,7 @@ public final class SyncEngine: @unchecked Sendable {
             do { credentials = try currentCredentials(refresh: refreshed) } catch {
                 return (.unauthorized(error: error.message), nil)
             }
-            switch transport.perform(request, credentials: credentials) {
+            switch ask(request, credentials: credentials) {
             case .failure(let kind, let message):
                 return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), nil)
             case .response(let status, let headers, let body):
@@ -424,7 +434,9 @@ public final class SyncEngine: @unchecked Sendable {
         for item in items where !held.contains(item.entryID) {
             if item.status == "pending" {
                 report.pendingAfter += 1
-                if let next = item.nextAttemptAt { report.nextAttemptAt = min(report.nextAttemptAt ?? next, next) }
+                if let next = SyncPolicy.retryTime(item.nextAttemptAt, now: ledger.options.clock()) {
+                    report.nextAttemptAt = min(report.nextAttemptAt ?? next, next)
+                }
             } else if item.status == "failed" {
                 report.parkedAfter += 1
             }

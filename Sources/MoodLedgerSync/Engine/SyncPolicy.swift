@@ -31,6 +31,17 @@ public enum SyncPolicy {
     /// never parks anything, however often `sync --now` runs.
     public static let parkAfterMilliseconds: Int64 = 24 * 3_600_000
 
+    /// The longest wait the policy ever draws: a `Retry-After` is honoured up to a day (the backoff cap is less).
+    public static let longestWaitMilliseconds: Int64 = 86_400_000
+
+    /// When an item whose recorded retry time is `next` is due, as seen at `now`: `next`, unless it lies further
+    /// ahead than the policy ever waits — recorded while the device's clock was ahead (a year, say) — which is due
+    /// now: no wrong clock holds an item back for longer than the longest wait.
+    public static func retryTime(_ next: Int64?, now: Int64) -> Int64? {
+        guard let next else { return nil }
+        return next > now &+ longestWaitMilliseconds ? now : next
+    }
+
     /// The upper bound of the full-jitter delay after the `attempts`-th failure: `min(cap, base · 2^attempts)`.
     public static func backoffCeiling(attempts: Int) -> Int64 {
         let exponent = min(max(attempts, 0), 30)
@@ -78,6 +89,15 @@ public enum SyncPolicy {
             return .unauthorized(error: "HTTP 401: \(message ?? "unauthorized")")
         case 404 where operation == .delete:
             return .delivered(remoteID: entryID.description, revision: 0)  // already gone: done
+        case 300..<400:
+            // A redirect on a write is not followed (the body and the credentials would go elsewhere) and says
+            // nothing about the item: a server being moved or a proxy's login page. Retried, with where it pointed.
+            let location = headers.first { $0.name.lowercased() == "location" }.map {
+                " (to \(ConsoleText.escaped(String($0.value.prefix(200)))), not followed)"
+            }
+            return .retry(
+                status: status, error: "HTTP \(status)\(location ?? ""): a redirect, not followed",
+                retryAfter: retryAfter(headers, now: now))
         case 408, 409, 412, 425, 429, 500..<600:
             let text = message
             return .retry(

@@ -52,7 +52,7 @@ public struct SyncStatus: Sendable, Equatable {
             switch item.status {
             case "pending":
                 statuses[slot].pending += 1
-                if let next = item.nextAttemptAt, next > now {
+                if let next = SyncPolicy.retryTime(item.nextAttemptAt, now: now), next > now {
                     statuses[slot].nextAttemptAt = min(statuses[slot].nextAttemptAt ?? next, next)
                 } else {
                     statuses[slot].dueNow += 1
