@@ -176,6 +176,9 @@ public final class MoodServer: Sendable {
     /// What this server does beyond the seed documents, sent as `MoodLedger-Capabilities` on every authenticated
     /// answer (`Specs/server.md`): a sync client reads it from a documented route, so learning it sends nothing a
     /// seed backend would not expect.
+    /// The header naming the identity of the account a request was answered for (``UserLedger/account``).
+    static let accountHeader = "MoodLedger-Account"
+
     static let capabilitiesHeader = (
         name: "MoodLedger-Capabilities", value: "changes, revisions, update, delete, extensions, batch"
     )
@@ -237,7 +240,9 @@ public final class MoodServer: Sendable {
         let ledger = lease.user
         let user = ledger.name
         do {
-            var rateHeaders: [(name: String, value: String)] = [Self.capabilitiesHeader]
+            var rateHeaders: [(name: String, value: String)] = [
+                Self.capabilitiesHeader, (name: Self.accountHeader, value: ledger.account)
+            ]
             let cost = route.name == .moodBatch ? Self.batchCost(request) : 1
             if var decision = limiter.take(user: user, method == "GET" ? .read : .write, cost: cost, now: now) {
                 if !decision.allowed, route.name == .moodBatch {

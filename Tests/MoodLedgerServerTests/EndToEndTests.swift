@@ -183,6 +183,27 @@ struct LiveAccountTests {
         #expect(Set(answers.map(\.text)).count == 1, "\(answers.map(\.text))")
     }
 
+    @Test("Every answer names the account; an account erased and added again under its name is another account")
+    func accountIdentity() throws {
+        let dir = TemporaryDirectory("serve-account-identity")
+        let data = dir.sub("data")
+        let before = try Self.credentials("fay", data: data)
+        let (server, port) = try EndToEndTests.start(data)
+        defer { server.terminate(); server.waitUntilExit() }
+        let first = try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: before)
+        let account = try #require(first.header("MoodLedger-Account"))
+        #expect(account.count == 32 && account.allSatisfy(\.isHexDigit), "\(account)")
+        #expect(
+            try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: before).header("MoodLedger-Account") == account)
+        #expect(try Tool.run(["serve", "user", "erase", "fay", "--data", data, "--yes"]).code == 0)
+        let after = try Self.credentials("fay", data: data)
+        let again = try EndToEndTests.call(
+            port, "POST", "/api/v1/mood", auth: after, json: #"{"valence":0.1,"labels":["calm"]}"#)
+        #expect(again.status == 201)
+        let other = try #require(again.header("MoodLedger-Account"))
+        #expect(other != account, "a new account under the same name has another identity")
+    }
+
     @Test(
         "A key rotated while serving: the old key and every token issued for it are refused from the next request; the new pair is served, the data stays"
     )

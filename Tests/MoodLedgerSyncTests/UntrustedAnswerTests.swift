@@ -266,4 +266,71 @@ struct UntrustedAnswerTests {
         let remote = try #require(device.ledger.state.outbox.progress(.backend).remote)
         #expect(remote.capabilities == [.changes, .revisions, .update, .delete], "\(remote)")
     }
+
+    @Test("An account erased and created again while a first sync was cut: the next run sends everything again")
+    func accountCreatedAgain() throws {
+        let dir = TemporaryDirectory("untrusted-account")
+        let device = try device(dir)
+        let ids = try (0..<4).map { try device.log(Double($0) / 10, notes: "n\($0)") }
+        let account = Mutex("a1")
+        let received = Mutex<[String: [String]]>([:])  // account → ids created there
+        let cut = Atomic<Bool>(true)
+        let transport = ScriptedTransport { request in
+            let name = account.withLock { $0 }
+            let headers = [(name: "MoodLedger-Account", value: name)]
+            if request.method == "POST" {
+                let body = (try? JSONParser.parse(String(decoding: request.body ?? [], as: UTF8.self))) ?? .null
+                let id = body["id"]?.stringValue ?? "?"
+                // The first run is cut after two creates: the rest fail, and it never pulls.
+                if cut.load(ordering: .relaxed), received.withLock({ $0[name, default: []].count }) >= 2 {
+                    return .failure(kind: "network", message: "the connection was reset")
+                }
+                received.withLock { $0[name, default: []].append(id) }
+                return ScriptedTransport.json(201, #"{"success":true,"data":{"id":"\#(id)"}}"#, headers: headers)
+            }
+            return ScriptedTransport.json(200, ScriptedTransport.page([], revision: 0, next: 0), headers: headers)
+        }
+        var configuration = SyncEngine.Configuration()
+        configuration.concurrency = 1
+        let first = try SyncEngine(ledger: device.ledger, transport: transport, credentials: { Self.credentials })
+        _ = try first.run(once: true)
+        #expect(device.ledger.state.outbox.progress(.backend).account == "a1", "recorded with the first outcomes")
+        // The account is erased and added again under the same name: a new, empty account.
+        account.withLock { $0 = "a2" }
+        cut.store(false, ordering: .relaxed)
+        let report = try device.sync(Self.credentials, transport: transport, now: true)
+        #expect(report.serverWentBack, "\(report)")
+        #expect(Set(received.withLock { $0["a2"] ?? [] }) == Set(ids.map(\.description)), "every entry is on a2")
+        #expect(device.ledger.state.outbox.progress(.backend).account == "a2")
+        #expect(report.isComplete, "\(report)")
+        #expect(try device.replayed().outbox == device.ledger.state.outbox, "full replay == live")
+    }
+
+    @Test("Parked is never forever: released, an item is due at once with its attempts afresh, and delivered")
+    func releaseParked() throws {
+        let dir = TemporaryDirectory("untrusted-release")
+        let device = try device(dir)
+        let id = try device.log(0.2)
+        let healthy = Atomic<Bool>(false)
+        let transport = ScriptedTransport { request in
+            if request.method == "POST" {
+                return healthy.load(ordering: .relaxed)
+                    ? ScriptedTransport.json(201, #"{"success":true,"data":{"id":"\#(id)"}}"#)
+                    : ScriptedTransport.json(422, #"{"success":false,"error":{"message":"not today"}}"#)
+            }
+            return ScriptedTransport.json(200, ScriptedTransport.page([], revision: 0, next: 0))
+        }
+        #expect(try device.sync(Self.credentials, transport: transport).parked == 1)
+        healthy.store(true, ordering: .relaxed)
+        #expect(try device.sync(Self.credentials, transport: transport).sent == 0, "parked: not sent again by itself")
+        #expect(try device.ledger.releaseParked() == [id])
+        let record = try #require(device.ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend)))
+        #expect(!record.parked && record.attempts == 0 && record.operation == .create)
+        #expect(try device.ledger.releaseParked() == [], "nothing parked: nothing appended")
+        let report = try device.sync(Self.credentials, transport: transport)
+        #expect(report.delivered == 1 && report.isComplete, "\(report)")
+        #expect(try device.replayed().outbox == device.ledger.state.outbox, "full replay == live")
+        let story = try SyncExplanation.explain(id, in: device.ledger)
+        #expect(story.text.contains("Released by the user"), "\(story.text)")
+    }
 }

@@ -37,7 +37,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<19, using: &random) {
+        switch Int.random(in: 0..<20, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -113,13 +113,14 @@ struct EventFactory {
                 Erasure(
                     reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
                     complete: Bool.random(using: &random), keepsHealthKit: Bool.random(using: &random)))
+        case 18: return .syncReleased(id, destination)
         case 16:
             return .conflictResolved(
                 id, MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)),
                 Bool.random(using: &random) ? .here : .server)
         default:
             let type = EventType.allCases.randomElement(using: &random)!
-            let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued]
+            let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued, .syncReleased]
             // Events about no entry keep the all-zero id when redacted.
             let named = type == .syncPulled || type == .remoteConfigured || type == .ledgerErased ? EntryID.none : id
             return .redacted(named, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
@@ -254,7 +255,15 @@ struct EventCodecTests {
                         url: "http://[::1]:8080", dialect: .moodAPI,
                         capabilities: [.batch, .delete, .changes, .extensions, .update, .revisions], source: .probed))
             ),
-            ("conflict_resolved_fields_in_bit_order", .conflictResolved(id, [.tags, .existence, .mood, .notes], .here))
+            ("conflict_resolved_fields_in_bit_order", .conflictResolved(id, [.tags, .existence, .mood, .notes], .here)),
+            (
+                "sync_pulled_account_changed",
+                .syncPulled(
+                    SyncPull(
+                        cursor: 0, serverRevision: 0, applied: 0, serverWentBack: true,
+                        account: "00112233445566778899aabbccddeeff"))
+            ),
+            ("sync_released", .syncReleased(id, .backend))
         ]
     }
 

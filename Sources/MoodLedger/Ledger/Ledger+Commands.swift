@@ -107,6 +107,23 @@ extension Ledger {
         _ = try commit { _, _ in ([.syncFailed(id, destination, failure)], id, false) }
     }
 
+    /// Releases every parked item for `destination` (`moodledger sync --retry-parked`): each is due at once, and its
+    /// attempts and failure streak start again, so the next failure is an ordinary retryable one. One batch of
+    /// `sync.released` events; nothing is appended when nothing is parked.
+    /// - Returns: the entries released, by id.
+    /// - Throws: `EventLogError`.
+    @discardableResult
+    public func releaseParked(for destination: SyncDestination = .backend) throws -> [EntryID] {
+        var released: [EntryID] = []
+        _ = try commit { state, _ in
+            released = state.outbox.records.compactMap { key, record in
+                key.destination == destination && record.parked && record.operation != nil ? key.entryID : nil
+            }.sorted()
+            return (released.map { .syncReleased($0, destination) }, .none, false)
+        }
+        return released
+    }
+
     /// Applies a change pulled from a destination (it is not sent back there).
     /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
     public func applyRemote(_ change: RemoteChange) throws {

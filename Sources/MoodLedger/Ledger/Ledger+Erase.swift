@@ -258,7 +258,7 @@ extension Ledger {
         var redaction = Redaction(type: type)
         switch decoded.event {
         case .syncAttempted(_, let destination, _, _), .syncSucceeded(_, let destination, _, _),
-            .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _):
+            .syncFailed(_, let destination, _), .syncRequeued(_, let destination, _), .syncReleased(_, let destination):
             redaction.destination = destination
         default: break
         }

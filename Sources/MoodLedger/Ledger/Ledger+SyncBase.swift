@@ -104,7 +104,8 @@ extension Ledger {
     }
 
     /// When each entry's current streak of attempts with `destination` began (the first `sync.attempted` since the
-    /// record was last in step: a success, a merge, a pulled version, a re-queue, another server or an erasure), in
+    /// record was last in step: a success, a merge, a pulled version, a re-queue, a release by the user, another
+    /// server or an erasure), in
     /// ms since 1970; absent for an entry with no attempt since. One pass over the log for all the ids.
     /// - Parameters:
     ///   - ids: the entries.
@@ -115,6 +116,7 @@ extension Ledger {
         guard !ids.isEmpty else { return since }
         let resets: Set<UInt16> = [
             EventType.syncSucceeded.rawValue, EventType.syncMerged.rawValue, EventType.syncRequeued.rawValue,
+            EventType.syncReleased.rawValue,
             EventType.remoteApplied.rawValue
         ]
         try eventLog.forEach(from: 1, through: lastSeq) { view in

@@ -79,6 +79,8 @@ public struct SyncProgress: Sendable, Equatable {
     public var lastError: String?
     /// The entry whose failure is the last error (an erasure of it replaces the text by `(erased)`).
     public var lastErrorEntry: EntryID?
+    /// The identity of the server's account this device syncs with, once the server named it (`sync.pulled` v2).
+    public var account: String?
 
     package init() {}
 }
@@ -409,6 +411,7 @@ public struct OutboxState: Sendable, Equatable {
             current.cursor = pull.cursor
             current.serverRevision = pull.serverRevision
             current.lastPullAt = time
+            if let account = pull.account { current.account = account }
             progress[Int(pull.destination.code)] = current
         case .remoteConfigured(let config):
             let slot = Int(config.destination.code)
@@ -438,6 +441,16 @@ public struct OutboxState: Sendable, Equatable {
                 progress[slot].lastError = Self.erasedText
                 progress[slot].lastErrorEntry = id
             }
+        case .syncReleased(let id, let destination):
+            // Released by the user: due now, attempts and the failure streak start again; the last error stays for
+            // `sync explain` until the next outcome replaces it.
+            let key = OutboxKey(entryID: id, destination: destination)
+            guard var record = self[key], record.operation != nil else { return }
+            record.parked = false
+            record.attempts = 0
+            record.nextAttemptAt = nil
+            record.inFlight = false
+            self[key] = record
         case .syncRequeued(let id, let destination, _):
             // The destination lost what it acknowledged: create it there again, from scratch.
             self[OutboxKey(entryID: id, destination: destination)] = OutboxRecord(operation: .create)

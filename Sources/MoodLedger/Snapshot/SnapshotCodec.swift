@@ -16,7 +16,9 @@ enum SnapshotCodec {
     /// snapshot-payload=6: version-3 files: a pieces section, a checksum of every 4 KiB of the other sections.
     /// snapshot-payload=7: version-4 files: pieces of 1 KiB.
     /// outbox=3: each destination's remote carries its capabilities and how they were learned.
-    static let schema = "moodledger-projections/entries=3/outbox=3/analytics=1/snapshot-payload=7"
+    /// entries=4: an upsert of an existing entry keeps its source id even when a crafted log shares the pair.
+    /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
+    static let schema = "moodledger-projections/entries=4/outbox=4/analytics=1/snapshot-payload=7"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records
@@ -44,6 +46,7 @@ enum SnapshotCodec {
             if progress.lastPullAt != nil { flags |= 2 }
             if progress.lastSuccessAt != nil { flags |= 4 }
             if progress.lastErrorAt != nil { flags |= 8 }
+            if progress.account != nil { flags |= 16 }
             w.u8(flags)
             w.varint(progress.cursor)
             w.varint(progress.serverRevision)
@@ -60,6 +63,7 @@ enum SnapshotCodec {
                 w.string(progress.lastError ?? "")
                 w.id(progress.lastErrorEntry ?? .none)
             }
+            if let account = progress.account { w.string(account) }
         }
         let pending = state.pendingErasures.sorted { $0.key < $1.key }
         w.varint(UInt64(pending.count))
@@ -144,7 +148,7 @@ enum SnapshotCodec {
         for destination in SyncDestination.allCases.sorted() {
             var current = SyncProgress()
             let flags = try r.u8()
-            guard flags & ~0x0F == 0 else { throw ByteReader.Malformed(what: "progress flags: unknown bits") }
+            guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "progress flags: unknown bits") }
             current.cursor = try EventCodec.readRevision(from: &r)
             current.serverRevision = try EventCodec.readRevision(from: &r)
             if flags & 1 != 0 {
@@ -173,6 +177,13 @@ enum SnapshotCodec {
                 current.lastError = try r.string("last_error")
                 let entry = try r.id()
                 current.lastErrorEntry = entry == .none ? nil : entry
+            }
+            if flags & 16 != 0 {
+                let account = try r.string("account")
+                guard SyncPull.isUsableAccount(account) else {
+                    throw ByteReader.Malformed(what: "account: not 1 to 64 visible ASCII characters")
+                }
+                current.account = account
             }
             progress.append(current)
         }

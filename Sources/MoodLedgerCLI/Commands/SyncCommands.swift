@@ -108,13 +108,15 @@ enum SyncCommands {
     static let sync = CommandSpec(
         name: "sync", summary: "deliver the outbox to the backend and pull its changes; status; explain one entry",
         usage:
-            "sync [--once] [--now] [--dry-run] [--credentials FILE] [--concurrency N] [--ca-file FILE] [--json]\n"
+            "sync [--once] [--now] [--retry-parked] [--dry-run] [--credentials FILE] [--concurrency N] [--ca-file FILE]"
+            + " [--json]\n"
             + "       sync status [--at POINT] [--json]\n       sync explain ID [--at POINT] [--json]",
-        values: ["credentials", "at", "concurrency", "ca-file"], flags: ["once", "dry-run", "now"],
+        values: ["credentials", "at", "concurrency", "ca-file"], flags: ["once", "dry-run", "now", "retry-parked"],
         details: """
             options:
               --once            one push pass and one pull (a push again only for what the pull re-queued)
               --now             send every pending item whatever its retry time (attempts still count)
+              --retry-parked    release every parked item first (sync.released): due now, attempts counted afresh
               --dry-run         print the requests a run would send now, with their keys; append nothing
               --credentials F   read {"api_key", "token"} from F (0600) instead of the environment
               --concurrency N   requests in flight at once, 1 to 64 (default 8)
@@ -176,6 +178,11 @@ enum SyncCommands {
                     )
                 }
                 return ExitCode.ok
+            }
+            if context.arguments.has("retry-parked") {
+                let released = try ledger.releaseParked(for: .backend)
+                context.console.error(
+                    "moodledger sync: released \(released.count) parked item\(released.count == 1 ? "" : "s")")
             }
             let report = try engine.run(once: context.arguments.has("once"))
             if context.json { context.printJSON(report.json) } else { print(report, to: context) }

@@ -96,9 +96,14 @@ final class UserLedger: Sendable {
     private let longWork = Atomic<Int>(0)
 
     /// - Parameter loadingKeys: load the idempotency keys of the last day (a ledger that is only read needs none).
+    /// The account's identity, sent as `MoodLedger-Account`: the user's log's file id in hex. An account erased and
+    /// added again under the same name has a new ledger, so a new identity (`Specs/server.md`, *The account*).
+    let account: String
+
     init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64, loadingKeys: Bool = true) throws {
         self.name = name
         self.ledger = ledger
+        account = ledger.eventLog.fileID.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
         self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
         if loadingKeys { try loadKeys(since: now - Self.idempotencyWindowMilliseconds) }
@@ -444,5 +449,12 @@ final class UserLedger: Sendable {
             state.keysHead = 0
             Self.expire(&state, now: now)
         }
+    }
+}
+
+extension String {
+    /// The string with zeros before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

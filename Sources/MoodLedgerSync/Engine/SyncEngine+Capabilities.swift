@@ -124,11 +124,12 @@ extension SyncEngine {
         return result
     }
 
-    /// Sends one request through the transport and hears the capabilities its answer names, if any.
+    /// Sends one request through the transport and hears the capabilities and the account its answer names, if any.
     func ask(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
         let exchange = transport.perform(request, credentials: credentials)
-        if case .response(_, let headers, _) = exchange, let said = Self.capabilities(in: headers) {
-            heard.withLock { $0 = said }
+        if case .response(_, let headers, _) = exchange {
+            if let said = Self.capabilities(in: headers) { heard.withLock { $0 = said } }
+            hearAccount(headers)
         }
         return exchange
     }

@@ -42,6 +42,26 @@ extension SyncEngine {
                 report.pullError = "pull: " + refusal + ": the page is refused, nothing of it applied"
                 return
             }
+            // The account the page came from: recorded the first time; another one (erased and created again) is a
+            // server that went back to nothing: what the old account acknowledged is re-queued, the feed read again
+            // from 0.
+            var accountChange: (reason: String, requeued: Int)?
+            _ = try ledger.execute { state, _ in
+                let account = self.accountEvents(in: state)
+                accountChange = account.changed.map { ($0, account.events.count - 1) }
+                return (account.events, .none, false)
+            }
+            if let (reason, requeued) = accountChange {
+                if wentBack {
+                    report.pullError = "pull: the server's account changed again in this run: stopped"
+                    return
+                }
+                wentBack = true
+                report.serverWentBack = true
+                report.wentBack = report.wentBack ?? reason
+                report.requeued += requeued
+                continue
+            }
             if page.revision < cursor {
                 if wentBack {
                     report.pullError =

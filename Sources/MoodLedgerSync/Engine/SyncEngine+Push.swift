@@ -201,6 +201,7 @@ extension SyncEngine {
         var conflicts = 0
         var wentBack: [EntryID: String] = [:]
         var newMerges: [SyncMerge] = []
+        var accountChange: (reason: String, requeued: Int)?
         let allowed = book.merges
         _ = try ledger.execute { state, now in
             var events: [MoodEvent] = []
@@ -242,7 +243,20 @@ extension SyncEngine {
                             unauthorized: &unauthorized))
                 }
             }
+            // The account the answers came from: recorded the first time; another one re-queues what the old one
+            // acknowledged (this batch's deliveries included).
+            let account = self.accountEvents(
+                in: state,
+                delivered: zip(batch, outcomes).compactMap { Self.delivered($1) ? $0.item.entryID : nil })
+            events += account.events
+            accountChange = account.changed.map { ($0, account.events.count - 1) }
             return (events, .none, false)
+        }
+        if let (reason, requeued) = accountChange {
+            report.serverWentBack = true
+            report.wentBack = report.wentBack ?? reason
+            report.requeued += requeued
+            report.requeuedAtPush += requeued
         }
         for merge in newMerges { book.noteMerge(merge) }
         for (sending, verdict) in zip(batch, outcomes) {

@@ -55,6 +55,8 @@ public final class SyncEngine: @unchecked Sendable {
     let trustChecked = Mutex(false)
     /// The capabilities the remote's answers named in this run, if any did (``adoptHeardCapabilities()``).
     let heard = Mutex<RemoteCapabilities?>(nil)
+    /// The accounts the remote's answers named since the ledger last recorded one (``accountEvents(in:)``).
+    let heardAccounts = Mutex(HeardAccounts())
     /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
     let keyTag: String
 

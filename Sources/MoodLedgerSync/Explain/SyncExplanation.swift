@@ -106,6 +106,9 @@ public struct SyncExplanation: Sendable, Equatable {
             case .syncRequeued(_, let destination, let reason):
                 guard destination == .backend else { text = nil; break }
                 text = "Queued again: \(reason)."
+            case .syncReleased(_, let destination):
+                guard destination == .backend else { text = nil; break }
+                text = "Released by the user (sync --retry-parked): due now, attempts counted afresh."
             case .entryErased(_, let erasure):
                 text = "Erased" + (erasure.reason.isEmpty ? "." : " (\(erasure.reason)).")
             case .ledgerErased(let erasure):

@@ -22,6 +22,7 @@ extension EventCodec {
         case .syncPulled(let pull): writePull(pull, to: &w)
         case .remoteConfigured(let config): writeRemoteConfig(config, to: &w)
         case .syncRequeued(_, let destination, let reason): writeRequeue(destination, reason: reason, to: &w)
+        case .syncReleased(_, let destination): w.u8(destination.code)
         case .entryErased(_, let erasure): writeErasure(erasure, flags: erasure.complete ? 1 : 0, to: &w)
         case .ledgerErased(let erasure):
             writeErasure(erasure, flags: (erasure.complete ? 1 : 0) | (erasure.keepsHealthKit ? 2 : 0), to: &w)
@@ -48,9 +49,10 @@ extension EventCodec {
         case .syncSucceeded: return try readSuccess(id, version: version, from: &r)
         case .syncFailed: return try readFailure(id, version: version, from: &r)
         case .remoteApplied: return .remoteApplied(try readRemoteChange(id, version: version, from: &r))
-        case .syncPulled: return .syncPulled(try readPull(from: &r))
+        case .syncPulled: return .syncPulled(try readPull(version: version, from: &r))
         case .remoteConfigured: return .remoteConfigured(try readRemoteConfig(version: version, from: &r))
         case .syncRequeued: return .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
+        case .syncReleased: return .syncReleased(id, try readDestination(from: &r))
         case .syncMerged: return .syncMerged(try readMerge(id, from: &r))
         case .conflictResolved: return try readResolution(id, from: &r)
         case .entryErased: return .entryErased(id, try readErasure(allowedFlags: 0x01, from: &r))
@@ -203,9 +205,10 @@ extension EventCodec {
         w.varint(pull.cursor)
         w.varint(pull.serverRevision)
         w.varint(UInt64(pull.applied))
+        w.string(pull.account ?? "")  // v2: the account's identity, empty when the server named none
     }
 
-    static func readPull(from r: inout ByteReader) throws(ByteReader.Malformed) -> SyncPull {
+    static func readPull(version: UInt8, from r: inout ByteReader) throws(ByteReader.Malformed) -> SyncPull {
         let destination = try readDestination(from: &r)
         let flags = try r.u8()
         guard flags & ~0x01 == 0 else { throw ByteReader.Malformed(what: "flags: unknown bits") }
@@ -213,9 +216,17 @@ extension EventCodec {
         let revision = try readRevision(from: &r)
         let applied = try r.varint()
         guard applied <= UInt64(Int32.max) else { throw ByteReader.Malformed(what: "applied: above 2³¹ − 1") }
+        var account: String?
+        if version >= 2 {
+            let text = try r.string("account")
+            guard text.isEmpty || SyncPull.isUsableAccount(text) else {
+                throw ByteReader.Malformed(what: "account: not 1 to 64 visible ASCII characters")
+            }
+            account = text.isEmpty ? nil : text
+        }
         return SyncPull(
             destination: destination, cursor: cursor, serverRevision: revision, applied: Int(applied),
-            serverWentBack: flags & 1 != 0)
+            serverWentBack: flags & 1 != 0, account: account)
     }
 
     static func writeRemoteConfig(_ config: RemoteConfig, to w: inout ByteWriter) {

@@ -91,7 +91,7 @@ package enum EventCodec {
         let id = try r.id()
         if type.namesNoEntry, id != .none { throw ByteReader.Malformed(what: "entry_id: must be all zero") }
         var redaction = Redaction(type: type)
-        if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued].contains(type) {
+        if [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued, .syncReleased].contains(type) {
             redaction.destination = try readDestination(from: &r)
         }
         if inPlace {

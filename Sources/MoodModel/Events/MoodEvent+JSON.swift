@@ -58,7 +58,7 @@ extension MoodEvent {
             return .object([
                 ("destination", .string(pull.destination.rawValue)), ("cursor", .int(Int64(pull.cursor))),
                 ("server_revision", .int(Int64(pull.serverRevision))), ("applied", .int(Int64(pull.applied))),
-                ("server_went_back", .bool(pull.serverWentBack))
+                ("server_went_back", .bool(pull.serverWentBack)), ("account", .optional(pull.account) { .string($0) })
             ])
         case .remoteConfigured(let config):
             return .object([
@@ -67,6 +67,8 @@ extension MoodEvent {
                 ("capabilities", .array(config.capabilities.names.map { .string($0) })),
                 ("capability_source", .string(config.capabilitySource.name))
             ])
+        case .syncReleased(_, let destination):
+            return .object([("destination", .string(destination.rawValue))])
         case .syncRequeued(_, let destination, let reason):
             return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
         case .entryErased(_, let erasure):

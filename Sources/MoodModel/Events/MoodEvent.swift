@@ -215,19 +215,29 @@ public struct SyncPull: Sendable, Equatable {
     public var serverRevision: UInt64
     /// How many changes the pull applied.
     public var applied: Int
-    /// The server's revision was below the cursor: it went back (restored from a backup).
+    /// The server's revision was below the cursor: it went back (restored from a backup), or its account is
+    /// another one than the one this device synced with.
     public var serverWentBack: Bool
+    /// The identity of the account the server answered for (`MoodLedger-Account`), when it names one: an account
+    /// erased and created again under the same name is another account (`Specs/sync.md`, *The account*).
+    public var account: String?
 
     /// Creates a pull record.
     public init(
         destination: SyncDestination = .backend, cursor: UInt64, serverRevision: UInt64, applied: Int,
-        serverWentBack: Bool = false
+        serverWentBack: Bool = false, account: String? = nil
     ) {
         self.destination = destination
         self.cursor = cursor
         self.serverRevision = serverRevision
         self.applied = applied
         self.serverWentBack = serverWentBack
+        self.account = account
+    }
+
+    /// Whether an account identity may be kept: 1 to 64 visible ASCII characters.
+    public static func isUsableAccount(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 }
 
@@ -296,6 +306,9 @@ public enum MoodEvent: Sendable, Equatable {
     case syncMerged(SyncMerge)
     /// The user chose a side for the entry's open conflicts on these fields (any value change is its own edit event).
     case conflictResolved(EntryID, MergeFields, ConflictChoice)
+    /// The user released the entry's parked item for the destination (`moodledger sync --retry-parked`): due now,
+    /// its attempts and failure streak start again (`Specs/sync.md`, *Parking and its release*).
+    case syncReleased(EntryID, SyncDestination)
 
     /// The entry the event concerns.
     public var entryID: EntryID {
@@ -304,7 +317,8 @@ public enum MoodEvent: Sendable, Equatable {
         case .updated(let id, _), .labelsEdited(let id, _), .associationsEdited(let id, _), .tagsEdited(let id, _),
             .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _),
             .syncFailed(let id, _, _),
-            .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _):
+            .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _),
+            .syncReleased(let id, _):
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncMerged(let merge): return merge.entryID
@@ -328,6 +342,7 @@ public enum MoodEvent: Sendable, Equatable {
         case .syncPulled: return .syncPulled
         case .remoteConfigured: return .remoteConfigured
         case .syncRequeued: return .syncRequeued
+        case .syncReleased: return .syncReleased
         case .entryErased: return .entryErased
         case .ledgerErased: return .ledgerErased
         case .syncMerged: return .syncMerged
@@ -395,6 +410,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
     case syncMerged = 15
     case conflictResolved = 16
     case ledgerErased = 17
+    case syncReleased = 18
 
     /// The type's line of `Specs/events.md`'s catalog: its name, the schema version this code writes, and whether
     /// its events concern no entry (their entry id is all zero). A new type is a case above (its code) and a line
@@ -411,13 +427,14 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .syncSucceeded: ("sync.succeeded", 2, false)
         case .syncFailed: ("sync.failed", 2, false)
         case .remoteApplied: ("remote.applied", 2, false)
-        case .syncPulled: ("sync.pulled", 1, true)
+        case .syncPulled: ("sync.pulled", 2, true)
         case .remoteConfigured: ("remote.configured", 2, true)
         case .syncRequeued: ("sync.requeued", 1, false)
         case .entryErased: ("entry.erased", 1, false)
         case .syncMerged: ("sync.merged", 1, false)
         case .conflictResolved: ("conflict.resolved", 1, false)
         case .ledgerErased: ("ledger.erased", 1, true)
+        case .syncReleased: ("sync.released", 1, false)
         }
     }
 
