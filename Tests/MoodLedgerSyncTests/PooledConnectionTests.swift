@@ -159,4 +159,28 @@ struct PooledConnectionTests {
         #expect(throws: MoodError.self) { try RemoteURL("http://a:b:80") }
         #expect(try RemoteURL("http://xn--exmple-4nf.com").host == "xn--exmple-4nf.com")
     }
+
+    @Test("Content-Length: a list of equal values is that length; values that differ or an unasked encoding fail")
+    func contentLengthLists() throws {
+        let cases: [(String, String?)] = [
+            ("HTTP/1.1 201 Created\r\nContent-Length: 2, 2\r\n\r\n{}", nil),
+            ("HTTP/1.1 201 Created\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}", nil),
+            ("HTTP/1.1 201 Created\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}", "differ"),
+            ("HTTP/1.1 201 Created\r\nContent-Length: 2, 3\r\n\r\n{}", "differ"),
+            ("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}", "compressed (gzip)")
+        ]
+        for (answer, failure) in cases {
+            let proxy = try FaultProxy(upstream: 0) { _, _, _ in .raw(answer) }
+            defer { proxy.stop() }
+            let transport = HTTPTransport(url: try RemoteURL(proxy.url), timeout: 5)
+            let exchange = transport.perform(
+                SyncRequest(method: "POST", path: "/api/v1/mood", body: Array("{}".utf8), idempotencyKey: "k"),
+                credentials: SyncCredentials())
+            switch (exchange, failure) {
+            case (.response(_, _, let body), nil): #expect(body == Array("{}".utf8))
+            case (.failure(_, let message), let words?): #expect(message.contains(words), "\(message)")
+            default: Issue.record("\(answer.debugDescription): \(exchange)")
+            }
+        }
+    }
 }

@@ -138,7 +138,15 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         var persistent = minor >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
         defer { reusable = persistent && start == buffer.count && minor >= 1 }
         if head || status == 204 || status == 304 || status < 200 { return compacted(response) }
+        // Nothing but identity was asked for (no Accept-Encoding is sent): a compressed body is not what was asked.
+        if let coding = response.header("Content-Encoding")?.trimmingSpaces().lowercased(), !coding.isEmpty,
+            coding != "identity"
+        {
+            throw Failure(what: "the answer is compressed (\(String(coding.prefix(20)))), which was not asked for")
+        }
         if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+            // Both framings (RFC 9112 §6.3): chunked wins, and the connection is not reused.
+            if response.header("Content-Length") != nil { persistent = false }
             var body: [UInt8] = []
             while true {
                 let lineEnd = try lineEnd(from: start)
@@ -171,7 +179,16 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
             response.body = body
             return compacted(response)
         }
-        guard let lengthText = response.header("Content-Length") else {
+        // RFC 9112 §6.3: a list of equal lengths is that length; lengths that differ make the framing unknowable, and
+        // an answer whose length is in doubt is never taken as whole.
+        let lengths = response.headers.filter { $0.name.lowercased() == "content-length" }.flatMap {
+            $0.value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
+        }
+        if let first = lengths.first, lengths.contains(where: { $0 != first }) {
+            throw Failure(
+                what: "the answer has Content-Length values that differ (\(lengths.prefix(4).joined(separator: ", ")))")
+        }
+        guard let lengthText = lengths.first else {
             // Neither a length nor chunked: the body runs to a real close of the connection (RFC 9112 §6.3), within
             // the budget; a body still going at the budget is refused, never taken as whole.
             persistent = false
