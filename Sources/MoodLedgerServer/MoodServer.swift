@@ -76,9 +76,16 @@ public final class MoodServer: Sendable {
     /// - Throws: ``ServerError`` when the credentials file is missing or malformed; ``EventLogError`` for the directory.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
-        try AtomicFile.makeDirectory(configuration.dataDirectory)
-        // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
-        try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
+        do {
+            try AtomicFile.makeDirectory(configuration.dataDirectory)
+            // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
+            try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
+        } catch let error as EventLogError where error.code == .io {
+            // A data directory that cannot be made or written (a read-only mount, no permission): the same answer as
+            // the writability probe gives (`serve` exits 73), not an I/O error.
+            throw ServerError(
+                "cannot write the data directory \(configuration.dataDirectory): \(error)", code: "not_writable")
+        }
         lock = try ServerLock(directory: configuration.dataDirectory, io: configuration.io)
         let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
         let path = Credentials.logPath(in: configuration.dataDirectory)
@@ -411,7 +418,27 @@ public final class MoodServer: Sendable {
             let user = credentials.user(named: claims.subject, apiKey: key),
             let keyID = claims.keyID,
             ConstantTime.equal(Array(keyID.utf8), Array(credentials.keyID(of: user.keyHash).utf8))
-        else { throw refused }
+        else {
+            // A genuine token for this key that has only expired says so (RFC 6750's error_description): telling it
+            // reveals nothing to whoever lacks a valid signature and a matching key, and it tells an honest client
+            // to get a new token rather than check its key.
+            if let stale = try? JWT.claims(
+                of: String(decoding: token, as: UTF8.self), now: .min, secret: credentials.secret),
+                stale.expiry <= now / 1000, Credentials.isValidUserName(stale.subject),
+                let user = credentials.user(named: stale.subject, apiKey: key), let keyID = stale.keyID,
+                ConstantTime.equal(Array(keyID.utf8), Array(credentials.keyID(of: user.keyHash).utf8))
+            {
+                throw APIFailure(
+                    401, "unauthorized", "the token has expired; sign in again for a new one",
+                    headers: [
+                        (
+                            "WWW-Authenticate",
+                            challenge + ", error=\"invalid_token\", error_description=\"The access token expired\""
+                        )
+                    ])
+            }
+            throw refused
+        }
         return claims
     }
 

@@ -336,3 +336,43 @@ struct UnwritableLogTests {
         }
     }
 }
+
+@Suite("serve refuses what it cannot use, in words", .serialized)
+struct ServeRefusalTests {
+    @Test("serve on a data directory it cannot write (a read-only mount) exits 73, as server.md says")
+    func readOnlyDataDirectory() throws {
+        let dir = TemporaryDirectory("serve-read-only")
+        let mountPoint = dir.sub("ro")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        // A read-only tmpfs: root writes through permission bits, not through a read-only mount.
+        let mount = try Tool.run(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", mountPoint], executable: "/bin/mount")
+        guard mount.code == 0 else {
+            print("no read-only mount here (\(mount.err)); the exit code is checked through a file instead")
+            let file = dir.sub("a-file")
+            FileManager.default.createFile(atPath: file, contents: Data())
+            #expect(try Tool.run(["serve", "--data", file + "/data", "--port", "0"]).code == 73)
+            return
+        }
+        defer { _ = try? Tool.run([mountPoint], executable: "/bin/umount") }
+        let outcome = try Tool.run(["serve", "--data", mountPoint, "--port", "0"])
+        #expect(outcome.code == 73, "\(outcome.err)")
+        #expect(outcome.err.contains("cannot write the data directory"), "\(outcome.err)")
+    }
+
+    @Test("serve user import: a bad name is shown escaped and cut, never as raw escapes or a 5 MB line")
+    func importEchoesNothingRaw() throws {
+        let dir = TemporaryDirectory("serve-import-echo")
+        for (name, text) in [
+            ("escape", "alice\n\u{1B}[31mevil\u{1B}[0m\n"),
+            ("long", "bob\n" + String(repeating: "a", count: 5_000_000) + "\n")
+        ] {
+            let file = dir.sub(name + ".txt")
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            let outcome = try Tool.run(["serve", "user", "import", file, "--data", dir.sub("data-" + name)])
+            #expect(outcome.code == 65, "\(outcome.err)")
+            #expect(!outcome.err.contains("\u{1B}"), "no raw escape sequence")
+            #expect(outcome.err.utf8.count < 400, "\(outcome.err.utf8.count) bytes on stderr")
+            #expect(outcome.err.contains("line 2") && outcome.err.contains("no account was added"))
+        }
+    }
+}

@@ -274,3 +274,26 @@ struct ReplayBudgetTests {
         #expect(replay.status == 201 && replay.header("Idempotent-Replayed") == "true" && replay.body == first.body)
     }
 }
+
+@Suite("Refusals that say what to do")
+struct RefusalWordingTests {
+    @Test("A genuine token that has only expired is named as expired; every other refusal still reads alike")
+    func expiredToken() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let token = h.token("alice", ttl: 60)
+        let key = try #require(h.keys["alice"])
+        let headers = [("Authorization", "Bearer \(token)"), ("X-API-Key", key)]
+        #expect(try h.request("GET", "/api/v1/mood", user: nil, headers: headers).status == 200)
+        h.clock.advance(61_000)
+        let expired = try h.request("GET", "/api/v1/mood", user: nil, headers: headers)
+        #expect(expired.status == 401)
+        #expect(expired.json["error"]?["message"]?.stringValue?.contains("expired") == true, "\(expired.text)")
+        #expect(expired.header("WWW-Authenticate")?.contains("expired") == true)
+        // The same expired token with another user's key is no genuine pair: the common refusal, which names nothing.
+        let other = try h.request(
+            "GET", "/api/v1/mood", user: nil,
+            headers: [("Authorization", "Bearer \(token)"), ("X-API-Key", try #require(h.keys["bob"]))])
+        #expect(other.status == 401 && other.json["error"]?["message"]?.stringValue?.contains("expired") == false)
+    }
+}

@@ -183,4 +183,57 @@ struct PooledConnectionTests {
             }
         }
     }
+
+    @Test("URLSession on Linux: every request says Connection: close, so libcurl never re-sends one without its body")
+    func urlSessionNeverReuses() throws {
+        let server = try ScriptedServer()
+        defer { server.stop() }
+        let transport = try URLSessionTransport(url: try RemoteURL("http://127.0.0.1:\(server.port)"))
+        for _ in 0..<2 {
+            _ = transport.perform(
+                SyncRequest(method: "POST", path: "/api/v1/mood", body: Array("{}".utf8), idempotencyKey: "k"),
+                credentials: SyncCredentials())
+        }
+        let heads = server.requestHeads
+        #expect(heads.count == 2)
+        #if canImport(FoundationNetworking)
+            #expect(heads.allSatisfy { $0.lowercased().contains("\r\nconnection: close") }, "\(heads)")
+        #endif
+    }
+
+    @Test("URLSession: a request past its deadline is a timeout naming the host, not a cancellation")
+    func urlSessionTimeout() throws {
+        // A listener that never accepts: the kernel completes the handshake, nobody answers.
+        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0, backlog: 4)
+        defer { Socket.close(listener) }
+        let transport = try URLSessionTransport(
+            url: try RemoteURL("http://127.0.0.1:\(port)"), requestTimeout: 1)
+        let exchange = transport.perform(
+            SyncRequest(method: "GET", path: "/api/v1/mood"), credentials: SyncCredentials())
+        guard case .failure(let kind, let message) = exchange else {
+            Issue.record("answered: \(exchange)")
+            return
+        }
+        #expect(kind == "timeout", "\(kind): \(message)")
+        #expect(message.contains("127.0.0.1"), "\(message)")
+    }
+
+    @Test("URLSession failures: a handshake no TLS version allows is tls; others name the host")
+    func urlSessionClassification() {
+        let legacy = NSError(
+            domain: NSURLErrorDomain, code: -1,
+            userInfo: [
+                NSLocalizedDescriptionKey: "OpenSSL/3.0.22: error:0A00014D:SSL routines::legacy sigalg disallowed"
+            ])
+        #expect(URLSessionTransport.Relay.classify(legacy, host: "old.example", refusal: nil).kind == "tls")
+        let version = NSError(
+            domain: NSURLErrorDomain, code: -1,
+            userInfo: [NSLocalizedDescriptionKey: "error:0A00010B:SSL routines::wrong version number"])
+        #expect(URLSessionTransport.Relay.classify(version, host: "old.example", refusal: nil).kind == "tls")
+        let refused = NSError(
+            domain: NSURLErrorDomain, code: NSURLErrorCannotConnectToHost,
+            userInfo: [NSLocalizedDescriptionKey: "Couldn't connect to server"])
+        let network = URLSessionTransport.Relay.classify(refused, host: "api.example", refusal: nil)
+        #expect(network.kind == "network" && network.message.hasPrefix("api.example: "), "\(network)")
+    }
 }

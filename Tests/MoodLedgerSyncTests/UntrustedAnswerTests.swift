@@ -333,4 +333,23 @@ struct UntrustedAnswerTests {
         let story = try SyncExplanation.explain(id, in: device.ledger)
         #expect(story.text.contains("Released by the user"), "\(story.text)")
     }
+
+    @Test("A certificate refused mid-run: the run stops (untrusted) and the item is due at once, no backoff drawn")
+    func certificateRefusedMidRun() throws {
+        let dir = TemporaryDirectory("untrusted-tls")
+        let device = try device(dir)
+        let id = try device.log(0.2)
+        let transport = ScriptedTransport { request in
+            request.method == "POST"
+                ? .failure(kind: "tls", message: "the certificate of example.org was refused: expired")
+                : ScriptedTransport.json(200, ScriptedTransport.page([], revision: 0, next: 0))
+        }
+        #expect(throws: SyncError.self) { try device.sync(Self.credentials, transport: transport) }
+        let record = try #require(device.ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend)))
+        let failedAt = try #require(
+            try device.ledger.events(filter: EventFilter(type: .syncFailed)).last?.recordedAtMilliseconds)
+        #expect(
+            record.nextAttemptAt == failedAt, "due at once: \(String(describing: record.nextAttemptAt)) vs \(failedAt)")
+        #expect(!record.parked)
+    }
 }

@@ -120,7 +120,11 @@ public struct Credentials: Sendable {
     /// - Throws: ``ServerError`` for an invalid or taken name.
     public mutating func addUser(_ name: String, io: any PlatformIO = SystemIO()) throws -> String {
         guard Self.isValidUserName(name) else {
-            throw ServerError("invalid user name \(name): 1–64 of a-z, 0-9, _ and -, starting with a letter or digit")
+            // The name as typed may be anything (an escape sequence, a whole file on one line): shown escaped, and
+            // at most 64 characters of it.
+            let shown =
+                ConsoleText.escaped(String(name.prefix(64))) + (name.count > 64 ? "… (\(name.utf8.count) bytes)" : "")
+            throw ServerError("invalid user name \(shown): 1–64 of a-z, 0-9, _ and -, starting with a letter or digit")
         }
         guard !has(name) else { throw ServerError("user \(name) exists already") }
         let key = "mlk_" + ByteText.hex(io.randomBytes(24))

@@ -350,9 +350,14 @@ extension SyncEngine {
                             "gave up after \(attempts) attempts over \(Self.span(now - (failingSince ?? now))): \(error)",
                         retryable: false))
             }
-            let next = random.withLock {
-                SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0)
-            }
+            // A refused certificate or host name is not the item's fault and no outage: due at once, as soon as
+            // the trust is fixed (the run stops with exit 78 meanwhile).
+            let next =
+                Self.untrusted(verdict) != nil
+                ? now
+                : random.withLock {
+                    SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0)
+                }
             return .syncFailed(
                 item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
         case .park(let status, let error):

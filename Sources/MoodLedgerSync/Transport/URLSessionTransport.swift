@@ -81,6 +81,14 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         if let key = request.idempotencyKey { outgoing.setValue(key, forHTTPHeaderField: "Idempotency-Key") }
         if let tag = request.ifMatch { outgoing.setValue(tag, forHTTPHeaderField: "If-Match") }
         if let replaces = request.replaces { outgoing.setValue(replaces, forHTTPHeaderField: "MoodLedger-Replaces") }
+        #if canImport(FoundationNetworking)
+            // libcurl re-sends a request whose reused connection died before any answer — and re-sends a POST's
+            // Content-Length without its body (Foundation cannot rewind it), so the server waits for a body that
+            // never comes. A connection used once is never reused, so nothing is ever re-sent behind the engine's
+            // back: the engine's own retry, with the same Idempotency-Key, is the only one (`Specs/sync.md`,
+            // *Transports*). Apple's URLSession rewinds bodies itself and keeps its connections.
+            outgoing.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
         if let body = request.body {
             outgoing.setValue("application/json", forHTTPHeaderField: "Content-Type")
             outgoing.httpBody = Data(body)
@@ -91,6 +99,8 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         // The whole request, from connecting to the last byte, within the deadline (a second beyond URLSession's
         // own resource timeout: that one answers first, with its own error).
         if waiter.wait(timeout: .now() + requestTimeout + 1) == .timedOut {
+            // The request's own limit: a timeout, whatever URLSession then says of the cancelled task.
+            relay.timedOut(task, after: requestTimeout)
             task.cancel()
             _ = waiter.wait(timeout: .now() + 5)
         }
@@ -141,6 +151,16 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
             let answer = Answer(limit: limit)
             answers.withLock { $0[task.taskIdentifier] = answer }
             return answer.done
+        }
+
+        /// Marks a task cut by the request's deadline: its outcome is a timeout, not the cancellation that follows.
+        func timedOut(_ task: URLSessionTask, after seconds: Double) {
+            answers.withLock {
+                guard $0[task.taskIdentifier]?.failure == nil else { return }
+                $0[task.taskIdentifier]?.failure = (
+                    "timeout", "\(host): timed out: the whole response did not arrive within \(Int(seconds)) s"
+                )
+            }
         }
 
         func finish(_ task: URLSessionTask, host: String) -> SyncExchange {
@@ -256,8 +276,21 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
             if tlsCodes.contains(ns.code) || refusal != nil || text.hasPrefix("SSL") || text.contains("certificate") {
                 return ("tls", "the certificate of \(host) was refused: \(refusal ?? text)")
             }
-            if ns.code == NSURLErrorTimedOut { return ("timeout", "timed out: \(text)") }
-            return ("network", text)
+            // A handshake that cannot succeed — a server that speaks only TLS 1.0 or 1.1, no cipher in common — is
+            // the remote's configuration, not an outage: refused like a certificate (exit 78), never retried.
+            let lowered = text.lowercased()
+            let handshake = [
+                "ssl routines", "wrong version number", "unsupported protocol", "protocol version", "tlsv1 alert",
+                "no protocols available", "sslv3 alert handshake failure", "no shared cipher"
+            ]
+            if handshake.contains(where: lowered.contains) {
+                return (
+                    "tls",
+                    "the TLS handshake with \(host) failed (its TLS version or ciphers are not accepted): \(text)"
+                )
+            }
+            if ns.code == NSURLErrorTimedOut { return ("timeout", "\(host): timed out: \(text)") }
+            return ("network", "\(host): \(text)")
         }
     }
 }
