@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import MoodLedgerServer
@@ -138,10 +139,11 @@ struct FramingTests {
             idle.append(try RawClient(port: h.server.port))
         }
         defer { idle.forEach { $0.close() } }
-        Thread.sleep(forTimeInterval: 0.3)
+        // Conditions, not sleeps: every connection accepted; the newcomer's room made; every request begun.
+        #expect(waitUntil(seconds: 30) { h.server.openConnections.load(ordering: .relaxed) == 300 })
         #expect(try exchange(h, "GET /health HTTP/1.1\r\nHost: a\r\n\r\n").status == 200, "a new client is served")
-        Thread.sleep(forTimeInterval: 0.3)
         // Each event loop makes room among its own connections: one idle connection was closed for the newcomer.
+        #expect(waitUntil(seconds: 30) { idle.contains { $0.closedNow() } })
         let closed = idle.indices.filter { idle[$0].closedNow() }
         #expect(closed.count == 1, "closed: \(closed)")
         // Every slot holds a request in progress: nothing is idle, so a newcomer gets a 503 it can read.
@@ -149,7 +151,7 @@ struct FramingTests {
         let busy = try RawClient(port: h.server.port)
         try busy.send("GET /health HTTP/1.1\r\n")
         defer { busy.close() }
-        Thread.sleep(forTimeInterval: 0.3)
+        #expect(waitUntil(seconds: 30) { h.server.requestsUnderway.load(ordering: .relaxed) == 300 })
         let blocker = try RawClient(port: h.server.port)
         defer { blocker.close() }
         let refused = try blocker.readResponse()

@@ -82,7 +82,10 @@ final class EventLoop: @unchecked Sendable {
 
     private func drop(_ fd: Int32, _ connections: inout [Int32: Connection]) {
         Socket.close(fd)
-        if connections.removeValue(forKey: fd) != nil { server.openConnections.subtract(1, ordering: .relaxed) }
+        if let connection = connections.removeValue(forKey: fd) {
+            server.openConnections.subtract(1, ordering: .relaxed)
+            if connection.requestStarted != nil { server.requestsUnderway.subtract(1, ordering: .relaxed) }
+        }
     }
 
     // MARK: - Connections
@@ -220,7 +223,10 @@ final class EventLoop: @unchecked Sendable {
     private func frameOne(_ fd: Int32, _ connection: inout Connection, now: Double) -> (Bool, Bool) {
         guard !connection.busy else { return (true, false) }
         guard !connection.input.isEmpty else { return (!connection.peerClosed, false) }
-        if connection.requestStarted == nil { connection.requestStarted = now }
+        if connection.requestStarted == nil {
+            connection.requestStarted = now
+            server.requestsUnderway.add(1, ordering: .relaxed)
+        }
         let parser = server.parser
         let result = connection.input.withUnsafeBytes { parser.parse($0) }
         switch result {
@@ -248,6 +254,7 @@ final class EventLoop: @unchecked Sendable {
             connection.input.removeFirst(consumed)
             connection.busy = true
             connection.requestStarted = nil
+            server.requestsUnderway.subtract(1, ordering: .relaxed)
             connection.headerDone = nil
             connection.sentContinue = false
             let keepAlive = request.keepAlive

@@ -54,6 +54,9 @@ public final class HTTPServer: @unchecked Sendable {
     let parser: HTTPParser
     /// Open connections across every loop (the cap is global).
     let openConnections = Atomic<Int>(0)
+    /// Connections with a request begun and not yet whole: what a test waits for, instead of sleeping, before it
+    /// counts on every slot being busy.
+    package let requestsUnderway = Atomic<Int>(0)
     private let loops: [EventLoop]
     let stopping = Atomic<Bool>(false)
 
