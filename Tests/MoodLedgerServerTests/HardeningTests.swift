@@ -137,6 +137,31 @@ struct ReplayTests {
     }
 }
 
+extension ReplayTests {
+    @Test("The same JSON written another way is the same request: a batch item re-sent alone is a replay, not a 422")
+    func canonicalFingerprint() throws {
+        let h = try ServerHarness()
+        defer { h.stop() }
+        let batch =
+            #"{"items":[{"method":"POST","idempotency_key":"k-b","body":{"valence":0.5,"labels":["calm"],"notes":"n"}}]}"#
+        let first = try #require(try h.request("POST", "/api/v1/mood/batch", json: batch).data["results"]?.arrayValue)
+        #expect(first.first?["status"]?.intValue == 201)
+        let id = try #require(first.first?["body"]?["data"]?["id"]?.stringValue)
+        // The batch's answer was lost; another client re-sends the item alone, its keys in another order and spaced.
+        let alone = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-b")],
+            json: #"{ "notes": "n", "labels": [ "calm" ], "valence": 0.50 }"#)
+        #expect(alone.status == 201 && alone.header("Idempotent-Replayed") == "true", "\(alone.status) \(alone.text)")
+        #expect(alone.data["id"]?.stringValue == id)
+        // Other content under the same key is still another request.
+        let other = try h.request(
+            "POST", "/api/v1/mood", headers: [("Idempotency-Key", "k-b")],
+            json: #"{"valence":0.6,"labels":["calm"],"notes":"n"}"#)
+        #expect(other.status == 422 && other.json["error"]?["code"] == .string("idempotency_key_reused"))
+        #expect(try h.request("GET", "/api/v1/mood?from=2000-01-01").data["entries"]?.arrayValue?.count == 1)
+    }
+}
+
 @Suite("Request targets and line endings", .serialized)
 struct TargetTests {
     func exchange(_ harness: ServerHarness, _ raw: String) throws -> RawResponse { try harness.exchange(raw) }

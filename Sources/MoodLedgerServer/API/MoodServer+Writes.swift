@@ -14,15 +14,19 @@ extension MoodServer {
 
     /// A request's scoped `Idempotency-Key` and its fingerprint (`Specs/server.md`, *Idempotency*), if it has a key:
     /// keys are scoped to the method and path, so the same key on another route is another request.
-    static func idempotency(_ request: HTTPRequest) -> (key: String?, fingerprint: String) {
-        guard let given = request.header("idempotency-key"), !given.isEmpty else { return (nil, "") }
+    static func idempotency(_ request: HTTPRequest) -> (key: String?, fingerprint: Fingerprint) {
+        guard let given = request.header("idempotency-key"), !given.isEmpty else {
+            return (nil, Fingerprint(canonical: "", bytes: ""))
+        }
         // Scoped by the route, not its spelling: one key and body to `/api/v1/mood/` and `/api/v1/%6dood` is one
         // request.
         let path = Route.match(request.path)?.canonicalPath ?? request.path
-        return (
-            "\(request.method) \(path) \(given)",
-            ByteText.hex(SHA256.hash(Array("\(request.method) \(path)\n".utf8) + request.body))
-        )
+        let prefix = Array("\(request.method) \(path)\n".utf8)
+        let bytes = ByteText.hex(SHA256.hash(prefix + request.body))
+        // The same JSON written another way (a batch item re-sent alone, another client's spacing or key order) is
+        // the same request: the fingerprint is over the body's canonical form.
+        let canonical = Fingerprint.canonicalJSON(request.body).map { ByteText.hex(SHA256.hash(prefix + $0)) } ?? bytes
+        return ("\(request.method) \(path) \(given)", Fingerprint(canonical: canonical, bytes: bytes))
     }
 
     /// A write: validated and appended here (on the event loop); its answer is sent once durable.
@@ -60,7 +64,10 @@ extension MoodServer {
                 status = self.status(of: write, events: events)
                 var records =
                     key.map {
-                        [UserLedger.idempotencyRecord(key: $0, fingerprint: fingerprint, status: status, entryID: id)]
+                        [
+                            UserLedger.idempotencyRecord(
+                                key: $0, fingerprint: fingerprint.canonical, status: status, entryID: id)
+                        ]
                     } ?? []
                 // Last in the batch: its seq is the change's revision.
                 if let replaces, !events.isEmpty {
@@ -99,7 +106,7 @@ extension MoodServer {
         if key != nil {
             // Known before it is durable: a replay of the key waits for the same sync (see replay).
             stored = UserLedger.Idempotent(
-                fingerprint: fingerprint, status: status, entryID: result.entry?.id,
+                fingerprint: fingerprint.canonical, status: status, entryID: result.entry?.id,
                 seq: result.lastSeq, body: response.body)
         }
         return .afterSync(response, result.lastSeq)

@@ -331,11 +331,13 @@ final class UserLedger: Sendable {
     }
 
     /// Claims `key` for a request with `fingerprint`, or says why it cannot run.
-    func claim(_ key: String, fingerprint: String) -> KeyState {
+    func claim(_ key: String, fingerprint: Fingerprint) -> KeyState {
         let now = ledger.options.clock()
         return state.withLock { state in
             Self.expire(&state, now: now)
-            if let known = state.keys[key] { return known.fingerprint == fingerprint ? .replay(known) : .mismatch }
+            if let known = state.keys[key] {
+                return fingerprint.matches(known.fingerprint) ? .replay(known) : .mismatch
+            }
             if state.inFlight.contains(key) { return .inFlight }
             state.inFlight.insert(key)
             return .new
@@ -344,13 +346,13 @@ final class UserLedger: Sendable {
 
     /// Whether `key` with `fingerprint` is a request already acknowledged (its answer would be a replay), without
     /// claiming it.
-    func isReplay(_ key: String, fingerprint: String) -> Bool {
+    func isReplay(_ key: String, fingerprint: Fingerprint) -> Bool {
         let now = ledger.options.clock()
         return state.withLock { state in
             guard let known = state.keys[key], known.at >= now - Self.idempotencyWindowMilliseconds else {
                 return false
             }
-            return known.fingerprint == fingerprint
+            return fingerprint.matches(known.fingerprint)
         }
     }
 
