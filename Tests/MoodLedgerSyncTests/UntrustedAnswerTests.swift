@@ -352,4 +352,43 @@ struct UntrustedAnswerTests {
             record.nextAttemptAt == failedAt, "due at once: \(String(describing: record.nextAttemptAt)) vs \(failedAt)")
         #expect(!record.parked)
     }
+
+    @Test(
+        "A seed create whose answer was lost is looked up before it is sent again: one record, even when the server forgot the key",
+        arguments: [RemoteDialect.progress, .wellness])
+    func lostCreateLookedUp(dialect: RemoteDialect) throws {
+        let dir = TemporaryDirectory("untrusted-lost-create")
+        let device = try device(dir, dialect: dialect)
+        let id = try device.ledger.log(MoodDraft(score: 8, labels: ["calm"], notes: "a walk")).entry.id
+        // A seed backend that keeps no idempotency keys; the first create's answer is lost after it stored the record.
+        let stored = Mutex<[String]>([])
+        let lose = Atomic<Bool>(true)
+        let transport = ScriptedTransport { request in
+            if request.method == "POST" {
+                let body = (try? JSONParser.parse(String(decoding: request.body ?? [], as: UTF8.self))) ?? .null
+                let recordID = "srv-\(stored.withLock { $0.count } + 1)"
+                var fields = body
+                if case .object(var pairs) = body {
+                    pairs.append(("id", .string(recordID)))
+                    fields = .object(pairs)
+                }
+                stored.withLock { $0.append(fields.serialized()) }
+                if lose.load(ordering: .relaxed) { return .failure(kind: "network", message: "connection reset") }
+                return ScriptedTransport.json(201, #"{"success":true,"data":{"id":"\#(recordID)"}}"#)
+            }
+            let records = stored.withLock { $0 }.joined(separator: ",")
+            return ScriptedTransport.json(
+                200,
+                dialect == .progress
+                    ? #"{"success":true,"data":[\#(records)]}"#
+                    : #"{"success":true,"data":{"entries":[\#(records)],"has_more":false}}"#)
+        }
+        #expect(try device.sync(Self.credentials, transport: transport).retrying == 1)
+        lose.store(false, ordering: .relaxed)
+        let report = try device.sync(Self.credentials, transport: transport, now: true)
+        #expect(report.delivered == 1, "\(report)")
+        #expect(stored.withLock { $0.count } == 1, "one record on the server: \(stored.withLock { $0 })")
+        #expect(
+            device.ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend))?.remoteID == "srv-1")
+    }
 }

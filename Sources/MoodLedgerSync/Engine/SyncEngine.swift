@@ -277,6 +277,7 @@ public final class SyncEngine: @unchecked Sendable {
             // Deleted before the attempt was made: nothing to send; the outbox already records the delete.
             return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
         }
+        if answered == nil, let entry, let found = findLostCreate(item, entry: entry) { return found }
         var verdict = exchange(item.operation, item: item, entry: entry, key: key, answered: answered)
         if case .park(404?, _) = verdict, item.operation == .update, dialect.remote.has(.update) {
             // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
