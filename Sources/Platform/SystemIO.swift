@@ -312,6 +312,32 @@ public struct SystemIO: PlatformIO {
     /// Whether a descriptor is a terminal (for progress output).
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
+    /// The time since this machine booted, with the boot's identity: a clock no wall-clock change moves, that counts
+    /// the time the machine slept (`CLOCK_BOOTTIME` on Linux; on Darwin `CLOCK_MONOTONIC`, which counts sleep there),
+    /// for durations measured across processes — two readings of the same boot subtract exactly. `nil` where the
+    /// boot cannot be identified.
+    public static func bootClock() -> BootClock? {
+        var ts = timespec()
+        #if canImport(Darwin)
+            var boot = timeval()
+            var size = MemoryLayout<timeval>.size
+            guard sysctlbyname("kern.boottime", &boot, &size, nil, 0) == 0 else { return nil }
+            let identity = "\(boot.tv_sec).\(boot.tv_usec)"
+            clock_gettime(CLOCK_MONOTONIC, &ts)
+        #else
+            let fd = LibC.open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 64)
+            let count = chunk.withUnsafeMutableBytes { LibC.read(fd, $0.baseAddress, $0.count) }
+            _ = LibC.close(fd)
+            guard count > 0 else { return nil }
+            let identity = String(decoding: chunk[0..<count], as: UTF8.self).filter { !$0.isWhitespace }
+            guard !identity.isEmpty else { return nil }
+            clock_gettime(CLOCK_BOOTTIME, &ts)
+        #endif
+        return BootClock(boot: identity, milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+    }
+
     /// A monotonic clock in nanoseconds, for measuring durations.
     public static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()
@@ -323,5 +349,19 @@ public struct SystemIO: PlatformIO {
         var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+    }
+}
+
+/// A reading of the time since boot, with the boot's identity (``SystemIO/bootClock()``).
+public struct BootClock: Sendable, Equatable {
+    /// The boot's identity (Linux: `/proc/sys/kernel/random/boot_id`; Darwin: `kern.boottime`).
+    public var boot: String
+    /// Milliseconds since that boot.
+    public var milliseconds: Int64
+
+    /// A reading.
+    public init(boot: String, milliseconds: Int64) {
+        self.boot = boot
+        self.milliseconds = milliseconds
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
+import Platform
 import Synchronization
 import TestSupport
 
@@ -118,12 +119,15 @@ final class Device: @unchecked Sendable {
     @discardableResult
     func sync(
         _ credentials: SyncCredentials, transport: (any SyncTransport)? = nil, once: Bool = false,
-        seed: UInt64 = 1, concurrency: Int = 8, now: Bool = false
+        seed: UInt64 = 1, concurrency: Int = 8, now: Bool = false, bootClock: (@Sendable () -> BootClock?)? = nil
     ) throws -> SyncReport {
         var configuration = SyncEngine.Configuration()
         configuration.seed = seed
         configuration.concurrency = concurrency
         configuration.ignoreBackoff = now
+        // The device's clock is the test's: the boot clock follows it unless the test gives its own.
+        let ledger = self.ledger
+        configuration.bootClock = bootClock ?? { BootClock(boot: "device", milliseconds: ledger.options.clock()) }
         let engine = try SyncEngine(
             ledger: ledger, transport: transport, credentials: { credentials },
             configuration: configuration)

@@ -1,5 +1,6 @@
 import Foundation
 import MoodLedger
+import Platform
 import Synchronization
 import TestSupport
 import Testing
@@ -390,5 +391,33 @@ struct UntrustedAnswerTests {
         #expect(stored.withLock { $0.count } == 1, "one record on the server: \(stored.withLock { $0 })")
         #expect(
             device.ledger.state.outbox.record(OutboxKey(entryID: id, destination: .backend))?.remoteID == "srv-1")
+    }
+
+    @Test("Parking counts elapsed time by the boot clock: eleven runs while the wall clock jumps 3 h each park nothing")
+    func parkingByBootClock() throws {
+        let transport = ScriptedTransport { request in
+            request.method == "POST"
+                ? ScriptedTransport.json(503, #"{"success":false}"#)
+                : ScriptedTransport.json(200, ScriptedTransport.page([], revision: 0, next: 0))
+        }
+        for (name, bootStep) in [("clock jumps", Int64(1_000)), ("a real day", Int64(3 * 3_600_000))] {
+            let dir = TemporaryDirectory("untrusted-parking")
+            let device = try device(dir)
+            _ = try device.log(0.2)
+            let uptime = Atomic<Int64>(1_000_000)
+            for _ in 0..<11 {
+                device.advance(3 * 3_600_000)
+                uptime.add(bootStep, ordering: .relaxed)
+                try device.sync(
+                    Self.credentials, transport: transport, now: true,
+                    bootClock: { BootClock(boot: "b1", milliseconds: uptime.load(ordering: .relaxed)) })
+            }
+            let parked = device.ledger.state.outbox.records.filter { $0.value.parked }.count
+            if name == "clock jumps" {
+                #expect(parked == 0, "11 runs within seconds never park, whatever the wall clock says")
+            } else {
+                #expect(parked == 1, "10 failures over a day of uptime park the item")
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import EventLog
+import Platform
 
 /// What a destination had of an entry when the two were last in step: the base of a three-way merge.
 public struct SyncBase: Sendable, Equatable {
@@ -105,21 +106,61 @@ extension Ledger {
 
     /// When each entry's current streak of attempts with `destination` began (the first `sync.attempted` since the
     /// record was last in step: a success, a merge, a pulled version, a re-queue, a release by the user, another
-    /// server or an erasure), in
-    /// ms since 1970; absent for an entry with no attempt since. One pass over the log for all the ids.
+    /// server or an erasure), in ms since 1970; absent for an entry with no attempt since. One pass over the log for
+    /// all the ids.
     /// - Parameters:
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func failingSince(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: Int64] {
-        var since: [EntryID: Int64] = [:]
+        try failureStreaks(of: ids, destination: destination).mapValues(\.wallMilliseconds)
+    }
+
+    /// Where a streak of failed attempts began: the wall time of its first attempt and, when the run that made it
+    /// recorded one with the batch's carrier (`{"boot", "boot_ms"}`, `Specs/sync.md`, *Bounded work per run*), the
+    /// time since boot then — a clock no wall-clock jump moves.
+    public struct StreakStart: Sendable, Equatable {
+        /// Ms since 1970, as recorded.
+        public var wallMilliseconds: Int64
+        /// The boot and the ms since it, if recorded.
+        public var boot: BootClock?
+
+        /// How long the streak has lasted at `now` (wall ms) and `bootNow`: by the boot clock when both readings are
+        /// of the same boot, else by the wall clock.
+        public func elapsed(now: Int64, bootNow: BootClock?) -> Int64 {
+            if let boot, let bootNow, boot.boot == bootNow.boot {
+                return max(0, bootNow.milliseconds - boot.milliseconds)
+            }
+            return now - wallMilliseconds
+        }
+    }
+
+    /// ``failingSince(of:destination:)`` with each streak's boot clock reading. One pass over the log.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    ///
+    /// Long because one pass reads three kinds of record in order: the attempts that start streaks, the carriers
+    /// that date them by the boot clock, and what ends a streak.
+    public func failureStreaks(
+        of ids: Set<EntryID>, destination: SyncDestination = .backend
+    ) throws -> [EntryID: StreakStart] {
+        var since: [EntryID: StreakStart] = [:]
         guard !ids.isEmpty else { return since }
         let resets: Set<UInt16> = [
             EventType.syncSucceeded.rawValue, EventType.syncMerged.rawValue, EventType.syncRequeued.rawValue,
-            EventType.syncReleased.rawValue,
-            EventType.remoteApplied.rawValue
+            EventType.syncReleased.rawValue, EventType.remoteApplied.rawValue
         ]
+        // Streaks begun in the batch being read: dated by its carrier, the batch's last record.
+        var begun: [EntryID] = []
         try eventLog.forEach(from: 1, through: lastSeq) { view in
+            defer { if !view.continuesBatch { begun.removeAll() } }
+            if view.type == Attachment.Kind.carrier.recordType {
+                if !begun.isEmpty, let json = try? JSONParser.parse(String(decoding: view.payload, as: UTF8.self)),
+                    let boot = json["boot"]?.stringValue, let milliseconds = json["boot_ms"]?.intValue
+                {
+                    for id in begun { since[id]?.boot = BootClock(boot: boot, milliseconds: Int64(milliseconds)) }
+                }
+                return true
+            }
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if view.type == EventType.remoteConfigured.rawValue || view.type == EventType.ledgerErased.rawValue {
                 since.removeAll()
@@ -130,7 +171,10 @@ extension Ledger {
                 ids.contains(id)
             else { return true }
             if attempted {
-                if since[id] == nil { since[id] = view.recordedAt / 1000 }
+                if since[id] == nil {
+                    since[id] = StreakStart(wallMilliseconds: view.recordedAt / 1000)
+                    begun.append(id)
+                }
             } else {
                 since[id] = nil
             }

@@ -115,6 +115,11 @@ extension SyncEngine {
         let route = batches ? ", batch route: \(configuration.batchRequestItems) items a request" : ""
         var fields: [(String, JSONValue)] = [("carrier", .string(transport.carrier + route))]
         if batches { fields.append(("batch_items", .int(Int64(max(1, configuration.batchRequestItems))))) }
+        // The boot clock when these attempts were made: a failure streak is measured by it (no wall-clock jump moves
+        // it), across runs of the same boot.
+        if let boot = configuration.bootClock() {
+            fields += [("boot", .string(boot.boot)), ("boot_ms", .int(boot.milliseconds))]
+        }
         let carrier = Attachment(.carrier, payload: Array(JSONValue.object(fields).serialized().utf8))
         _ = try ledger.execute(attaching: { events, _ in events.isEmpty ? [] : [carrier] }) { state, now in
             batch = []
@@ -187,7 +192,8 @@ extension SyncEngine {
         let bases = try ledger.syncBases(of: stale)
         // Items at the attempt limit whose send failed for a transient reason: parked only when their failures also
         // span the minimum time (one pass over the log for all of them).
-        let streaks = try ledger.failingSince(
+        let bootNow = configuration.bootClock()
+        let streaks = try ledger.failureStreaks(
             of: Set(
                 zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
                     guard sending.item.attempts + 1 >= SyncPolicy.maximumAttempts else { return nil }
@@ -239,7 +245,8 @@ extension SyncEngine {
                 default:
                     events.append(
                         self.event(
-                            for: sending.item, verdict, in: state, now: now, failingSince: streaks[id],
+                            for: sending.item, verdict, in: state, now: now,
+                            failingFor: streaks[id]?.elapsed(now: now, bootNow: bootNow),
                             unauthorized: &unauthorized))
                 }
             }
@@ -328,15 +335,16 @@ extension SyncEngine {
 
     /// The outcome event of one item. A transient failure parks the item only when it is the
     /// ``SyncPolicy/maximumAttempts``-th in a row and the first of them is at least ``SyncPolicy/parkAfterMilliseconds``
-    /// old (`failingSince`, ms): a short outage never parks anything, however often `--now` runs.
+    /// old (`failingFor`, ms, by the boot clock within a boot): a short outage never parks anything, however often
+    /// `--now` runs, and however the wall clock jumps.
     private func event(
-        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64, failingSince: Int64?,
+        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64, failingFor: Int64?,
         unauthorized: inout String?
     ) -> MoodEvent {
         let attempts =
             (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
         let givingUp =
-            attempts >= SyncPolicy.maximumAttempts && now - (failingSince ?? now) >= SyncPolicy.parkAfterMilliseconds
+            attempts >= SyncPolicy.maximumAttempts && (failingFor ?? 0) >= SyncPolicy.parkAfterMilliseconds
         switch verdict {
         case .delivered(let remoteID, let revision):
             return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
@@ -347,7 +355,7 @@ extension SyncEngine {
                     SyncFailure(
                         status: status,
                         error:
-                            "gave up after \(attempts) attempts over \(Self.span(now - (failingSince ?? now))): \(error)",
+                            "gave up after \(attempts) attempts over \(Self.span(failingFor ?? 0)): \(error)",
                         retryable: false))
             }
             // A refused certificate or host name is not the item's fault and no outage: due at once, as soon as

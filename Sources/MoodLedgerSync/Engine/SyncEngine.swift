@@ -1,5 +1,6 @@
 import Dispatch
 import MoodLedger
+import Platform
 import Synchronization
 
 /// Delivers a ledger's `backend` outbox to a remote and pulls the remote's changes, recording every step as an
@@ -35,6 +36,10 @@ public final class SyncEngine: @unchecked Sendable {
         /// Items in one request to a remote with the batch route (`batch`). Default 64: a batch of attempts goes out
         /// as four requests, on as many connections.
         public var batchRequestItems = 64
+        /// The time since boot, with the boot's identity: what a streak of failures is measured by, so that a clock
+        /// jumping hours does not park an item within minutes (`Specs/sync.md`, *Backoff*). Default: the system's
+        /// (``SystemIO/bootClock()``); tests give their own.
+        public var bootClock: @Sendable () -> BootClock? = { SystemIO.bootClock() }
 
         public init() {}
     }

@@ -21,7 +21,8 @@ public struct Attachment: Sendable, Equatable {
         public static let replacement = Kind(recordType: 0x8002)
 
         /// What carried a batch of sync attempts (`Specs/sync.md`, *Transports*): record type `0x8003`, a JSON object
-        /// `{"carrier"}` such as `"HTTPS via URLSession, TLS 1.3"`, the last record of the attempts' batch.
+        /// `{"carrier"}` such as `"HTTPS via URLSession, TLS 1.3"` (with `batch_items`, and the boot clock's `boot` and
+        /// `boot_ms` when known), the last record of the attempts' batch.
         public static let carrier = Kind(recordType: 0x8003)
 
         /// The anchor of the last HealthKit pull (`Specs/imports-exports.md`, *HealthKit*): record type `0x8004`,
