@@ -350,6 +350,13 @@ public final class SyncEngine: @unchecked Sendable {
             operation == .create
             ? (dialect.remote.has(.extensions) && dialect.dialect != .progress ? item.entryID.description : nil)
             : operation == .update ? item.remoteID ?? item.entryID.description : nil
+        if case .delivered(let remoteID, let revision) = verdict, operation != .create,
+            remoteID == item.entryID.description, let known = item.remoteID, known != remoteID
+        {
+            // An update or delete answered without an id (a 204, a body without data.id) concerns the record it was
+            // sent to: its id stays the one the server gave, never the entry's own.
+            verdict = .delivered(remoteID: known, revision: revision)
+        }
         if case .delivered(let remoteID, let revision) = verdict, let expected, remoteID != expected,
             EntryID(remoteID)?.description == expected
         {
@@ -406,12 +413,29 @@ public final class SyncEngine: @unchecked Sendable {
             case .failure(let kind, let message):
                 return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), nil)
             case .response(let status, let headers, let body):
-                let verdict = SyncPolicy.classify(
+                var verdict = SyncPolicy.classify(
                     operation, status: status, headers: headers, body: body,
                     entryID: entryID, now: ledger.options.clock())
                 if case .unauthorized = verdict, !refreshed {
                     refreshed = true
                     continue
+                }
+                if case .delivered(let remoteID, _) = verdict, operation == .create, remoteID == entryID.description,
+                    !dialect.remote.has(.extensions), !SyncPolicy.namesRecord(body)
+                {
+                    // A server that makes its own ids answered a create without one (another request's 204, a
+                    // proxy's page): which record it made is unknown, so nothing is recorded as delivered.
+                    verdict = .retry(
+                        status: nil, error: "the answer to a create names no record (no data.id): not taken",
+                        retryAfter: nil)
+                } else if case .delivered = verdict, operation != .delete,
+                    let field = SyncPolicy.contradiction(sent: request.body, answer: body)
+                {
+                    verdict = .retry(
+                        status: nil,
+                        error:
+                            "the answer describes another record than the one sent (its \(field) differs): not taken",
+                        retryAfter: nil)
                 }
                 return (verdict, (status, headers, body))
             }

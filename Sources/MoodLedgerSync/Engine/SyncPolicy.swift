@@ -109,6 +109,47 @@ public enum SyncPolicy {
         }
     }
 
+    /// The field on which a write's answer describes another record than the one sent, if any: an answer carries
+    /// `data` with the record's fields, and where it has `logged_at` (compared to the second), `notes` (trimmed),
+    /// `valence` (within 10⁻⁶) or `quantity` that the request also sent, they must agree. A stray answer — another
+    /// request's, read for this one — is caught here before anything is recorded (`Specs/sync.md`, *What the client
+    /// refuses*). Fields the answer leaves out, or a server's own normalisations (a label's spelling), are not read.
+    static func contradiction(sent: [UInt8]?, answer: [UInt8]) -> String? {
+        guard let sent, let request = try? JSONParser.parse(String(decoding: sent, as: UTF8.self)),
+            let json = try? JSONParser.parse(String(decoding: answer, as: UTF8.self)), let data = json["data"],
+            case .object = data
+        else { return nil }
+        if let mine = request["logged_at"]?.stringValue.flatMap(ISO8601.parse),
+            let theirs = data["logged_at"]?.stringValue.flatMap(ISO8601.parse),
+            mine.milliseconds / 1000 != theirs.milliseconds / 1000
+        {
+            return "logged_at"
+        }
+        if let mine = request["notes"], let theirs = data["notes"], mine != .null || theirs != .null {
+            let trim = { (value: JSONValue) -> Substring in
+                let text = Substring(value.stringValue ?? "")
+                return text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed().reduce(into: "") {
+                    $0.append($1)
+                }
+            }
+            if trim(mine) != trim(theirs) { return "notes" }
+        }
+        for field in ["valence", "quantity"] {
+            if let mine = request[field]?.doubleValue, let theirs = data[field]?.doubleValue, abs(mine - theirs) > 1e-6
+            {
+                return field
+            }
+        }
+        return nil
+    }
+
+    /// Whether an answer's body names a record: `data.id` present and not null.
+    static func namesRecord(_ body: [UInt8]) -> Bool {
+        guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let id = json["data"]?["id"]
+        else { return false }
+        return id != .null
+    }
+
     /// The server's revision from an `ETag` (`"17"` or `W/"17"`), else 0.
     static func revision(_ headers: [(name: String, value: String)]) -> UInt64 {
         guard var tag = headers.first(where: { $0.name.lowercased() == "etag" })?.value else { return 0 }
