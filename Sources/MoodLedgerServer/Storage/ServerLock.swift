@@ -23,10 +23,20 @@ final class ServerLock: Sendable {
         var content = [UInt8](repeating: 0, count: 32)
         let count = (try? content.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
         content.removeSubrange(max(0, min(count, content.count))...)
-        let locked: Bool
+        var locked: Bool
         do { locked = try io.tryLock(fd) } catch {
             io.close(fd)
             throw ServerError("cannot lock \(path): \(error)", code: "not_writable")
+        }
+        // A lock this process released a moment ago (a server stopped and started again in one process) can still be
+        // held for an instant by a child forked meanwhile by another thread, whose copy of the descriptor lives until
+        // its exec closes it: when the file names this process, the lock is asked for again for up to a second.
+        let holderDigits = content.prefix { $0 != UInt8(ascii: "\n") }
+        if !locked, Int32(String(decoding: holderDigits, as: UTF8.self)) == io.processID() {
+            for _ in 0..<200 where !locked {
+                io.sleep(milliseconds: 5)
+                locked = (try? io.tryLock(fd)) ?? false
+            }
         }
         guard locked else {
             io.close(fd)
