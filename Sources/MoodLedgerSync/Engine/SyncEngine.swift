@@ -336,7 +336,7 @@ public final class SyncEngine: @unchecked Sendable {
         return request
     }
 
-    private func exchange(
+    func exchange(
         _ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String,
         answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
     ) -> SyncVerdict {
