@@ -132,7 +132,12 @@ struct FramingTests {
         "At the connection cap the longest-idle connection makes room; with every slot mid-request, a 503 the client can read"
     )
     func connectionCap() throws {
-        let h = try ServerHarness { $0.http.maxConnections = 300 }
+        // Timeouts far beyond the test's own waits: under load no partial request may expire while it sets up.
+        let h = try ServerHarness {
+            $0.http.maxConnections = 300
+            $0.http.headerTimeout = 600
+            $0.http.idleTimeout = 600
+        }
         defer { h.stop() }
         var idle: [RawClient] = []
         for _ in 0..<300 {
