@@ -191,25 +191,13 @@ extension EventLog {
     public static func unfinishedRedactionFirstSeq(directory: String, io: any PlatformIO) -> UInt64? {
         let journalPath = directory + "/" + redoFileName
         guard io.exists(journalPath), let journal = try? AtomicFile.read(journalPath, limit: redoLimit, io: io),
-            journal.count >= redoHeaderSize + 4, Array(journal[0..<8]) == redoMagic
+            journal.count >= redoHeaderSize + 4,
+            // Its own file id and no bound from the log: only which records it names is asked here; the open
+            // decides, against the log, whether it applies.
+            let patches = try? decodeRedo(
+                journal, fileID: Array(journal[8..<24]), maxPayload: Int(UInt32.max), logSize: .max, path: journalPath)
         else { return nil }
-        return journal.withUnsafeBytes { bytes -> UInt64? in
-            let end = bytes.count - 4
-            guard bytes.u32(end) == CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<end])))
-            else { return nil }
-            var lowest: UInt64?
-            var at = redoHeaderSize
-            for _ in 0..<Int(bytes.u32(24)) {
-                guard end - at >= redoPatchHeaderSize else { return lowest }
-                let length = Int(bytes.u32(at + 8))
-                at += redoPatchHeaderSize
-                guard length >= LogFormat.recordHeaderSize, length <= end - at else { return lowest }
-                let seq = bytes.u64(at + 16)
-                lowest = min(lowest ?? seq, seq)
-                at += length
-            }
-            return lowest
-        }
+        return patches.map { $0.bytes.withUnsafeBytes { $0.u64(16) } }.min()
     }
 
     /// The patches of a redo journal, every length checked against the journal's own size and the log's before use.

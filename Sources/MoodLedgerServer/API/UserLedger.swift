@@ -103,7 +103,7 @@ final class UserLedger: Sendable {
     init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64, loadingKeys: Bool = true) throws {
         self.name = name
         self.ledger = ledger
-        account = ledger.eventLog.fileID.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        account = ByteText.hex(ledger.eventLog.fileID)
         self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
         if loadingKeys { try loadKeys(since: now - Self.idempotencyWindowMilliseconds) }
@@ -451,12 +451,5 @@ final class UserLedger: Sendable {
             state.keysHead = 0
             Self.expire(&state, now: now)
         }
-    }
-}
-
-extension String {
-    /// The string with zeros before it up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

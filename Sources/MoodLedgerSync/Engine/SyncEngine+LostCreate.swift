@@ -57,11 +57,3 @@ extension SyncEngine {
         return exchange(.update, item: update, entry: entry, key: "\(item.entryID).found.\(edited)")
     }
 }
-
-extension Int64 {
-    /// The quotient rounded toward negative infinity (days and seconds before 1970 included).
-    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
-        let quotient = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
-    }
-}

@@ -46,10 +46,12 @@ extension SyncEngine {
             // server that went back to nothing: what the old account acknowledged is re-queued, the feed read again
             // from 0.
             var accountChange: (reason: String, requeued: Int)?
-            _ = try ledger.execute { state, _ in
-                let account = self.accountEvents(in: state)
-                accountChange = account.changed.map { ($0, account.events.count - 1) }
-                return (account.events, .none, false)
+            if heardAccounts.withLock({ $0.latest != nil }) {
+                _ = try ledger.execute { state, _ in
+                    let account = self.accountEvents(in: state)
+                    accountChange = account.changed.map { ($0, account.events.count - 1) }
+                    return (account.events, .none, false)
+                }
             }
             if let (reason, requeued) = accountChange {
                 if wentBack {

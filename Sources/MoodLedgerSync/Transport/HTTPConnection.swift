@@ -244,7 +244,7 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
 
     /// Whether the connection may carry another request now: the last response ended exactly where the bytes read
     /// ended, and nothing has arrived since — no stray byte, no end of stream, no error (a peek that does not wait).
-    public var quietForReuse: Bool { reusable && start == buffer.count && Socket.isQuiet(fd) }
+    public var quietForReuse: Bool { reusable && Socket.isQuiet(fd) }
 
     /// Whether the peer has closed the connection, without waiting: a peek at what is there now.
     package func closedByPeerWithoutWaiting() -> Bool { Socket.peerClosed(fd) }

@@ -51,18 +51,12 @@ public struct SyncCredentials: Sendable, Equatable {
         }
     }
 
-    /// Whether both values can stand in a header: visible ASCII and spaces only, so no CR, LF or other control
-    /// character can end a header line and start another (RFC 9110 §5.5).
-    public var headerSafe: Bool {
-        [apiKey, token].allSatisfy { value in
-            value?.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F } ?? true
-        }
-    }
-
     /// Refuses credentials that cannot stand in a header, naming the variable or the file's field, never the value.
     /// - Throws: ``SyncError`` `config`.
     func checkedForHeaders(names: (apiKey: String, token: String)) throws(SyncError) -> SyncCredentials {
         for (name, value) in [(names.apiKey, apiKey), (names.token, token)] {
+            // Visible ASCII and spaces only: no CR, LF or other control character can end a header line and start
+            // another (RFC 9110 §5.5).
             if let value, !value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) {
                 throw SyncError(
                     .config,
