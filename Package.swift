@@ -53,10 +53,15 @@ let package = Package(
         // The edges that read and write other formats: importers, exporters, the API record, HealthKit. Depends on
         // the ledger; the ledger never sees it.
         .target(name: "MoodInterchange", dependencies: ["MoodLedger", "MoodModel", "Platform"]),
+        // HTTP/1.1's message rules, one codec for both sides: field lines, framing, chunking, the Host authority. Pure:
+        // the server frames requests and the sync client frames answers with the same functions.
+        .target(name: "HTTPWire"),
         // The reference backend: the seed API over one ledger per user, HTTP/1.1 over POSIX sockets.
-        .target(name: "MoodLedgerServer", dependencies: ["Platform", "MoodLedger", "MoodInterchange", "EventLog"]),
+        .target(
+            name: "MoodLedgerServer",
+            dependencies: ["Platform", "MoodLedger", "MoodInterchange", "EventLog", "HTTPWire"]),
         // The sync client: delivers the outbox to a backend over HTTP/1.1 and pulls its changes (Specs/sync.md).
-        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "MoodInterchange"]),
+        .target(name: "MoodLedgerSync", dependencies: ["Platform", "MoodLedger", "MoodInterchange", "HTTPWire"]),
         // The command-line tool as a library, so tests run every command in-process.
         .target(
             name: "MoodLedgerCLI",
@@ -99,7 +104,7 @@ let package = Package(
             name: "MoodLedgerSyncTests",
             dependencies: [
                 "Platform", "MoodLedgerSync", "MoodLedgerServer", "MoodLedgerCLI", "MoodLedger", "MoodInterchange",
-                "TestSupport", "moodledger"
+                "HTTPWire", "TestSupport", "moodledger"
             ]),
         .testTarget(
             name: "MoodLedgerCLITests",

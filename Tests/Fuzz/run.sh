@@ -41,9 +41,11 @@ codec) harness MoodModel EventLogFormat ;;
 snapshot) harness MoodLedger Platform EventLogFormat EventLog MoodModel ;;
 csv | json) harness MoodInterchange Platform EventLogFormat EventLog MoodModel MoodLedger ;;
 http)
-    # The parser and the message types alone: no sockets, no ledger.
-    swiftc "${flags[@]}" -module-name MoodLedgerServer "$root/Sources/MoodLedgerServer/HTTP/HTTPParser.swift" \
-        "$root/Sources/MoodLedgerServer/HTTP/HTTPMessage.swift" "$root/Tests/Fuzz/Harnesses/http.swift" -o "$build/fuzz-http"
+    # The parser, the message types and the shared codec alone: no sockets, no ledger.
+    library HTTPWire
+    swiftc "${flags[@]}" -module-name MoodLedgerServer -I "$build" -L "$build" -lHTTPWire \
+        "$root/Sources/MoodLedgerServer/HTTP/HTTPParser.swift" "$root/Sources/MoodLedgerServer/HTTP/HTTPMessage.swift" \
+        "$root/Tests/Fuzz/Harnesses/http.swift" -o "$build/fuzz-http"
     ;;
 *) echo "unknown target $target" >&2; exit 2 ;;
 esac

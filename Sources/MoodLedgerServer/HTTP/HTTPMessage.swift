@@ -1,3 +1,5 @@
+import HTTPWire
+
 /// One HTTP/1.1 request, parsed and framed (`Specs/server.md`, RFC 9112).
 public struct HTTPRequest: Sendable {
     /// The method, e.g. `GET`.
@@ -33,12 +35,7 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
     /// Whether the connection stays open after the response (HTTP/1.1 default; `Connection: close` ends it).
-    public var keepAlive: Bool {
-        let tokens = headers.filter { $0.name == "connection" }
-            .flatMap { $0.value.lowercased().split(separator: ",").map { $0.trimmingCharacters() } }
-        if tokens.contains("close") { return false }
-        return minorVersion >= 1 || tokens.contains("keep-alive")
-    }
+    public var keepAlive: Bool { HTTPFraming.persistent(headers, minor: minorVersion) }
 
     /// The query's `name=value` pairs split at `&` (empty pairs skipped) and the first `=`, each side
     /// percent-decoded; a side that does not decode is empty. Read as bytes: a request target is ASCII.
@@ -89,14 +86,7 @@ public struct HTTPRequest: Sendable {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
+    static func hexValue(_ byte: UInt8) -> UInt8? { HTTPFields.hexValue(byte) }
 }
 
 /// A response: status, headers and body. `Date`, `Content-Length` and `Connection` are added when it is written.
@@ -145,10 +135,9 @@ public struct HTTPResponse: Sendable {
         bytes += date.utf8
         bytes += "\r\n".utf8
         for (name, value) in headers {
-            bytes += name.utf8
-            bytes += ": ".utf8
-            bytes += value.utf8
-            bytes += "\r\n".utf8
+            // Every field the server writes is its own (ids and tags it validated); one that could not stand on a
+            // line of its own is left out rather than allowed to end the line and start another.
+            try? HTTPFields.append(name: name, value: value, to: &bytes)
         }
         if status != 204, status != 304, status >= 200 {
             bytes += "Content-Length: ".utf8

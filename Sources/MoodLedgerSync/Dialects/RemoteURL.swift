@@ -1,3 +1,4 @@
+import HTTPWire
 import MoodLedger
 
 /// A backend's base URL, parsed: `http[s]://HOST[:PORT][/PREFIX]` (IPv6 hosts in brackets).
@@ -90,8 +91,5 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
     public var hostHeader: String { authority }
 
     /// `host:port`, an IPv6 host in brackets.
-    public var authority: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(shownHost):\(port)"
-    }
+    public var authority: String { HTTPFields.authority(host: host, port: port) }
 }

@@ -1,13 +1,16 @@
 import Dispatch
+import HTTPWire
 import Platform
 
 /// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
 /// benchmark's load generator and the server tests use. Keep-alive; `Content-Length` and chunked bodies; no TLS, no
-/// redirects. Its system calls are ``Socket``'s (the one platform layer).
+/// redirects. Answers are framed by the codec the server frames requests with (``HTTPFields``, ``HTTPFraming``,
+/// ``HTTPChunkedDecoder``); its system calls are ``Socket``'s (the one platform layer).
 public final class HTTPConnection: @unchecked Sendable {  // used by one thread at a time; pools hand it over whole
     /// A response as read.
     public struct Response: Sendable {
         public var status: Int
+        /// The header fields in order, names lowercased, folded lines unfolded.
         public var headers: [(name: String, value: String)]
         public var body: [UInt8]
         /// The first header of that name (case-insensitive).
@@ -111,84 +114,57 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         self.limits = limits
         budgetStart = start
         defer { self.limits = Limits() }
-        var end: Int
-        var lines: [Substring]
         var status: Int
-        var minor: UInt8
+        var minor: Int
+        var headers: [(name: String, value: String)]
         while true {
-            end = try headerEnd()
-            lines = String(decoding: buffer[start..<end], as: UTF8.self).split(
-                separator: "\r\n", omittingEmptySubsequences: false)
-            guard let statusLine = lines.first, let parsed = Self.status(of: Array(statusLine.utf8)) else {
-                throw Failure(what: "malformed response status line")
-            }
-            (status, minor) = parsed
+            let end = try headerEnd()
+            let head = buffer.withUnsafeBytes { raw in Self.head(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
+            (status, minor, headers) = try head.get()
             start = end + 4
             if status == 101 { throw Failure(what: "the server switched protocols (101), which was not asked for") }
             if (100..<200).contains(status) && !returningInterim { continue }
             break
         }
-        var headers: [(name: String, value: String)] = []
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces()))
-        }
         var response = Response(status: status, headers: headers, body: [])
-        let connection = response.header("Connection")?.lowercased() ?? ""
-        var persistent = minor >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
-        defer { reusable = persistent && start == buffer.count && minor >= 1 }
-        if head || status == 204 || status == 304 || status < 200 { return compacted(response) }
-        // Nothing but identity was asked for (no Accept-Encoding is sent): a compressed body is not what was asked.
-        if let coding = response.header("Content-Encoding")?.trimmingSpaces().lowercased(), !coding.isEmpty,
-            coding != "identity"
+        let framing: HTTPFraming
+        let close: Bool
+        do {
+            (framing, close) = try HTTPFraming.response(headers, status: status, minor: minor, toHead: head)
+        } catch {
+            throw Failure(what: "the answer's framing is refused: \(error.reason)")
+        }
+        var persistent = minor >= 1 && !close && HTTPFraming.persistent(headers, minor: minor)
+        defer { reusable = persistent && start == buffer.count }
+        if framing != .none,
+            let coding = response.header("content-encoding")?.lowercased(), !coding.isEmpty, coding != "identity"
         {
+            // Nothing but identity was asked for (no Accept-Encoding is sent): a compressed body is not what was asked.
             throw Failure(what: "the answer is compressed (\(String(coding.prefix(20)))), which was not asked for")
         }
-        if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
-            // Both framings (RFC 9112 §6.3): chunked wins, and the connection is not reused.
-            if response.header("Content-Length") != nil { persistent = false }
-            var body: [UInt8] = []
+        switch framing {
+        case .none:
+            break
+        case .chunked:
+            var decoder = HTTPChunkedDecoder(from: start, maximumBody: limits.maximumBytes, maximumTrailers: 64 << 10)
             while true {
-                let lineEnd = try lineEnd(from: start)
-                let sizeText =
-                    String(decoding: buffer[start..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
-                let digits = sizeText.trimmingSpaces()
-                guard !digits.isEmpty, digits.count <= 16, let size = Int(digits, radix: 16), size >= 0,
-                    size <= limits.maximumBytes
-                else {
-                    throw Failure(what: "malformed chunk size")
+                let done = buffer.withUnsafeBytes { raw in
+                    Result { () throws(HTTPWireError) in try decoder.advance(raw) }
                 }
-                start = lineEnd + 2
-                if size == 0 {
-                    // Trailers, then the empty line.
-                    while true {
-                        let trailerEnd = try self.lineEnd(from: start)
-                        let empty = trailerEnd == start
-                        start = trailerEnd + 2
-                        if empty { break }
-                    }
-                    break
+                do {
+                    if try done.get() { break }
+                } catch {
+                    throw error.status == 413 ? tooLarge() : Failure(what: "malformed chunked body: \(error.reason)")
                 }
-                try need(start + size + 2)
-                guard buffer[start + size] == 13, buffer[start + size + 1] == 10 else {
-                    throw Failure(what: "malformed chunk: no CRLF after its data")
-                }
-                body += buffer[start..<(start + size)]
-                start += size + 2
+                try fill()
             }
-            response.body = body
-            return compacted(response)
-        }
-        // RFC 9112 §6.3: a list of equal lengths is that length; lengths that differ make the framing unknowable, and
-        // an answer whose length is in doubt is never taken as whole.
-        let lengths = response.headers.filter { $0.name.lowercased() == "content-length" }.flatMap {
-            $0.value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
-        }
-        if let first = lengths.first, lengths.contains(where: { $0 != first }) {
-            throw Failure(
-                what: "the answer has Content-Length values that differ (\(lengths.prefix(4).joined(separator: ", ")))")
-        }
-        guard let lengthText = lengths.first else {
+            response.body = decoder.body
+            start = decoder.position
+        case .length(let length):
+            try need(start + length)
+            response.body = Array(buffer[start..<(start + length)])
+            start += length
+        case .untilClose:
             // Neither a length nor chunked: the body runs to a real close of the connection (RFC 9112 §6.3), within
             // the budget; a body still going at the budget is refused, never taken as whole.
             persistent = false
@@ -196,32 +172,25 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
                 do { try fill() } catch let failure as Failure where failure.what == Self.closed { break }
             }
             response.body = Array(buffer[start...])
-            response.headers.append(("Connection", "close"))
+            response.headers.append(("connection", "close"))
             start = buffer.count
-            return compacted(response)
         }
-        guard lengthText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), lengthText.utf8.count <= 18,
-            let length = Int(lengthText), length >= 0
-        else {
-            throw Failure(what: "malformed Content-Length")
-        }
-        try need(start + length)
-        response.body = Array(buffer[start..<(start + length)])
-        start += length
         return compacted(response)
     }
 
-    /// `HTTP/1.x SP DIGIT DIGIT DIGIT` and then a space or the line's end: the status and the minor version.
-    static func status(of line: [UInt8]) -> (status: Int, minor: UInt8)? {
-        let prefix = Array("HTTP/1.".utf8)
-        guard line.count >= 12, Array(line[0..<7]) == prefix, line[7] >= 48, line[7] <= 57, line[8] == 32 else {
-            return nil
+    /// A response head's status line and fields, by the shared codec (a folded line unfolded, as a user agent must).
+    static func head(_ block: UnsafeRawBufferPointer) -> Result<(Int, Int, [(name: String, value: String)]), Failure> {
+        let lines = HTTPFields.lines(block)
+        guard let first = lines.first,
+            let (status, minor) = HTTPFraming.statusLine(UnsafeRawBufferPointer(rebasing: first))
+        else {
+            return .failure(Failure(what: "malformed response status line"))
         }
-        let digits = line[9..<12]
-        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), line.count == 12 || line[12] == 32 else { return nil }
-        let status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
-        guard status >= 100 else { return nil }
-        return (status, line[7] - 48)
+        do {
+            return .success((status, minor, try HTTPFields.fields(lines.dropFirst(), unfold: true)))
+        } catch {
+            return .failure(Failure(what: "malformed response header: \(error.reason)"))
+        }
     }
 
     /// Reads until the buffer holds `count` bytes from its start (within the response's budget).
@@ -266,27 +235,11 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     private func headerEnd() throws -> Int {
         var from = start
         while true {
-            if buffer.count >= 4 {
-                for i in max(start, from - 3)..<max(start, buffer.count - 3)
-                where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-                    return i
-                }
+            let found = buffer.withUnsafeBytes { raw in
+                HTTPFields.blockEnd(raw, from: max(start, from - 3), limit: raw.count)
             }
+            if let found { return found }
             guard buffer.count - start < 64 << 10 else { throw Failure(what: "response header block too large") }
-            from = buffer.count
-            try fill()
-        }
-    }
-
-    private func lineEnd(from position: Int) throws -> Int {
-        var from = position
-        while true {
-            if buffer.count >= 2, from < buffer.count - 1 {
-                for i in max(position, from - 1)..<(buffer.count - 1) where buffer[i] == 13 && buffer[i + 1] == 10 {
-                    return i
-                }
-            }
-            guard buffer.count - position < 64 << 10 else { throw Failure(what: "response line too long") }
             from = buffer.count
             try fill()
         }
@@ -317,14 +270,4 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         guard count > 0 else { throw Failure(what: Self.closed) }
         buffer += chunk[0..<count]
     }
-}
-
-extension StringProtocol {
-    fileprivate func trimmingSpaces() -> String {
-        var s = Substring(self)
-        while s.first == " " || s.first == "\t" { s.removeFirst() }
-        while s.last == " " || s.last == "\t" { s.removeLast() }
-        return String(s)
-    }
-
 }

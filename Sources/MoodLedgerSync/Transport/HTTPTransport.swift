@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPWire
 import MoodLedger
 import Synchronization
 
@@ -48,7 +49,10 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
     }
 
     public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
-        let bytes = encode(request, credentials: credentials)
+        let bytes: [UInt8]
+        do { bytes = try encode(request, credentials: credentials) } catch {
+            return .failure(kind: "network", message: "the request cannot be written: \(error.reason)")
+        }
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(requestTimeoutSeconds * 1e9)
         let limits = HTTPConnection.Limits(maximumBytes: request.maximumResponseBytes, deadline: deadline)
         // A pooled connection the server has since closed fails before any answer; one fresh retry is safe because
@@ -97,18 +101,29 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         return .failure(kind: "network", message: "the connection was closed")
     }
 
-    private func encode(_ request: SyncRequest, credentials: SyncCredentials) -> [UInt8] {
-        var head = "\(request.method) \(url.prefix)\(request.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\n"
-        head += "User-Agent: moodledger-sync\r\nAccept: application/json\r\n"
-        for (name, value) in credentials.headers { head += "\(name): \(value)\r\n" }
-        if let key = request.idempotencyKey { head += "Idempotency-Key: \(key)\r\n" }
-        if let tag = request.ifMatch { head += "If-Match: \(tag)\r\n" }
-        if let replaces = request.replaces { head += "MoodLedger-Replaces: \(replaces)\r\n" }
-        if let body = request.body {
-            head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-            return Array(head.utf8) + body
+    /// The request's bytes, every field written by the shared codec: a value that could end its line (a CR or LF
+    /// from a credential or a server's tag) is refused, never sent.
+    private func encode(_ request: SyncRequest, credentials: SyncCredentials) throws(HTTPWireError) -> [UInt8] {
+        let target = url.prefix + request.path
+        guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw HTTPWireError(500, "the request target holds a character that must be percent-encoded")
         }
-        if request.method != "GET" { head += "Content-Length: 0\r\n" }
-        return Array((head + "\r\n").utf8)
+        var bytes = Array("\(request.method) \(target) HTTP/1.1\r\n".utf8)
+        var fields: [(String, String)] = [
+            ("Host", url.hostHeader), ("User-Agent", "moodledger-sync"), ("Accept", "application/json")
+        ]
+        fields += credentials.headers
+        if let key = request.idempotencyKey { fields.append(("Idempotency-Key", key)) }
+        if let tag = request.ifMatch { fields.append(("If-Match", tag)) }
+        if let replaces = request.replaces { fields.append(("MoodLedger-Replaces", replaces)) }
+        if let body = request.body {
+            fields += [("Content-Type", "application/json"), ("Content-Length", String(body.count))]
+        } else if request.method != "GET" {
+            fields.append(("Content-Length", "0"))
+        }
+        for (name, value) in fields { try HTTPFields.append(name: name, value: value, to: &bytes) }
+        bytes += "\r\n".utf8
+        if let body = request.body { bytes += body }
+        return bytes
     }
 }
