@@ -29,7 +29,7 @@ extension SyncEngine {
                 } else {
                     verdicts = deliverBatch(Array(batch[range]))
                     if verdicts.contains(where: { if case .unauthorized = $0 { true } else { false } })
-                        || verdicts.contains(where: { Self.untrusted($0) != nil })
+                        || verdicts.contains(where: { SyncPlanner.untrusted($0) != nil })
                     {
                         stop.value.store(true, ordering: .relaxed)
                     }
@@ -44,15 +44,16 @@ extension SyncEngine {
 
     /// One batch request for `items`: every item's verdict, in order.
     func deliverBatch(_ items: [Sending]) -> [SyncVerdict] {
+        let planner = self.planner
         var verdicts = [SyncVerdict?](repeating: nil, count: items.count)
-        var sent: [Int] = []
+        var sent: [(index: Int, request: SyncRequest)] = []
         var bodies: [JSONValue] = []
         for (index, sending) in items.enumerated() {
             if sending.item.operation != .delete && sending.entry == nil {
                 verdicts[index] = deliver(sending.item, key: sending.key, entry: sending.entry)
                 continue
             }
-            let request = self.request(
+            let request = planner.request(
                 for: sending.item.operation, item: sending.item, entry: sending.entry, key: sending.key)
             var fields: [(String, JSONValue)] = [("method", .string(request.method))]
             if request.method != "POST" {
@@ -65,7 +66,7 @@ extension SyncEngine {
                 fields.append(("body", json))
             }
             bodies.append(.object(fields))
-            sent.append(index)
+            sent.append((index, request))
         }
         guard !sent.isEmpty else { return verdicts.map { $0! } }
         let request = SyncRequest(
@@ -73,19 +74,20 @@ extension SyncEngine {
             body: JSONValue.object([("items", .array(bodies))]).serializedBytes(),
             maximumResponseBytes: sent.count * SyncLimits.entryAnswerBytes)
         let (answer, results) = sendBatch(request, count: sent.count)
-        for (position, index) in sent.enumerated() {
+        for (position, (index, itemRequest)) in sent.enumerated() {
             let sending = items[index]
             guard let results, let result = results[position] else {
                 // The batch itself failed: each item by the batch's verdict, unless the server lacks the route.
                 verdicts[index] = batchFallback(answer, sending)
                 continue
             }
-            let verdict = SyncPolicy.classify(
-                sending.item.operation, status: result.status, headers: result.headers, body: result.body,
-                entryID: sending.item.entryID, now: ledger.options.clock())
-            let alreadyThere = sending.item.operation == .create && result.status == 200 && !result.replayed
-            verdicts[index] = deliver(
-                sending.item, key: sending.key, entry: sending.entry, answered: (verdict, alreadyThere))
+            // Each item's result is judged as its single request's answer would be, against what it sent.
+            var headers = result.headers
+            if result.replayed { headers.append(("Idempotent-Replayed", "true")) }
+            let judged = planner.judge(
+                itemRequest, operation: sending.item.operation, entryID: sending.item.entryID, status: result.status,
+                headers: headers, body: result.body, now: ledger.options.clock())
+            verdicts[index] = deliver(sending.item, key: sending.key, entry: sending.entry, answered: judged)
         }
         return verdicts.map { $0! }
     }
@@ -95,7 +97,8 @@ extension SyncEngine {
     /// Sends a batch (once more with re-read credentials after a 401): the batch's own verdict, and its items'
     /// results when it was answered 200 with one result per item.
     private func sendBatch(_ request: SyncRequest, count: Int) -> (SyncVerdict, [ItemResult?]?) {
-        let (verdict, response) = send(request, operation: .create, entryID: EntryID.none)
+        let (answer, response) = send(request, operation: .create, entryID: EntryID.none)
+        let verdict = answer.verdict
         guard let response, response.status == 200,
             let json = try? JSONParser.parse(String(decoding: response.body, as: UTF8.self)),
             let results = json["data"]?["results"]?.arrayValue, results.count == count
@@ -107,7 +110,6 @@ extension SyncEngine {
                 var headers: [(name: String, value: String)] = []
                 if let etag = result["etag"]?.stringValue { headers.append(("ETag", etag)) }
                 let replayed = result["replayed"] == .bool(true)
-                if replayed { headers.append(("Idempotent-Replayed", "true")) }
                 let body = result["body"].map { $0 == .null ? [] : $0.serializedBytes() } ?? []
                 return (status, headers, body, replayed)
             }

@@ -25,7 +25,7 @@ extension SyncEngine {
                     "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"
                 return
             }
-            let page: ChangesPage
+            let page: SyncPlanner.ChangesPage
             switch fetch(path) {
             case .failure(let message):
                 report.pullError = message
@@ -38,7 +38,7 @@ extension SyncEngine {
             case .page(let fetched):
                 page = fetched
             }
-            if let refusal = Self.refusal(of: page, cursor: cursor) {
+            if let refusal = SyncPlanner.refusal(of: page, cursor: cursor) {
                 report.pullError = "pull: " + refusal + ": the page is refused, nothing of it applied"
                 return
             }
@@ -48,7 +48,7 @@ extension SyncEngine {
             var accountChange: (reason: String, requeued: Int)?
             if heardAccounts.withLock({ $0.latest != nil }) {
                 _ = try ledger.execute { state, _ in
-                    let account = self.accountEvents(in: state)
+                    let account = self.planner.accountEvents(self.takeHeardAccounts(), in: state)
                     accountChange = account.changed.map { ($0, account.events.count - 1) }
                     return (account.events, .none, false)
                 }
@@ -73,25 +73,8 @@ extension SyncEngine {
                 wentBack = true
                 report.serverWentBack = true
                 _ = try ledger.execute { state, _ in
-                    var events: [MoodEvent] = []
-                    for (key, record) in state.outbox.records
-                    where key.destination == .backend
-                        && record.operation == nil && record.revision > page.revision
-                        && state.entries[key.entryID] != nil
-                    {
-                        events.append(
-                            .syncRequeued(
-                                key.entryID, .backend,
-                                reason:
-                                    "the server went back from revision \(cursor) to \(page.revision) (restored from a backup?) and lacks this change (revision \(record.revision))"
-                            ))
-                    }
-                    report.requeued += events.count
-                    events.append(
-                        .syncPulled(
-                            SyncPull(
-                                cursor: page.revision, serverRevision: page.revision, applied: 0,
-                                serverWentBack: true)))
+                    let events = SyncPlanner.wentBack(in: state, cursor: cursor, to: page.revision)
+                    report.requeued += events.count - 1
                     return (events, .none, false)
                 }
                 continue
@@ -106,7 +89,7 @@ extension SyncEngine {
                 Set(
                     page.changes.filter { change in
                         change.entry != nil
-                            && (Self.hasUnsentChange(change.id, in: state)
+                            && (SyncPlanner.hasUnsentChange(change.id, in: state)
                                 || state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.operation
                                     == .delete)
                     }.map(\.id))
@@ -117,7 +100,7 @@ extension SyncEngine {
                 Dictionary(
                     page.changes.compactMap { change -> (EntryID, UInt64)? in
                         guard let replaced = change.replaced, change.entry != nil,
-                            !Self.hasUnsentChange(change.id, in: state),
+                            !SyncPlanner.hasUnsentChange(change.id, in: state),
                             state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))?.revision
                                 == replaced.revision
                         else { return nil }
@@ -134,7 +117,7 @@ extension SyncEngine {
                 for change in page.changes {
                     do {
                         guard
-                            let event = try Self.decide(
+                            let event = try SyncPlanner.decide(
                                 change, in: state, bases: bases,
                                 lostBase: replacing[change.id].flatMap { _ in priorBases[change.id] },
                                 feedRevision: page.revision)
@@ -182,90 +165,10 @@ extension SyncEngine {
         }
     }
 
-    /// What to append for one remote change, or `nil` when there is nothing to do (our own change echoed back, or
-    /// one already applied).
-    /// `lostBase`: the change says it replaced this device's own edit at the revision this device holds, and this
-    /// is the base before that edit: the change is recorded as a merge whose result is the server's version, so the
-    /// conflict (this device's values lost) is listed here too.
-    /// `feedRevision`: the page's own revision. A record's revision above it is impossible (an answer's `ETag` said
-    /// more than the server ever reached): it is not trusted to mean "already applied".
-    static func decide(
-        _ change: RemoteChangeItem, in state: LedgerState, bases: [EntryID: SyncBase] = [:],
-        lostBase: SyncBase? = nil, feedRevision: UInt64 = .max
-    )
-        throws(MoodError) -> MoodEvent?
-    {
-        let record = state.outbox.record(OutboxKey(entryID: change.id, destination: .backend))
-        if let record, record.revision >= change.revision, record.revision <= feedRevision { return nil }
-        let local = state.entries[change.id]
-        let pendingHere = hasUnsentChange(change.id, in: state)
-        guard let json = change.entry else {
-            if local == nil && record == nil { return nil }
-            // A deletion there wins over a change here (recorded as a conflict: what was changed here is lost).
-            return .remoteApplied(
-                RemoteChange(
-                    origin: .backend, remoteID: change.id.description, entry: nil,
-                    entryID: change.id, revision: change.revision, conflict: pendingHere))
-        }
-        let entry = try RemoteEntry.parse(json, id: change.id)
-        if local == nil, record?.operation == .delete {
-            // Deleted here, the deletion unsent, changed there: the deletion wins (it reaches the server last), merged
-            // as at the push, and the server's change is listed as lost; the delete goes out on this revision.
-            return .syncMerged(
-                SyncEngine.merge(
-                    change.id, here: nil, theirs: entry, revision: change.revision,
-                    remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
-        }
-        if let lostBase, !pendingHere, let local, let record {
-            let merge = SyncMerge(
-                entryID: change.id, remoteID: record.remoteID ?? change.id.description, serverRevision: change.revision,
-                baseRevision: lostBase.revision, base: lostBase.entry, here: local, theirs: entry, merged: entry)
-            if !merge.conflicts.isEmpty { return .syncMerged(merge) }
-        }
-        guard pendingHere, let local, !RemoteEntry.sameContent(local, entry) else {
-            // Nothing unsent here, or the server simply has what is pending here: applied.
-            return .remoteApplied(
-                RemoteChange(
-                    origin: .backend, remoteID: change.id.description, entry: entry,
-                    entryID: change.id, revision: change.revision, conflict: false))
-        }
-        // Changed on both sides: merged field by field against the base; the result is sent next, conditional on
-        // this revision.
-        return .syncMerged(
-            SyncEngine.merge(
-                change.id, here: local, theirs: entry, revision: change.revision,
-                remoteID: record?.remoteID ?? change.id.description, base: bases[change.id]))
-    }
-
-    /// Whether the entry exists here with a change the backend has not acknowledged (a pending record, or an
-    /// eligible entry never sent).
-    static func hasUnsentChange(_ id: EntryID, in state: LedgerState) -> Bool {
-        guard let local = state.entries[id] else { return false }
-        let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
-        return record.map { $0.operation != nil } ?? OutboxState.isEligible(local.source, for: .backend)
-    }
-
     enum Fetched {
-        case page(ChangesPage)
+        case page(SyncPlanner.ChangesPage)
         case failure(String)
         case unauthorized(String)
-    }
-
-    struct RemoteChangeItem {
-        var id: EntryID
-        var revision: UInt64
-        var entry: JSONValue?
-        /// The server says this revision replaced another device's edit: that revision and the fields.
-        var replaced: (revision: UInt64, fields: [String])? = nil
-    }
-
-    struct ChangesPage {
-        var changes: [RemoteChangeItem]
-        var revision: UInt64
-        var nextSince: UInt64
-        var hasMore: Bool
-        /// Why the page, though it parsed, cannot be taken (see ``SyncEngine/refusal(of:cursor:)``).
-        var refusal: String? = nil
     }
 
     private func fetch(_ path: String) -> Fetched {
@@ -292,7 +195,7 @@ extension SyncEngine {
                 guard status == 200 else {
                     return .failure("pull: HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? ""))
                 }
-                guard let page = Self.parsePage(body) else {
+                guard let page = SyncPlanner.parsePage(body) else {
                     return .failure("pull: the changes feed's answer is not the documented shape")
                 }
                 guard page.changes.count <= configuration.pullPageSize else {
@@ -304,95 +207,4 @@ extension SyncEngine {
             }
         }
     }
-
-    /// `{"success": true, "data": {"changes": [{revision, operation, id, entry}], revision, next_since, has_more}}`.
-    static func parsePage(_ body: [UInt8]) -> ChangesPage? {
-        guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let data = json["data"],
-            let items = data["changes"]?.arrayValue, let revision = data["revision"]?.intValue, revision >= 0,
-            let next = data["next_since"]?.intValue, next >= 0
-        else { return nil }
-        var changes: [RemoteChangeItem] = []
-        for item in items {
-            guard let id = item["id"]?.stringValue.flatMap(EntryID.init), let itemRevision = item["revision"]?.intValue,
-                itemRevision > 0
-            else { return nil }
-            let operation = item["operation"]?.stringValue
-            guard operation == "upsert" || operation == "delete" else { return nil }
-            let entry = operation == "delete" ? nil : item["entry"]
-            if operation == "upsert", entry == nil || entry == .null { return nil }
-            var replaced: (revision: UInt64, fields: [String])?
-            if let note = item["replaced"], note != .null {
-                guard let revision = note["revision"]?.intValue, revision > 0,
-                    let fields = note["fields"]?.arrayValue?.compactMap(\.stringValue)
-                else { return nil }
-                replaced = (UInt64(revision), fields)
-            }
-            if let entry, entry != .null, let inner = entry["id"], inner != .null {
-                // The item's id and its entry's must name one entry: which one would be a guess.
-                guard let innerID = inner.stringValue.flatMap(EntryID.init), innerID == id else {
-                    return ChangesPage(
-                        changes: [], revision: UInt64(revision), nextSince: UInt64(next), hasMore: false,
-                        refusal: "the change at revision \(itemRevision) names entry \(id) but carries entry "
-                            + (inner.stringValue.map { ConsoleText.escaped(String($0.prefix(40))) } ?? "(not a string)")
-                    )
-                }
-            }
-            changes.append(
-                RemoteChangeItem(id: id, revision: UInt64(itemRevision), entry: entry, replaced: replaced))
-        }
-        // One id twice in a page: only its highest revision is the entry's state; the others are history.
-        var highest: [EntryID: UInt64] = [:]
-        for change in changes { highest[change.id] = max(highest[change.id] ?? 0, change.revision) }
-        if highest.count < changes.count {
-            var seen = Set<EntryID>()
-            changes = changes.filter { $0.revision == highest[$0.id] && seen.insert($0.id).inserted }
-        }
-        return ChangesPage(
-            changes: changes, revision: UInt64(revision), nextSince: UInt64(next),
-            hasMore: data["has_more"] == .bool(true))
-    }
-
-    /// Why a page cannot be true, if it cannot: a change above the feed's own revision, a cursor that goes back
-    /// while the feed does not, or one past the feed's revision, an item whose ids disagree (`Specs/sync.md`,
-    /// *What the client refuses*).
-    static func refusal(of page: ChangesPage, cursor: UInt64) -> String? {
-        if let refusal = page.refusal { return refusal }
-        if let above = page.changes.first(where: { $0.revision > page.revision }) {
-            return "the change of entry \(above.id) has revision \(above.revision), above the feed's own revision "
-                + "\(page.revision)"
-        }
-        if page.nextSince > page.revision {
-            return "the next cursor \(page.nextSince) is past the feed's own revision \(page.revision)"
-        }
-        if page.revision >= cursor, page.nextSince < cursor {
-            return "the next cursor \(page.nextSince) goes back from \(cursor) while the feed's revision did not"
-        }
-        return nil
-    }
-}
-
-/// An entry as a backend's JSON carries it, read with the API's field rules.
-enum RemoteEntry {
-    /// Parses an entry object (`id`, `logged_at`, `utc_offset_minutes`, `kind`, `typed_score` or `valence` or
-    /// `score`, word lists, `notes`, `source`, `source_id`).
-    static func parse(_ json: JSONValue, id: EntryID) throws(MoodError) -> MoodEntry {
-        guard case .object(let pairs) = json else { throw MoodError.invalid("entry", "must be a JSON object") }
-        let typed = json["typed_score"].flatMap { $0.isNull ? nil : $0 }
-        let valence = json["valence"].flatMap { $0.isNull ? nil : $0 }
-        // One scalar: the typed score if there is one (its valence is its exact translation), else the valence.
-        let drop: Set<String> =
-            typed != nil
-            ? ["valence", "score", "mood_score", "typed_score"]
-            : valence != nil ? ["score", "mood_score", "typed_score"] : ["typed_score"]
-        var kept = pairs.filter { !drop.contains($0.0) && $0.0 != "labels" }
-        if let typed { kept.append(("score", typed)) }
-        if let labels = json["labels"]?.arrayValue, !labels.isEmpty { kept.append(("labels", .array(labels))) }
-        var draft = try APIRecord.draft(from: .object(kept))
-        draft.id = id
-        // Storage bounds do not depend on the clock.
-        return try MoodRules.validate(draft, now: 0, bounds: .storage, newID: { id })
-    }
-
-    /// Whether two versions of an entry carry the same data (timestamps and origin aside).
-    static func sameContent(_ a: MoodEntry, _ b: MoodEntry) -> Bool { ThreeWayMerge.sameContent(a, b) }
 }

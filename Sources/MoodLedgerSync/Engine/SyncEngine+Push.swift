@@ -67,7 +67,8 @@ extension SyncEngine {
             let now = ledger.options.clock()
             let spent = book
             let most = configuration.maximumAttemptsPerRun
-            var candidates = ledger.read { dueItems(in: $0, now: now, limit: .max) }.filter {
+            let planner = self.planner
+            var candidates = ledger.read { planner.dueItems(in: $0, now: now, limit: .max) }.filter {
                 spent.allows($0.entryID, maximumAttempts: most)
             }[...]
             if candidates.isEmpty { break }
@@ -121,24 +122,15 @@ extension SyncEngine {
             fields += [("boot", .string(boot.boot)), ("boot_ms", .int(boot.milliseconds))]
         }
         let carrier = Attachment(.carrier, payload: Array(JSONValue.object(fields).serialized().utf8))
+        let planner = self.planner
+        let limit = configuration.batchSize
         _ = try ledger.execute(attaching: { events, _ in events.isEmpty ? [] : [carrier] }) { state, now in
-            batch = []
-            remaining = candidates
-            var events: [MoodEvent] = []
-            while let candidate = remaining.first, batch.count < self.configuration.batchSize {
-                remaining.removeFirst()
-                guard var item = self.stillDue(candidate.entryID, in: state, now: now),
-                    self.dialect.held(item.operation, entry: state.entries[item.entryID]) == nil
-                else { continue }
-                item.replaces = replaces[item.entryID]
-                let key = self.key(for: item, in: state)
-                events.append(.syncAttempted(item.entryID, .backend, item.operation, key: key))
-                batch.append((item, key, state.entries[item.entryID]))
-            }
-            return (events, .none, false)
+            let planned = planner.attempts(from: candidates, in: state, now: now, limit: limit, replaces: replaces)
+            batch = planned.batch
+            remaining = planned.rest
+            return (planned.events, .none, false)
         }
         candidates = remaining
-        assert(Set(batch.map(\.item.entryID)).count == batch.count, "a batch of attempts names each entry once")
         for sending in batch {
             book.attempts[sending.item.entryID, default: 0] += 1
             book.replaces[sending.item.entryID] = nil
@@ -160,7 +152,7 @@ extension SyncEngine {
                 } else {
                     verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
                     if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
-                    if Self.untrusted(verdict) != nil { stop.value.store(true, ordering: .relaxed) }
+                    if SyncPlanner.untrusted(verdict) != nil { stop.value.store(true, ordering: .relaxed) }
                 }
                 flight.verdicts.withLock { $0[index] = verdict }
                 slots.signal()
@@ -176,99 +168,52 @@ extension SyncEngine {
     /// Long because the whole batch's outcomes are appended as one batch of events: successes, failures, parkings and
     /// merges are built together from the two passes over the log they need.
     private func appendOutcomes(
-        _ batch: [Sending], _ outcomes: [SyncVerdict], book: inout RunBook,
+        _ batch: [Sending], _ verdicts: [SyncVerdict], book: inout RunBook,
         into report: inout SyncReport
     ) throws -> (merged: Bool, unauthorized: String?, untrusted: String?) {
-        // Each attempt appended has exactly one outcome: the zips below would drop the rest silently.
-        precondition(outcomes.count == batch.count, "one verdict per request of the batch")
-        let outcomes = refusingClaimedIDs(batch, outcomes)
-        let stale = Set(
-            zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
-                switch verdict {
-                case .stale, .recreated: return sending.item.entryID
-                default: return nil
-                }
-            })
-        let bases = try ledger.syncBases(of: stale)
-        // Items at the attempt limit whose send failed for a transient reason: parked only when their failures also
-        // span the minimum time (one pass over the log for all of them).
+        // What the planner needs from the log: the bases of entries to merge, and how long the failures of items at
+        // the attempt limit have lasted (one pass over the log each, for the whole batch).
+        var evidence = SyncPlanner.Evidence(mergesSoFar: book.merges)
+        evidence.bases = try ledger.syncBases(
+            of: Set(
+                zip(batch, verdicts).compactMap { sending, verdict -> EntryID? in
+                    switch verdict {
+                    case .stale, .recreated: return sending.item.entryID
+                    default: return nil
+                    }
+                }))
         let bootNow = configuration.bootClock()
         let streaks = try ledger.failureStreaks(
             of: Set(
-                zip(batch, outcomes).compactMap { sending, verdict -> EntryID? in
+                zip(batch, verdicts).compactMap { sending, verdict -> EntryID? in
                     guard sending.item.attempts + 1 >= SyncPolicy.maximumAttempts else { return nil }
                     switch verdict {
                     case .retry, .stale: return sending.item.entryID
                     default: return nil
                     }
                 }))
-        var unauthorized: String?
-        var mergedHere = 0
-        var conflicts = 0
-        var wentBack: [EntryID: String] = [:]
-        var newMerges: [SyncMerge] = []
-        var accountChange: (reason: String, requeued: Int)?
-        let allowed = book.merges
+        evidence.heard = takeHeardAccounts()
+        let planner = self.planner
+        var planned = (verdicts: verdicts, outcomes: SyncPlanner.Outcomes())
         _ = try ledger.execute { state, now in
-            var events: [MoodEvent] = []
-            mergedHere = 0
-            conflicts = 0
-            newMerges = []
-            for (sending, verdict) in zip(batch, outcomes) {
-                let id = sending.item.entryID
-                switch verdict {
-                case .stale(_, let revision, _) where revision > 0 && revision < sending.item.revision:
-                    // The server's revision went below one it gave: it was restored (or lost data). Never merged
-                    // against (its If-Match would fail for good): created again from here, compared in full.
-                    let reason =
-                        "the server's revision went back from \(sending.item.revision) to \(revision): restored from a backup?"
-                    wentBack[id] = reason
-                    events.append(.syncRequeued(id, .backend, reason: reason))
-                case .stale(let theirs, let revision, let remoteID)
-                where allowed[id, default: 0] < self.configuration.maximumMergesPerRun:
-                    let merge = Self.merge(
-                        id, here: state.entries[id], theirs: theirs, revision: revision,
-                        remoteID: remoteID, base: bases[id])
-                    events.append(.syncMerged(merge))
-                    newMerges.append(merge)
-                    mergedHere += 1
-                    if !merge.conflicts.isEmpty { conflicts += 1 }
-                case .recreated(let remoteID, let revision):
-                    let here = state.entries[id]
-                    events.append(
-                        .syncMerged(
-                            SyncMerge(
-                                entryID: id, remoteID: remoteID, serverRevision: 0,
-                                baseRevision: bases[id]?.revision ?? 0, base: bases[id]?.entry,
-                                here: here, theirs: nil, merged: here)))
-                    events.append(.syncSucceeded(id, .backend, remoteID: remoteID, revision: revision))
-                default:
-                    events.append(
-                        self.event(
-                            for: sending.item, verdict, in: state, now: now,
-                            failingFor: streaks[id]?.elapsed(now: now, bootNow: bootNow),
-                            unauthorized: &unauthorized))
-                }
+            for (id, streak) in streaks { evidence.failingFor[id] = streak.elapsed(now: now, bootNow: bootNow) }
+            planned = self.random.withLock {
+                planner.outcomes(of: batch, verdicts, in: state, now: now, evidence: evidence, random: &$0)
             }
-            // The account the answers came from: recorded the first time; another one re-queues what the old one
-            // acknowledged (this batch's deliveries included).
-            let account = self.accountEvents(
-                in: state,
-                delivered: zip(batch, outcomes).compactMap { Self.delivered($1) ? $0.item.entryID : nil })
-            events += account.events
-            accountChange = account.changed.map { ($0, account.events.count - 1) }
-            return (events, .none, false)
+            return (planned.outcomes.events, .none, false)
         }
-        if let (reason, requeued) = accountChange {
+        let (outcomes, result) = planned
+        if let (reason, requeued) = result.accountChange {
             report.serverWentBack = true
             report.wentBack = report.wentBack ?? reason
             report.requeued += requeued
             report.requeuedAtPush += requeued
         }
-        for merge in newMerges { book.noteMerge(merge) }
+        for merge in result.merges { book.noteMerge(merge) }
+        let allowed = book.merges
         for (sending, verdict) in zip(batch, outcomes) {
             let id = sending.item.entryID
-            if let reason = wentBack[id] {
+            if let reason = result.wentBack[id] {
                 report.requeuedAtPush += 1
                 report.requeued += 1
                 report.serverWentBack = true
@@ -282,156 +227,12 @@ extension SyncEngine {
             } else {
                 merged = false
             }
-            if !merged, !Self.delivered(verdict) { book.failed.insert(id) }
+            if !merged, !SyncPlanner.delivered(verdict) { book.failed.insert(id) }
             tally(sending.item, verdict, merged: merged, into: &report)
         }
         report.sent += batch.count
-        report.conflicts += conflicts
-        return (mergedHere > 0, unauthorized, outcomes.lazy.compactMap(Self.untrusted).first)
-    }
-
-    /// The merge of an entry with the destination's current version (`Specs/sync.md`, *Merging*): here against the
-    /// base, field by field; a deletion here stays a deletion (it reaches the server last); a deletion there is undone
-    /// by a change here.
-    static func merge(
-        _ id: EntryID, here: MoodEntry?, theirs: MoodEntry?, revision: UInt64, remoteID: String?,
-        base: SyncBase?
-    ) -> SyncMerge {
-        // A remote's single-entry answer carries no typed flag: a valence that is exactly the typed score here or in
-        // the base is that score, not a change (*Merging*: compared like with like).
-        var theirs = theirs
-        if var version = theirs, version.enteredScore == nil, let valence = version.valence,
-            let score = [base?.entry?.enteredScore, here?.enteredScore].compactMap({ $0 }).first(where: {
-                Valence.from(score: $0) == valence
-            })
-        {
-            version.enteredScore = score
-            theirs = version
-        }
-        let merged: MoodEntry?
-        if let here, let theirs {
-            merged = ThreeWayMerge.merge(base: base?.entry, here: here, theirs: theirs)
-        } else {
-            merged = here
-        }
-        return SyncMerge(
-            entryID: id, remoteID: remoteID, serverRevision: revision, baseRevision: base?.revision ?? 0,
-            base: base?.entry, here: here, theirs: theirs, merged: merged)
-    }
-
-    /// The refusal of a verdict whose connection failed on the remote's certificate or host name.
-    static func untrusted(_ verdict: SyncVerdict) -> String? {
-        if case .retry(nil, let error, _) = verdict, error.hasPrefix("tls: ") { return String(error.dropFirst(5)) }
-        return nil
-    }
-
-    /// Whether a verdict delivered the item.
-    static func delivered(_ verdict: SyncVerdict) -> Bool {
-        switch verdict {
-        case .delivered, .recreated: return true
-        default: return false
-        }
-    }
-
-    /// The outcome event of one item. A transient failure parks the item only when it is the
-    /// ``SyncPolicy/maximumAttempts``-th in a row and the first of them is at least ``SyncPolicy/parkAfterMilliseconds``
-    /// old (`failingFor`, ms, by the boot clock within a boot): a short outage never parks anything, however often
-    /// `--now` runs, and however the wall clock jumps.
-    private func event(
-        for item: Due, _ verdict: SyncVerdict, in state: LedgerState, now: Int64, failingFor: Int64?,
-        unauthorized: inout String?
-    ) -> MoodEvent {
-        let attempts =
-            (state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.attempts ?? item.attempts + 1)
-        let givingUp =
-            attempts >= SyncPolicy.maximumAttempts && (failingFor ?? 0) >= SyncPolicy.parkAfterMilliseconds
-        switch verdict {
-        case .delivered(let remoteID, let revision):
-            return .syncSucceeded(item.entryID, .backend, remoteID: remoteID, revision: revision)
-        case .retry(let status, let error, let retryAfter):
-            if givingUp {
-                return .syncFailed(
-                    item.entryID, .backend,
-                    SyncFailure(
-                        status: status,
-                        error:
-                            "gave up after \(attempts) attempts over \(Self.span(failingFor ?? 0)): \(error)",
-                        retryable: false))
-            }
-            // A refused certificate or host name is not the item's fault and no outage: due at once, as soon as
-            // the trust is fixed (the run stops with exit 78 meanwhile).
-            let next =
-                Self.untrusted(verdict) != nil
-                ? now
-                : random.withLock {
-                    SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: retryAfter, using: &$0)
-                }
-            return .syncFailed(
-                item.entryID, .backend, SyncFailure(status: status, error: error, retryable: true, nextAttemptAt: next))
-        case .park(let status, let error):
-            return .syncFailed(item.entryID, .backend, SyncFailure(status: status, error: error, retryable: false))
-        case .unauthorized(let error):
-            unauthorized = error
-            // Not the item's fault: retryable now, once the credentials are fixed.
-            return .syncFailed(
-                item.entryID, .backend, SyncFailure(status: 401, error: error, retryable: true, nextAttemptAt: now))
-        case .stale, .recreated:
-            // Merged as often as a run allows and still refused: the server's version moves under us; later.
-            let error =
-                "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run"
-            if givingUp {
-                return .syncFailed(
-                    item.entryID, .backend,
-                    SyncFailure(status: 412, error: "gave up after \(attempts) attempts: \(error)", retryable: false))
-            }
-            let next = random.withLock {
-                SyncPolicy.nextAttempt(now: now, attempts: attempts, retryAfter: nil, using: &$0)
-            }
-            return .syncFailed(
-                item.entryID, .backend, SyncFailure(status: 412, error: error, retryable: true, nextAttemptAt: next))
-        }
-    }
-
-    /// Deliveries whose server id another entry already holds (a record here, or an earlier item of this batch)
-    /// are not taken: two entries never share a server id, so a later delete of one never removes the other's copy
-    /// (`Specs/sync.md`, *What the client refuses*). Each becomes a retryable failure naming the rule.
-    func refusingClaimedIDs(_ batch: [Sending], _ outcomes: [SyncVerdict]) -> [SyncVerdict] {
-        var claimed: [String: EntryID] = [:]
-        // The entry's own id needs no look-up: ids are unique here. Other ids (server-assigned) are looked up once.
-        let given = Set(
-            zip(batch, outcomes).compactMap { sending, verdict -> String? in
-                guard case .delivered(let remoteID, _) = verdict, remoteID != sending.item.entryID.description
-                else { return nil }
-                return remoteID
-            })
-        guard !given.isEmpty else { return outcomes }
-        ledger.read { state in
-            for (key, record) in state.outbox.records where key.destination == .backend {
-                if let remoteID = record.remoteID, given.contains(remoteID) { claimed[remoteID] = key.entryID }
-            }
-        }
-        var result = outcomes
-        for (index, (sending, verdict)) in zip(batch, outcomes).enumerated() {
-            guard case .delivered(let remoteID, _) = verdict, remoteID != sending.item.entryID.description else {
-                continue
-            }
-            if let holder = claimed[remoteID], holder != sending.item.entryID {
-                result[index] = .retry(
-                    status: nil,
-                    error: "the server answered with id \(ConsoleText.escaped(String(remoteID.prefix(64)))), which "
-                        + "entry \(holder) already holds: not taken (two entries never share a server id)",
-                    retryAfter: nil)
-            } else {
-                claimed[remoteID] = sending.item.entryID
-            }
-        }
-        return result
-    }
-
-    /// A duration in words, rounded down: "26 hours", "3 days".
-    static func span(_ milliseconds: Int64) -> String {
-        let hours = max(0, milliseconds) / 3_600_000
-        return hours >= 48 ? "\(hours / 24) days" : hours == 1 ? "1 hour" : "\(hours) hours"
+        report.conflicts += result.conflicts
+        return (!result.merges.isEmpty, result.unauthorized, outcomes.lazy.compactMap(SyncPlanner.untrusted).first)
     }
 
     /// Counts one item's outcome: every sent item lands in exactly one of delivered, merged, retry and parked.
@@ -441,9 +242,7 @@ extension SyncEngine {
             report.failures.append(
                 .init(
                     entryID: item.entryID,
-                    error:
-                        "HTTP 412: the entry changed on the server again after \(configuration.maximumMergesPerRun) merges in this run",
-                    parked: false))
+                    error: planner.staleAgain, parked: false))
             return
         }
         switch verdict {

@@ -60,10 +60,18 @@ public final class SyncEngine: @unchecked Sendable {
     let trustChecked = Mutex(false)
     /// The capabilities the remote's answers named in this run, if any did (``adoptHeardCapabilities()``).
     let heard = Mutex<RemoteCapabilities?>(nil)
-    /// The accounts the remote's answers named since the ledger last recorded one (``accountEvents(in:)``).
-    let heardAccounts = Mutex(HeardAccounts())
-    /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex (``key(for:in:)``).
+    /// The accounts the remote's answers named since the ledger last recorded one (``takeHeardAccounts()``).
+    let heardAccounts = Mutex(SyncPlanner.HeardAccounts())
+    /// This ledger's part of its keys: the first 8 bytes of the log's random file id, in hex
+    /// (``SyncPlanner/key(for:in:atSeq:)``).
     let keyTag: String
+
+    /// The decisions, for the remote as this run knows it now.
+    var planner: SyncPlanner {
+        SyncPlanner(
+            dialect: dialect, keyTag: keyTag, ignoreBackoff: configuration.ignoreBackoff,
+            maximumMergesPerRun: configuration.maximumMergesPerRun)
+    }
 
     /// Creates an engine for the ledger's configured backend.
     /// - Parameters:
@@ -137,10 +145,11 @@ public final class SyncEngine: @unchecked Sendable {
     /// success or failure).
     public func plannedRequests() -> [SyncRequest] {
         let now = ledger.options.clock()
-        let dialect = self.dialect
+        let planner = self.planner
+        let dialect = planner.dialect
         let batchSize = max(1, configuration.batchSize)
         return ledger.read { state in
-            let due = dueItems(in: state, now: now, limit: .max)
+            let due = planner.dueItems(in: state, now: now, limit: .max)
             var seq = state.seq + (dialect.remote.capabilitySource == .unknown ? 1 : 0)
             var previousCount = 0
             var requests: [SyncRequest] = []
@@ -150,7 +159,7 @@ public final class SyncEngine: @unchecked Sendable {
                     requests.append(
                         dialect.request(
                             item.operation, entryID: item.entryID, entry: state.entries[item.entryID],
-                            remoteID: item.remoteID, key: key(for: item, in: state, atSeq: seq),
+                            remoteID: item.remoteID, key: planner.key(for: item, in: state, atSeq: seq),
                             baseRevision: item.revision))
                 }
                 seq += UInt64(batch.count + previousCount)
@@ -207,68 +216,8 @@ public final class SyncEngine: @unchecked Sendable {
 
     // MARK: - Push
 
-    struct Due {
-        var entryID: EntryID
-        var operation: SyncOperation
-        var remoteID: String?
-        var attempts: Int
-        /// The destination's revision of the entry as known here: the base of a conditional send.
-        var revision: UInt64 = 0
-        /// What this send replaces of another device's edit (a merge's conflicts in this run), for the header.
-        var replaces: String?
-    }
-
-    /// An item of a batch: what is due, its key, and the entry as it was at the attempt (what is sent).
-    typealias Sending = (item: Due, key: String, entry: MoodEntry?)
-
-    /// Pending, unparked `backend` items whose retry time has come and that the remote can carry, in outbox order.
-    func dueItems(in state: LedgerState, now: Int64, limit: Int) -> [Due] {
-        var due: [Due] = []
-        let dialect = self.dialect
-        for item in state.outboxItems(destination: .backend) where item.status == "pending" {
-            guard let operation = item.operation,
-                configuration.ignoreBackoff || (SyncPolicy.retryTime(item.nextAttemptAt, now: now) ?? .min) <= now,
-                dialect.held(operation, entry: state.entries[item.entryID]) == nil
-            else { continue }
-            let revision = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend))?.revision ?? 0
-            due.append(
-                Due(
-                    entryID: item.entryID, operation: operation, remoteID: item.remoteID, attempts: item.attempts,
-                    revision: revision))
-            if due.count >= limit { break }
-        }
-        return due
-    }
-
-    /// The `Idempotency-Key`: the previous attempt's key while the entry is unchanged and no attempt succeeded (after
-    /// a crash, a timeout or a dropped connection the server may have applied it: resending the same key gets the
-    /// first answer back), else `<entry id>.<ledger tag>.<ledger seq>` — new for every version of the entry. The tag
-    /// (``keyTag``) keeps two devices of one account apart: each numbers its own events, and the same entry edited
-    /// on both at the same seq would otherwise be two different requests under one key, the second refused for good.
-    /// `atSeq`: the seq the attempt is appended after (the state's, unless planning ahead).
-    func key(for item: Due, in state: LedgerState, atSeq: UInt64? = nil) -> String {
-        if let record = state.outbox.record(OutboxKey(entryID: item.entryID, destination: .backend)),
-            let key = record.idempotencyKey, !record.changedSinceAttempt
-        {
-            return key
-        }
-        return "\(item.entryID).\(keyTag).\(atSeq ?? state.seq)"
-    }
-
-    /// The item of `id` if it is still pending, unparked and due in `state`.
-    func stillDue(_ id: EntryID, in state: LedgerState, now: Int64) -> Due? {
-        let record = state.outbox.record(OutboxKey(entryID: id, destination: .backend))
-        if let record {
-            guard let operation = record.operation, !record.parked,
-                configuration.ignoreBackoff || (SyncPolicy.retryTime(record.nextAttemptAt, now: now) ?? .min) <= now
-            else { return nil }
-            return Due(
-                entryID: id, operation: operation, remoteID: record.remoteID, attempts: record.attempts,
-                revision: record.revision)
-        }
-        guard let entry = state.entries[id], OutboxState.isEligible(entry.source, for: .backend) else { return nil }
-        return Due(entryID: id, operation: .create, remoteID: nil, attempts: 0)
-    }
+    typealias Due = SyncPlanner.Due
+    typealias Sending = SyncPlanner.Sending
 
     /// One item: its request (conditional on the base revision where the remote has revisions), a 401 answered once
     /// with refreshed credentials, a 412 answered by reading the server's version (the merge is appended with the
@@ -325,51 +274,14 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
-    /// The request an item's operation sends (with its `MoodLedger-Replaces` where the remote takes it).
-    func request(for operation: SyncOperation, item: Due, entry: MoodEntry?, key: String) -> SyncRequest {
-        var request = dialect.request(
-            operation, entryID: item.entryID, entry: entry, remoteID: item.remoteID, key: key,
-            baseRevision: item.revision)
-        if operation == .update, dialect.remote.has(.extensions), dialect.remote.has(.revisions) {
-            request.replaces = item.replaces
-        }
-        return request
-    }
-
     func exchange(
         _ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String,
         answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
     ) -> SyncVerdict {
-        let request = self.request(for: operation, item: item, entry: entry, key: key)
-        var (verdict, alreadyThere) =
-            answered ?? perform(request, operation: operation, entryID: item.entryID)
-        // An answer that names another entry than the one sent is never recorded against this one: a create whose
-        // body carries our id (extensions; progress bodies never do) must answer with this id, an update with the id
-        // it was sent to.
-        let expected =
-            operation == .create
-            ? (dialect.remote.has(.extensions) && dialect.dialect != .progress ? item.entryID.description : nil)
-            : operation == .update ? item.remoteID ?? item.entryID.description : nil
-        if case .delivered(let remoteID, let revision) = verdict, operation != .create,
-            remoteID == item.entryID.description, let known = item.remoteID, known != remoteID
-        {
-            // An update or delete answered without an id (a 204, a body without data.id) concerns the record it was
-            // sent to: its id stays the one the server gave, never the entry's own.
-            verdict = .delivered(remoteID: known, revision: revision)
-        }
-        if case .delivered(let remoteID, let revision) = verdict, let expected, remoteID != expected,
-            EntryID(remoteID)?.description == expected
-        {
-            // Our own id echoed in another case (`6F1C…` for `6f1c…`): the same UUID, recorded as sent.
-            verdict = .delivered(remoteID: expected, revision: revision)
-        }
-        if case .delivered(let remoteID, _) = verdict, let expected, remoteID != expected,
-            operation == .create || remoteID != item.entryID.description
-        {
-            verdict = .retry(
-                status: nil, error: "the answer names another entry than the one sent: not taken", retryAfter: nil)
-            alreadyThere = false
-        }
+        let request = planner.request(for: operation, item: item, entry: entry, key: key)
+        let answer = answered ?? perform(request, operation: operation, entryID: item.entryID)
+        let (verdict, alreadyThere) = planner.attributed(
+            answer.verdict, alreadyThere: answer.alreadyThere, operation: operation, item: item)
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
             dialect.dialect != .progress, dialect.remote.has(.update)
         {
@@ -377,7 +289,10 @@ public final class SyncEngine: @unchecked Sendable {
             // restored). Bring its copy up to date.
             let update = dialect.request(
                 .update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
-            return perform(update, operation: .update, entryID: item.entryID).verdict
+            var updated = item
+            updated.remoteID = remoteID
+            let answer = perform(update, operation: .update, entryID: item.entryID)
+            return planner.attributed(answer.verdict, alreadyThere: false, operation: .update, item: updated).verdict
         }
         return verdict
     }
@@ -389,55 +304,35 @@ public final class SyncEngine: @unchecked Sendable {
     )
         -> (verdict: SyncVerdict, alreadyThere: Bool)
     {
-        let (verdict, response) = send(request, operation: operation, entryID: entryID)
-        guard let response else { return (verdict, false) }
-        let replayed = response.headers.contains { $0.name.lowercased() == "idempotent-replayed" }
-        return (verdict, operation == .create && response.status == 200 && !replayed)
+        send(request, operation: operation, entryID: entryID).answer
     }
 
     /// A response as the transport gave it.
     typealias Response = (status: Int, headers: [(name: String, value: String)], body: [UInt8])
 
-    /// Sends `request`, once more with re-read credentials when the answer is a 401: the answer's verdict (as for
-    /// `operation` on `entryID`), and the answer itself when there was one.
+    /// Sends `request`, once more with re-read credentials when the answer is a 401: the answer as the planner judges
+    /// it (for `operation` on `entryID`), and the answer itself when there was one.
     func send(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
-    ) -> (verdict: SyncVerdict, response: Response?) {
+    ) -> (answer: (verdict: SyncVerdict, alreadyThere: Bool), response: Response?) {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
             do { credentials = try currentCredentials(refresh: refreshed) } catch {
-                return (.unauthorized(error: error.message), nil)
+                return ((.unauthorized(error: error.message), false), nil)
             }
             switch ask(request, credentials: credentials) {
             case .failure(let kind, let message):
-                return (.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), nil)
+                return ((.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false), nil)
             case .response(let status, let headers, let body):
-                var verdict = SyncPolicy.classify(
-                    operation, status: status, headers: headers, body: body,
-                    entryID: entryID, now: ledger.options.clock())
-                if case .unauthorized = verdict, !refreshed {
+                let answer = planner.judge(
+                    request, operation: operation, entryID: entryID, status: status, headers: headers, body: body,
+                    now: ledger.options.clock())
+                if case .unauthorized = answer.verdict, !refreshed {
                     refreshed = true
                     continue
                 }
-                if case .delivered(let remoteID, _) = verdict, operation == .create, remoteID == entryID.description,
-                    !dialect.remote.has(.extensions), !SyncPolicy.namesRecord(body)
-                {
-                    // A server that makes its own ids answered a create without one (another request's 204, a
-                    // proxy's page): which record it made is unknown, so nothing is recorded as delivered.
-                    verdict = .retry(
-                        status: nil, error: "the answer to a create names no record (no data.id): not taken",
-                        retryAfter: nil)
-                } else if case .delivered = verdict, operation != .delete,
-                    let field = SyncPolicy.contradiction(sent: request.body, answer: body)
-                {
-                    verdict = .retry(
-                        status: nil,
-                        error:
-                            "the answer describes another record than the one sent (its \(field) differs): not taken",
-                        retryAfter: nil)
-                }
-                return (verdict, (status, headers, body))
+                return (answer, (status, headers, body))
             }
         }
     }
