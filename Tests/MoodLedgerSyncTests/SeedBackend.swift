@@ -106,6 +106,11 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
             }
             store.entries[index].body = record(id: id, from: body)
             return (200, envelope(store.entries[index].body))
+        case ("GET", false, let id?) where dialect == .wellness && id != "analytics":
+            guard let index = store.entries.firstIndex(where: { $0.id == id }) else {
+                return (404, #"{"error":"not found"}"#)
+            }
+            return (200, envelope(store.entries[index].body))
         case ("DELETE", false, let id?) where dialect == .wellness:
             guard let index = store.entries.firstIndex(where: { $0.id == id }) else {
                 return (404, #"{"error":"not found"}"#)

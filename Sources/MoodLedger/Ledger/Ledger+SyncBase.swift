@@ -182,4 +182,47 @@ extension Ledger {
         }
         return since
     }
+
+    /// The versions each entry's attempts with `destination` carried since it was last in step with it (the entry as
+    /// it was at each `sync.attempted`: a send is built at its attempt), oldest first, each distinct version once;
+    /// forgotten by a success, a merge, a pulled version, a re-queue, another server or an erasure. What a create
+    /// whose answer was lost may have made on the server (`Specs/sync.md`, *A create whose answer was lost*). One pass
+    /// over the log for all the ids, reading only their records.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    public func attemptedVersions(
+        of ids: Set<EntryID>, destination: SyncDestination = .backend
+    ) throws -> [EntryID: [MoodEntry]] {
+        var sent: [EntryID: [MoodEntry]] = [:]
+        guard !ids.isEmpty else { return sent }
+        var versions = EntriesState()
+        try eventLog.forEach(from: 1, through: lastSeq) { view in
+            if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
+            if view.type == EventType.remoteConfigured.rawValue || view.type == EventType.ledgerErased.rawValue {
+                if case .ledgerErased(let erasure) = try Self.decode(view).event {
+                    _ = versions.removeAll(keptBy: erasure)
+                }
+                sent.removeAll()
+                return true
+            }
+            guard let id = EventCodec.entryID(inPayload: view.payload), ids.contains(id) else { return true }
+            let event = try Self.decode(view).event
+            var ignored = EntryChange.Discarded()
+            _ = versions.apply(event, at: 0, into: &ignored)
+            switch event {
+            case .syncAttempted(_, destination, _, _):
+                if let version = versions[id], !(sent[id] ?? []).contains(version) {
+                    sent[id, default: []].append(version)
+                }
+            case .syncSucceeded(_, destination, _, _), .syncRequeued(_, destination, _), .entryErased:
+                sent[id] = nil
+            case .remoteApplied(let change) where change.origin == destination:
+                sent[id] = nil
+            case .syncMerged(let merge) where merge.destination == destination:
+                sent[id] = nil
+            default: break
+            }
+            return true
+        }
+        return sent
+    }
 }

@@ -467,8 +467,11 @@ public struct OutboxState: Sendable, Equatable {
             let key = OutboxKey(entryID: id, destination: destination)
             guard var record = self[key] else { continue }  // implicit: a pending create covers any change
             if change == .deleted {
-                if record.remoteID == nil {
-                    self[key] = nil  // never reached the destination: nothing to send
+                // Never acknowledged and no attempt since (no key): it never reached the destination, nothing to
+                // send. A backend create attempted and not acknowledged may still have made the record (its answer
+                // lost): a delete without a remote id stays pending, and the sender looks for that record.
+                if record.remoteID == nil && (destination != .backend || record.idempotencyKey == nil) {
+                    self[key] = nil
                     continue
                 }
                 record.operation = .delete

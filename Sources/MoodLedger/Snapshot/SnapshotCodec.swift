@@ -18,7 +18,8 @@ enum SnapshotCodec {
     /// outbox=3: each destination's remote carries its capabilities and how they were learned.
     /// entries=4: an upsert of an existing entry keeps its source id even when a crafted log shares the pair.
     /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
-    static let schema = "moodledger-projections/entries=4/outbox=4/analytics=1/snapshot-payload=7"
+    /// outbox=5: a backend create attempted and never acknowledged, then deleted, leaves a pending delete.
+    static let schema = "moodledger-projections/entries=4/outbox=5/analytics=1/snapshot-payload=7"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

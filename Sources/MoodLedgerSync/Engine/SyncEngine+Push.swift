@@ -131,6 +131,12 @@ extension SyncEngine {
             return (planned.events, .none, false)
         }
         candidates = remaining
+        // What earlier attempts of a create (or of a deleted entry's create) sent: one pass over the log a batch.
+        let needing = Set(batch.filter { planner.needsSentVersions($0.item) }.map(\.item.entryID))
+        if !needing.isEmpty {
+            let sent = try ledger.attemptedVersions(of: needing)
+            for index in batch.indices { batch[index].item.sent = sent[batch[index].item.entryID] ?? [] }
+        }
         for sending in batch {
             book.attempts[sending.item.entryID, default: 0] += 1
             book.replaces[sending.item.entryID] = nil

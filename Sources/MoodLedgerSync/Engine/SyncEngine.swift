@@ -227,16 +227,19 @@ public final class SyncEngine: @unchecked Sendable {
     func deliver(
         _ item: Due, key: String, entry: MoodEntry?, answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
     ) -> SyncVerdict {
+        if item.operation == .delete, item.remoteID == nil { return deleteUnacknowledged(item, key: key) }
         if item.operation != .delete && entry == nil {
             // Deleted before the attempt was made: nothing to send; the outbox already records the delete.
             return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
         }
-        if answered == nil, let entry, let found = findLostCreate(item, entry: entry) { return found }
+        if answered == nil, let entry, let found = findLostCreate(item, entry: entry, key: key) { return found }
         var verdict = exchange(item.operation, item: item, entry: entry, key: key, answered: answered)
         if case .park(404?, _) = verdict, item.operation == .update, dialect.remote.has(.update) {
             // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
             // never had it). The change here reached the server last: create it again, and say so. (A 405 is about
-            // the route: never re-sent as a create.)
+            // the route: never re-sent as a create.) Unless the server, asked, still holds the record: then the 404
+            // was not about it (another request's answer), and a second record is never made.
+            if let doubt = doubtOfMissing(item) { return doubt }
             verdict = exchange(.create, item: item, entry: entry, key: key)
             if case .delivered(let remoteID, let revision) = verdict {
                 return .recreated(remoteID: remoteID, revision: revision)
@@ -246,6 +249,40 @@ public final class SyncEngine: @unchecked Sendable {
             return fetchCurrent(item, fallback: verdict)
         }
         return verdict
+    }
+
+    /// After an update's 404: a read of the record it was sent to. `nil` when the record is confirmed missing (404) or
+    /// the remote has no such read (405, 501): the entry is created again. Otherwise a retryable failure: the record
+    /// is there (the 404 was another request's answer), or whether it is could not be told.
+    private func doubtOfMissing(_ item: Due) -> SyncVerdict? {
+        guard let remoteID = item.remoteID else { return nil }
+        let request = SyncRequest(
+            method: "GET", path: dialect.itemPath(remoteID: remoteID),
+            maximumResponseBytes: SyncLimits.entryAnswerBytes)
+        let credentials: SyncCredentials
+        do { credentials = try currentCredentials(refresh: false) } catch {
+            return .unauthorized(error: error.message)
+        }
+        switch ask(request, credentials: credentials) {
+        case .response(404, _, _), .response(405, _, _), .response(501, _, _):
+            return nil
+        case .response(200, _, let body)
+        where (try? JSONParser.parse(String(decoding: body, as: UTF8.self)))?["data"]?["id"]?.stringValue == remoteID:
+            return .retry(
+                status: 404,
+                error: "HTTP 404 to the update, yet the server holds its record: retried, not created again",
+                retryAfter: nil)
+        case .response(let status, _, _):
+            return .retry(
+                status: 404,
+                error: "HTTP 404 to the update; whether the record is gone could not be told (HTTP \(status)): retried",
+                retryAfter: nil)
+        case .failure(let kind, let message):
+            return .retry(
+                status: 404,
+                error: "HTTP 404 to the update; whether the record is gone could not be told (\(kind): \(message))",
+                retryAfter: nil)
+        }
     }
 
     /// After a 412: the server's current version of the entry and its revision (`ETag`), or the 412 to retry later.

@@ -25,6 +25,16 @@ struct SyncPlanner: Sendable {
         var revision: UInt64 = 0
         /// What this send replaces of another device's edit (a merge's conflicts in this run), for the header.
         var replaces: String?
+        /// The versions earlier attempts sent since the entry was last in step (``needsSentVersions``), filled by
+        /// the runner from the log: what a lost create may have made.
+        var sent: [MoodEntry] = []
+    }
+
+    /// Whether an item's earlier attempts matter to its send: a create or a delete of a record the server never
+    /// acknowledged, to a seed backend that makes its own ids (a lost create is looked for there before either).
+    func needsSentVersions(_ item: Due) -> Bool {
+        dialect.dialect != .moodAPI && item.remoteID == nil
+            && ((item.operation == .create && item.attempts > 0) || item.operation == .delete)
     }
 
     /// An item of a batch: what is due, its key, and the entry as it was at the attempt (what is sent).
