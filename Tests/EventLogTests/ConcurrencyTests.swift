@@ -47,7 +47,7 @@ struct ConcurrencyTests {
     func secondWriterAcrossProcesses() throws {
         let dir = TemporaryDirectory()
         let (child, pipe) = try startChild(dir.path)
-        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilGone() }
         // Wait until the child has opened the log (it prints "open N").
         var seen = ""
         while !seen.contains("open") {
@@ -73,7 +73,7 @@ struct ConcurrencyTests {
                 output += String(decoding: reader.availableData, as: UTF8.self)
             }
             kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            child.waitUntilGone()
             output += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
             let lines = output.split(separator: "\n")
             let acked = lines.compactMap { UInt64($0) }.max() ?? acknowledged

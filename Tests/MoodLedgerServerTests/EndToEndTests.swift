@@ -101,14 +101,14 @@ struct EndToEndTests {
         // Kill once the load is well under way (a busy CI machine gets up to 30 s to get there).
         waitUntil(seconds: 30) { acknowledged.withLock { $0.count } >= 50 }
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        server.waitUntilGone()
         stop.store(true, ordering: .relaxed)
         group.wait()
         let acked = acknowledged.withLock { $0 }
         #expect(acked.count >= 50, "the load ran: \(acked.count) acknowledged")
 
         (server, port) = try Self.start(data)
-        defer { server.terminate(); server.waitUntilExit() }
+        defer { server.terminate(); server.waitUntilGone() }
         var present: Set<String> = []
         var offset = 0
         while true {
@@ -146,7 +146,7 @@ struct LiveAccountTests {
         let data = dir.sub("data")
         _ = try Self.credentials("alice", data: data)
         let (server, port) = try EndToEndTests.start(data)
-        defer { server.terminate(); server.waitUntilExit() }
+        defer { server.terminate(); server.waitUntilGone() }
         let carol = try Self.credentials("carol", data: data)
         let created = try EndToEndTests.call(
             port, "POST", "/api/v1/mood", auth: carol, json: #"{"valence":0.4,"labels":["calm"]}"#)
@@ -168,7 +168,7 @@ struct LiveAccountTests {
         let data = dir.sub("data")
         let before = try Self.credentials("erin", data: data)
         let (server, port) = try EndToEndTests.start(data)
-        defer { server.terminate(); server.waitUntilExit() }
+        defer { server.terminate(); server.waitUntilGone() }
         #expect(try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: before).status == 200)
         #expect(try Tool.run(["serve", "user", "erase", "erin", "--data", data, "--yes"]).code == 0)
         let after = try Self.credentials("erin", data: data)
@@ -189,7 +189,7 @@ struct LiveAccountTests {
         let data = dir.sub("data")
         let before = try Self.credentials("fay", data: data)
         let (server, port) = try EndToEndTests.start(data)
-        defer { server.terminate(); server.waitUntilExit() }
+        defer { server.terminate(); server.waitUntilGone() }
         let first = try EndToEndTests.call(port, "GET", "/api/v1/mood", auth: before)
         let account = try #require(first.header("MoodLedger-Account"))
         #expect(account.count == 32 && account.allSatisfy(\.isHexDigit), "\(account)")
@@ -212,7 +212,7 @@ struct LiveAccountTests {
         let data = dir.sub("data")
         let old = try Self.credentials("dora", data: data)
         let (server, port) = try EndToEndTests.start(data)
-        defer { server.terminate(); server.waitUntilExit() }
+        defer { server.terminate(); server.waitUntilGone() }
         #expect(
             try EndToEndTests.call(port, "POST", "/api/v1/mood", auth: old, json: #"{"valence":0.4,"labels":["calm"]}"#)
                 .status == 201)

@@ -173,7 +173,7 @@ struct ManyAccountsTests {
         try process.run()
         defer {
             process.terminate()
-            process.waitUntilExit()
+            process.waitUntilGone()
         }
         var seen = ""
         var port: UInt16?

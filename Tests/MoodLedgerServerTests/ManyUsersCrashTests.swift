@@ -100,7 +100,7 @@ struct ManyUsersCrashTests {
         defer {
             stop.store(true, ordering: .relaxed)
             if loaded.isRunning { kill(loaded.processIdentifier, SIGKILL) }
-            loaded.waitUntilExit()
+            loaded.waitUntilGone()
             group.wait()
         }
         // Cut once the load is well under way (a machine busy with the rest of the suite gets up to 15 s to get there).
@@ -110,7 +110,7 @@ struct ManyUsersCrashTests {
         if answersDuringCutInDoubt { cutting.store(true, ordering: .sequentiallyConsistent) }
         try cut()
         kill(loaded.processIdentifier, SIGKILL)
-        loaded.waitUntilExit()
+        loaded.waitUntilGone()
         stop.store(true, ordering: .relaxed)
         group.wait()
         let acked = acknowledged.withLock { $0 }
@@ -122,7 +122,7 @@ struct ManyUsersCrashTests {
         let (server, port) = try EndToEndTests.start(data, options: ["--max-open-ledgers", "4"])
         defer {
             server.terminate()
-            server.waitUntilExit()
+            server.waitUntilGone()
         }
         for user in 0..<Self.users {
             var present: Set<String> = []

@@ -43,7 +43,7 @@ struct EraseCrashTests {
             let delay = Double.random(in: 0...0.4, using: &random)
             Thread.sleep(forTimeInterval: delay)
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.waitUntilGone()
 
             let reopened = try Ledger.open(at: path)
             defer { reopened.close() }

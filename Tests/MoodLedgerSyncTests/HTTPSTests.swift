@@ -90,7 +90,7 @@ enum HTTPSLab {
         deinit {
             try? input.fileHandleForWriting.close()
             process.terminate()
-            process.waitUntilExit()
+            process.waitUntilGone()
         }
     }
 

@@ -235,7 +235,7 @@ struct SyncRestartTests {
         var (server, port) = try Self.serve(data, port: 0)
         defer {
             if server.isRunning { kill(server.processIdentifier, SIGKILL) }
-            server.waitUntilExit()
+            server.waitUntilGone()
         }
         let environment = ["MOODLEDGER_API_KEY": key, "MOODLEDGER_TOKEN": token]
         let devices = [dir.sub("a"), dir.sub("b"), dir.sub("c")]
@@ -270,9 +270,9 @@ struct SyncRestartTests {
                     environment: environment)
                 Thread.sleep(forTimeInterval: Double(Int.random(in: 0...40, using: &random)) / 1000)
                 kill(server.processIdentifier, Bool.random(using: &random) ? SIGKILL : SIGTERM)
-                server.waitUntilExit()
+                server.waitUntilGone()
                 _ = pipe.fileHandleForReading.readDataToEndOfFile()
-                syncing.waitUntilExit()
+                syncing.waitUntilGone()
                 (server, port) = try Self.serve(data, port: port)
                 kills += 1
             } else {

@@ -47,7 +47,7 @@ public enum ServeProcess {
         process.terminate()
         if waitUntil(seconds: seconds, { !process.isRunning }) { return true }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitUntilGone()
         return false
     }
 }

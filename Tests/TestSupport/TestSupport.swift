@@ -86,6 +86,8 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
         public var failNextMap: Errno?
         /// Make every `syncData` take at least this long (a slow disk).
         public var syncDelayMicroseconds: UInt32 = 0
+        /// Called (once) by the next `syncData`, before it syncs: a sync caught under way.
+        public var pausedSync: (@Sendable () -> Void)?
     }
     public let plan = Mutex(Plan())
     public init() {}
@@ -139,6 +141,12 @@ public final class FaultInjectingIO: PlatformIO, @unchecked Sendable {
             return plan.failNextSync
         }
         if let failure { throw failure }
+        if let pause = plan.withLock({ plan -> (@Sendable () -> Void)? in
+            defer { plan.pausedSync = nil }
+            return plan.pausedSync
+        }) {
+            pause()
+        }
         let delay = plan.withLock { $0.syncDelayMicroseconds }
         if delay > 0 { usleep(delay) }
         try system.syncData(fd)
@@ -264,5 +272,24 @@ public func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows 
         if try condition() { return true }
         if Date() >= deadline { return false }
         Thread.sleep(forTimeInterval: 0.005)
+    }
+}
+
+extension Process {
+    /// Waits until the process has exited, by Foundation's word or by the kernel's (a zombie, or no such process),
+    /// for at most `seconds`: Foundation's exit monitor on Linux can miss a child's exit under load, and
+    /// `waitUntilExit()` then never returns. For a process the test killed, whose status it does not read.
+    /// - Returns: whether it is gone.
+    @discardableResult
+    public func waitUntilGone(seconds: Double = 120) -> Bool {
+        let pid = processIdentifier
+        return waitUntil(seconds: seconds) {
+            guard isRunning else { return true }
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+            // The state is the field after the command's closing parenthesis: Z (zombie) or X (dead).
+            guard let close = stat.lastIndex(of: ")") else { return false }
+            let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+            return state == "Z" || state == "X"
+        }
     }
 }
