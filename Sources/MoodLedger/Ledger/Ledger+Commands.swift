@@ -264,15 +264,31 @@ extension Ledger {
         attachments: Int = 0, into core: inout Core
     ) {
         let recordedAt = core.log.lastRecordedAt
-        var count = attachments
-        for (seq, event) in zip(seqs, events) {
-            core.state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
-            count += 1
+        let foldAll = { (state: inout LedgerState) -> Int in
+            var count = attachments
+            for (seq, event) in zip(seqs, events) {
+                state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+                count += 1
+            }
+            if attachments > 0 { state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+            return count
         }
-        if attachments > 0 { core.state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+        let count: Int
+        if seqs.count <= Self.foldInPlaceLimit {
+            // In place, in one step: readers see the commit whole, and nothing is copied while none holds a copy.
+            count = core.published.mutate(foldAll)
+        } else {
+            // A long batch (an import) is folded into a copy, then published: readers never wait for its fold.
+            var state = core.state
+            count = foldAll(&state)
+            core.state = state
+        }
         replaceIfDamaged(&core)  // the fold read a damaged snapshot piece: the log, which holds these events, decides
         core.sinceSnapshot += count
     }
+
+    /// The longest batch folded in place under the published state's lock; a longer one is folded into a copy.
+    static let foldInPlaceLimit = 4_096
 
     static func existing(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {
         guard let entry = state.entries[id] else {

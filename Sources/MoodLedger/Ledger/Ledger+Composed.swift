@@ -126,7 +126,7 @@ extension Ledger {
         _ kind: Attachment.Kind, from first: UInt64,
         _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void
     ) throws {
-        let log = core.withLock { $0.log }
+        let log = published.log
         try log.forEach(from: first) { view in
             if view.type == kind.recordType { try body(view.seq, view.recordedAt, Array(view.payload)) }
             return true

@@ -267,7 +267,7 @@ extension Ledger {
 
     /// The entries whose erasure was recorded but not finished (their records still hold data): a rewrite that
     /// failed after the `entry.erased` was durable. ``finishErasures()`` or asking to erase them again finishes them.
-    public var unfinishedErasures: Set<EntryID> { core.withLock { Set($0.state.pendingErasures.keys) } }
+    public var unfinishedErasures: Set<EntryID> { Set(published.state.pendingErasures.keys) }
 
     /// Finishes every erasure recorded but not finished: the rewrite and the snapshots, as ``erase(_:reason:requestedBy:ignoringDestinations:)``
     /// would have. Nothing to do is not an error.

@@ -101,7 +101,7 @@ extension Ledger {
 
     /// Counts and files.
     public var stats: LedgerStats {
-        let (state, log) = core.withLock { ($0.state, $0.log) }
+        let (state, log) = { ($0.state, $0.log) }(published.current)
         let snapshots = snapshotFiles
         let snapshotBytes = snapshots.reduce(Int64(0)) { sum, file in
             sum + ((try? AtomicFile.size(of: file, io: options.io)) ?? 0)

@@ -25,7 +25,7 @@ extension Ledger {
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     package func state(at point: Point, fromSnapshots: Bool = true) throws -> LedgerState {
         let target = try seq(at: point)
-        let (live, log) = core.withLock { ($0.state, $0.log) }
+        let (live, log) = { ($0.state, $0.log) }(published.current)
         if target >= live.seq, fromSnapshots || live.entries.image == nil { return live }
         let travel = TimeTravel(log: log, store: store, options: options)
         return try travel.state(through: target, fromSnapshots: fromSnapshots)

@@ -19,12 +19,26 @@ public final class Ledger: Sendable {
     public var laterNotices: [String] { core.withLock { $0.laterNotices } }
 
     let store: SnapshotStore
+    /// The writer's lock: held across a command's decision, append, sync and fold (and by refreshes, snapshots and
+    /// erasures); readers never take it (``published``).
     let core: CheckedMutex<Core>
+    /// The state and log readers take, published whole at the end of every commit.
+    let published: PublishedState
 
     /// @unchecked Sendable: only ever used inside ``core``'s Mutex.
     struct Core: @unchecked Sendable {
-        var log: EventLog
-        var state: LedgerState
+        let published: PublishedState
+        /// The log: the writer's, and the published one (they are the same).
+        var log: EventLog {
+            get { published.log }
+            set { published.publish(published.state, log: newValue) }
+        }
+        /// The state: setting it publishes it whole. A commit folds its events with ``PublishedState/mutate(_:)``
+        /// instead, in place and in one step.
+        var state: LedgerState {
+            get { published.state }
+            set { published.publish(newValue) }
+        }
         var sinceSnapshot = 0
         var laterNotices: [String] = []
         /// How many times a read-only ledger found its log file replaced by another process and opened it anew.
@@ -39,7 +53,9 @@ public final class Ledger: Sendable {
         self.options = options
         self.notices = notices
         self.store = SnapshotStore(ledgerDirectory: path, io: options.io)
-        self.core = CheckedMutex(Core(log: log, state: state, sinceSnapshot: sinceSnapshot))
+        let published = PublishedState(state: state, log: log)
+        self.published = published
+        self.core = CheckedMutex(Core(published: published, sinceSnapshot: sinceSnapshot))
     }
 
     /// Opens the ledger at `path`: the newest valid snapshot, then a replay of the events after it.
@@ -169,7 +185,9 @@ public final class Ledger: Sendable {
     /// Should another program have truncated the mapped snapshot under this process (its cut pages then read as
     /// zeros), or a piece already have failed its checksum, the state is first rebuilt by replaying the log.
     package var state: LedgerState {
-        core.withLock { core in
+        let current = published.state
+        guard let image = current.entries.image, image.isDamaged else { return current }
+        return core.withLock { core in
             replaceIfDamaged(&core)
             return core.state
         }
@@ -252,14 +270,14 @@ public final class Ledger: Sendable {
     }
 
     /// The last sequence number applied.
-    public var lastSeq: UInt64 { core.withLock { $0.state.seq } }
+    public var lastSeq: UInt64 { published.state.seq }
 
     /// One current entry.
-    public func entry(_ id: EntryID) -> MoodEntry? { core.withLock { $0.state.entries[id] } }
+    public func entry(_ id: EntryID) -> MoodEntry? { read { $0.entries[id] } }
 
     /// The underlying event log (for tools: stats, verify, the server's own records). Named apart from
     /// ``log(_:)-8a3lp``, which logs a mood.
-    public var eventLog: EventLog { core.withLock { $0.log } }
+    public var eventLog: EventLog { published.log }
 
     /// Whether a ledger (its log file) exists at `path`.
     /// - Parameters:
@@ -276,7 +294,7 @@ public final class Ledger: Sendable {
     ///
     /// Commands and reads are not held up by the `fdatasync` (the ledger's lock is not held during it), so callers
     /// that each append and then sync form group commits: one sync makes every append before it durable.
-    public func sync() throws -> UInt64 { try core.withLock { $0.log }.sync() }
+    public func sync() throws -> UInt64 { try published.log.sync() }
 
     /// Writes a snapshot of the current state now.
     /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).
@@ -322,6 +340,7 @@ public final class Ledger: Sendable {
             }
             core.log.close()
         }
+        published.wake()  // observations see the log closed, and end
     }
 
     /// Discards every snapshot, replays the whole log into fresh projections and writes a new snapshot.

@@ -18,7 +18,24 @@ public struct EntryQuery: Sendable, Equatable {
     /// ≥ 0, default 0.
     public var offset = 0
 
-    public init() {}
+    /// A query: every filter it leaves out matches everything; the first page of 30, newest first.
+    public init(
+        from: LocalDate? = nil, to: LocalDate? = nil, source: MoodSource? = nil, label: MoodLabel? = nil,
+        association: MoodAssociation? = nil, tag: String? = nil, search: String? = nil, minValence: Double? = nil,
+        maxValence: Double? = nil, limit: Int = 30, offset: Int = 0
+    ) {
+        self.from = from
+        self.to = to
+        self.source = source
+        self.label = label
+        self.association = association
+        self.tag = tag
+        self.search = search
+        self.minValence = minValence
+        self.maxValence = maxValence
+        self.limit = limit
+        self.offset = offset
+    }
 }
 
 /// One page of a list, newest first.

@@ -1,10 +1,10 @@
 import Platform
 import Synchronization
 
-/// The ledger's lock: a `Mutex` that, in debug builds, stops the process with a clear message when the thread that
-/// holds it asks for it again — a call into a ``Ledger`` from inside a closure the ledger runs under its lock
-/// (`execute`'s `decide` and `attach`), which would otherwise deadlock. GRDB's rule: no reentrant access from inside
-/// a ledger's own closure.
+/// The ledger's writer lock: a `Mutex` that, in debug builds, stops the process with a clear message when the thread
+/// that holds it asks for it again — a command on a ``Ledger`` from inside a closure the ledger runs under its lock
+/// (`execute`'s `decide` and `attach`), which would otherwise deadlock. GRDB's rule: no reentrant write from inside a
+/// ledger's own closure (reads take the published state, never this lock).
 struct CheckedMutex<Value>: ~Copyable, Sendable {
     private let mutex: Mutex<Value>
     /// The thread holding the lock, 0 when none (debug builds only).
@@ -20,8 +20,8 @@ struct CheckedMutex<Value>: ~Copyable, Sendable {
             let me = ThreadIdentity.current
             precondition(
                 holder.load(ordering: .relaxed) != me,
-                "a Ledger was called from inside a closure it runs under its own lock (execute's decide or attach): "
-                    + "reentrant calls deadlock; read what the closure needs before calling execute")
+                "a Ledger command was called from inside a closure it runs under its writer lock (execute's decide or "
+                    + "attach): reentrant commands deadlock; commit after execute returns")
             return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
                 holder.store(me, ordering: .relaxed)
                 defer { holder.store(0, ordering: .relaxed) }

@@ -1,0 +1,127 @@
+import Dispatch
+import Synchronization
+
+extension Ledger {
+    /// The page `query` answers now, then again after every commit that changes it: pages equal to the last one
+    /// delivered are not repeated. This process's commits are delivered as they are published (no polling); a
+    /// read-only ledger also looks for other processes' commits (``refresh()``) every 100 ms.
+    ///
+    /// A consumer slower than the commits gets the newest page (the ones between are skipped, never queued). The
+    /// sequence ends when the task iterating it is cancelled, the iteration ends, or the ledger is closed; it throws
+    /// what the query throws (``MoodError`` for a limit outside 1…100) and what a refresh meets.
+    ///
+    /// ```swift
+    /// for try await page in ledger.observe(EntryQuery(limit: 30)) {
+    ///     show(page.entries)
+    /// }
+    /// ```
+    public func observe(_ query: EntryQuery) -> AsyncThrowingStream<EntryPage, any Error> {
+        observe { state in try state.list(query) }
+    }
+
+    /// Any value derived from the state: its value now, then again after every commit that changes it (equal values
+    /// are not repeated). `derive` runs off the caller's executor, once per published commit at most, on a state it
+    /// must not keep. Ends and throws as ``observe(_:)-(EntryQuery)``.
+    ///
+    /// ```swift
+    /// for try await count in ledger.observe({ $0.entries.count }) { badge = count }
+    /// ```
+    public func observe<Value: Equatable & Sendable>(
+        _ derive: @escaping @Sendable (LedgerState) throws -> Value
+    ) -> AsyncThrowingStream<Value, any Error> {
+        AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let observation = Observation(ledger: self, derive: derive, continuation: continuation)
+            continuation.onTermination = { _ in observation.stop() }
+            observation.start()
+        }
+    }
+
+    /// How many observations are running (each ``observe(_:)-(EntryQuery)`` until it ends).
+    package var observationCount: Int { published.listenerCount }
+
+    /// One running observation: a value evaluated on a queue of its own after each publication, yielded when it
+    /// changed.
+    // @unchecked Sendable: `last` and `token` are touched only on `queue`; `scheduled` is atomic; the rest is
+    // immutable.
+    private final class Observation<Value: Equatable & Sendable>: @unchecked Sendable {
+        let ledger: Ledger
+        let derive: @Sendable (LedgerState) throws -> Value
+        let continuation: AsyncThrowingStream<Value, any Error>.Continuation
+        /// Evaluations run here, one at a time, off the cooperative pool: an app whose tasks keep the pool busy still
+        /// hears of commits.
+        let queue = DispatchQueue(label: "MoodLedger.observe")
+        /// Whether an evaluation is queued and not yet begun: publications meanwhile add none.
+        let scheduled = Atomic<Bool>(false)
+        let stopped = Atomic<Bool>(false)
+        var last: Value?
+        var token: UInt64?
+        var timer: (any DispatchSourceTimer)?
+
+        init(
+            ledger: Ledger, derive: @escaping @Sendable (LedgerState) throws -> Value,
+            continuation: AsyncThrowingStream<Value, any Error>.Continuation
+        ) {
+            self.ledger = ledger
+            self.derive = derive
+            self.continuation = continuation
+        }
+
+        func start() {
+            queue.async { [self] in
+                guard !stopped.load(ordering: .relaxed) else { return }
+                token = ledger.published.addListener { [weak self] _ in self?.schedule() }
+                if ledger.options.readOnly {
+                    // Another process's commits reach a read-only ledger through its log file: looked for every
+                    // 100 ms; a refresh that finds some publishes them, which schedules an evaluation.
+                    let timer = DispatchSource.makeTimerSource(queue: queue)
+                    timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+                    timer.setEventHandler { [weak self] in self?.refresh() }
+                    timer.resume()
+                    self.timer = timer
+                }
+                evaluate()
+            }
+        }
+
+        func schedule() {
+            guard !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            queue.async { [self] in
+                scheduled.store(false, ordering: .releasing)
+                evaluate()
+            }
+        }
+
+        private func refresh() {
+            do { try ledger.refresh() } catch { finish(throwing: error) }
+        }
+
+        private func evaluate() {
+            guard !stopped.load(ordering: .relaxed) else { return }
+            guard !ledger.published.log.isClosed else { return finish(throwing: nil) }
+            do {
+                let value = try ledger.read(derive)
+                guard value != last else { return }
+                last = value
+                continuation.yield(value)
+            } catch {
+                finish(throwing: error)
+            }
+        }
+
+        private func finish(throwing error: (any Error)?) {
+            continuation.finish(throwing: error)
+            stop()
+        }
+
+        /// Ends the observation: no listener, no timer, nothing left running.
+        func stop() {
+            stopped.store(true, ordering: .relaxed)
+            queue.async { [self] in
+                if let token { ledger.published.removeListener(token) }
+                token = nil
+                timer?.cancel()
+                timer = nil
+            }
+        }
+    }
+}
