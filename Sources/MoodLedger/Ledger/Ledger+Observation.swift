@@ -59,8 +59,7 @@ extension Ledger {
                     pipelineThreshold: options.parallelReplayThreshold)
                 // An erasure in the tail redacts earlier records where they are (the file stays the same one).
                 let erasing = state.pendingErasures.keys.contains { core.state.pendingErasures[$0] == nil }
-                core.log = log
-                core.state = state
+                core.published.publish(state, log: log)  // the log and its state, in one step
                 if erasing { core.rewrites += 1 }
                 old.close()
                 return
@@ -69,8 +68,7 @@ extension Ledger {
         }
         let fresh = try Ledger.open(at: path, options: options)
         let replaced = fresh.core.withLock { ($0.log, $0.state) }
-        core.log = replaced.0
-        core.state = replaced.1
+        core.published.publish(replaced.1, log: replaced.0)
         core.rewrites += 1
         old.close()
     }

@@ -148,14 +148,13 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         case .chunked:
             var decoder = HTTPChunkedDecoder(from: start, maximumBody: limits.maximumBytes, maximumTrailers: 64 << 10)
             while true {
-                let done = buffer.withUnsafeBytes { raw in
-                    Result { () throws(HTTPWireError) in try decoder.advance(raw) }
+                let outcome: (done: Bool, error: HTTPWireError?) = buffer.withUnsafeBytes { raw in
+                    do throws(HTTPWireError) { return (try decoder.advance(raw), nil) } catch { return (false, error) }
                 }
-                do {
-                    if try done.get() { break }
-                } catch {
+                if let error = outcome.error {
                     throw error.status == 413 ? tooLarge() : Failure(what: "malformed chunked body: \(error.reason)")
                 }
+                if outcome.done { break }
                 try fill()
             }
             response.body = decoder.body
