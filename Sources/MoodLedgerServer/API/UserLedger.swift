@@ -159,11 +159,12 @@ final class UserLedger: Sendable {
     private func commitRound() -> Bool {
         let result = Result { try ledger.sync() }
         // For the check below, read (in debug builds) outside `state`'s lock: a write takes the ledger's lock, then
-        // this one, never the other way round.
+        // this one, never the other way round. The log's own last record: a commit's records are written before its
+        // state is published, so the published seq may still lag what the sync covered.
         var last = UInt64.max
         assert(
             {
-                last = ledger.lastSeq
+                last = ledger.eventLog.lastSeq
                 return true
             }())
         let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in
