@@ -70,26 +70,24 @@ struct ObserveTests {
         let dir = TemporaryDirectory("observe-ends")
         let ledger = try Self.open(dir)
         _ = try await ledger.log(MoodDraft(valence: 0.1))
+        // Running from the moment observe returns; ended by the time the task that iterates it has ended.
+        let stream = ledger.observe(EntryQuery())
+        #expect(ledger.observationCount == 1)
         let task = Task {
-            for try await _ in ledger.observe(EntryQuery()) {}
+            for try await _ in stream {}
         }
-        #expect(await waitUntilAsync { ledger.observationCount == 1 })
         task.cancel()
         _ = await task.result
-        #expect(await waitUntilAsync { ledger.observationCount == 0 })
+        #expect(ledger.observationCount == 0)
         // A loop that breaks.
         for try await _ in ledger.observe(EntryQuery()) { break }
-        #expect(await waitUntilAsync { ledger.observationCount == 0 })
-        // Closing the ledger finishes the sequence.
-        let values = Atomic<Int>(0)
-        let closing = Task {
-            for try await _ in ledger.observe({ $0.seq }) { values.add(1, ordering: .relaxed) }
-        }
-        #expect(await waitUntilAsync { values.load(ordering: .relaxed) == 1 })
+        #expect(ledger.observationCount == 0)
+        // Closing the ledger finishes the sequence, after the value it had.
+        var iterator = ledger.observe({ $0.seq }).makeAsyncIterator()
+        #expect(try await iterator.next() == 1)
         ledger.close()
-        try await closing.value
-        #expect(values.load(ordering: .relaxed) == 1)
-        #expect(await waitUntilAsync { ledger.observationCount == 0 })
+        #expect(try await iterator.next() == nil)
+        #expect(ledger.observationCount == 0)
     }
 
     @Test("A read-only ledger hears another writer's commits")
@@ -106,7 +104,7 @@ struct ObserveTests {
         #expect(try await iterator.next() == 2)
     }
 
-    @Test("LiveQuery keeps its value current on the main actor and stops when released")
+    @Test("LiveQuery keeps its value current on the main actor and stops when released", .timeLimit(.minutes(1)))
     @MainActor
     func liveQuery() async throws {
         let dir = TemporaryDirectory("observe-live")
@@ -114,29 +112,27 @@ struct ObserveTests {
         defer { ledger.close() }
         _ = try await ledger.log(MoodDraft(valence: 0.1, labels: ["calm"]))
         var live: LiveQuery<EntryPage>? = LiveQuery(ledger, EntryQuery(limit: 5))
-        #expect(await waitUntilAsync { live?.value.total == 1 })
-        // Observation tells a view when the value changes.
-        let changed = Mutex(false)
-        withObservationTracking {
-            _ = live?.value
-        } onChange: {
-            changed.withLock { $0 = true }
-        }
-        _ = try await ledger.log(MoodDraft(valence: 0.2, labels: ["calm"]))
-        #expect(await waitUntilAsync { live?.value.total == 2 })
-        #expect(changed.withLock { $0 })
         #expect(ledger.observationCount == 1)
+        // Observation tells a view when the value changes: each wait below ends at such a change.
+        await Self.changes(of: live!) { $0.total == 1 }
+        _ = try await ledger.log(MoodDraft(valence: 0.2, labels: ["calm"]))
+        await Self.changes(of: live!) { $0.total == 2 }
+        // Released while its task waits for the next value: the task is cancelled, and the observation with it.
         live = nil
-        #expect(await waitUntilAsync { ledger.observationCount == 0 })
+        #expect(ledger.observationCount == 0)
     }
-}
 
-/// Waits for `condition`, yielding between looks, for at most a minute (a bound that only a hang reaches).
-func waitUntilAsync(isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
+    /// Returns once `live.value` satisfies `condition`, woken by Observation at each change (never by a timer).
+    @MainActor
+    static func changes(of live: LiveQuery<EntryPage>, until condition: (EntryPage) -> Bool) async {
+        while !condition(live.value) {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                withObservationTracking {
+                    _ = live.value
+                } onChange: {
+                    continuation.resume()
+                }
+            }
+        }
     }
-    return condition()
 }

@@ -40,9 +40,10 @@ extension Ledger {
     package var observationCount: Int { published.listenerCount }
 
     /// One running observation: a value evaluated on a queue of its own after each publication, yielded when it
-    /// changed.
-    // @unchecked Sendable: `last` and `token` are touched only on `queue`; `scheduled` is atomic; the rest is
-    // immutable.
+    /// changed. Its listener (and a read-only ledger's timer) is registered when ``observe(_:)-(EntryQuery)``
+    /// returns, and removed by the time the sequence has ended.
+    // @unchecked Sendable: `last` is touched only on `queue`; `scheduled` is atomic; the listener and the timer are
+    // under `running`'s lock; the rest is immutable.
     private final class Observation<Value: Equatable & Sendable>: @unchecked Sendable {
         let ledger: Ledger
         let derive: @Sendable (LedgerState) throws -> Value
@@ -52,10 +53,9 @@ extension Ledger {
         let queue = DispatchQueue(label: "MoodLedger.observe")
         /// Whether an evaluation is queued and not yet begun: publications meanwhile add none.
         let scheduled = Atomic<Bool>(false)
-        let stopped = Atomic<Bool>(false)
+        /// The listener's token and the timer while running; `nil` once stopped (a stop before the start wins).
+        let running = Mutex<(token: UInt64?, timer: (any DispatchSourceTimer)?)?>((nil, nil))
         var last: Value?
-        var token: UInt64?
-        var timer: (any DispatchSourceTimer)?
 
         init(
             ledger: Ledger, derive: @escaping @Sendable (LedgerState) throws -> Value,
@@ -67,9 +67,9 @@ extension Ledger {
         }
 
         func start() {
-            queue.async { [self] in
-                guard !stopped.load(ordering: .relaxed) else { return }
-                token = ledger.published.addListener { [weak self] _ in self?.schedule() }
+            running.withLock { running in
+                guard running != nil else { return }
+                running?.token = ledger.published.addListener { [weak self] _ in self?.schedule() }
                 if ledger.options.readOnly {
                     // Another process's commits reach a read-only ledger through its log file: looked for every
                     // 100 ms; a refresh that finds some publishes them, which schedules an evaluation.
@@ -77,10 +77,10 @@ extension Ledger {
                     timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
                     timer.setEventHandler { [weak self] in self?.refresh() }
                     timer.resume()
-                    self.timer = timer
+                    running?.timer = timer
                 }
-                evaluate()
             }
+            schedule()
         }
 
         func schedule() {
@@ -96,7 +96,7 @@ extension Ledger {
         }
 
         private func evaluate() {
-            guard !stopped.load(ordering: .relaxed) else { return }
+            guard running.withLock({ $0 != nil }) else { return }
             guard !ledger.published.log.isClosed else { return finish(throwing: nil) }
             do {
                 let value = try ledger.read(derive)
@@ -115,13 +115,13 @@ extension Ledger {
 
         /// Ends the observation: no listener, no timer, nothing left running.
         func stop() {
-            stopped.store(true, ordering: .relaxed)
-            queue.async { [self] in
-                if let token { ledger.published.removeListener(token) }
-                token = nil
-                timer?.cancel()
-                timer = nil
-            }
+            guard
+                let stopped = running.withLock({ running in
+                    defer { running = nil }; return running
+                })
+            else { return }
+            if let token = stopped.token { ledger.published.removeListener(token) }
+            stopped.timer?.cancel()
         }
     }
 }
