@@ -29,11 +29,20 @@ extension Ledger {
     public func observe<Value: Equatable & Sendable>(
         _ derive: @escaping @Sendable (LedgerState) throws -> Value
     ) -> AsyncThrowingStream<Value, any Error> {
-        AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let observation = Observation(ledger: self, derive: derive, continuation: continuation)
-            continuation.onTermination = { _ in observation.stop() }
-            observation.start()
-        }
+        observation(derive).values
+    }
+
+    /// ``observe(_:)-((LedgerState)->Value)``'s sequence, and a call that ends it at once (what a ``LiveQuery``
+    /// does when it is released).
+    func observation<Value: Equatable & Sendable>(
+        _ derive: @escaping @Sendable (LedgerState) throws -> Value
+    ) -> (values: AsyncThrowingStream<Value, any Error>, end: @Sendable () -> Void) {
+        let (values, continuation) = AsyncThrowingStream.makeStream(
+            of: Value.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(1))
+        let observation = Observation(ledger: self, derive: derive, continuation: continuation)
+        continuation.onTermination = { _ in observation.stop() }
+        observation.start()
+        return (values, { continuation.finish() })
     }
 
     /// How many observations are running (each ``observe(_:)-(EntryQuery)`` until it ends).

@@ -51,8 +51,8 @@ public final class LiveQuery<Value: Equatable & Sendable>: Observable {
         _ ledger: Ledger, initial: Value, _ derive: @escaping @Sendable (LedgerState) throws -> Value
     ) {
         storedValue = initial
-        task = TaskHolder()
-        let stream = ledger.observe(derive)
+        let (stream, end) = ledger.observation(derive)
+        task = TaskHolder(end: end)
         task.task = Task { [weak self] in
             do {
                 for try await next in stream {
@@ -66,7 +66,10 @@ public final class LiveQuery<Value: Equatable & Sendable>: Observable {
     }
 
     /// Stops following the ledger; `value` stays as it is.
-    public func stop() { task.task?.cancel() }
+    public func stop() {
+        task.end()
+        task.task?.cancel()
+    }
 }
 
 extension LiveQuery where Value == EntryPage {
@@ -78,10 +81,15 @@ extension LiveQuery where Value == EntryPage {
     }
 }
 
-/// Cancels its task when released: a ``LiveQuery`` released off the main actor stops its observation without
-/// touching the main actor.
+/// Ends the observation and cancels its task when released: a ``LiveQuery`` released (off the main actor too) leaves
+/// nothing running, at once, whatever its task is doing then.
 // @unchecked Sendable: `task` is set once, in the owner's initialiser, before any other thread sees the holder.
 private final class TaskHolder: @unchecked Sendable {
+    let end: @Sendable () -> Void
     var task: Task<Void, Never>?
-    deinit { task?.cancel() }
+    init(end: @escaping @Sendable () -> Void) { self.end = end }
+    deinit {
+        end()
+        task?.cancel()
+    }
 }
