@@ -153,6 +153,13 @@ struct FramingTests {
         #expect(closed.count == 1, "closed: \(closed)")
         // Every slot holds a request in progress: nothing is idle, so a newcomer gets a 503 it can read.
         for index in idle.indices where !closed.contains(index) { try idle[index].send("GET /health HTTP/1.1\r\n") }
+        // The newcomer's own connection gone and every partial request read before the last slot is taken: an
+        // idle slot the server has not yet seen busy would be closed in the busy one's place.
+        #expect(
+            waitUntil(seconds: 30) {
+                h.server.openConnections.load(ordering: .relaxed) == 299
+                    && h.server.requestsUnderway.load(ordering: .relaxed) == 299
+            })
         let busy = try RawClient(port: h.server.port)
         try busy.send("GET /health HTTP/1.1\r\n")
         defer { busy.close() }
