@@ -286,7 +286,7 @@ struct ImportExportTests {
         #expect(push["replaced"] == .int(1))
         let samples = FileHealthStore(path: store)
         #expect(try samples.samples().count == 1, "an edit never duplicates")
-        #expect(try samples.samples()[0].valence == Valence.quantized(0.7))
+        #expect(try samples.samples()[0].valence == 0.7)
         try samples.setAuthorized(false)
         cli.run(["update", a, "--valence", "0.9"])
         let refused = cli.run(["healthkit", "push", "--store", store, "--json"])

@@ -113,7 +113,7 @@ struct ObservationTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(try await observer.wait(for: 0, seconds: 0).flatMap(\.entryIDs).count == 2)
         // Erasing everything names no entry: the change says the log was rewritten, so views read it again.
-        try ledger.eraseAll(keepingHealthKit: false, ignoringDestinations: true)
+        try await ledger.eraseAll(keepingHealthKit: false, ignoringDestinations: true)
         var changes: [LedgerChange] = []
         while !changes.contains(where: \.logRewritten), Date() < deadline {
             changes = try await observer.wait(for: 0, seconds: 0)

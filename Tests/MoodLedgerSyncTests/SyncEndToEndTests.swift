@@ -63,8 +63,8 @@ struct SyncEndToEndTests {
         _ = try behind.ledger.update(id, MoodChanges(valence: -0.9))  // "earlier" by its clock, sent last
         try behind.sync(server.credentials)
         try ahead.sync(server.credentials)
-        #expect(ahead.ledger.entry(id)?.valence == Valence.quantized(-0.9))
-        #expect(behind.ledger.entry(id)?.valence == Valence.quantized(-0.9))
+        #expect(ahead.ledger.entry(id)?.valence == -0.9)
+        #expect(behind.ledger.entry(id)?.valence == -0.9)
     }
 
     @Test(
@@ -84,7 +84,7 @@ struct SyncEndToEndTests {
         }
         let report = try a.sync(server.credentials, transport: failing)
         #expect(report.conflicts == 1)
-        #expect(a.ledger.entry(id)?.valence == Valence.quantized(-0.5), "the local change is kept")
+        #expect(a.ledger.entry(id)?.valence == -0.5, "the local change is kept")
         let history = try a.ledger.history(of: id).map(\.event.event)
         #expect(
             history.contains {
@@ -100,7 +100,7 @@ struct SyncEndToEndTests {
         a.advance(20 * 60_000)
         try a.sync(server.credentials)
         try b.sync(server.credentials)
-        #expect(b.ledger.entry(id)?.valence == Valence.quantized(-0.5))
+        #expect(b.ledger.entry(id)?.valence == -0.5)
     }
 
     @Test("A server restored from an old copy of its data directory: the client notices and re-uploads what it lacks")
@@ -159,7 +159,7 @@ struct SyncDialectTests {
         #expect(plannedPaths(progress).isEmpty, "held items are not planned")
         server.stop()
         let onServer = try server.entries()
-        #expect(onServer.contains { $0.id == id && $0.valence == Valence.quantized(-0.4) })
+        #expect(onServer.contains { $0.id == id && $0.valence == -0.4 })
         #expect(!onServer.contains { $0.id == other })
         #expect(
             onServer.contains { $0.enteredScore == 8 && $0.labels.isEmpty }, "a progress record carries the score only")

@@ -34,7 +34,7 @@ struct SyncPlannerTests {
         // A seed backend that makes its own ids.
         let seed = try Device(
             dir.sub("seed"), remote: "http://127.0.0.1:9", dialect: .wellness, capabilities: .seed(.wellness))
-        let entry = try seed.ledger.log(MoodDraft(valence: 0.25, labels: ["calm"], notes: "mine")).entry
+        let entry = try seed.ledger.log(MoodDraft(valence: 0.25, labels: ["calm"], notes: "mine")).entry!
         var planner = Self.planner(seed)
         var item = try #require(seed.ledger.read { planner.stillDue(entry.id, in: $0, now: 0) })
         var request = planner.request(for: .create, item: item, entry: entry, key: "k")
@@ -59,7 +59,7 @@ struct SyncPlannerTests {
 
         // The reference server: our ids, extensions.
         let reference = try Device(dir.sub("reference"), remote: "http://127.0.0.1:9")
-        let own = try reference.ledger.log(MoodDraft(valence: 0.25, labels: ["calm"], notes: "now")).entry
+        let own = try reference.ledger.log(MoodDraft(valence: 0.25, labels: ["calm"], notes: "now")).entry!
         planner = Self.planner(reference)
         item = try #require(reference.ledger.read { planner.stillDue(own.id, in: $0, now: 0) })
         request = planner.request(for: .create, item: item, entry: own, key: "k")

@@ -33,7 +33,7 @@ struct CommandTests {
         let second = try ledger.log(MoodDraft(valence: -0.2, labels: ["drained"], kind: .dailyMood, loggedAt: evening))
         #expect(!second.created && second.appended)
         #expect(second.entry.id == first.entry.id)
-        #expect(second.entry.valence == Valence.quantized(-0.2) && second.entry.labels.map(\.name) == ["drained"])
+        #expect(second.entry.valence == -0.2 && second.entry.labels.map(\.name) == ["drained"])
         #expect(ledger.state.entries.count == 1)
         let seq = ledger.lastSeq
         _ = try ledger.log(MoodDraft(valence: -0.2, labels: ["drained"], kind: .dailyMood, loggedAt: evening))

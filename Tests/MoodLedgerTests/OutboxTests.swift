@@ -121,7 +121,7 @@ struct OutboxTests {
         var remote = ledger.entry(manual)!
         remote.valence = -0.4
         try ledger.applyRemote(RemoteChange(origin: .backend, remoteID: "srv-10", entry: remote, entryID: manual))
-        #expect(ledger.entry(manual)?.valence == Valence.quantized(-0.4))
+        #expect(ledger.entry(manual)?.valence == -0.4)
         #expect(items(ledger, manual)[.backend]?.status == "synced")
         #expect(items(ledger, manual)[.healthkit]?.operation == .update)
     }

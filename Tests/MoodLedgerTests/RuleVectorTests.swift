@@ -75,7 +75,7 @@ struct RuleVectorTests {
                     MoodDraft(
                         valence: 0.3, labels: ["calm"], notes: "first", source: source ?? .manual,
                         sourceID: step["source_id"]?.stringValue)
-                ).entry
+                ).entry!
                 let name = try #require(step["as"]?.stringValue)
                 ids[name] = entry.id
                 original[name] = entry

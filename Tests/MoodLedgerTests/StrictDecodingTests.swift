@@ -311,8 +311,8 @@ struct NormalFormTests {
         defer { ledger.close() }
         let composed = "caf\u{E9}"
         let decomposed = "cafe\u{301}"
-        let a = try ledger.log(MoodDraft(valence: 0.2, labels: [composed], tags: [decomposed])).entry
-        let b = try ledger.log(MoodDraft(valence: 0.4, labels: [decomposed], tags: [composed])).entry
+        let a = try ledger.log(MoodDraft(valence: 0.2, labels: [composed], tags: [decomposed])).entry!
+        let b = try ledger.log(MoodDraft(valence: 0.4, labels: [decomposed], tags: [composed])).entry!
         #expect(a.labels.map(\.name) == b.labels.map(\.name))
         #expect(Array(a.labels[0].name.utf8) == Array(composed.utf8))
         #expect(Array(b.tags[0].utf8) == Array(composed.utf8) && Array(a.tags[0].utf8) == Array(composed.utf8))

@@ -24,7 +24,7 @@ extension Ledger {
             let entry = try Self.existing(id, in: state)
             let update = try MoodRules.update(entry, with: changes, now: now, bounds: options.loggedAtBounds)
             return (update.isEmpty ? [] : [.updated(id, update)], id, false)
-        }.entry
+        }.entry!
     }
 
     /// Edits an entry's labels.
@@ -58,7 +58,7 @@ extension Ledger {
         try perform { state, _ in
             let entry = try Self.editable(id, in: state)
             return (try event(entry).map { [$0] } ?? [], id, false)
-        }.entry
+        }.entry!
     }
 
     /// Deletes an entry.
@@ -166,10 +166,8 @@ extension Ledger {
     /// after them by construction (`decide` names a created, found or edited entry).
     private func perform(_ decide: (LedgerState, Int64) throws -> ([MoodEvent], EntryID, Bool)) throws -> LogOutcome {
         let result = try commit { state, now in try decide(state, now) }.result
-        guard let entry = result.entry else {
-            preconditionFailure("a command that creates or edits an entry left none")
-        }
-        return LogOutcome(entry: entry, created: result.created, appended: result.appendedEvents > 0)
+        precondition(result.entry != nil, "a command that creates or edits an entry left none")
+        return result
     }
 
     /// What logging a draft appends: nothing for a known (source, source id) or id, an update of the day's daily

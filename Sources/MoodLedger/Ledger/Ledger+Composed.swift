@@ -26,16 +26,20 @@ public struct MoodReplacement: Sendable, Equatable {
     }
 }
 
-/// What a composed command did.
+/// What a command did: the entry it concerned as it now is, whether it created it, and what it appended.
 public struct CommandResult: Sendable, Equatable {
-    /// The entry after the command (`nil` after a deletion).
-    public var entry: MoodEntry?
-    /// Whether it created the entry.
+    /// The entry after the command: always there after a log, an update or a replacement (read it as
+    /// `result.entry.id`, or `result.entry!`); `nil` only after a deletion.
+    public var entry: MoodEntry!
+    /// Whether it created the entry (`false`: an existing one was returned or changed).
     public var created: Bool
-    /// How many events it appended (attachments not counted).
+    /// How many events it appended (attachments not counted); 0 when nothing changed.
     public var appendedEvents: Int
     /// The ledger's last sequence number after the command: the server revision of the change.
     public var lastSeq: UInt64
+
+    /// Whether anything was appended.
+    public var appended: Bool { appendedEvents > 0 }
 }
 
 extension Ledger {

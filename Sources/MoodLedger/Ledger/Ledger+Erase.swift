@@ -78,8 +78,8 @@ extension Ledger {
                                 throw MoodError(
                                     code: .heldElsewhere, field: "entry_id",
                                     rule:
-                                        "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
-                                        + "(moodledger erase does that), or erase only here")
+                                        "\(destination.rawValue) holds a copy of entry \(id): delete it there first (a sync "
+                                        + "after a deletion does), or erase only here")
                             }
                         }
                     }
@@ -124,8 +124,8 @@ extension Ledger {
                             throw MoodError(
                                 code: .heldElsewhere, field: "entry_id",
                                 rule:
-                                    "\(destination.rawValue) holds a copy of entry \(id): delete it and sync first "
-                                    + "(moodledger erase does that), or erase only here")
+                                    "\(destination.rawValue) holds a copy of entry \(id): delete it there first (a sync "
+                                    + "after a deletion does), or erase only here")
                         }
                     }
                 }

@@ -111,13 +111,7 @@ extension Ledger.Options {
 }
 
 extension Ledger {
-    /// What `log` did.
-    public struct LogOutcome: Sendable, Equatable {
-        /// The entry as it now is.
-        public var entry: MoodEntry
-        /// Whether a new entry was created (`false`: an existing one was returned or updated).
-        public var created: Bool
-        /// Whether anything was appended.
-        public var appended: Bool
-    }
+    /// What `log` did: a ``CommandResult`` whose ``CommandResult/entry`` is the entry as it now is (never `nil` after
+    /// a log).
+    public typealias LogOutcome = CommandResult
 }

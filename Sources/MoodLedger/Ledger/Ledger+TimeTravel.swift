@@ -15,7 +15,7 @@ extension Ledger {
     }
 
     /// All three projections as they were at a point: read-only, and equal to a replay up to that point. Apps ask
-    /// through ``read(at:_:)``, which answers again should the snapshot read through prove damaged.
+    /// through ``state(at:)`` or ``read(at:_:)``, which answers again should the snapshot read through prove damaged.
     ///
     /// Starts from the newest snapshot at or before the point (sparse older snapshots are kept for this), unless
     /// `fromSnapshots` is false, and replays the events after it.
@@ -23,13 +23,21 @@ extension Ledger {
     ///   - point: a sequence number or an instant.
     ///   - fromSnapshots: whether to start from a snapshot.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    package func state(at point: Point, fromSnapshots: Bool = true) throws -> LedgerState {
+    package func travel(to point: Point, fromSnapshots: Bool = true) throws -> LedgerState {
         let target = try seq(at: point)
         let (live, log) = { ($0.state, $0.log) }(published.current)
         if target >= live.seq, fromSnapshots || live.entries.image == nil { return live }
         let travel = TimeTravel(log: log, store: store, options: options)
         return try travel.state(through: target, fromSnapshots: fromSnapshots)
     }
+
+    /// All three projections as they were at a point: read-only, and equal to a replay of the log up to it. A snapshot
+    /// read through that proves damaged is not trusted: the state is replayed from the log instead (as
+    /// ``read(at:_:)`` does).
+    /// - Parameter point: a sequence number or an instant.
+    /// - Returns: the state; the current one for a point at or after the last commit.
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    public func state(at point: Point) throws -> LedgerState { try read(at: point) { $0 } }
 
     /// What changed between two points.
     /// - Throws: as ``read(at:_:)``.

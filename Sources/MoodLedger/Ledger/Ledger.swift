@@ -1,4 +1,5 @@
 import EventLog
+import Foundation
 import Platform
 import Synchronization
 
@@ -67,6 +68,38 @@ public final class Ledger: Sendable {
     /// - Throws: `EventLogError` (`locked`, `corrupted` with offset and seq, `notFound`, `io`) or ``MoodError``
     ///   `corrupt_event` for an undecodable event.
     public static func open(at path: String, options: Options = Options()) throws -> Ledger {
+        try open(path: path, options: options)
+    }
+
+    /// Opens the ledger in the directory `url` names, as the path form does (an app's container
+    /// URL, say `FileManager`'s application support directory or an App Group's). Missing directories on the way to
+    /// it are created (0700) unless the ledger is opened read-only or `createIfMissing` is off.
+    /// - Parameters:
+    ///   - url: a `file:` URL of the ledger directory.
+    ///   - options: durability, snapshots, clock and I/O.
+    /// - Returns: the open ledger.
+    /// - Throws: as the path form; ``MoodError`` `invalid_input` for a URL that is not a file URL.
+    public static func open(at url: URL, options: Options = Options()) throws -> Ledger {
+        guard url.isFileURL else { throw MoodError.invalid("path", "the ledger's URL must be a file URL") }
+        let path = url.standardizedFileURL.path
+        if !options.readOnly, options.createIfMissing {
+            var prefix = ""
+            for component in path.split(separator: "/").dropLast() {
+                let parent = prefix.isEmpty ? "/" : prefix
+                prefix += "/" + component
+                // Only what is missing: an app's sandbox refuses even a try at creating the system's directories.
+                guard !options.io.exists(prefix) else { continue }
+                do {
+                    if try options.io.makeDirectory(prefix) { try options.io.syncDirectory(parent) }
+                } catch {
+                    throw EventLogError(.io, "cannot create directory \(prefix)", errno: error as? Errno)
+                }
+            }
+        }
+        return try open(path: path, options: options)
+    }
+
+    private static func open(path: String, options: Options) throws -> Ledger {
         let opened = try LedgerRecovery.open(at: path, options: options)
         if !options.readOnly {
             // Health data at rest: the directory (so files made later take the class), the log and the lock.
@@ -215,9 +248,9 @@ public final class Ledger: Sendable {
     /// - Throws: as ``state(at:)``, and what `body` throws from an undamaged state.
     public func read<T>(at point: Point?, _ body: (LedgerState) throws -> T) throws -> T {
         guard let point else { return try read(body) }
-        let first = try state(at: point)
+        let first = try travel(to: point)
         return try Self.undamaged(first, body) {
-            let fresh = try state(at: point, fromSnapshots: false)
+            let fresh = try travel(to: point, fromSnapshots: false)
             core.withLock { core in
                 let image = first.entries.image
                 core.laterNotices.append(

@@ -415,6 +415,14 @@ public struct OutboxState: Sendable, Equatable {
             progress[Int(pull.destination.code)] = current
         case .remoteConfigured(let config):
             let slot = Int(config.destination.code)
+            if config.url.isEmpty {
+                // The backend removed: what was delivered there is forgotten, as for another server; no remote.
+                for pair in pairsByID where pair[config.destination] != nil {
+                    self[OutboxKey(entryID: pair.id, destination: config.destination)] = nil
+                }
+                progress[slot] = SyncProgress()
+                return
+            }
             if let old = progress[slot].remote, !old.sameServer(as: config) {
                 // Another server: nothing was sent there yet. Every entry is pending a create again.
                 for pair in pairsByID where pair[config.destination] != nil {

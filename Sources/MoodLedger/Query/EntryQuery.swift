@@ -176,3 +176,61 @@ extension LedgerState {
         return EntryPage(entries: page, total: total, limit: query.limit, offset: query.offset)
     }
 }
+
+extension LocalDate: Codable {
+    /// Decodes `yyyy-MM-dd`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        guard let date = LocalDate(try container.decode(String.self)) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "a date must be yyyy-MM-dd")
+        }
+        self = date
+    }
+
+    /// Encodes `yyyy-MM-dd`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+extension EntryQuery: Codable {
+    private enum Key: String, CodingKey {
+        case from, to, source, label, association, tag, search, limit, offset
+        case minValence = "min_valence"
+        case maxValence = "max_valence"
+    }
+
+    /// Decodes the list route's parameters as a JSON object (absent: no filter, the first page of 30).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        self.init(
+            from: try c.decodeIfPresent(LocalDate.self, forKey: .from),
+            to: try c.decodeIfPresent(LocalDate.self, forKey: .to),
+            source: try c.decodeIfPresent(MoodSource.self, forKey: .source),
+            label: try c.decodeIfPresent(MoodLabel.self, forKey: .label),
+            association: try c.decodeIfPresent(MoodAssociation.self, forKey: .association),
+            tag: try c.decodeIfPresent(String.self, forKey: .tag),
+            search: try c.decodeIfPresent(String.self, forKey: .search),
+            minValence: try c.decodeIfPresent(Double.self, forKey: .minValence),
+            maxValence: try c.decodeIfPresent(Double.self, forKey: .maxValence),
+            limit: try c.decodeIfPresent(Int.self, forKey: .limit) ?? 30,
+            offset: try c.decodeIfPresent(Int.self, forKey: .offset) ?? 0)
+    }
+
+    /// Encodes the filters given, the limit and the offset.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encodeIfPresent(from, forKey: .from)
+        try c.encodeIfPresent(to, forKey: .to)
+        try c.encodeIfPresent(source, forKey: .source)
+        try c.encodeIfPresent(label, forKey: .label)
+        try c.encodeIfPresent(association, forKey: .association)
+        try c.encodeIfPresent(tag, forKey: .tag)
+        try c.encodeIfPresent(search, forKey: .search)
+        try c.encodeIfPresent(minValence, forKey: .minValence)
+        try c.encodeIfPresent(maxValence, forKey: .maxValence)
+        try c.encode(limit, forKey: .limit)
+        try c.encode(offset, forKey: .offset)
+    }
+}

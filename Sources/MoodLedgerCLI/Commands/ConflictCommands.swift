@@ -90,71 +90,14 @@ enum ConflictCommands {
         defer { ledger.close() }
         let id = try context.entryID(1, in: ledger, includingPast: true)
         let open = try ledger.conflicts().filter { $0.entryID == id && (only == nil || $0.field == only) }
-        guard !open.isEmpty else {
-            throw CLIError(
-                ExitCode.noInput, "entry \(id) has no open conflict" + (only.map { " on \($0.names.joined())" } ?? ""))
-        }
         var fields: MergeFields = []
         for conflict in open { fields.insert(conflict.field) }
-        _ = try ledger.execute { state, _ in
-            var events: [MoodEvent] = []
-            if choice == .server { events = try edits(taking: open, for: id, in: state) }
-            events.append(.conflictResolved(id, fields, choice))
-            return (events, id, false)
-        }
+        try ledger.resolveConflict(id, take: choice, field: only)
         context.console.line(
             "resolved \(fields.names.joined(separator: ", ")) of \(id): "
                 + (choice == .here
                     ? "the value here stays"
                     : "the server's value is the entry's now; it syncs with the next `moodledger sync`"))
         return ExitCode.ok
-    }
-
-    /// The ordinary edits that give each conflicting field the server's value.
-    private static func edits(
-        taking conflicts: [OpenConflict], for id: EntryID, in state: LedgerState
-    ) throws -> [MoodEvent] {
-        var events: [MoodEvent] = []
-        let current = state.entries[id]
-        for conflict in conflicts {
-            if conflict.field == .existence {
-                guard conflict.server == nil, current != nil else {
-                    throw CLIError(
-                        ExitCode.invalidInput,
-                        "entry \(id) is deleted here; the server's version is in `moodledger history \(id)`: log it again to keep it"
-                    )
-                }
-                events.append(.deleted(id))
-                continue
-            }
-            guard let entry = current else { throw CLIError(ExitCode.noInput, "entry \(id) is deleted here") }
-            guard !entry.isReadOnly else {
-                throw CLIError(ExitCode.invalidInput, "entries from healthkit are read-only")
-            }
-            guard let server = conflict.server else { continue }
-            var update = MoodUpdate()
-            switch conflict.field {
-            case .mood:
-                if server.valence != entry.valence { update.valence = server.valence.map { .set($0) } ?? .clear }
-                if server.enteredScore != entry.enteredScore {
-                    update.enteredScore = server.enteredScore.map { .set($0) } ?? .clear
-                }
-            case .loggedAt: if server.loggedAt != entry.loggedAt { update.loggedAt = server.loggedAt }
-            case .kind: if server.kind != entry.kind { update.kind = server.kind }
-            case .notes: if server.notes != entry.notes { update.notes = server.notes.map { .set($0) } ?? .clear }
-            case .labels: if server.labels != entry.labels { events.append(.labelsEdited(id, server.labels)) }
-            case .associations:
-                if server.associations != entry.associations {
-                    events.append(.associationsEdited(id, server.associations))
-                }
-            case .tags: if server.tags != entry.tags { events.append(.tagsEdited(id, server.tags)) }
-            default: break
-            }
-            if !update.isEmpty { events.append(.updated(id, update)) }
-        }
-        if events.contains(where: { if case .deleted = $0 { return true } else { return false } }) {
-            return events.filter { if case .deleted = $0 { return true } else { return false } }
-        }
-        return events
     }
 }

@@ -57,7 +57,7 @@ enum DemoStory {
                     draft.sourceID = "HK-MOOD-\(day)"
                 }
                 let outcome = try ledger.log(draft)
-                if outcome.created, outcome.entry.source == .manual { logged.append(outcome.entry.id) }
+                if outcome.created, let entry = outcome.entry, entry.source == .manual { logged.append(entry.id) }
             }
             if day % 9 == 4, let id = logged.randomElement(using: &random) {
                 try ledger.update(id, MoodChanges(notes: .set("Edited: felt better after a walk")))

@@ -32,11 +32,12 @@ enum EntryCommands {
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let outcome = try ledger.log(draft)
-        reportWords(draft, outcome.entry, context: context)
+        let entry = outcome.entry!  // a log always names its entry
+        reportWords(draft, entry, context: context)
         if context.json {
-            context.printJSON(outcome.entry.json)
+            context.printJSON(entry.json)
         } else {
-            context.console.line(outcome.entry.id.description)
+            context.console.line(entry.id.description)
             if !outcome.created {
                 context.console.error(
                     outcome.appended

@@ -191,7 +191,17 @@ enum SyncCommands {
             let code =
                 error.code == .unauthorized
                 ? ExitCode.noPermission : error.code == .unavailable ? ExitCode.unavailable : ExitCode.config
-            throw CLIError(code, error.message)
+            throw CLIError(code, error.message + Self.hint(for: error))
+        }
+    }
+
+    /// The command line's advice for a sync error (the library's messages give none).
+    static func hint(for error: SyncError) -> String {
+        switch error.code {
+        case .unauthorized: return "; check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE"
+        case .config where error.message == "no backend is configured":
+            return ": moodledger remote set URL --dialect mood-api|wellness|progress"
+        default: return ""
         }
     }
 

@@ -73,8 +73,7 @@ extension SyncEngine {
                     throw SyncError(
                         .unauthorized,
                         "the server refused the credentials (HTTP 401: "
-                            + "\(SyncPolicy.serverMessage(body) ?? "unauthorized")); check MOODLEDGER_API_KEY and "
-                            + "MOODLEDGER_TOKEN or --credentials FILE")
+                            + "\(SyncPolicy.serverMessage(body) ?? "unauthorized")))")
                 }
                 refreshed = true
             case .response(let status, let headers, let body):

@@ -13,6 +13,7 @@ extension SyncEngine {
         var pages = 0
         var wentBack = false
         while true {
+            if cancelRequested.load(ordering: .relaxed) { return }  // no further page for a cancelled run
             if pages == SyncLimits.pullPagesPerRun {
                 report.pullError =
                     "pull: stopped after \(pages) pages in this run (the feed says it has more): the next run goes on"
@@ -33,8 +34,7 @@ extension SyncEngine {
             case .unauthorized(let message):
                 throw SyncError(
                     .unauthorized,
-                    "the server refused the credentials (\(message)); "
-                        + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                    "the server refused the credentials (\(message))")
             case .page(let fetched):
                 page = fetched
             }

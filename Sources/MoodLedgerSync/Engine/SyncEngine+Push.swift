@@ -74,9 +74,10 @@ extension SyncEngine {
             if candidates.isEmpty { break }
             var previous: InFlight?
             while !candidates.isEmpty || previous != nil {
-                let batch =
-                    stop.value.load(ordering: .relaxed) ? [] : try appendAttempts(from: &candidates, book: &book)
-                if stop.value.load(ordering: .relaxed) { candidates = [] }
+                // A cancelled run begins no new batch: the one in flight is answered and recorded.
+                let halt = stop.value.load(ordering: .relaxed) || cancelRequested.load(ordering: .relaxed)
+                let batch = halt ? [] : try appendAttempts(from: &candidates, book: &book)
+                if halt || stop.value.load(ordering: .relaxed) { candidates = [] }
                 let current =
                     batch.isEmpty ? nil : batches ? launchBatched(batch, stop: stop) : launch(batch, stop: stop)
                 if let previous {
@@ -96,8 +97,7 @@ extension SyncEngine {
                         }
                         throw SyncError(
                             .unauthorized,
-                            "the server refused the credentials (\(unauthorized)); "
-                                + "check MOODLEDGER_API_KEY and MOODLEDGER_TOKEN or --credentials FILE")
+                            "the server refused the credentials (\(unauthorized))")
                     }
                 }
                 previous = current

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import MoodLedger
 import Platform
 import Synchronization
@@ -46,7 +47,12 @@ public final class SyncEngine: @unchecked Sendable {
 
     let ledger: Ledger
     let transport: any SyncTransport
-    let credentialSource: @Sendable () throws(SyncError) -> SyncCredentials
+    let credentialSource: CredentialProvider
+    /// Set when the task awaiting ``run(once:)-swift.method`` is cancelled: no new batch of attempts is begun and no
+    /// further page is pulled; what is in flight is answered and recorded first.
+    let cancelRequested = Atomic<Bool>(false)
+    /// How many of this engine's async runs joined a run of the same ledger already under way.
+    package let joinedRuns = Atomic<Int>(0)
     let configuration: Configuration
     /// The remote's codec: replaced once when a run learns the remote's capabilities, before any request is sent.
     let codec: Mutex<SyncDialect>
@@ -73,21 +79,53 @@ public final class SyncEngine: @unchecked Sendable {
             maximumMergesPerRun: configuration.maximumMergesPerRun)
     }
 
-    /// Creates an engine for the ledger's configured backend.
+    /// Where the credentials come from: a synchronous source (the command line's environment or file), or an app's
+    /// asynchronous one (a keychain read, a token refresh).
+    enum CredentialProvider: Sendable {
+        case now(@Sendable () throws(SyncError) -> SyncCredentials)
+        case later(@Sendable () async throws -> SyncCredentials)
+    }
+
+    /// Creates an engine for the ledger's configured backend (``Ledger/setRemote(_:dialect:)``), with an app's
+    /// credentials provider.
+    /// - Parameters:
+    ///   - ledger: an open, writable ledger.
+    ///   - transport: how requests travel (``HTTPTransport`` for the configured URL when `nil`).
+    ///   - credentials: gives the credentials, asynchronously if it must (a keychain read, a token refresh); called
+    ///     before a run's first request and again once after a 401. What it throws stops the run as a
+    ///     ``SyncError`` `credentials` carrying the error.
+    ///   - configuration: tuning.
+    /// - Throws: ``SyncError`` `config` when no backend is configured.
+    public convenience init(
+        ledger: Ledger, transport: (any SyncTransport)? = nil,
+        credentials: @escaping @Sendable () async throws -> SyncCredentials,
+        configuration: Configuration = Configuration()
+    ) throws(SyncError) {
+        try self.init(
+            ledger: ledger, transport: transport, provider: .later(credentials), configuration: configuration)
+    }
+
+    /// Creates an engine for the ledger's configured backend, with a synchronous credentials source.
     /// - Parameters:
     ///   - ledger: an open, writable ledger.
     ///   - transport: how requests travel (``HTTPTransport`` for the configured URL when `nil`).
     ///   - credentials: reads the credentials (called again once after a 401).
     ///   - configuration: tuning.
-    /// - Throws: ``SyncError`` `config` when no backend is configured (`moodledger remote set`).
-    public init(
+    /// - Throws: ``SyncError`` `config` when no backend is configured.
+    public convenience init(
         ledger: Ledger, transport: (any SyncTransport)? = nil,
         credentials: @escaping @Sendable () throws(SyncError) -> SyncCredentials,
         configuration: Configuration = Configuration()
     ) throws(SyncError) {
+        try self.init(ledger: ledger, transport: transport, provider: .now(credentials), configuration: configuration)
+    }
+
+    init(
+        ledger: Ledger, transport: (any SyncTransport)?, provider credentials: CredentialProvider,
+        configuration: Configuration
+    ) throws(SyncError) {
         guard let remote = ledger.read({ $0.outbox.progress(.backend).remote }) else {
-            throw SyncError(
-                .config, "no backend is configured: moodledger remote set URL --dialect mood-api|wellness|progress")
+            throw SyncError(.config, "no backend is configured")
         }
         self.ledger = ledger
         self.codec = Mutex(SyncDialect(remote))
@@ -129,8 +167,11 @@ public final class SyncEngine: @unchecked Sendable {
         try learnCapabilities()
         try checkTrust()
         try push(into: &report, once: once, book: &book)
+        try stopIfCancelled()
         try pull(into: &report, book: &book)
+        try stopIfCancelled()
         if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }
+        try stopIfCancelled()
         try adoptHeardCapabilities()
         summarize(into: &report)
         return report
@@ -378,9 +419,49 @@ public final class SyncEngine: @unchecked Sendable {
         if !refresh, let cached = credentials.withLock({ $0 }) { return cached }
         // Whatever the provider is (the environment, a file, an app's keychain), a value that could end a header line
         // is refused before any request carries it.
-        let loaded = try credentialSource().checkedForHeaders(names: ("the API key", "the token"))
+        let given: SyncCredentials
+        switch credentialSource {
+        case .now(let source): given = try source()
+        case .later(let provider):
+            // Called from a run's own thread (never the caller's executor): it waits for the app's provider.
+            let box = Mutex<Result<SyncCredentials, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                let result = await Self.result(of: provider)
+                box.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            given = try Self.credentials(from: box.withLock { $0 }!)
+        }
+        let loaded = try given.checkedForHeaders(names: ("the API key", "the token"))
         credentials.withLock { $0 = loaded }
         return loaded
+    }
+
+    /// The provider's answer, its error wrapped as a ``SyncError`` (`credentials`) unless it is one.
+    static func credentials(from result: Result<SyncCredentials, any Error>) throws(SyncError) -> SyncCredentials {
+        switch result {
+        case .success(let credentials): return credentials
+        case .failure(let error as SyncError): throw error
+        case .failure(let error):
+            let text = (error as? any LocalizedError)?.errorDescription ?? "\(type(of: error))"
+            throw SyncError(.credentials, "the credentials provider failed: \(text)", underlying: error)
+        }
+    }
+
+    private static func result(
+        of provider: @Sendable () async throws -> SyncCredentials
+    ) async -> Result<SyncCredentials, any Error> {
+        do { return .success(try await provider()) } catch { return .failure(error) }
+    }
+
+    /// Primes the credentials from an asynchronous provider before a run (no thread waits for it then).
+    func prefetchCredentials() async throws(SyncError) {
+        guard case .later(let provider) = credentialSource, credentials.withLock({ $0 }) == nil else { return }
+        let result = await Self.result(of: provider)
+        let loaded = try Self.credentials(from: result).checkedForHeaders(names: ("the API key", "the token"))
+        credentials.withLock { $0 = loaded }
     }
 
     private func summarize(into report: inout SyncReport) {

@@ -39,9 +39,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         return content
     }
 
-    /// Valence −1…+1 on the 2⁻⁴⁰ grid; `nil` when only labels were given. Set values are rounded onto the grid.
+    /// Valence −1…+1; `nil` when only labels were given. Set values are rounded onto the 2⁻⁴⁰ grid; read back, a
+    /// value is the shortest decimal on its grid point (``Valence/display(_:)``), so a valence written with up to
+    /// eleven decimals reads back `==` as written (`0.4` is `0.4`, never the grid's `0.3999999999996362`).
     public var valence: Double? {
-        get { grid == .min ? nil : Valence.value(grid) }
+        get { grid == .min ? nil : Valence.display(Valence.value(grid)) }
         set { grid = newValue.map(Valence.fixed) ?? .min }
     }
 

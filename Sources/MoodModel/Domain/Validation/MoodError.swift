@@ -1,3 +1,5 @@
+import Foundation  // LocalizedError: what an app's alert shows.
+
 /// An error of the mood domain or the ledger: a stable code, the field and rule where that applies, and a
 /// description that never contains the user's notes.
 public struct MoodError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,7 +43,40 @@ public struct MoodError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        if let field, code != .corruptEvent, code != .newerVersion { return "invalid \(field): \(rule)" }
+        if let field, code == .invalidInput || code == .readOnly { return "invalid \(field): \(rule)" }
         return rule
+    }
+}
+
+extension MoodError: LocalizedError {
+    /// A sentence about the user's data, for an alert: the field and the rule, never a note's text.
+    public var errorDescription: String? {
+        switch code {
+        case .invalidInput: return "The \(Self.spoken(field)) is not valid: \(rule)."
+        case .readOnly: return "This entry came from Apple Health and can only be changed in the Health app."
+        case .notFound: return "That mood entry no longer exists (\(rule))."
+        case .corruptEvent: return "The mood ledger's data is damaged: \(rule)."
+        case .newerVersion: return "The mood ledger was written by a newer version of this app: \(rule)."
+        case .heldElsewhere: return "A copy of this entry is still on the server: \(rule)."
+        default: return "The mood ledger refused the change: \(rule)."
+        }
+    }
+
+    /// What the user can do about it, where there is something.
+    public var recoverySuggestion: String? {
+        switch code {
+        case .invalidInput: return "Correct the \(Self.spoken(field)) and try again."
+        case .readOnly: return "Open the Health app to change or delete it."
+        case .corruptEvent: return "Repair the ledger: the damaged part is kept in a copy."
+        case .newerVersion: return "Update the app to the newest version."
+        case .heldElsewhere: return "Sync after deleting it, then erase it."
+        default: return nil
+        }
+    }
+
+    /// A field's name as words (`entry_id` → `entry id`).
+    private static func spoken(_ field: String?) -> String {
+        guard let field else { return "input" }
+        return field.replacingOccurrences(of: "_", with: " ")
     }
 }

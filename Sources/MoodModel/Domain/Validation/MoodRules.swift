@@ -79,12 +79,14 @@ public enum MoodRules {
         var update = MoodUpdate()
         if let score = changes.score {
             let valence = Valence.from(score: try checkScore(score))
-            if entry.valence != valence { update.valence = .set(valence) }
+            // Compared on the grid: a valence reads back as its shortest decimal, not as the grid's binary value.
+            if entry.valenceGrid != Valence.fixed(valence) { update.valence = .set(valence) }
             if entry.enteredScore != score { update.enteredScore = .set(score) }
         } else if let raw = changes.valence {
             let valence = try checkValence(raw)
-            if entry.valence != valence { update.valence = .set(valence) }
-            if entry.enteredScore != nil, entry.valence != valence { update.enteredScore = .clear }
+            let changed = entry.valenceGrid != Valence.fixed(valence)
+            if changed { update.valence = .set(valence) }
+            if entry.enteredScore != nil, changed { update.enteredScore = .clear }
         }
         switch changes.notes {
         case .set(let text)?:

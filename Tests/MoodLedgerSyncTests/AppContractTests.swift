@@ -1,0 +1,259 @@
+import Foundation
+import MoodLedger
+import MoodLedgerSync
+import Synchronization
+import TestSupport
+import Testing
+
+/// What an app writes against the package, as its documentation shows it: compiled here as written, and run
+/// against the reference server.
+func appContract(
+    directory: URL, server: URL, tokens: @escaping @Sendable () async throws -> SyncCredentials
+) async throws {
+    let ledger = try Ledger.open(at: directory.appendingPathComponent("mood.ledger"))
+    let draft = MoodDraft(
+        valence: 0.4, labels: ["calm"], associations: ["friends"], notes: "a quiet morning",
+        loggedAt: LoggedAt(Date(), timeZone: TimeZone(identifier: "Europe/Berlin")!))
+    let entry = try await ledger.log(draft).entry!
+    precondition(entry.valence == 0.4)  // exactly as written
+    let copy = try JSONDecoder().decode(MoodEntry.self, from: JSONEncoder().encode(entry))
+    precondition(copy == entry)  // Codable
+
+    _ = try await ledger.replace(
+        entry.id,
+        with: MoodReplacement(
+            valence: 0.6, labels: ["happy"], associations: [],
+            tags: [], notes: nil))  // one commit
+    try await ledger.log(contentsOf: [MoodDraft(score: 7), MoodDraft(valence: -0.2, labels: ["stressed"])])
+
+    var seen = 0
+    for try await page in ledger.observe(EntryQuery(limit: 30)) {  // current value first, then per commit
+        seen = page.total
+        break
+    }
+    precondition(seen == 3)
+
+    try await ledger.setRemote(server, dialect: .moodAPI)
+    let engine = try SyncEngine(ledger: ledger, credentials: { try await tokens() })
+    let report = try await engine.run()
+    _ = report
+    for conflict in try await ledger.conflicts() {
+        try await ledger.resolveConflict(conflict.entryID, take: .server)
+    }
+
+    do {
+        try await ledger.delete(EntryID.random())
+    } catch {
+        precondition(!error.localizedDescription.contains("could not be completed"))  // a sentence a person can read
+    }
+}
+
+/// A transport that holds every write until the gate opens (a request caught in flight); reads go through.
+final class GatedTransport: SyncTransport, @unchecked Sendable {
+    let inner: any SyncTransport
+    let gate = DispatchSemaphore(value: 0)
+    let requests = Atomic<Int>(0)
+    let open = Atomic<Bool>(false)
+    init(_ inner: any SyncTransport) { self.inner = inner }
+    func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+        guard request.method != "GET" else { return inner.perform(request, credentials: credentials) }
+        requests.add(1, ordering: .relaxed)
+        if !open.load(ordering: .relaxed) {
+            gate.wait()
+            gate.signal()
+        }
+        return inner.perform(request, credentials: credentials)
+    }
+    func release() {
+        open.store(true, ordering: .relaxed)
+        gate.signal()
+    }
+}
+
+@Suite("An app's API, as its documentation shows it")
+struct AppContractTests {
+    @Test("The app contract compiles as written and does what its comments say against the reference server")
+    func contract() async throws {
+        let dir = TemporaryDirectory("app-contract")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let credentials = server.credentials
+        try await appContract(
+            directory: URL(fileURLWithPath: dir.sub("app")), server: URL(string: server.url)!,
+            tokens: { credentials })
+        let ledger = try Ledger.open(at: URL(fileURLWithPath: dir.sub("app")).appendingPathComponent("mood.ledger"))
+        defer { ledger.close() }
+        let entries = ledger.read { $0.entries.all }
+        #expect(entries.count == 3)
+        #expect(Set(entries.compactMap(\.valence)) == [0.6, Valence.display(Valence.from(score: 7)), -0.2])
+        #expect(try server.entries().count == 3, "all three reached the server")
+        #expect(ledger.read { $0.outboxItems(destination: .backend) }.isEmpty, "nothing left to send")
+    }
+
+    @Test("A replacement is one batch; an invalid one appends nothing and names the field")
+    func replaceIsOneCommit() throws {
+        let dir = TemporaryDirectory("replace")
+        let ledger = try Ledger.open(at: dir.path)
+        defer { ledger.close() }
+        let id = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"], notes: "x")).entry!.id
+        let before = ledger.lastSeq
+        let result = try ledger.replace(
+            id,
+            with: MoodReplacement(
+                score: 8, labels: ["happy", "grateful"], associations: ["work"], tags: ["t"], notes: nil,
+                kind: .dailyMood))
+        #expect(result.appendedEvents == 4)
+        let events = try ledger.events(after: before)
+        #expect(Set(events.map(\.commandID)).count == 1, "one command")
+        let entry = try #require(result.entry)
+        #expect(entry.enteredScore == 8 && entry.labels.map(\.wireName) == ["happy", "grateful"])
+        #expect(entry.notes == nil && entry.tags == ["t"] && entry.kind == .dailyMood)
+        let seq = ledger.lastSeq
+        #expect {
+            try ledger.replace(
+                id, with: MoodReplacement(valence: 3, labels: ["calm"], associations: [], tags: [], notes: "y"))
+        } throws: { ($0 as? MoodError)?.field == "valence" }
+        #expect(ledger.lastSeq == seq, "nothing appended")
+        #expect(ledger.entry(id) == entry)
+    }
+
+    @Test("log(contentsOf:) is one batch decided in order; one invalid draft appends none of them")
+    func logContentsOf() throws {
+        let dir = TemporaryDirectory("log-batch")
+        let ledger = try Ledger.open(at: dir.path)
+        defer { ledger.close() }
+        let day = LoggedAt(milliseconds: 1_780_000_000_000, utcOffsetMinutes: 60)
+        let entries = try ledger.log(contentsOf: [
+            MoodDraft(score: 3, kind: .dailyMood, loggedAt: day),
+            MoodDraft(valence: 0.5, labels: ["calm"], sourceID: "s1"),
+            MoodDraft(score: 9, kind: .dailyMood, loggedAt: day),
+            MoodDraft(valence: 0.7, sourceID: "s1")
+        ])
+        #expect(entries.count == 4)
+        #expect(entries[0].id == entries[2].id && entries[0].enteredScore == 9, "the day's second mood merged")
+        #expect(entries[1].id == entries[3].id && entries[3].valence == 0.5, "a repeated source id names the first")
+        #expect(ledger.read { $0.entries.count } == 2)
+        #expect(Set(try ledger.events().map(\.commandID)).count == 1)
+        let seq = ledger.lastSeq
+        #expect { try ledger.log(contentsOf: [MoodDraft(valence: 0.2), MoodDraft(score: 11)]) } throws: {
+            ($0 as? MoodError)?.field == "score"
+        }
+        #expect(ledger.lastSeq == seq)
+    }
+
+    @Test("setRemote and removeRemote: the same server twice appends once; removal forgets what was delivered")
+    func remotes() async throws {
+        let dir = TemporaryDirectory("remote")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let ledger = try Ledger.open(at: dir.sub("app"))
+        defer { ledger.close() }
+        #expect(throws: SyncError.self) { try SyncEngine(ledger: ledger, credentials: { server.credentials }) }
+        #expect {
+            try ledger.setRemote(URL(string: "ftp://example.com")!)
+        } throws: { ($0 as? MoodError)?.field == "url" }
+        try await ledger.log(contentsOf: [MoodDraft(valence: 0.1), MoodDraft(valence: 0.2)])
+        try await ledger.setRemote(URL(string: server.url)!)
+        let seq = ledger.lastSeq
+        try await ledger.setRemote(URL(string: server.url)!, dialect: .moodAPI)
+        #expect(ledger.lastSeq == seq, "the same server: nothing appended")
+        let credentials = server.credentials
+        let report = try await SyncEngine(ledger: ledger, credentials: { credentials }).run()
+        #expect(report.delivered == 2)
+        #expect(ledger.read { $0.outboxItems(destination: .backend) }.isEmpty)
+        try await ledger.removeRemote()
+        #expect(ledger.remote == nil)
+        #expect(throws: SyncError.self) { try SyncEngine(ledger: ledger, credentials: { credentials }) }
+        let removed = ledger.lastSeq
+        try await ledger.removeRemote()
+        #expect(ledger.lastSeq == removed, "no backend: nothing to remove")
+        // A fresh replay agrees with the live fold.
+        let replayed = try Ledger.open(
+            at: dir.sub("app"),
+            options: {
+                var o = Ledger.Options(); o.readOnly = true; o.useSnapshots = false; return o
+            }())
+        defer { replayed.close() }
+        #expect(replayed.read { $0 } == ledger.read { $0 })
+        try ledger.setRemote(server.url)
+        #expect(ledger.read { $0.outboxItems(destination: .backend) }.count == 2, "both are sent again")
+    }
+
+    @Test("Errors read as sentences about the user's data, never the system's placeholder")
+    func readableErrors() throws {
+        let dir = TemporaryDirectory("errors")
+        let ledger = try Ledger.open(at: dir.path)
+        defer { ledger.close() }
+        var errors: [any Error] = []
+        do { try ledger.delete(EntryID.random()) } catch { errors.append(error) }
+        do { try ledger.log(MoodDraft(valence: 2, notes: "private words")) } catch { errors.append(error) }
+        do {
+            _ = try Ledger.open(
+                at: dir.sub("missing"),
+                options: {
+                    var o = Ledger.Options(); o.readOnly = true; return o
+                }())
+        } catch { errors.append(error) }
+        do { _ = try SyncEngine(ledger: ledger, credentials: { SyncCredentials() }) } catch { errors.append(error) }
+        #expect(errors.count == 4)
+        for error in errors {
+            let text = error.localizedDescription
+            #expect(!text.contains("could not be completed") && !text.contains("private words"), "\(text)")
+            #expect(text.hasSuffix("."), "\(text)")
+        }
+        #expect((errors[0] as? MoodError)?.code == .notFound)
+        #expect(errors[0].localizedDescription.contains("no longer exists"))
+        #expect(errors[1].localizedDescription.contains("valence"))
+        #expect(errors[2] is EventLogError, "caught with `import MoodLedger` alone")
+    }
+
+    @Test("Two runs of one ledger at once are one run; a cancelled run records every request it sent, and no more")
+    func concurrentAndCancelled() async throws {
+        let dir = TemporaryDirectory("async-run")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let ledger = try Ledger.open(at: dir.sub("app"))
+        defer { ledger.close() }
+        try await ledger.log(contentsOf: (0..<40).map { MoodDraft(valence: Double($0) / 100) })
+        try ledger.setRemote(server.url)
+        let credentials = server.credentials
+        var configuration = SyncEngine.Configuration()
+        configuration.batchSize = 5
+        configuration.concurrency = 2
+        let gated = GatedTransport(HTTPTransport(url: try RemoteURL(server.url)))
+        let engine = try SyncEngine(
+            ledger: ledger, transport: gated, credentials: { credentials }, configuration: configuration)
+        let run = Task { try await engine.run() }
+        // The first writes are held in flight; then the task is cancelled and they are let through.
+        #expect(waitUntil(seconds: 30) { gated.requests.load(ordering: .relaxed) >= 1 })
+        run.cancel()
+        gated.release()
+        await #expect(throws: CancellationError.self) { try await run.value }
+        let attempted = try ledger.events(filter: EventFilter(type: .syncAttempted)).count
+        let answered =
+            try ledger.events(filter: EventFilter(type: .syncSucceeded)).count
+            + ledger.events(filter: EventFilter(type: .syncFailed)).count
+        #expect(attempted > 0 && attempted < 40, "stopped before sending everything: \(attempted)")
+        #expect(answered == attempted, "every request sent was answered and recorded")
+        #expect(try server.entries().count == attempted)
+
+        // Two runs at once, through two engines: the second, started while the first is held mid-request, sends
+        // nothing of its own and answers with the first's report.
+        let held = GatedTransport(HTTPTransport(url: try RemoteURL(server.url)))
+        let first = try SyncEngine(
+            ledger: ledger, transport: held, credentials: { credentials }, configuration: configuration)
+        let second = try SyncEngine(ledger: ledger, credentials: { credentials }, configuration: configuration)
+        let a = Task { try await first.run() }
+        #expect(waitUntil(seconds: 30) { held.requests.load(ordering: .relaxed) >= 1 })
+        let b = Task { try await second.run() }
+        #expect(waitUntil(seconds: 30) { second.joinedRuns.load(ordering: .relaxed) == 1 })
+        let sentBefore = try ledger.events(filter: EventFilter(type: .syncAttempted)).count
+        held.release()
+        let (ra, rb) = (try await a.value, try await b.value)
+        #expect(ra == rb, "one run, one report")
+        #expect(ra.delivered == 40 - attempted, "it delivered the rest")
+        #expect(sentBefore > attempted)
+        #expect(try ledger.events(filter: EventFilter(type: .syncAttempted)).count == 40, "each entry sent once")
+        #expect(try server.entries().count == 40)
+    }
+}
