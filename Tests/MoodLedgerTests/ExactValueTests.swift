@@ -115,3 +115,55 @@ struct ExactValueTests {
         #expect(before1970.milliseconds == -1)
     }
 }
+
+@Suite("Apple's vocabulary only, when asked")
+struct StrictVocabularyTests {
+    @Test("vocabulary = .apple refuses a word outside Apple's lists, naming it and the closest; appends nothing")
+    func strict() throws {
+        let dir = TemporaryDirectory("strict")
+        var options = Ledger.Options()
+        options.vocabulary = .apple
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        defer { ledger.close() }
+        let id = try ledger.log(MoodDraft(valence: 0.1, labels: ["Calm"], associations: ["current_events", "selfCare"]))
+            .entry.id
+        let seq = ledger.lastSeq
+        let cases: [(() throws -> Void, String, String)] = [
+            ({ _ = try ledger.log(MoodDraft(valence: 0.2, labels: ["calmm"])) }, "labels", "\"calm\""),
+            ({ _ = try ledger.log(MoodDraft(valence: 0.2, associations: ["famly"])) }, "associations", "\"family\""),
+            ({ _ = try ledger.editLabels(id, .add("anxios")) }, "labels", "\"anxious\""),
+            ({ _ = try ledger.log(MoodDraft(valence: 0.2, labels: ["tired"])) }, "labels", "\"drained\""),
+            (
+                {
+                    _ = try ledger.replace(
+                        id, with: MoodReplacement(labels: ["happy"], associations: ["exercise"], tags: [], notes: nil))
+                }, "associations", "\"fitness\""
+            ),
+            (
+                { _ = try ledger.log(contentsOf: [MoodDraft(score: 3), MoodDraft(score: 4, labels: ["meh"])]) },
+                "labels", "closest"
+            )
+        ]
+        for (command, field, closest) in cases {
+            #expect {
+                try command()
+            } throws: { error in
+                guard let error = error as? MoodError else { return false }
+                return error.field == field && error.rule.contains("is not one of Apple's")
+                    && error.rule.contains(closest)
+            }
+        }
+        #expect(ledger.lastSeq == seq, "nothing appended")
+        // A word an entry already has (an import's) stays through an edit of its other words.
+        let imported = try Ledger.open(at: dir.sub("imported"))
+        let kept = try imported.log(MoodDraft(valence: 0.2, labels: ["my own word"])).entry.id
+        imported.close()
+        let strict = try Ledger.open(at: dir.sub("imported"), options: options)
+        defer { strict.close() }
+        #expect(try strict.editLabels(kept, .add("calm")).labels.map(\.name) == ["my own word", "calm"])
+        // The default keeps a user's word as chosen.
+        let open = try Ledger.open(at: dir.sub("open"))
+        defer { open.close() }
+        #expect(try open.log(MoodDraft(valence: 0.2, labels: ["calmm"])).entry.labels.map(\.name) == ["calmm"])
+    }
+}

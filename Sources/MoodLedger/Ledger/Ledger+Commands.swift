@@ -152,6 +152,7 @@ extension Ledger {
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }
+            if options.vocabulary == .apple { try Self.checkAppleWords(events, in: core.state) }
             let attachments = attach(events, id).map(\.record)
             let before = core.state.entries[id]
             try append(events, attachments: attachments, now: now, to: &core)
@@ -287,6 +288,30 @@ extension Ledger {
 
     /// The longest batch folded in place under the published state's lock; a longer one is folded into a copy.
     static let foldInPlaceLimit = 4_096
+
+    /// Refuses the first word outside Apple's vocabulary that `events` would add to an entry (``WordPolicy/apple``),
+    /// naming it and Apple's closest word. A word the entry already has (from an import, say) stays.
+    static func checkAppleWords(_ events: [MoodEvent], in state: LedgerState) throws(MoodError) {
+        func check<D>(_ words: [VocabularyWord<D>], had: [VocabularyWord<D>] = []) throws(MoodError) {
+            guard let custom = words.first(where: { $0.isCustom && !had.contains($0) }) else { return }
+            let count = D.canonicalNames.count
+            throw MoodError.invalid(
+                D.fieldName,
+                "\"\(custom.name)\" is not one of Apple's \(count) \(D.fieldName); the closest is \"\(custom.closestApple.wireName)\""
+            )
+        }
+        for event in events {
+            switch event {
+            case .created(let entry):
+                try check(entry.labels)
+                try check(entry.associations)
+            case .labelsEdited(let id, let labels): try check(labels, had: state.entries[id]?.labels ?? [])
+            case .associationsEdited(let id, let associations):
+                try check(associations, had: state.entries[id]?.associations ?? [])
+            default: break
+            }
+        }
+    }
 
     static func existing(_ id: EntryID, in state: LedgerState) throws(MoodError) -> MoodEntry {
         guard let entry = state.entries[id] else {

@@ -42,6 +42,10 @@ extension Ledger {
         /// Which `logged_at` instants commands accept. Default ``LoggedAtBounds/userInput``; the reference server
         /// uses ``LoggedAtBounds/storage``.
         public var loggedAtBounds = LoggedAtBounds.userInput
+        /// Which words a command accepts as labels and associations. Default ``WordPolicy/open``: a user's word is kept
+        /// as they chose it; ``WordPolicy/apple`` refuses a word outside Apple's 38 labels and 18 associations,
+        /// naming it and Apple's closest (imports, pulls and HealthKit are not commands an app's user types into).
+        public var vocabulary = WordPolicy.open
         /// The zone whose offset an entry logged "now" gets. Default `nil`: the fixed ``utcOffsetMinutes``. The
         /// `moodledger` tool sets the machine's zone (or `--tz`).
         public var zone: LocalZone?
@@ -108,6 +112,14 @@ extension Ledger.Options {
             newestFirst: seqs, sparseInterval: sparseSnapshotInterval, budget: max(2 * logBytes, 1 << 20),
             size: size)
     }
+}
+
+/// Which words a ledger's commands take (``Ledger/Options/vocabulary``).
+public enum WordPolicy: Sendable, Equatable {
+    /// Apple's words, and any other word as the user chose it (the default).
+    case open
+    /// Apple's words only (any spelling of them): another word is refused, with Apple's closest named.
+    case apple
 }
 
 extension Ledger {

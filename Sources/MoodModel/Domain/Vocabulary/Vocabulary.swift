@@ -104,6 +104,34 @@ public struct VocabularyWord<Domain: VocabularyDomain>: Hashable, Sendable, Comp
         }
     }
 
+    /// Apple's word closest to this one: itself when canonical, else the documented nearest word
+    /// (``VocabularyDomain/nearestApple``), else the canonical word fewest single-letter edits away from it (its
+    /// normalised spelling; the first in Apple's order on a tie) — `calmm` → `calm`, `anxios` → `anxious`.
+    public var closestApple: VocabularyWord {
+        if let nearest = nearestApple { return nearest }
+        let key = Array(WordNormalizer.key(name).unicodeScalars)
+        var best = (distance: Int.max, raw: 1)
+        for (index, canonical) in Domain.canonicalNames.enumerated() {
+            let distance = Self.editDistance(key, Array(WordNormalizer.key(canonical).unicodeScalars))
+            if distance < best.distance { best = (distance, index + 1) }
+        }
+        return VocabularyWord(appleRawValue: best.raw)!
+    }
+
+    /// Levenshtein distance (insertions, deletions, substitutions), on words of at most 50 scalars.
+    private static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        var previous = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var current = [i] + [Int](repeating: 0, count: b.count)
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                current[j] = Swift.min(
+                    previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return a.isEmpty ? b.count : previous[b.count]
+    }
+
     /// Canonical words first (in Apple's order), then custom words alphabetically.
     public static func < (a: VocabularyWord, b: VocabularyWord) -> Bool {
         switch (a.storage, b.storage) {
