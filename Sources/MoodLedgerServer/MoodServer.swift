@@ -464,6 +464,9 @@ public final class MoodServer: Sendable {
         options.io = configuration.io
         options.loggedAtBounds = .storage  // the seed API bounds no logged_at; the ledger stores 1900…2199
         options.readOnly = readOnly
+        // The server owns its data directory (`SERVER.LOCK`): one writer per user ledger, holding its lock while open.
+        options.keepsWriterLock = true
+        options.lockWaitMilliseconds = 0
         return options
     }
 

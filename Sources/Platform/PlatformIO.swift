@@ -46,6 +46,8 @@ public protocol PlatformIO: Sendable {
     /// - Returns: `false` when another open file description holds it.
     /// - Throws: ``Errno`` for any other failure.
     func tryLock(_ fd: Int32) throws -> Bool
+    /// Releases the `flock` on the descriptor (a writer that holds it only while it writes).
+    func unlock(_ fd: Int32)
     /// Renames a file, replacing any file at `to`.
     /// - Throws: ``Errno``.
     func rename(_ from: String, _ to: String) throws

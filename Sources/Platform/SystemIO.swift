@@ -123,6 +123,8 @@ public struct SystemIO: PlatformIO {
             identity: FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)), size: Int64(info.st_size))
     }
 
+    public func unlock(_ fd: Int32) { _ = flock(fd, LOCK_UN) }
+
     public func tryLock(_ fd: Int32) throws -> Bool {
         while true {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }

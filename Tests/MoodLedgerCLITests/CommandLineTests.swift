@@ -161,6 +161,7 @@ struct CommandLineTests {
         cli.run(["init"])
         var options = cli.options
         options.lockWaitMilliseconds = 0
+        options.keepsWriterLock = true  // a writer that holds the ledger while open (as a server does)
         let holder = try Ledger.open(at: cli.ledger, options: options)
         defer { holder.close() }
         let capture = CapturedOutput()

@@ -83,9 +83,10 @@ struct FailedCommandTests {
             #expect(unchanged, "\(words.joined(separator: " ")) changed the log")
             #expect(!result.err.contains("private words"), "\(words.first!) echoed the notes")
         }
-        // Locked: another writer holds the ledger.
+        // Locked: another writer holds the ledger (one that keeps the writer lock while open, as a server does).
         var options = Ledger.Options()
         options.lockWaitMilliseconds = 0
+        options.keepsWriterLock = true
         let holder = try Ledger.open(at: cli.ledger, options: options)
         let before = Self.bytes(cli)
         let result = cli.run(["log", "--score", "5", "--wait", "0"])

@@ -95,11 +95,19 @@ struct BinaryTests {
         #expect(stats == 0 && json.contains("\"entries\""))
     }
 
+    /// A writer that holds the lock for as long as the ledger is open (as the reference server does).
+    static var exclusive: Ledger.Options {
+        var options = Ledger.Options()
+        options.keepsWriterLock = true
+        options.lockWaitMilliseconds = 0
+        return options
+    }
+
     @Test("A second concurrent writer exits 75")
     func concurrentWriter() throws {
         let dir = TemporaryDirectory("e2e")
         #expect(try run(["init", "--ledger", "l"], directory: dir.path).0 == 0)
-        let holder = try Ledger.open(at: dir.sub("l"))
+        let holder = try Ledger.open(at: dir.sub("l"), options: Self.exclusive)
         defer { holder.close() }
         let started = Date()
         let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l", "--wait", "0.3"], directory: dir.path)
@@ -112,7 +120,7 @@ struct BinaryTests {
     func writerWaits() throws {
         let dir = TemporaryDirectory("e2e")
         #expect(try run(["init", "--ledger", "l"], directory: dir.path).0 == 0)
-        let holder = try Ledger.open(at: dir.sub("l"))
+        let holder = try Ledger.open(at: dir.sub("l"), options: Self.exclusive)
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.4) { holder.close() }
         let (code, _, err) = try run(["log", "--valence", "0.2", "--ledger", "l"], directory: dir.path)
         #expect(code == 0, "\(err)")

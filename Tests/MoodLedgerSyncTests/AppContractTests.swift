@@ -223,9 +223,20 @@ struct AppContractTests {
         let gated = GatedTransport(HTTPTransport(url: try RemoteURL(server.url)))
         let engine = try SyncEngine(
             ledger: ledger, transport: gated, credentials: { credentials }, configuration: configuration)
-        let run = Task { try await engine.run() }
+        let ended = Atomic<Bool>(false)
+        let run = Task {
+            defer { ended.store(true, ordering: .relaxed) }
+            return try await engine.run()
+        }
         // The first writes are held in flight; then the task is cancelled and they are let through.
-        #expect(waitUntil(seconds: 30) { gated.requests.load(ordering: .relaxed) >= 1 })
+        #expect(
+            waitUntil(seconds: 60) {
+                gated.requests.load(ordering: .relaxed) >= 1 || ended.load(ordering: .relaxed)
+            })
+        if ended.load(ordering: .relaxed) {
+            Issue.record("the run ended before its first write: \(String(describing: await run.result))")
+            return
+        }
         run.cancel()
         gated.release()
         await #expect(throws: CancellationError.self) { try await run.value }

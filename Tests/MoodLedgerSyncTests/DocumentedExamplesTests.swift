@@ -22,6 +22,11 @@ struct DocumentedExamplesTests {
         let keychain = Keychain()
         let id = EntryID(high: 0, low: 1)
         let ledger: Ledger = try! Ledger.open(at: path)
+        #if !canImport(Darwin)
+            extension FileManager {  // Apple's App Group container, which Linux's Foundation lacks
+                func containerURL(forSecurityApplicationGroupIdentifier group: String) -> URL? { nil }
+            }
+        #endif
 
         """
 

@@ -77,6 +77,7 @@ final class CrashingIO: PlatformIO, @unchecked Sendable {  // every variable is 
     }
     func size(_ fd: Int32) throws -> Int64 { try system.size(fd) }
     func tryLock(_ fd: Int32) throws -> Bool { try system.tryLock(fd) }
+    func unlock(_ fd: Int32) { system.unlock(fd) }
     func rename(_ from: String, _ to: String) throws {
         try step("rename to \(to.split(separator: "/").last ?? "")")
         try system.rename(from, to)

@@ -57,6 +57,7 @@ struct ReadSnapshotTests {
         let path = try Self.ledger(dir, count: 1_500)
         var writing = Ledger.Options()
         writing.snapshotOnCloseMinimum = .max
+        writing.keepsWriterLock = true
         let writer = try Ledger.open(at: path, options: writing)
         let reader = try Ledger.open(at: path, options: Self.readOnly)
         reader.close()

@@ -82,7 +82,7 @@ extension EventLog {
     /// group commit); what this call reports durable is what was written when it began.
     public func sync() throws -> UInt64 {
         let (fd, target) = try state.withLock { state -> (Int32, UInt64) in
-            try checkWritable(state)
+            try checkWritable(state, writing: false)
             return (state.fd, state.nextSeq - 1)
         }
         if durableSeq >= target { return durableSeq }
@@ -95,15 +95,18 @@ extension EventLog {
         }
         return try state.withLock { state in
             // A write that failed while the sync ran put the log in the failed state: nothing more is durable.
-            try checkWritable(state)
+            try checkWritable(state, writing: false)
             state.durableSeq = max(state.durableSeq, target)
             return state.durableSeq
         }
     }
 
-    func checkWritable(_ state: State) throws {
+    func checkWritable(_ state: State, writing: Bool = true) throws {
         if state.closed { throw EventLogError(.notWritable, "the log is closed") }
         if configuration.access == .readOnly { throw EventLogError(.notWritable, "the log was opened read-only") }
+        if writing, !state.lockHeld {
+            throw EventLogError(.notWritable, "a write needs the writer lock: beginWrite() first")
+        }
         if let failure = state.failure {
             throw EventLogError(.failedState, "an earlier write or sync failed (\(failure)); reopen the log to recover")
         }

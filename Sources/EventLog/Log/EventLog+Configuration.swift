@@ -58,6 +58,10 @@ extension EventLog {
         /// Default: 0 (fail at once). A short wait helps when a process that just forked still holds an
         /// inherited lock descriptor for the moment before its exec.
         public var lockWaitMilliseconds = 0
+        /// Whether a writer holds `LOCK` for as long as it is open (`true`, the default: one writer per directory), or
+        /// only while it writes (`false`: ``EventLog/beginWrite(waitMilliseconds:)`` … ``EventLog/endWrite()``
+        /// around each write, so processes write in turn and an idle open log holds no lock).
+        public var lockWhileOpen = true
         /// The system-call layer. Default: Platform's `SystemIO`. Tests pass a fault-injecting one.
         public var io: any PlatformIO = SystemIO()
         /// What proves the log once reached a sequence number (see ``Evidence``). A log that ends below the strongest

@@ -47,6 +47,7 @@ extension EventLog {
                 throw EventLogError(.notWritable, "the log is closed or read-only")
             }
             if let failure = state.failure { throw failure }
+            try checkWritable(state)
             let reader = ChunkReader(io: io, fd: state.fd, limit: state.end)
             var scanner = RecordScanner(
                 reader: reader, maxPayload: maxPayload,

@@ -27,6 +27,7 @@ extension EventLog {
                 throw EventLogError(.notWritable, "the log is closed or read-only")
             }
             if let failure = state.failure { throw failure }
+            try checkWritable(state)
             try markDirty(&state)
             let reader = ChunkReader(io: io, fd: state.fd, limit: state.end)
             let header =

@@ -32,6 +32,9 @@ public final class EventLog: Sendable {
     struct State: @unchecked Sendable {
         var fd: Int32
         var lockFD: Int32?
+        /// Whether `LOCK`'s flock is held now: for the log's life, or (``Configuration/lockWhileOpen`` off) during a
+        /// write only.
+        var lockHeld = false
         /// Whether `LOCK` says dirty: set before this writer's first write to the log, cleared at a close with every
         /// byte written durable (a later writer then need not sync on open).
         var lockDirty = true
@@ -235,13 +238,17 @@ public final class EventLog: Sendable {
             }
         }
         let state = State(
-            fd: fd, lockFD: lock?.fd, lockDirty: lock?.previousClean != true, end: scanner.offset,
+            fd: fd, lockFD: lock?.fd, lockHeld: lock != nil, lockDirty: lock?.previousClean != true,
+            end: scanner.offset,
             nextSeq: scanner.nextSeq,
             lastRecordedAt: scanner.lastRecordedAt, lastRecord: lastRecord,
             durableSeq: scanner.nextSeq - 1, index: index)
-        return EventLog(
+        let log = EventLog(
             directory: directory, path: path, configuration: configuration, header: header,
             notice: notice, resumed: resumedFromCheckpoint, state: state, missing: missing)
+        // Writing in turn: recovery done, the lock is released until the first write.
+        if lock != nil { log.endWrite() }
+        return log
     }
 
     static func readHeader(_ reader: ChunkReader, path: String) throws -> LogFormat.FileHeader {
@@ -300,7 +307,9 @@ public final class EventLog: Sendable {
     }
 
     private static func release(_ state: inout State, io: any PlatformIO) {
-        if let lockFD = state.lockFD, state.lockDirty, state.failure == nil, state.durableSeq == state.nextSeq - 1 {
+        if let lockFD = state.lockFD, state.lockHeld, state.lockDirty, state.failure == nil,
+            state.durableSeq == state.nextSeq - 1
+        {
             // Every byte this writer wrote is durable: the next writer need not sync on open. The mark itself needs
             // no sync (see *Files* in Specs/log-format.md).
             if (try? EventLogFiles.writeLockState(clean: true, to: lockFD, io: io)) != nil { state.lockDirty = false }

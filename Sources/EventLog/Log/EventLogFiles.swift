@@ -69,31 +69,49 @@ enum EventLogFiles {
                 waited += 5
                 locked = try io.tryLock(fd)
             }
-            var content = [UInt8](repeating: 0, count: 64)
-            let count = (try? content.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
-            content.removeSubrange(max(0, min(count, content.count))...)
             guard locked else {
-                let firstLine =
-                    content.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
-                let holder = Int32(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: " \0"))
+                let holder = Self.holder(of: fd, io: io)
                 let who = holder.map { " by pid \($0)" } ?? ""
                 throw EventLogError(
                     .locked, "the ledger at \(directory) is locked\(who) (another writer has it open)",
                     lockHolderPID: holder)
             }
-            let previousClean = content == lockContent(pid: Self.pid(in: content), clean: true)
-            let ours = lockContent(pid: io.processID(), clean: previousClean)
-            if content != ours {
-                try wrapIO("cannot write lock file \(path)") {
-                    try ours.withUnsafeBytes { try io.write(fd, $0, at: 0) }
-                    if content.count > ours.count { try io.truncate(fd, to: Int64(ours.count)) }
-                }
-            }
-            return WriterLock(fd: fd, previousClean: previousClean)
+            return WriterLock(fd: fd, previousClean: try claim(fd, io: io))
         } catch {
             io.close(fd)
             throw error
         }
+    }
+
+    /// `LOCK`'s first bytes.
+    private static func content(of fd: Int32, io: any PlatformIO) -> [UInt8] {
+        var content = [UInt8](repeating: 0, count: 64)
+        let count = (try? content.withUnsafeMutableBytes { try io.read(fd, into: $0, at: 0) }) ?? 0
+        content.removeSubrange(max(0, min(count, content.count))...)
+        return content
+    }
+
+    /// The pid `LOCK` names, if it names one (the writer that holds it, or held it last).
+    static func holder(of fd: Int32, io: any PlatformIO) -> Int32? {
+        let content = content(of: fd, io: io)
+        let firstLine = content.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
+        return Int32(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: " \0"))
+    }
+
+    /// With the lock just taken: whether the last writer left `LOCK` clean; this process's pid is written into it
+    /// (only when it is not there already), keeping the state line.
+    /// - Throws: ``EventLogError`` `io`.
+    static func claim(_ fd: Int32, io: any PlatformIO) throws -> Bool {
+        let content = content(of: fd, io: io)
+        let previousClean = content == lockContent(pid: Self.pid(in: content), clean: true)
+        let ours = lockContent(pid: io.processID(), clean: previousClean)
+        if content != ours {
+            try wrapIO("cannot write the lock file") {
+                try ours.withUnsafeBytes { try io.write(fd, $0, at: 0) }
+                if content.count > ours.count { try io.truncate(fd, to: Int64(ours.count)) }
+            }
+        }
+        return previousClean
     }
 
     /// Copies `path` to `destination` (0600) and syncs the copy and the directory. The copy is written under a

@@ -148,7 +148,7 @@ extension Ledger {
         attaching attach: ([MoodEvent], EntryID) -> [Attachment] = { _, _ in [] },
         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> (result: CommandResult, before: MoodEntry?) {
-        try core.withLock { core in
+        try writing { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }

@@ -50,7 +50,7 @@ extension Ledger {
         _ ids: [EntryID], reason: String = "", requestedBy: String = "cli",
         ignoringDestinations: Bool = false
     ) throws -> EraseReport {
-        try core.withLock { core in
+        try writing { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let wanted = Set(ids)
             guard !wanted.isEmpty else {
@@ -113,7 +113,7 @@ extension Ledger {
     public func eraseAll(
         keepingHealthKit: Bool, reason: String = "", requestedBy: String = "cli", ignoringDestinations: Bool = false
     ) throws -> EraseReport {
-        try core.withLock { core in
+        try writing { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             let erasure = Erasure(reason: reason, requestedBy: requestedBy, keepsHealthKit: keepingHealthKit)
             let current = try deciding(&core) { state in
@@ -275,7 +275,7 @@ extension Ledger {
     /// - Throws: `EventLogError` when the rewrite fails again (the erasures stay unfinished).
     @discardableResult
     public func finishErasures() throws -> EraseReport {
-        try core.withLock { core in
+        try writing { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             return try finishErasures(&core)
         }

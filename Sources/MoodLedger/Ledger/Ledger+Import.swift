@@ -53,7 +53,7 @@ extension Ledger {
         dryRun: Bool, updateExisting: Bool, nowMilliseconds now: Int64,
         next: () throws -> (ImportRow, Result<MoodEntry, MoodError>?)?
     ) throws -> ImportReport {
-        try core.withLock { core in
+        try writing { core in
             if !dryRun, options.readOnly { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             var report = ImportReport(dryRun: dryRun)
             let time = max(core.log.lastRecordedAt, now * 1000)

@@ -25,10 +25,10 @@ public struct LedgerChange: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Brings a read-only ledger up to date with what other processes appended since it was opened (or last
-    /// refreshed): the events after its last record are folded into its state, and a log file that was replaced
-    /// is opened again. A writable ledger holds the writer lock, so nothing else appends to it: it is already
-    /// current, and this returns at once.
+    /// Brings the ledger up to date with what other processes appended since it was opened (or last refreshed): the
+    /// events after its last record are folded into its state, and a log file that was replaced is opened again. A
+    /// ledger that writes in turn with other processes does this at every write anyway; one that keeps the writer
+    /// lock (``Options/keepsWriterLock``) is always current, and this returns at once.
     ///
     /// An unfinished write of another process (a batch without its last record) is not read: it is not
     /// acknowledged yet.
@@ -37,9 +37,20 @@ extension Ledger {
     @discardableResult
     public func refresh() throws -> UInt64 {
         try core.withLock { core in
-            guard options.readOnly else { return core.state.seq }
-            try catchUp(&core)
+            if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
             return core.state.seq
+        }
+    }
+
+    /// A writer that writes in turn: when the file grew or was replaced, the writer lock is taken without waiting
+    /// (a busy writer will be caught up with at the next look, or the next write) and the state brought up to date.
+    private func catchUpWriting(_ core: inout Core) throws {
+        guard !options.keepsWriterLock, core.log.hasBytesPastEnd || !core.log.isCurrentFile else { return }
+        do {
+            try takeWriterLock(&core, waitMilliseconds: 0)
+            core.log.endWrite()
+        } catch let error as EventLogError where error.code == .locked {
+            return
         }
     }
 
@@ -79,7 +90,7 @@ extension Ledger {
     ///   - rewrites: how many log rewrites were already seen (``Core/rewrites``).
     func change(after seq: UInt64, rewrites: inout Int) throws -> LedgerChange? {
         let (log, last, count) = try core.withLock { core in
-            if options.readOnly { try catchUp(&core) }
+            if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
             return (core.log, core.state.seq, core.rewrites)
         }
         let rewritten = count != rewrites

@@ -65,8 +65,15 @@ extension Ledger {
         public var parallelReplayThreshold: UInt64 = 20_000
         /// The system-call layer. Default: `SystemIO`.
         public var io: any PlatformIO = SystemIO()
-        /// How long to wait for another writer's lock before failing. Default: 0.
-        public var lockWaitMilliseconds = 0
+        /// How long a write (or, with ``keepsWriterLock``, the open) waits for another process's before failing with
+        /// `locked`. Default: 5,000 (a write holds the lock for milliseconds).
+        public var lockWaitMilliseconds = 5_000
+        /// Whether this process holds the ledger's writer lock for as long as the ledger is open. Default `false`:
+        /// the lock is taken for each write only — caught up with what other processes wrote, appended, synced,
+        /// released — so an app, its widget, an App Intent and the command line can all keep the ledger open and
+        /// write, and an idle or suspended app holds no lock (`Specs/ledger.md`, *Several processes*). `true` is
+        /// for a process that owns the directory (the reference server): one writer, nothing to catch up.
+        public var keepsWriterLock = false
 
         /// The default options.
         public init() {}

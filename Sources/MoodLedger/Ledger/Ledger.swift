@@ -138,7 +138,7 @@ public final class Ledger: Sendable {
                     path: path, options: options, notices: notices + [finished], log: log, state: current,
                     sinceSnapshot: replayed)
                 do {
-                    _ = try ledger.core.withLock { try ledger.finishErasures(&$0) }
+                    _ = try ledger.writing { try ledger.finishErasures(&$0) }
                 } catch {
                     ledger.close()
                     throw error
@@ -164,6 +164,7 @@ public final class Ledger: Sendable {
         writing.readOnly = false
         writing.createIfMissing = false
         writing.lockWaitMilliseconds = 0
+        writing.keepsWriterLock = false
         let writer: Ledger
         do { writer = try open(at: path, options: writing) } catch let error as EventLogError
             where [.locked, .notWritable, .io].contains(error.code)
@@ -191,6 +192,10 @@ public final class Ledger: Sendable {
             guard writer.fileID == core.log.fileID, writer.resumedFromCheckpoint, writer.lastRecord == location,
                 writer.recoveryNotice == nil
             else { return }
+            // A writer that writes in turn holds the lock only inside beginWrite … endWrite: the snapshot is written
+            // there, and only if nothing was written since.
+            defer { writer.endWrite() }
+            guard (try? writer.beginWrite(waitMilliseconds: 0)) == .current else { return }
             replaceIfDamaged(&core)  // never copy days from a snapshot piece that fails its checksum
             guard (try? store.write(core.state, location: location, fileID: core.log.fileID)) != nil else { return }
             store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
@@ -334,7 +339,7 @@ public final class Ledger: Sendable {
     /// - Throws: `EventLogError` `io` or `notWritable` (read-only).
     @discardableResult
     public func snapshot() throws -> UInt64 {
-        try core.withLock { core in try writeSnapshot(&core) }
+        try writing { core in try writeSnapshot(&core) }
     }
 
     func writeSnapshot(_ core: inout Core) throws -> UInt64 {
@@ -369,7 +374,12 @@ public final class Ledger: Sendable {
             if !options.readOnly, core.sinceSnapshot >= max(1, options.snapshotOnCloseMinimum),
                 options.snapshotInterval > 0
             {
-                _ = try? writeSnapshot(&core)
+                // Writing in turn: only with the lock free at once and nothing written by another process since (a
+                // snapshot is a cache; a close never waits for one).
+                if options.keepsWriterLock || (try? core.log.beginWrite(waitMilliseconds: 0)) == .current {
+                    _ = try? writeSnapshot(&core)
+                }
+                core.log.endWrite()
             }
             core.log.close()
         }
@@ -381,7 +391,7 @@ public final class Ledger: Sendable {
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     @discardableResult
     public func rebuild() throws -> UInt64 {
-        try core.withLock { core in
+        try writing { core in
             guard !options.readOnly else { throw EventLogError(.notWritable, "the ledger was opened read-only") }
             try store.removeAll()
             var fresh = LedgerState()

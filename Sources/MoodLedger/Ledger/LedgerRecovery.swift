@@ -30,6 +30,7 @@ enum LedgerRecovery {
         configuration.access = options.readOnly ? .readOnly : .readWrite
         configuration.createIfMissing = options.createIfMissing && !options.readOnly
         configuration.lockWaitMilliseconds = options.lockWaitMilliseconds
+        configuration.lockWhileOpen = options.keepsWriterLock
         // An in-place redaction a crash interrupted: snapshots from its first record on may hold what it redacts.
         // They are never read, and are removed once the open has finished the journal (`Specs/erasure.md`).
         let redactedFrom = EventLog.unfinishedRedactionFirstSeq(directory: path, io: options.io)
