@@ -42,6 +42,24 @@ struct SeveralProcessesTests {
         #expect(try Tool.run(["verify", "--ledger", path]).code == 0)
     }
 
+    @Test(
+        "An observation hears another process's commits through the file system: the app neither writes nor refreshes",
+        .timeLimit(.minutes(2)))
+    func observeAnotherProcess() async throws {
+        let dir = TemporaryDirectory("processes")
+        let path = dir.sub("app.ledger")
+        let app = try Ledger.open(at: path)
+        defer { app.close() }
+        try await app.log(MoodDraft(valence: 0.1))
+        var counts = app.observe { $0.entries.count }.makeAsyncIterator()
+        #expect(try await counts.next() == 1)
+        #expect(try Tool.run(["log", "--score", "4", "--ledger", path, "--wait", "5"]).code == 0)
+        #expect(try await counts.next() == 2)
+        #expect(try Tool.run(["log", "--score", "9", "--ledger", path, "--wait", "5"]).code == 0)
+        #expect(try await counts.next() == 3)
+        #expect(try Self.replayed(path) == app.state)
+    }
+
     @Test("Child processes and the app write together: every event once, sequence numbers contiguous, one state")
     func writingTogether() async throws {
         let dir = TemporaryDirectory("processes")

@@ -37,6 +37,7 @@ extension Ledger {
     @discardableResult
     public func refresh() throws -> UInt64 {
         try core.withLock { core in
+            guard !core.log.isClosed else { return core.state.seq }  // a closed ledger stays as it was
             if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
             return core.state.seq
         }
@@ -90,7 +91,9 @@ extension Ledger {
     ///   - rewrites: how many log rewrites were already seen (``Core/rewrites``).
     func change(after seq: UInt64, rewrites: inout Int) throws -> LedgerChange? {
         let (log, last, count) = try core.withLock { core in
-            if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
+            if !core.log.isClosed {
+                if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
+            }
             return (core.log, core.state.seq, core.rewrites)
         }
         let rewritten = count != rewrites

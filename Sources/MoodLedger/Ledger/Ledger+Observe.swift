@@ -1,10 +1,15 @@
 import Dispatch
+import EventLogFormat
+import Platform
 import Synchronization
 
 extension Ledger {
     /// The page `query` answers now, then again after every commit that changes it: pages equal to the last one
-    /// delivered are not repeated. This process's commits are delivered as they are published (no polling); a
-    /// read-only ledger also looks for other processes' commits (``refresh()``) every 100 ms.
+    /// delivered are not repeated. This process's commits are delivered as they are published (no polling); other
+    /// processes' commits are heard through the file system (inotify on Linux, a `DispatchSource` on Darwin: the
+    /// ledger is brought up to date with ``refresh()`` when its log changes), or looked for every 100 ms where the
+    /// system cannot watch the directory. A ledger that keeps the writer lock (``Options/keepsWriterLock``) has no
+    /// other writer to hear.
     ///
     /// A consumer slower than the commits gets the newest page (the ones between are skipped, never queued). The
     /// sequence ends when the task iterating it is cancelled, the iteration ends, or the ledger is closed; it throws
@@ -62,8 +67,13 @@ extension Ledger {
         let queue = DispatchQueue(label: "MoodLedger.observe")
         /// Whether an evaluation is queued and not yet begun: publications meanwhile add none.
         let scheduled = Atomic<Bool>(false)
-        /// The listener's token and the timer while running; `nil` once stopped (a stop before the start wins).
-        let running = Mutex<(token: UInt64?, timer: (any DispatchSourceTimer)?)?>((nil, nil))
+        /// Another process's commits are looked for here: a refresh may wait for this process's own writer, and an
+        /// evaluation must not wait behind it.
+        let refreshQueue = DispatchQueue(label: "MoodLedger.observe.refresh")
+        /// The listener's token, the watcher of the ledger's directory, or the timer where it cannot be watched, while
+        /// running; `nil` once stopped (a stop before the start wins).
+        let running = Mutex<(token: UInt64?, watcher: DirectoryWatcher?, timer: (any DispatchSourceTimer)?)?>(
+            (nil, nil, nil))
         var last: Value?
 
         init(
@@ -79,14 +89,22 @@ extension Ledger {
             running.withLock { running in
                 guard running != nil else { return }
                 running?.token = ledger.published.addListener { [weak self] _ in self?.schedule() }
-                if ledger.options.readOnly {
-                    // Another process's commits reach a read-only ledger through its log file: looked for every
-                    // 100 ms; a refresh that finds some publishes them, which schedules an evaluation.
-                    let timer = DispatchSource.makeTimerSource(queue: queue)
-                    timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-                    timer.setEventHandler { [weak self] in self?.refresh() }
-                    timer.resume()
-                    running?.timer = timer
+                if ledger.options.readOnly || !ledger.options.keepsWriterLock {
+                    // Another process's commits reach this ledger through its log file: heard when the directory
+                    // changes (or looked for every 100 ms where it cannot be watched); a refresh that finds some
+                    // publishes them, which schedules an evaluation.
+                    let watcher = DirectoryWatcher(
+                        directory: ledger.path, file: LogFormat.logFileName, queue: refreshQueue
+                    ) { [weak self] in self?.refresh() }
+                    if let watcher {
+                        running?.watcher = watcher
+                    } else {
+                        let timer = DispatchSource.makeTimerSource(queue: refreshQueue)
+                        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+                        timer.setEventHandler { [weak self] in self?.refresh() }
+                        timer.resume()
+                        running?.timer = timer
+                    }
                 }
             }
             schedule()
@@ -130,6 +148,7 @@ extension Ledger {
                 })
             else { return }
             if let token = stopped.token { ledger.published.removeListener(token) }
+            stopped.watcher?.stop()
             stopped.timer?.cancel()
         }
     }
