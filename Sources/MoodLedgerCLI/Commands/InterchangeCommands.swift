@@ -104,8 +104,10 @@ enum InterchangeCommands {
         }
         let ledger = try context.openLedger(write: false)
         defer { ledger.close() }
-        let text = try context.read(ledger) { Exporter.export($0, format: format) }
-        context.console.line(String(text.dropLast()))
+        // Written as it is made: memory holds a day of entries and 64 KiB of text, whatever the ledger's size.
+        try context.read(ledger) { state in
+            Exporter.stream(state, format: format) { context.console.write(String(decoding: $0, as: UTF8.self)) }
+        }
         return ExitCode.ok
     }
 

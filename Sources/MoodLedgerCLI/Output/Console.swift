@@ -61,6 +61,11 @@ public final class Console: @unchecked Sendable {
         if let error = writeOut(text + "\n") { outFailure.withLock { if $0 == nil { $0 = error } } }
     }
 
+    /// Writes data as it is, without a newline (a long output written a piece at a time).
+    public func write(_ text: String) {
+        if let error = writeOut(text) { outFailure.withLock { if $0 == nil { $0 = error } } }
+    }
+
     /// Writes a diagnostic line (one that cannot be written is dropped).
     public func error(_ text: String, terminator: String = "\n") { _ = writeErr(text + terminator) }
     /// Shows progress on stderr, only when it is a terminal.

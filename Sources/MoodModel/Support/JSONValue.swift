@@ -70,6 +70,10 @@ public enum JSONValue: Sendable, Equatable {
         return out
     }
 
+    /// Appends ``serialized(pretty:)``'s bytes as they read `indent` levels deep in a pretty document (an element
+    /// streamed into a larger one: its own lines indented, its first line not).
+    package func write(to out: inout [UInt8], prettyAt indent: Int) { write(to: &out, pretty: true, indent: indent) }
+
     private func write(to out: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
         case .null: out += "null".utf8
