@@ -304,6 +304,10 @@ struct ImportExportTests {
                 kind: .momentaryEmotion, valence: 0.2, labels: [.named("proud")], associations: []))
         let pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
         #expect(pull["pulled"] == .int(1), "only the sample the ledger did not write")
+        // What the ledger pushed is known by its external id, never by the store's own uuid: no duplicate.
+        #expect(try samples.samples().allSatisfy { $0.uuid != $0.externalID })
+        let listed = try JSONParser.parse(cli.run(["list", "--json", "--limit", "100"]).out)
+        #expect(listed["total"] == .int(3), "two entries logged here, one pulled: the pushed one not again")
         #expect(
             try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
     }
@@ -329,14 +333,19 @@ struct ImportExportTests {
         let anchored = try samples.changes(after: nil).anchor
         #expect(try samples.changes(after: anchored).added.isEmpty)
         try samples.save(sample(second, -0.3))
-        #expect(try samples.changes(after: anchored).added.map(\.uuid) == [EntryID(second)!])
+        // As HealthKit does, the store gave each sample its own uuid; the saving app's id is its external id.
+        #expect(try samples.changes(after: anchored).added.map(\.externalID) == [EntryID(second)!])
+        let stored = try samples.samples()
+        let firstHere = try #require(stored.first { $0.externalID == EntryID(first) }).uuid
+        let secondHere = try #require(stored.first { $0.externalID == EntryID(second) }).uuid
+        #expect(firstHere != EntryID(first) && secondHere != EntryID(second))
         pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
         #expect(pull["pulled"] == .int(1) && pull["deleted"] == .int(0))
         try samples.delete(EntryID(first)!)
         pull = try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)
         #expect(pull["pulled"] == .int(0) && pull["deleted"] == .int(1), "\(pull)")
-        #expect(cli.run(["show", first]).code != 0, "the entry pulled from the deleted sample is gone")
-        #expect(cli.run(["show", second]).code == 0)
+        #expect(cli.run(["show", firstHere.description]).code != 0, "the entry pulled from the deleted sample is gone")
+        #expect(cli.run(["show", secondHere.description]).code == 0)
         #expect(cli.run(["verify"]).code == 0)
     }
 

@@ -5,9 +5,11 @@ import Synchronization
 
 /// A HealthKit stand-in kept in a JSON file: `{"authorized": true, "samples": [...], "anchor": N, "anchors": {uuid: n},
 /// "deleted": [{"uuid", "anchor"}]}`. For tests and the CLI's `healthkit push|pull --store FILE` on Linux, where
-/// HealthKit does not exist. It follows HealthKit's anchor rules: every save and delete takes the next anchor
-/// number; ``changes(after:)`` answers what came after the anchor it is given (8 bytes, big-endian). A sample with
-/// no anchor number (a file written by hand, or before anchors) is reported by every call.
+/// HealthKit does not exist. It follows HealthKit's rules: a saved sample gets the store's own uuid, the app's id
+/// kept only as its `external_uuid` (what `HKMetadataKeyExternalUUID` holds), and a delete finds the sample by it;
+/// every save and delete takes the next anchor number; ``changes(after:)`` answers what came after the anchor it is
+/// given (8 bytes, big-endian), deletions by the store's uuid. A sample with no anchor number (a file written by
+/// hand, or before anchors) is reported by every call.
 public final class FileHealthStore: HealthStore, Sendable {
     public let path: String
     let io: any PlatformIO
@@ -94,10 +96,16 @@ public final class FileHealthStore: HealthStore, Sendable {
         try lock.withLock { _ in
             var contents = try read()
             guard contents.authorized else { throw HealthStoreError(.authorizationDenied, "authorization denied") }
-            contents.samples.removeAll { $0.uuid == sample.uuid }
-            contents.samples.append(sample)
+            // HealthKit gives every saved object its own uuid; the app's id lives only in the metadata.
+            var stored = sample
+            stored.externalID = sample.uuid
+            let random = io.randomBytes(16)
+            stored.uuid = EntryID(
+                high: random[0..<8].reduce(0) { $0 << 8 | UInt64($1) } & 0xFFFF_FFFF_FFFF_0FFF | 0x4000,
+                low: random[8..<16].reduce(0) { $0 << 8 | UInt64($1) } & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+            contents.samples.append(stored)
             contents.anchor += 1
-            contents.anchors[sample.uuid] = contents.anchor
+            contents.anchors[stored.uuid] = contents.anchor
             try write(contents)
         }
     }
@@ -106,13 +114,15 @@ public final class FileHealthStore: HealthStore, Sendable {
         try lock.withLock { _ in
             var contents = try read()
             guard contents.authorized else { throw HealthStoreError(.authorizationDenied, "authorization denied") }
-            guard contents.samples.contains(where: { $0.uuid == uuid }) else {
-                throw HealthStoreError(.notFound, "no sample \(uuid)")
+            // As the adapter's delete: the samples whose external id is the one the app saved them under.
+            let doomed = contents.samples.filter { $0.externalID == uuid }
+            guard !doomed.isEmpty else { throw HealthStoreError(.notFound, "no sample \(uuid)") }
+            contents.samples.removeAll { $0.externalID == uuid }
+            for sample in doomed {
+                contents.anchor += 1
+                contents.anchors[sample.uuid] = nil
+                contents.deleted.append((sample.uuid, contents.anchor))
             }
-            contents.samples.removeAll { $0.uuid == uuid }
-            contents.anchor += 1
-            contents.anchors[uuid] = nil
-            contents.deleted.append((uuid, contents.anchor))
             try write(contents)
         }
     }

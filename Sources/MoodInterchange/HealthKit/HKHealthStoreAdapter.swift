@@ -35,7 +35,12 @@ import MoodLedger
                 associations: sample.associations.compactMap {
                     $0.appleRawValue.flatMap(HKStateOfMind.Association.init(rawValue:))
                 },
-                metadata: [HKMetadataKeyExternalUUID: sample.uuid.description])
+                metadata: [
+                    HKMetadataKeyExternalUUID: sample.uuid.description,
+                    // The offset it was logged in, as a zone name HealthKit reads back (`GMT+0100`).
+                    HKMetadataKeyTimeZone: TimeZone(secondsFromGMT: sample.date.utcOffsetMinutes * 60)?.identifier
+                        ?? "GMT"
+                ])
             let store = self.store
             try Self.blocking { try await store.save(object) }
         }
@@ -82,14 +87,17 @@ import MoodLedger
             }
         }
 
-        /// A state of mind as the port sees it.
+        /// A state of mind as the port sees it: HealthKit's own uuid, the id the app saved it under
+        /// (`HKMetadataKeyExternalUUID`), and the offset of the zone it was logged in (`HKMetadataKeyTimeZone`, else
+        /// the device's).
         static func sample(_ mind: HKStateOfMind) -> StateOfMindSample? {
             guard let uuid = EntryID(mind.uuid.uuidString) else { return nil }
+            let external = (mind.metadata?[HKMetadataKeyExternalUUID] as? String).flatMap(EntryID.init)
+            let zone =
+                (mind.metadata?[HKMetadataKeyTimeZone] as? String).flatMap(TimeZone.init(identifier:)) ?? .current
             return StateOfMindSample(
-                uuid: uuid,
-                date: LoggedAt(
-                    milliseconds: Int64(mind.startDate.timeIntervalSince1970 * 1000),
-                    utcOffsetMinutes: TimeZone.current.secondsFromGMT(for: mind.startDate) / 60),
+                uuid: uuid, externalID: external,
+                date: LoggedAt(mind.startDate, timeZone: zone),
                 kind: mind.kind == .dailyMood ? .dailyMood : .momentaryEmotion, valence: mind.valence,
                 labels: mind.labels.compactMap { MoodLabel(appleRawValue: $0.rawValue) },
                 associations: mind.associations.compactMap { MoodAssociation(appleRawValue: $0.rawValue) })

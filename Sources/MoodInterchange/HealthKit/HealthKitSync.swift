@@ -115,11 +115,19 @@ extension Ledger {
         var report = HealthKitSyncReport()
         let known = Set(
             state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
+        let current = state.entries
+        /// A sample this ledger saved: its external id is one the outbox recorded for a push (or names an entry here,
+        /// for a push whose success was never recorded). HealthKit's own uuid is never that id.
+        func ours(_ sample: StateOfMindSample) -> Bool {
+            if known.contains(sample.uuid.description) { return true }
+            guard let external = sample.externalID else { return false }
+            return known.contains(external.description) || current[external] != nil
+        }
         var anchor: [UInt8]?
         try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
         let changes = try store.changes(after: anchor)
         var plan = ImportPlan(format: .healthkit)
-        for (index, sample) in changes.added.enumerated() where !known.contains(sample.uuid.description) {
+        for (index, sample) in changes.added.enumerated() where !ours(sample) {
             plan.rows.append(
                 ImportRow(
                     line: index + 1,

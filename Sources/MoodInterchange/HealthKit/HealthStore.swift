@@ -2,8 +2,11 @@ import MoodLedger
 
 /// One `HKStateOfMind` sample, as the port sees it: immutable once saved (an edit is a delete plus a new sample).
 public struct StateOfMindSample: Sendable, Equatable {
-    /// The sample's own id.
+    /// The sample's own id: the store gives it (HealthKit's `sample.uuid`), whatever id the app saved it under.
     public var uuid: EntryID
+    /// The id the app that saved the sample gave it (`HKMetadataKeyExternalUUID`): for a sample this ledger pushed,
+    /// the id its outbox recorded. `nil` for a sample saved without one (another app's, logged in Health).
+    public var externalID: EntryID?
     /// When it happened, with the offset it was logged in.
     public var date: LoggedAt
     public var kind: MoodKind
@@ -13,10 +16,11 @@ public struct StateOfMindSample: Sendable, Equatable {
     public var associations: [MoodAssociation]
 
     public init(
-        uuid: EntryID, date: LoggedAt, kind: MoodKind, valence: Double, labels: [MoodLabel],
-        associations: [MoodAssociation]
+        uuid: EntryID, externalID: EntryID? = nil, date: LoggedAt, kind: MoodKind, valence: Double,
+        labels: [MoodLabel], associations: [MoodAssociation]
     ) {
         self.uuid = uuid
+        self.externalID = externalID
         self.date = date
         self.kind = kind
         self.valence = valence
@@ -48,16 +52,19 @@ public struct StateOfMindSample: Sendable, Equatable {
             associations: associations)
     }
 
-    /// HKStateOfMind-shaped JSON with Apple raw values and the classification.
+    /// HKStateOfMind-shaped JSON with Apple raw values and the classification (`external_uuid` after `uuid` when the
+    /// sample has one).
     public var json: JSONValue {
-        .object([
-            ("uuid", .string(uuid.description)), ("start_date", .string(date.iso8601)),
-            ("end_date", .string(date.iso8601)),
-            ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
-            ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
-            ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
-            ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) }))
-        ])
+        .object(
+            [("uuid", .string(uuid.description))]
+                + (externalID.map { [("external_uuid", JSONValue.string($0.description))] } ?? []) + [
+                    ("start_date", .string(date.iso8601)),
+                    ("end_date", .string(date.iso8601)),
+                    ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
+                    ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
+                    ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
+                    ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) }))
+                ])
     }
 
     /// Reads and validates one sample of a store file with the rules of `import --format healthkit` (the same
@@ -73,9 +80,18 @@ public struct StateOfMindSample: Sendable, Equatable {
             var reader = RecordReader(record: json, number: number)
             let draft = try JSONImporters.healthKit(&reader)
             let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
+            guard let external = json["external_uuid"], !external.isNull else {
+                self.init(
+                    uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
+                    labels: entry.labels, associations: entry.associations)
+                return
+            }
+            guard let externalID = external.stringValue.flatMap(EntryID.init) else {
+                throw HealthStoreError(.invalidData, "sample \(number), field external_uuid: must be a UUID")
+            }
             self.init(
-                uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
-                labels: entry.labels, associations: entry.associations)
+                uuid: entry.id, externalID: externalID, date: entry.loggedAt, kind: entry.kind,
+                valence: entry.valence!, labels: entry.labels, associations: entry.associations)
         } catch let error as ImportError {
             throw HealthStoreError(
                 .invalidData,
@@ -102,8 +118,8 @@ public struct StateOfMindSample: Sendable, Equatable {
             }
         }
         self.init(
-            uuid: uuid, date: date, kind: kind, valence: Valence.quantized(valence), labels: words("labels"),
-            associations: words("associations"))
+            uuid: uuid, externalID: json["external_uuid"]?.stringValue.flatMap(EntryID.init), date: date, kind: kind,
+            valence: Valence.quantized(valence), labels: words("labels"), associations: words("associations"))
     }
 }
 
@@ -138,10 +154,11 @@ public struct HealthStoreError: Error, Sendable, Equatable, CustomStringConverti
 /// ``FileHealthStore`` simulates it for tests and the CLI; `HKHealthStoreAdapter` (Apple platforms only) wraps
 /// `HKHealthStore`.
 public protocol HealthStore: Sendable {
-    /// Saves a new sample.
+    /// Saves a new sample. The store gives it its own ``StateOfMindSample/uuid``; the `uuid` given is kept as its
+    /// ``StateOfMindSample/externalID`` (`HKMetadataKeyExternalUUID`), by which the app finds it again.
     /// - Throws: ``HealthStoreError`` (`authorization_denied`, `unavailable`).
     func save(_ sample: StateOfMindSample) throws
-    /// Deletes a sample the app saved.
+    /// Deletes the sample the app saved under `uuid` (its ``StateOfMindSample/externalID``).
     /// - Throws: ``HealthStoreError``.
     func delete(_ uuid: EntryID) throws
     /// Every state-of-mind sample visible to the app.
