@@ -142,7 +142,7 @@ public final class MoodServer: Sendable {
         verified.withLock { $0.removeAll() }
         let gone = ledgers.remove { name in !loaded.has(name) }
         for user in gone {
-            _ = try? user.ledger.sync()
+            _ = try? user.ledger.flush()
             user.ledger.close()
             configuration.log("account \(user.name) is gone from \(path): its ledger is closed")
         }
@@ -153,7 +153,7 @@ public final class MoodServer: Sendable {
         stopping.store(true, ordering: .relaxed)
         let open = ledgers.remove { _ in true }
         for user in open {
-            _ = try? user.ledger.sync()
+            _ = try? user.ledger.flush()
             user.ledger.close()
         }
         syncers.stop()

@@ -113,7 +113,7 @@ enum ManyUsersBench {
                 _ = try ledger.importPlan(plan)
                 // Synced before closing, as the server's pool closes a ledger: LOCK says clean, so the server's open
                 // has nothing to sync.
-                try ledger.sync()
+                try ledger.flush()
                 ledger.close()
             }
             print(seconds)

@@ -29,7 +29,7 @@ struct EraseCrashTests {
             _ = try ledger.importPlan(plan)
             let secret = try ledger.log(MoodDraft(valence: -0.5, labels: ["sad"], notes: "kill secret")).entry.id
             for i in 0..<50 { _ = try ledger.log(MoodDraft(valence: 0.1, labels: ["calm"], notes: "after \(i)")) }
-            try ledger.sync()
+            try ledger.flush()
             let others = ledger.state.entries.all.filter { $0.id != secret }.map(\.exportJSON).map { $0.serialized() }
                 .sorted()
             ledger.close()

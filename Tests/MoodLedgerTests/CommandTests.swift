@@ -164,7 +164,7 @@ struct LedgerConcurrencyTests {
         let ledger = try Ledger.open(at: dir.path, options: options)
         for i in 0..<10 { try ledger.log(MoodDraft(valence: Double(i) / 10)) }
         #expect(ledger.eventLog.durableSeq == 0)
-        #expect(try ledger.sync() == 10)
+        #expect(try ledger.flush() == 10)
         ledger.close()
     }
 }

@@ -77,7 +77,7 @@ extension Ledger {
     ///   - operation: what is sent; default: the outbox's pending operation.
     ///   - key: the request's `Idempotency-Key`, if it has one.
     /// - Throws: ``MoodError`` `not_found` when the outbox has nothing for the pair; `EventLogError`.
-    public func recordSyncAttempt(
+    package func recordSyncAttempt(
         _ id: EntryID, to destination: SyncDestination, operation: SyncOperation? = nil,
         key: String = ""
     ) throws {
@@ -91,7 +91,7 @@ extension Ledger {
 
     /// Records that a destination acknowledged an entry, with its id there.
     /// - Throws: ``MoodError`` `invalid_input` for an empty remote id; `EventLogError`.
-    public func recordSyncSuccess(
+    package func recordSyncSuccess(
         _ id: EntryID, to destination: SyncDestination, remoteID: String,
         revision: UInt64 = 0
     ) throws {
@@ -103,7 +103,7 @@ extension Ledger {
 
     /// Records that a send failed.
     /// - Throws: `EventLogError`.
-    public func recordSyncFailure(_ id: EntryID, to destination: SyncDestination, _ failure: SyncFailure) throws {
+    package func recordSyncFailure(_ id: EntryID, to destination: SyncDestination, _ failure: SyncFailure) throws {
         _ = try commit { _, _ in ([.syncFailed(id, destination, failure)], id, false) }
     }
 
@@ -126,7 +126,7 @@ extension Ledger {
 
     /// Applies a change pulled from a destination (it is not sent back there).
     /// - Throws: ``MoodError`` `invalid_input` for an out-of-range valence; `EventLogError`.
-    public func applyRemote(_ change: RemoteChange) throws {
+    package func applyRemote(_ change: RemoteChange) throws {
         _ = try commit { _, _ in
             var change = change
             if var entry = change.entry {

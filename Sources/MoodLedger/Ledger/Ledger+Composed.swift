@@ -47,7 +47,7 @@ extension Ledger {
     /// a merge into the day's daily mood, or a creation.
     /// - Returns: the events, the entry concerned, and whether it is created.
     /// - Throws: ``MoodError`` naming the field and rule.
-    public static func events(
+    package static func events(
         logging draft: MoodDraft, in state: LedgerState, now: Int64,
         options: Options
     ) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool) {
@@ -58,7 +58,7 @@ extension Ledger {
     /// The events that apply `replacement` to entry `id`: at most one update and one edit per word list, none
     /// when nothing changes.
     /// - Throws: ``MoodError`` `not_found`, `read_only` or `invalid_input`.
-    public static func events(
+    package static func events(
         replacing id: EntryID, with replacement: MoodReplacement, in state: LedgerState,
         now: Int64, bounds: LoggedAtBounds = .userInput
     ) throws -> [MoodEvent] {
@@ -94,7 +94,7 @@ extension Ledger {
 
     /// The events that delete entry `id`.
     /// - Throws: ``MoodError`` `not_found` or `read_only`.
-    public static func events(deleting id: EntryID, in state: LedgerState) throws -> [MoodEvent] {
+    package static func events(deleting id: EntryID, in state: LedgerState) throws -> [MoodEvent] {
         _ = try editable(id, in: state)
         return [.deleted(id)]
     }
@@ -126,7 +126,7 @@ extension Ledger {
     ///   - first: the first sequence number to look at.
     ///   - body: given each one's sequence number, record time (µs) and payload.
     /// - Throws: `EventLogError` for damage met while reading, or what `body` throws.
-    public func forEachAttachment(
+    package func forEachAttachment(
         _ kind: Attachment.Kind, from first: UInt64,
         _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void
     ) throws {
@@ -139,7 +139,7 @@ extension Ledger {
 
     /// Each batch through `last` that holds an attachment of `kind`: the batch's seqs and the attachment's payload.
     /// - Throws: `EventLogError` for damage met while reading.
-    public func batchAttachments(
+    package func batchAttachments(
         _ kind: Attachment.Kind, through last: UInt64
     ) throws -> [(seqs: ClosedRange<UInt64>, payload: [UInt8])] {
         var found: [(seqs: ClosedRange<UInt64>, payload: [UInt8])] = []

@@ -28,7 +28,7 @@ extension Ledger {
     ///     (what the entry was in step with before this device's own change at that revision).
     /// - Returns: a base for every id (revision 0 and no version where none is known).
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func syncBases(
+    package func syncBases(
         of ids: Set<EntryID>, destination: SyncDestination = .backend, before: [EntryID: UInt64] = [:]
     ) throws -> [EntryID: SyncBase] {
         var bases = Dictionary(uniqueKeysWithValues: ids.map { ($0, SyncBase(revision: 0, entry: nil)) })
@@ -112,7 +112,8 @@ extension Ledger {
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func failingSince(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: Int64] {
+    package func failingSince(of ids: Set<EntryID>, destination: SyncDestination = .backend) throws -> [EntryID: Int64]
+    {
         try failureStreaks(of: ids, destination: destination).mapValues(\.wallMilliseconds)
     }
 
@@ -189,7 +190,7 @@ extension Ledger {
     /// whose answer was lost may have made on the server (`Specs/sync.md`, *A create whose answer was lost*). One pass
     /// over the log for all the ids, reading only their records.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func attemptedVersions(
+    package func attemptedVersions(
         of ids: Set<EntryID>, destination: SyncDestination = .backend
     ) throws -> [EntryID: [MoodEntry]] {
         var sent: [EntryID: [MoodEntry]] = [:]

@@ -325,14 +325,20 @@ public final class Ledger: Sendable {
         io.exists(path + "/" + LogFormat.logFileName)
     }
 
-    /// Makes every appended event durable (needed only with `EventLog/Durability/batched`).
-    /// - Returns: the highest durable sequence number.
-    /// - Throws: `EventLogError`; a failed sync is never retried and the ledger refuses writes until reopened.
-    @discardableResult
+    /// Makes every appended event durable on disk — a durability flush, needed only with
+    /// `EventLog/Durability/batched` (a backend sync is `SyncEngine`'s `run()`).
     ///
     /// Commands and reads are not held up by the `fdatasync` (the ledger's lock is not held during it), so callers
-    /// that each append and then sync form group commits: one sync makes every append before it durable.
-    public func sync() throws -> UInt64 { try published.log.sync() }
+    /// that each append and then flush form group commits: one flush makes every append before it durable.
+    /// - Returns: the highest durable sequence number.
+    /// - Throws: `EventLogError`; a failed flush is never retried and the ledger refuses writes until reopened.
+    @discardableResult
+    public func flush() throws -> UInt64 { try published.log.sync() }
+
+    /// The durability flush under its former name. See ``flush()``.
+    @available(*, deprecated, renamed: "flush()", message: "a durability flush, not a backend sync: flush()")
+    @discardableResult
+    public func sync() throws -> UInt64 { try flush() }
 
     /// Writes a snapshot of the current state now.
     /// - Returns: the sequence number it covers (0 when the ledger is empty and nothing was written).

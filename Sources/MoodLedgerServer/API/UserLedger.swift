@@ -157,7 +157,7 @@ final class UserLedger: Sendable {
     /// - Returns: whether answers still wait (they came during the sync: the next group); the caller then owns the
     ///   next round, else the ledger has no sync under way.
     private func commitRound() -> Bool {
-        let result = Result { try ledger.sync() }
+        let result = Result { try ledger.flush() }
         // For the check below, read (in debug builds) outside `state`'s lock: a write takes the ledger's lock, then
         // this one, never the other way round. The log's own last record: a commit's records are written before its
         // state is published, so the published seq may still lag what the sync covered.
