@@ -273,6 +273,18 @@ public struct SystemIO: PlatformIO {
         #endif
     }
 
+    /// The processor time this process has used, user and system, in seconds (`getrusage`).
+    public static func processorSeconds() -> Double {
+        var usage = rusage()
+        #if canImport(Darwin)
+            getrusage(RUSAGE_SELF, &usage)
+        #else
+            getrusage(LibC.rusageSelf, &usage)
+        #endif
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
     /// Hands the memory allocator's wholly free pages back to the system (glibc's `malloc_trim`; nothing elsewhere):
     /// after a large structure was freed, or before one is built, so that freed memory does not stay resident beside
     /// it.

@@ -40,6 +40,14 @@ enum BenchmarkCommand {
                 }
                 events = n
             case "--sizes": print(Sizes.report()); return 0
+            case "--app":  // the library as an app uses it (Specs/benchmark.md, App)
+                var entries = 100_000
+                if let i = arguments.firstIndex(of: "--entries"), i + 1 < arguments.count,
+                    let n = Int(arguments[i + 1].replacingOccurrences(of: "_", with: "")), n >= 1_000
+                {
+                    entries = n
+                }
+                return AppBench.run(entries: entries, json: arguments.contains("--json"))
             case "--server":  // the reference backend under loopback load (Specs/benchmark.md, Server)
                 var seconds = 3.0
                 if let i = arguments.firstIndex(of: "--seconds"), i + 1 < arguments.count,
@@ -118,6 +126,8 @@ enum BenchmarkCommand {
                 print(
                     "usage: moodledger-bench [--events N] [--json] [--keep] [--erasure-only]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                         + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
+                        + "       moodledger-bench --app [--entries 100000] [--json]   (reads, observation and processes as an app sees them)\n"
+                        + "       moodledger-bench --app [--entries 100000] [--json]   (reads, observation and processes as an app sees them)\n"
                         + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
                         + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts | --restarts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging; --restarts: two devices across server restarts)"
                 )
