@@ -1,6 +1,6 @@
 import EventLog
 
-/// Which side of a conflict to keep (``Ledger/resolveConflict(_:take:field:)``).
+/// Which side of a conflict to keep (``Ledger/resolveConflict(_:take:field:)-203dn``).
 public typealias ConflictSide = ConflictChoice
 
 extension MoodReplacement {

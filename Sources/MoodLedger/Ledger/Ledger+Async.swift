@@ -75,7 +75,7 @@ extension Ledger {
     /// An entry's history without blocking the caller's executor. See ``history(of:)``.
     public func history(of id: EntryID) async throws -> [HistoryItem] { try await offload { try self.history(of: id) } }
 
-    /// The state at a point without blocking the caller's executor. See ``state(at:)``.
+    /// The state at a point without blocking the caller's executor. See ``state(at:)-3r9yg``.
     public func state(at point: Point) async throws -> LedgerState { try await offload { try self.state(at: point) } }
 
     /// What changed between two points without blocking the caller's executor. See ``diff(from:to:)``.

@@ -43,7 +43,7 @@ public struct CommandResult: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// The events ``log(_:)-8a3lp`` would append for `draft` against `state`: none for a known (source, source id) or id,
+    /// The events ``log(_:)-pmrs`` would append for `draft` against `state`: none for a known (source, source id) or id,
     /// a merge into the day's daily mood, or a creation.
     /// - Returns: the events, the entry concerned, and whether it is created.
     /// - Throws: ``MoodError`` naming the field and rule.

@@ -4,7 +4,7 @@ import EventLog
 public struct EraseReport: Sendable, Equatable {
     /// The entries erased (empty for an erasure of every entry: see ``erasedAll``).
     public var erased: [EntryID]
-    /// For an erasure of every entry (``Ledger/eraseAll(keepingHealthKit:reason:requestedBy:ignoringDestinations:)``):
+    /// For an erasure of every entry (``Ledger/eraseAll(keepingHealthKit:reason:requestedBy:ignoringDestinations:)-374wa``):
     /// how many current entries it removed (the deleted ones' records were redacted too); nil otherwise.
     public var erasedAll: Int?
     /// Current entries the erasure of every entry kept: HealthKit's copies, when it keeps them.
@@ -269,7 +269,7 @@ extension Ledger {
     /// failed after the `entry.erased` was durable. ``finishErasures()`` or asking to erase them again finishes them.
     public var unfinishedErasures: Set<EntryID> { Set(published.state.pendingErasures.keys) }
 
-    /// Finishes every erasure recorded but not finished: the rewrite and the snapshots, as ``erase(_:reason:requestedBy:ignoringDestinations:)``
+    /// Finishes every erasure recorded but not finished: the rewrite and the snapshots, as ``erase(_:reason:requestedBy:ignoringDestinations:)-8eyxk``
     /// would have. Nothing to do is not an error.
     /// - Returns: what was rewritten.
     /// - Throws: `EventLogError` when the rewrite fails again (the erasures stay unfinished).

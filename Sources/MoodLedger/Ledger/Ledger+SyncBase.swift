@@ -136,7 +136,7 @@ extension Ledger {
         }
     }
 
-    /// ``failingSince(of:destination:)`` with each streak's boot clock reading. One pass over the log.
+    /// `failingSince(of:destination:)` with each streak's boot clock reading. One pass over the log.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     ///
     /// Long because one pass reads three kinds of record in order: the attempts that start streaks, the carriers

@@ -250,7 +250,7 @@ public final class Ledger: Sendable {
     ///   - point: a sequence number or an instant; `nil` for now.
     ///   - body: the question; it may run twice.
     /// - Returns: what `body` returned from an undamaged state.
-    /// - Throws: as ``state(at:)``, and what `body` throws from an undamaged state.
+    /// - Throws: as ``state(at:)-3r9yg``, and what `body` throws from an undamaged state.
     public func read<T>(at point: Point?, _ body: (LedgerState) throws -> T) throws -> T {
         guard let point else { return try read(body) }
         let first = try travel(to: point)
@@ -314,7 +314,7 @@ public final class Ledger: Sendable {
     public func entry(_ id: EntryID) -> MoodEntry? { read { $0.entries[id] } }
 
     /// The underlying event log (for tools: stats, verify, the server's own records). Named apart from
-    /// ``log(_:)-8a3lp``, which logs a mood.
+    /// ``log(_:)-pmrs``, which logs a mood.
     public var eventLog: EventLog { published.log }
 
     /// Whether a ledger (its log file) exists at `path`.
