@@ -55,7 +55,7 @@ struct ObserveTests {
         var seen: [UInt64] = []
         for try await value in stream {
             // Each value is the state at some commit: its count is what a replay to that seq gives.
-            let fresh = try ledger.read(at: .seq(value[0])) { $0.entries.count }
+            let fresh = try await ledger.read(at: .seq(value[0])) { $0.entries.count }
             #expect(value[1] == UInt64(fresh), "seed \(random.seed): at seq \(value[0])")
             seen.append(value[0])
             if value[0] == UInt64(commits) { break }

@@ -6,7 +6,7 @@ import Dispatch
 /// published state and never wait.
 extension Ledger {
     /// Runs a synchronous ledger call on a background queue, so an async caller's executor never blocks on fsync.
-    func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result { try work() })
@@ -77,6 +77,14 @@ extension Ledger {
 
     /// The state at a point without blocking the caller's executor. See ``state(at:)-3r9yg``.
     public func state(at point: Point) async throws -> LedgerState { try await offload { try self.state(at: point) } }
+
+    /// A read of the state at a point (time travel: a replay from the nearest snapshot) without blocking the caller's
+    /// executor. See ``read(at:_:)-6yahl``.
+    public func read<T: Sendable>(
+        at point: Point?, _ body: @escaping @Sendable (LedgerState) throws -> T
+    ) async throws -> T {
+        try await offload { try self.read(at: point, body) }
+    }
 
     /// What changed between two points without blocking the caller's executor. See ``diff(from:to:)``.
     public func diff(from: Point, to: Point) async throws -> LedgerDiff {

@@ -15,7 +15,7 @@ extension Ledger {
     }
 
     /// All three projections as they were at a point: read-only, and equal to a replay up to that point. Apps ask
-    /// through ``state(at:)`` or ``read(at:_:)``, which answers again should the snapshot read through prove damaged.
+    /// through ``state(at:)`` or ``read(at:_:)-6yahl``, which answers again should the snapshot read through prove damaged.
     ///
     /// Starts from the newest snapshot at or before the point (sparse older snapshots are kept for this), unless
     /// `fromSnapshots` is false, and replays the events after it.
@@ -33,14 +33,14 @@ extension Ledger {
 
     /// All three projections as they were at a point: read-only, and equal to a replay of the log up to it. A snapshot
     /// read through that proves damaged is not trusted: the state is replayed from the log instead (as
-    /// ``read(at:_:)`` does).
+    /// ``read(at:_:)-6yahl`` does).
     /// - Parameter point: a sequence number or an instant.
     /// - Returns: the state; the current one for a point at or after the last commit.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     public func state(at point: Point) throws -> LedgerState { try read(at: point) { $0 } }
 
     /// What changed between two points.
-    /// - Throws: as ``read(at:_:)``.
+    /// - Throws: as ``read(at:_:)-6yahl``.
     public func diff(from: Point, to: Point) throws -> LedgerDiff {
         try read(at: from) { a in try read(at: to) { b in TimeTravel.diff(a, b) } }
     }
