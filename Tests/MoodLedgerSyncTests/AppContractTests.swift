@@ -268,3 +268,34 @@ struct AppContractTests {
         #expect(try server.entries().count == 40)
     }
 }
+
+@Suite("A source record the server already holds under another id")
+struct SourceLinkTests {
+    @Test("Two devices log one HealthKit sample: the second links to the first's record, nothing parked or doubled")
+    func linkedBySourceKey() async throws {
+        let dir = TemporaryDirectory("source-link")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let credentials = server.credentials
+        let logged = LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 60)
+        var ids: [EntryID] = []
+        for device in ["a", "b"] {
+            let ledger = try Ledger.open(at: dir.sub(device))
+            defer { ledger.close() }
+            ids.append(
+                try await ledger.log(
+                    MoodDraft(
+                        valence: 0.3, labels: ["calm"], loggedAt: logged, source: .healthkit,
+                        sourceID: "HK-MOOD-sample-1")
+                ).entry.id)
+            try await ledger.setRemote(URL(string: server.url)!)
+            let report = try await SyncEngine(ledger: ledger, credentials: { credentials }).run()
+            #expect(report.delivered == 1 && report.retrying == 0 && report.parked == 0, "device \(device)")
+            let record = ledger.read { $0.outbox.record(OutboxKey(entryID: ids.last!, destination: .backend)) }
+            #expect(record?.remoteID == ids[0].description, "device \(device) names the first record")
+            #expect(record?.operation == nil, "in step")
+        }
+        #expect(ids[0] != ids[1])
+        #expect(try server.entries().map(\.id) == [ids[0]], "one record on the server")
+    }
+}

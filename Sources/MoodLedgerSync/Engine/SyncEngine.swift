@@ -266,7 +266,7 @@ public final class SyncEngine: @unchecked Sendable {
     /// `answered`: the first exchange's answer when it came in a batch (``deliverBatch(_:)``); the follow-ups (a
     /// create after a 404, a read after a 412, an update after a create the server had) go one by one.
     func deliver(
-        _ item: Due, key: String, entry: MoodEntry?, answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
+        _ item: Due, key: String, entry: MoodEntry?, answered: SyncPlanner.Answer? = nil
     ) -> SyncVerdict {
         if item.operation == .delete, item.remoteID == nil { return deleteUnacknowledged(item, key: key) }
         if item.operation != .delete && entry == nil {
@@ -354,12 +354,14 @@ public final class SyncEngine: @unchecked Sendable {
 
     func exchange(
         _ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String,
-        answered: (verdict: SyncVerdict, alreadyThere: Bool)? = nil
+        answered: SyncPlanner.Answer? = nil
     ) -> SyncVerdict {
         let request = planner.request(for: operation, item: item, entry: entry, key: key)
         let answer = answered ?? perform(request, operation: operation, entryID: item.entryID)
         let (verdict, alreadyThere) = planner.attributed(
-            answer.verdict, alreadyThere: answer.alreadyThere, operation: operation, item: item)
+            answer.verdict, alreadyThere: answer.alreadyThere, linked: answer.linked, operation: operation, item: item)
+        // A create linked by its source key is taken as it is: the server's record is the same source record (a
+        // HealthKit sample, read-only there), under the server's id.
         if alreadyThere, case .delivered(let remoteID, _) = verdict, let entry, remoteID == item.entryID.description,
             dialect.dialect != .progress, dialect.remote.has(.update)
         {
@@ -380,7 +382,7 @@ public final class SyncEngine: @unchecked Sendable {
     func perform(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
     )
-        -> (verdict: SyncVerdict, alreadyThere: Bool)
+        -> SyncPlanner.Answer
     {
         send(request, operation: operation, entryID: entryID).answer
     }
@@ -392,16 +394,16 @@ public final class SyncEngine: @unchecked Sendable {
     /// it (for `operation` on `entryID`), and the answer itself when there was one.
     func send(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
-    ) -> (answer: (verdict: SyncVerdict, alreadyThere: Bool), response: Response?) {
+    ) -> (answer: SyncPlanner.Answer, response: Response?) {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
             do { credentials = try currentCredentials(refresh: refreshed) } catch {
-                return ((.unauthorized(error: error.message), false), nil)
+                return ((.unauthorized(error: error.message), false, false), nil)
             }
             switch ask(request, credentials: credentials) {
             case .failure(let kind, let message):
-                return ((.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false), nil)
+                return ((.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false, false), nil)
             case .response(let status, let headers, let body):
                 let answer = planner.judge(
                     request, operation: operation, entryID: entryID, status: status, headers: headers, body: body,

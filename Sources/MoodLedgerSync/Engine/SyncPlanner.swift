@@ -136,7 +136,7 @@ struct SyncPlanner: Sendable {
     func judge(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID,
         status: Int, headers: [(name: String, value: String)], body: [UInt8], now: Int64
-    ) -> (verdict: SyncVerdict, alreadyThere: Bool) {
+    ) -> Answer {
         var verdict = SyncPolicy.classify(
             operation, status: status, headers: headers, body: body, entryID: entryID, now: now)
         if case .delivered(let remoteID, _) = verdict, operation == .create, remoteID == entryID.description,
@@ -147,11 +147,18 @@ struct SyncPlanner: Sendable {
             return (
                 .retry(
                     status: nil, error: "the answer to a create names no record (no data.id): not taken",
-                    retryAfter: nil), false
+                    retryAfter: nil), false, false
             )
         }
         let replayed = headers.contains { $0.name.lowercased() == "idempotent-replayed" }
         let alreadyThere = operation == .create && status == 200 && !replayed
+        if alreadyThere, case .delivered(let remoteID, _) = verdict, EntryID(remoteID) != entryID,
+            SyncPolicy.sameSourceKey(sent: request.body, answer: body)
+        {
+            // The server already holds this entry's source record (the same source and source id: a HealthKit sample
+            // another client posted first) under its own id: it is the same entry. Linked, not compared.
+            return (verdict, true, true)
+        }
         if case .delivered(let remoteID, _) = verdict, operation != .delete,
             // A create answered 200 under our own id describes the copy the server already had, which may be older
             // than what was sent: it is brought up to date next, not compared.
@@ -162,18 +169,24 @@ struct SyncPlanner: Sendable {
                 status: nil,
                 error: "the answer describes another record than the one sent (its \(field) differs): not taken",
                 retryAfter: nil)
-            return (verdict, false)
+            return (verdict, false, false)
         }
-        return (verdict, alreadyThere)
+        return (verdict, alreadyThere, false)
     }
+
+    /// What an answer meant: the verdict; whether a create's answer says the server already had the record (200, not
+    /// a replay); and whether it had it under another id, linked by the entry's source and source id.
+    typealias Answer = (verdict: SyncVerdict, alreadyThere: Bool, linked: Bool)
 
     /// A delivery checked against the record it was sent for: an answer that names another entry than the one sent
     /// (a create whose body carried our id answered with another id; an update answered with an id other than the
     /// one it was sent to) is not taken; an update or delete answered without an id keeps the record's id; our own id
     /// echoed in another case is our id.
     func attributed(
-        _ verdict: SyncVerdict, alreadyThere: Bool, operation: SyncOperation, item: Due
+        _ verdict: SyncVerdict, alreadyThere: Bool, linked: Bool = false, operation: SyncOperation, item: Due
     ) -> (verdict: SyncVerdict, alreadyThere: Bool) {
+        // A create linked by its source key names the server's own record for this entry: taken under that id.
+        if linked, operation == .create, case .delivered = verdict { return (verdict, alreadyThere) }
         var verdict = verdict
         let expected =
             operation == .create

@@ -143,6 +143,17 @@ public enum SyncPolicy {
         return nil
     }
 
+    /// Whether the record an answer describes (`data`) holds the same source and source id as the request sent: the
+    /// server's own record of that source record (a HealthKit sample another client posted first).
+    static func sameSourceKey(sent: [UInt8]?, answer: [UInt8]) -> Bool {
+        guard let sent, let request = try? JSONParser.parse(String(decoding: sent, as: UTF8.self)),
+            let json = try? JSONParser.parse(String(decoding: answer, as: UTF8.self)), let data = json["data"],
+            let sourceID = request["source_id"]?.stringValue, !sourceID.isEmpty,
+            data["source_id"]?.stringValue == sourceID
+        else { return false }
+        return request["source"]?.stringValue == data["source"]?.stringValue
+    }
+
     /// Whether an answer's body names a record: `data.id` present and not null.
     static func namesRecord(_ body: [UInt8]) -> Bool {
         guard let json = try? JSONParser.parse(String(decoding: body, as: UTF8.self)), let id = json["data"]?["id"]
