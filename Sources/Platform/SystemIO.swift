@@ -85,9 +85,7 @@ public struct SystemIO: PlatformIO {
 
     public func syncData(_ fd: Int32) throws {
         #if canImport(Darwin)
-            if fcntl(fd, F_FULLFSYNC) == 0 { return }
-            // Some file systems do not support F_FULLFSYNC: fall back to fsync once.
-            if LibC.fsync(fd) != 0 { throw Self.failure() }
+            try Self.fullSync(fd)
         #else
             // One call, never retried: after a failed fdatasync the dirty pages may already be dropped.
             if fdatasync(fd) != 0 { throw Self.failure() }
@@ -97,8 +95,24 @@ public struct SystemIO: PlatformIO {
     public func syncDirectory(_ path: String) throws {
         let fd = try retrying { LibC.open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0) }
         defer { close(fd) }
-        if LibC.fsync(fd) != 0 { throw Self.failure() }
+        #if canImport(Darwin)
+            // A rename is as durable as the data renamed: the drive's cache is flushed for the directory too.
+            try Self.fullSync(fd)
+        #else
+            if LibC.fsync(fd) != 0 { throw Self.failure() }
+        #endif
     }
+
+    #if canImport(Darwin)
+        /// `F_FULLFSYNC` (the drive's cache flushed too); `fsync` once only where the file system does not support it
+        /// (`ENOTSUP`, `EINVAL`, `ENOTTY`). Any other failure is the sync's own, reported, never retried.
+        private static func fullSync(_ fd: Int32) throws {
+            if fcntl(fd, F_FULLFSYNC) == 0 { return }
+            let error = failure()
+            guard [ENOTSUP, EINVAL, ENOTTY].contains(error.rawValue) else { throw error }
+            if LibC.fsync(fd) != 0 { throw failure() }
+        }
+    #endif
 
     public func truncate(_ fd: Int32, to size: Int64) throws {
         _ = try retrying { ftruncate(fd, off_t(size)) }
