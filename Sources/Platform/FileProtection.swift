@@ -17,9 +17,19 @@ public enum FileProtectionClass: String, Sendable, CaseIterable {
 
 /// The file attributes an app's ledger needs on Apple platforms, behind the one platform layer.
 public enum AppleFileAttributes {
+    /// Why a file's data-protection class could not be set: the path, the class and the system's own words.
+    public struct ProtectionError: Error, Sendable, CustomStringConvertible {
+        public var path: String
+        public var protection: FileProtectionClass
+        public var reason: String
+        public var description: String {
+            "cannot give \(path) the data-protection class \(protection.rawValue): \(reason)"
+        }
+    }
+
     /// Gives the file or directory at `path` the data-protection class `protection` (iOS, watchOS, visionOS;
     /// elsewhere nothing). Files created later in a protected directory take its class.
-    /// - Throws: `Errno` `EIO` with the system's reason when the attribute cannot be set.
+    /// - Throws: ``ProtectionError`` with the system's reason when the attribute cannot be set.
     public static func protect(_ path: String, _ protection: FileProtectionClass) throws {
         #if os(iOS) || os(watchOS) || os(visionOS) || os(tvOS)
             let type: FileProtectionType
@@ -30,7 +40,7 @@ public enum AppleFileAttributes {
             case .none: type = .none
             }
             do { try FileManager.default.setAttributes([.protectionKey: type], ofItemAtPath: path) } catch {
-                throw Errno.ioError
+                throw ProtectionError(path: path, protection: protection, reason: error.localizedDescription)
             }
         #endif
     }

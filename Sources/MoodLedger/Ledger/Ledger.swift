@@ -71,6 +71,15 @@ public final class Ledger: Sendable {
         try open(path: path, options: options)
     }
 
+    /// Gives `path` the options' data-protection class; a failure names the file, the class and the system's reason.
+    private static func protect(_ path: String, _ options: Options) throws {
+        do { try AppleFileAttributes.protect(path, options.fileProtection) } catch let error
+            as AppleFileAttributes.ProtectionError
+        {
+            throw EventLogError(.io, error.description)
+        }
+    }
+
     /// Opens the ledger in the directory `url` names, as the path form does (an app's container
     /// URL, say `FileManager`'s application support directory or an App Group's). Missing directories on the way to
     /// it are created (0700) unless the ledger is opened read-only or `createIfMissing` is off.
@@ -100,13 +109,32 @@ public final class Ledger: Sendable {
     }
 
     private static func open(path: String, options: Options) throws -> Ledger {
+        if !options.readOnly, options.createIfMissing, !options.io.exists(path) {
+            // Health data at rest from its first byte: the directory is made and given its class before the log and
+            // the lock are created in it, so they are born with the class (not given it after their first write).
+            do {
+                if try options.io.makeDirectory(path) {
+                    let slash = path.lastIndex(of: "/")
+                    try? options.io.syncDirectory(
+                        slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? ".")
+                }
+            } catch let error as Errno where error != .noSuchFile {
+                throw EventLogError(.io, "cannot create directory \(path)", errno: error)
+            } catch {}
+            if options.io.exists(path) { try protect(path, options) }
+        }
         let opened = try LedgerRecovery.open(at: path, options: options)
         if !options.readOnly {
-            // Health data at rest: the directory (so files made later take the class), the log and the lock.
+            // The class again on what exists (an option changed since, a ledger made before): the directory, the log,
+            // the lock, and the snapshots, which hold the whole state.
             do {
                 for file in ["", "/" + LogFormat.logFileName, "/" + LogFormat.lockFileName] {
-                    try AppleFileAttributes.protect(path + file, options.fileProtection)
+                    try protect(path + file, options)
                 }
+                #if canImport(Darwin)
+                    let store = SnapshotStore(ledgerDirectory: path, io: options.io)
+                    for seq in store.list() { try protect(store.path(for: seq), options) }
+                #endif
             } catch {
                 opened.log.close()
                 throw error
