@@ -21,49 +21,41 @@ enum AppBench {
             let ledger = try Ledger.open(at: URL(fileURLWithPath: path))  // creates the directories on the way
             let ids = try fill(ledger, entries: entries)
 
-            // The same reads with nothing else running: the reference.
-            var quiet: [Double] = []
+            /// `entry(id)` of a random entry and the first page of `list`: one read as an app's screen makes it (µs).
             var generator = SplitMix64(seed: 20_261_128)
-            for _ in 0..<3_000 {
+            func timedRead() -> Double {
                 let id = ids[Int(generator.next() % UInt64(ids.count))]
                 let start = Benchmark.now()
                 _ = ledger.entry(id)
                 _ = ledger.read { try? $0.list(EntryQuery(limit: 30)) }
-                quiet.append(Double(Benchmark.now() - start) / 1000)
+                return Double(Benchmark.now() - start) / 1000
             }
-            record("read_quiet_p50_us", Benchmark.median(quiet))
-            record("read_quiet_p99_us", Benchmark.percentile(quiet, 0.99))
-            record("read_quiet_max_us", quiet.max() ?? 0)
+            func recordSpread(_ name: String, _ values: [Double]) {
+                record(name + "_p50_us", Benchmark.median(values))
+                record(name + "_p99_us", Benchmark.percentile(values, 0.99))
+                record(name + "_max_us", values.max() ?? 0)
+            }
+
+            // The same reads with nothing else running: the reference.
+            recordSpread("read_quiet", (0..<3_000).map { _ in timedRead() })
 
             // Reads on this thread while another logs durably back to back.
             let writing = Atomic<Bool>(true)
-            let writes = Atomic<Int>(0)
             let writer = Thread {
                 for index in 0..<400 {
                     _ = try? ledger.log(MoodDraft(valence: Double(index % 200 - 100) / 100, labels: ["calm"]))
-                    writes.add(1, ordering: .relaxed)
                 }
                 writing.store(false, ordering: .releasing)
             }
             writer.start()
             var reads: [Double] = []
-            while writing.load(ordering: .acquiring) {
-                let id = ids[Int(generator.next() % UInt64(ids.count))]
-                let start = Benchmark.now()
-                _ = ledger.entry(id)
-                _ = ledger.read { try? $0.list(EntryQuery(limit: 30)) }
-                reads.append(Double(Benchmark.now() - start) / 1000)
-            }
-            record("read_while_logging_p50_us", Benchmark.median(reads))
-            record("read_while_logging_p99_us", Benchmark.percentile(reads, 0.99))
-            record("read_while_logging_max_us", reads.max() ?? 0)
+            while writing.load(ordering: .acquiring) { reads.append(timedRead()) }
+            recordSpread("read_while_logging", reads)
             results.append(("reads_measured", .int(Int64(reads.count))))
 
             // Observation: this process's commit → the new value.
-            record(
-                "observe_own_commit_p50_us",
-                try observeLatency(writer: ledger, observed: ledger, commits: 200, unit: 1e3).p50)
             let own = try observeLatency(writer: ledger, observed: ledger, commits: 200, unit: 1e3)
+            record("observe_own_commit_p50_us", own.p50)
             record("observe_own_commit_p99_us", own.p99)
             // Another ledger on the same directory (what another process does, through the file system).
             let other = try Ledger.open(at: path)

@@ -111,11 +111,8 @@ extension EventLog {
             }
         }
         state.index.dropEntries(after: scanner.nextSeq - 1)
-        guard scanner.nextSeq != state.nextSeq else {
-            state.end = scanner.offset
-            return .current
-        }
-        state.end = scanner.offset
+        state.end = scanner.offset  // after a trimmed tail, where the last whole batch ends
+        guard scanner.nextSeq != state.nextSeq else { return .current }
         state.nextSeq = scanner.nextSeq
         state.lastRecordedAt = max(state.lastRecordedAt, scanner.committed.lastRecordedAt)
         state.durableSeq = scanner.nextSeq - 1

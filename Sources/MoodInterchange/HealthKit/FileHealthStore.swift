@@ -99,10 +99,7 @@ public final class FileHealthStore: HealthStore, Sendable {
             // HealthKit gives every saved object its own uuid; the app's id lives only in the metadata.
             var stored = sample
             stored.externalID = sample.uuid
-            let random = io.randomBytes(16)
-            stored.uuid = EntryID(
-                high: random[0..<8].reduce(0) { $0 << 8 | UInt64($1) } & 0xFFFF_FFFF_FFFF_0FFF | 0x4000,
-                low: random[8..<16].reduce(0) { $0 << 8 | UInt64($1) } & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+            stored.uuid = EntryID.random()
             contents.samples.append(stored)
             contents.anchor += 1
             contents.anchors[stored.uuid] = contents.anchor

@@ -87,6 +87,13 @@ extension Ledger {
     @discardableResult
     public func resolveConflict(_ id: EntryID, take side: ConflictSide, field: MergeFields? = nil) throws -> MoodEntry?
     {
+        try resolvingConflict(id, take: side, field: field).entry
+    }
+
+    /// ``resolveConflict(_:take:field:)-203dn``, answering the fields it closed as well (what the CLI reports).
+    package func resolvingConflict(
+        _ id: EntryID, take side: ConflictSide, field: MergeFields?
+    ) throws -> (entry: MoodEntry?, fields: MergeFields) {
         let open = try conflicts().filter { $0.entryID == id && (field == nil || $0.field == field) }
         guard !open.isEmpty else {
             throw MoodError(
@@ -95,12 +102,13 @@ extension Ledger {
         }
         var fields: MergeFields = []
         for conflict in open { fields.insert(conflict.field) }
-        return try commit { state, _ in
+        let entry = try commit { state, _ in
             var events: [MoodEvent] = []
             if side == .server { events = try Self.edits(taking: open, for: id, in: state) }
             events.append(.conflictResolved(id, fields, side))
             return (events, id, false)
         }.result.entry
+        return (entry, fields)
     }
 
     /// The ordinary edits that give each conflicting field the server's value (a deletion only, if the server

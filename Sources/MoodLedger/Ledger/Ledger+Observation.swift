@@ -65,24 +65,13 @@ extension Ledger {
             configuration.checkpoint = old.lastRecord
             let log = try EventLog.open(directory: path, configuration: configuration)
             if log.fileID == old.fileID, log.resumedFromCheckpoint || old.lastRecord == nil {
-                var state = core.state
-                try Replayer.replay(
-                    log, from: old.lastRecord.map { .after($0) } ?? .beginning, into: &state,
-                    pipelineThreshold: options.parallelReplayThreshold)
-                // An erasure in the tail redacts earlier records where they are (the file stays the same one).
-                let erasing = state.pendingErasures.keys.contains { core.state.pendingErasures[$0] == nil }
-                core.published.publish(state, log: log)  // the log and its state, in one step
-                if erasing { core.rewrites += 1 }
+                try foldTail(of: log, after: old.lastRecord, into: &core)
                 old.close()
                 return
             }
             log.close()
         }
-        let fresh = try Ledger.open(at: path, options: options)
-        let replaced = fresh.core.withLock { ($0.log, $0.state) }
-        core.published.publish(replaced.1, log: replaced.0)
-        core.rewrites += 1
-        old.close()
+        try reopen(&core, options: options)
     }
 
     /// What was appended after `seq`, refreshing a read-only ledger first; `nil` when nothing was.

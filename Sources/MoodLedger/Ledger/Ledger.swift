@@ -94,33 +94,35 @@ public final class Ledger: Sendable {
         if !options.readOnly, options.createIfMissing {
             var prefix = ""
             for component in path.split(separator: "/").dropLast() {
-                let parent = prefix.isEmpty ? "/" : prefix
                 prefix += "/" + component
-                // Only what is missing: an app's sandbox refuses even a try at creating the system's directories.
-                guard !options.io.exists(prefix) else { continue }
-                do {
-                    if try options.io.makeDirectory(prefix) { try options.io.syncDirectory(parent) }
-                } catch {
-                    throw EventLogError(.io, "cannot create directory \(prefix)", errno: error as? Errno)
-                }
+                try makeDirectory(prefix, io: options.io)
             }
         }
         return try open(path: path, options: options)
+    }
+
+    /// Makes the directory at `path` (0700) when it is missing, and syncs its parent. Only what is missing: an app's
+    /// sandbox refuses even a try at creating the system's directories.
+    /// - Throws: `EventLogError` `io` (`notFound` for a missing parent is left to the open that follows).
+    private static func makeDirectory(_ path: String, io: any PlatformIO) throws {
+        guard !io.exists(path) else { return }
+        do {
+            if try io.makeDirectory(path) {
+                let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+                try io.syncDirectory(parent.isEmpty ? "/" : parent)
+            }
+        } catch let error as Errno where error == .noSuchFile {
+            return
+        } catch {
+            throw EventLogError(.io, "cannot create directory \(path)", errno: error as? Errno)
+        }
     }
 
     private static func open(path: String, options: Options) throws -> Ledger {
         if !options.readOnly, options.createIfMissing, !options.io.exists(path) {
             // Health data at rest from its first byte: the directory is made and given its class before the log and
             // the lock are created in it, so they are born with the class (not given it after their first write).
-            do {
-                if try options.io.makeDirectory(path) {
-                    let slash = path.lastIndex(of: "/")
-                    try? options.io.syncDirectory(
-                        slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? ".")
-                }
-            } catch let error as Errno where error != .noSuchFile {
-                throw EventLogError(.io, "cannot create directory \(path)", errno: error)
-            } catch {}
+            try makeDirectory(path, io: options.io)
             if options.io.exists(path) { try protect(path, options) }
         }
         let opened = try LedgerRecovery.open(at: path, options: options)

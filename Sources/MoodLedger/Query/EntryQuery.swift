@@ -177,23 +177,6 @@ extension LedgerState {
     }
 }
 
-extension LocalDate: Codable {
-    /// Decodes `yyyy-MM-dd`.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        guard let date = LocalDate(try container.decode(String.self)) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "a date must be yyyy-MM-dd")
-        }
-        self = date
-    }
-
-    /// Encodes `yyyy-MM-dd`.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
-
 extension EntryQuery: Codable {
     private enum Key: String, CodingKey {
         case from, to, source, label, association, tag, search, limit, offset

@@ -89,10 +89,7 @@ enum ConflictCommands {
         let ledger = try context.openLedger(write: true)
         defer { ledger.close() }
         let id = try context.entryID(1, in: ledger, includingPast: true)
-        let open = try ledger.conflicts().filter { $0.entryID == id && (only == nil || $0.field == only) }
-        var fields: MergeFields = []
-        for conflict in open { fields.insert(conflict.field) }
-        try ledger.resolveConflict(id, take: choice, field: only)
+        let fields = try ledger.resolvingConflict(id, take: choice, field: only).fields
         context.console.line(
             "resolved \(fields.names.joined(separator: ", ")) of \(id): "
                 + (choice == .here

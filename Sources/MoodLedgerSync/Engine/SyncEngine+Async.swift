@@ -1,4 +1,3 @@
-import Dispatch
 import MoodLedger
 import Synchronization
 
@@ -44,11 +43,7 @@ extension SyncEngine {
         return try await withTaskCancellationHandler {
             try Task.checkCancellation()
             try await prefetchCredentials()
-            return try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global(qos: .utility).async {
-                    continuation.resume(with: Result { try self.run(once: once) })
-                }
-            }
+            return try await ledger.offload { try self.run(once: once) }
         } onCancel: {
             cancelRequested.store(true, ordering: .relaxed)
         }

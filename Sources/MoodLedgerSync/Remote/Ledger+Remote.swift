@@ -45,19 +45,9 @@ extension Ledger {
     /// Sets the backend without blocking the caller's executor. See the synchronous ``setRemote(_:dialect:)``.
     @discardableResult
     public func setRemote(_ url: URL, dialect: RemoteDialect = .moodAPI) async throws -> RemoteConfig {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try self.setRemote(url, dialect: dialect) })
-            }
-        }
+        try await offload { try self.setRemote(url, dialect: dialect) }
     }
 
     /// Removes the backend without blocking the caller's executor. See ``removeRemote()``.
-    public func removeRemote() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try self.removeRemote() })
-            }
-        }
-    }
+    public func removeRemote() async throws { try await offload { try self.removeRemote() } }
 }

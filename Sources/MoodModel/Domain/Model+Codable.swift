@@ -2,58 +2,62 @@
 /// own cache can pass entries and drafts as values: keys in snake_case, words in their wire spelling, instants as
 /// ISO 8601 text. A value encoded and decoded again is `==` the value.
 
+/// The one shape of the values written as a single string: parsed by `parse`, refused with `rule` when it does not.
+extension Decoder {
+    fileprivate func text<T>(_ parse: (String) -> T?, rule: String) throws -> T {
+        let container = try singleValueContainer()
+        guard let value = parse(try container.decode(String.self)) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: rule)
+        }
+        return value
+    }
+}
+
+extension Encoder {
+    fileprivate func text(_ text: String) throws {
+        var container = singleValueContainer()
+        try container.encode(text)
+    }
+}
+
 extension EntryID: Codable {
     /// Decodes the canonical UUID text.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let id = EntryID(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "an entry id must be a UUID")
-        }
-        self = id
+        self = try decoder.text(EntryID.init, rule: "an entry id must be a UUID")
     }
 
     /// Encodes the canonical lowercase UUID text.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
+    public func encode(to encoder: any Encoder) throws { try encoder.text(description) }
 }
 
 extension LoggedAt: Codable {
     /// Decodes ISO 8601 text with its UTC offset (`2026-03-01T08:15:00.250+01:00`).
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        guard let value = ISO8601.parse(try container.decode(String.self)) else {
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "a time must be ISO 8601 with a UTC offset")
-        }
-        self = value
+        self = try decoder.text(ISO8601.parse, rule: "a time must be ISO 8601 with a UTC offset")
     }
 
     /// Encodes ``iso8601``: the instant to the millisecond, in the offset it was logged in.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(iso8601)
+    public func encode(to encoder: any Encoder) throws { try encoder.text(iso8601) }
+}
+
+extension LocalDate: Codable {
+    /// Decodes `yyyy-MM-dd`.
+    public init(from decoder: any Decoder) throws {
+        self = try decoder.text(LocalDate.init, rule: "a date must be yyyy-MM-dd")
     }
+
+    /// Encodes `yyyy-MM-dd`.
+    public func encode(to encoder: any Encoder) throws { try encoder.text(description) }
 }
 
 extension MoodKind: Codable {
     /// Decodes `momentary_emotion` or `daily_mood` (or any spelling ``init(parsing:)`` accepts).
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        guard let kind = MoodKind(parsing: try container.decode(String.self)) else {
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "kind must be momentary_emotion or daily_mood")
-        }
-        self = kind
+        self = try decoder.text(MoodKind.init(parsing:), rule: "kind must be momentary_emotion or daily_mood")
     }
 
     /// Encodes ``wireName``.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(wireName)
-    }
+    public func encode(to encoder: any Encoder) throws { try encoder.text(wireName) }
 }
 
 extension MoodSource: Codable {}
@@ -70,10 +74,7 @@ extension VocabularyWord: Codable {
     }
 
     /// Encodes ``wireName``.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(wireName)
-    }
+    public func encode(to encoder: any Encoder) throws { try encoder.text(wireName) }
 }
 
 extension MoodEntry: Codable {
