@@ -14,9 +14,9 @@ let staticFoundation =
         "BlocksRuntime", "swiftDispatch", "dispatch"
     ]
     .flatMap { ["-Xlinker", "-l\($0)"] }
-    // FoundationNetworking speaks HTTPS through libcurl, linked dynamically from the system: Debian's libcurl4 by its
-    // file name (no -dev package needed).
-    + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++", "-Xlinker", "-l:libcurl.so.4"]
+    // FoundationNetworking speaks HTTPS through libcurl, which is not linked: the binary carries trampolines that open
+    // Debian's libcurl4 when an `https://` sync first calls it (CLazyCurl), so no other command loads it.
+    + ["-Xlinker", "--end-group", "-Xlinker", "-lstdc++"]
 let package = Package(
     name: "MoodLedger",
     // Linux is where it is built and tested; the library type-checks for iOS 18 (README, *Apple platforms*).
@@ -45,6 +45,8 @@ let package = Package(
         // The CPU's CRC-32C instruction, a SIGBUS guard for mapped snapshots, a prefetch hint, malloc_trim: what Swift
         // cannot say itself.
         .target(name: "CPlatform"),
+        // libcurl's functions as trampolines that open libcurl on first use: the `moodledger` binary starts without it.
+        .target(name: "CLazyCurl"),
         // The model: domain values, events and their codec, the JSON and ISO 8601 wire helpers. Pure: no I/O, no
         // ledger (it sees the log's byte format, not the log).
         .target(name: "MoodModel", dependencies: ["EventLogFormat"]),
@@ -74,7 +76,7 @@ let package = Package(
         // unresolved, hence the group. Debug builds stay dynamic: test bundles link this target's module, and the
         // Testing library has no static build.
         .executableTarget(
-            name: "moodledger", dependencies: ["MoodLedgerCLI"],
+            name: "moodledger", dependencies: ["MoodLedgerCLI", "CLazyCurl"],
             linkerSettings: [.unsafeFlags(staticFoundation, .when(platforms: [.linux], configuration: .release))]),
         .executableTarget(
             name: "moodledger-bench",

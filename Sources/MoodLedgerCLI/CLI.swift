@@ -341,7 +341,7 @@ public enum CLI {
 
             """
         for spec in commands {
-            text += "  " + spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + spec.summary + "\n"
+            text += "  " + spec.name.column(14) + spec.summary + "\n"
         }
         text +=
             "\nExit codes: 0 ok, 1 verify found problems, 64 usage, 65 invalid input, 66 no such ledger/entry/file,\n"

@@ -45,3 +45,14 @@ import Testing
         }
     }
 #endif
+
+@Suite("Shared libraries opened at run time")
+struct SharedLibraryTests {
+    @Test("A library that is there opens (again at no cost); a missing one is refused with the linker's reason")
+    func openOrReason() {
+        #expect(SharedLibrary.open("libm.so.6") == nil)
+        #expect(SharedLibrary.open("libm.so.6") == nil)
+        let reason = SharedLibrary.open("libmoodledger-absent.so.9")
+        #expect(reason?.contains("libmoodledger-absent.so.9") == true, "\(reason ?? "opened")")
+    }
+}

@@ -179,4 +179,46 @@ struct HTTPSTests {
             #expect(try run(ledger, ["events", "--json"], trusting: nil).out == before, "\(name): nothing appended")
         }
     }
+
+    /// Whether the binary under test is the release build named by `MOODLEDGER_BINARY`: the debug build links
+    /// FoundationNetworking as a shared library, which needs libcurl at start, so only the release build can show
+    /// that a command does not load it.
+    static var releaseBinary: Bool {
+        ProcessInfo.processInfo.environment["MOODLEDGER_BINARY"].map { !$0.isEmpty } ?? false
+    }
+
+    @Test(
+        "The release binary loads libcurl for an https:// sync only: not for help, list, or an http:// sync",
+        .enabled(if: HTTPSLab.available && releaseBinary, "needs MOODLEDGER_BINARY (the release build), as in CI"))
+    func libcurlOnlyForHTTPS() throws {
+        let dir = TemporaryDirectory("lazy-curl")
+        try HTTPSLab.certificates(in: dir.path)
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let relay = try HTTPSLab.Relay(dir: dir.path, certificate: "good", upstream: server.port)
+        let credentials = server.credentials
+        // The dynamic linker names every library it loads, dlopen's included, on stderr.
+        let environment = [
+            "MOODLEDGER_API_KEY": credentials.apiKey!, "MOODLEDGER_TOKEN": credentials.token!, "LD_DEBUG": "files"
+        ]
+        func run(_ arguments: [String], trusting: String? = nil) throws -> Tool.Outcome {
+            try HTTPSLab.cli(arguments, trusting: trusting, environment: environment)
+        }
+        func loadsCurl(_ outcome: Tool.Outcome) -> Bool { outcome.err.contains("libcurl.so") }
+        let plain = dir.sub("plain")
+        let secure = dir.sub("secure")
+        #expect(try !loadsCurl(run(["help"])))
+        for (ledger, url) in [(plain, "http://127.0.0.1:\(server.port)"), (secure, "https://localhost:\(relay.port)")] {
+            #expect(try run(["init", "--ledger", ledger]).code == 0)
+            #expect(try run(["remote", "set", url, "--ledger", ledger]).code == 0)
+            #expect(try run(["log", "--score", "7", "--label", "calm", "--ledger", ledger]).code == 0)
+        }
+        #expect(try !loadsCurl(run(["list", "--limit", "5", "--ledger", plain])))
+        let overHTTP = try run(["sync", "--ledger", plain])
+        #expect(overHTTP.code == 0 && !loadsCurl(overHTTP), "\(overHTTP.out)")
+        let overHTTPS = try run(["sync", "--ledger", secure], trusting: dir.sub("trust.crt"))
+        #expect(overHTTPS.code == 0, "\(overHTTPS.out)")
+        #expect(loadsCurl(overHTTPS), "an https:// sync goes through URLSession, which opens libcurl")
+        #expect(try server.entries().count == 2)
+    }
 }

@@ -31,8 +31,13 @@ public enum Repository {
         fatalError("no Package.swift above \(#filePath)")
     }()
 
-    /// An executable built beside the test bundle.
+    /// An executable built beside the test bundle; for `moodledger`, the binary `MOODLEDGER_BINARY` names when set
+    /// (CI runs the HTTPS tests against the release build, whose libcurl is opened on first use).
     public static func executable(_ name: String) -> String {
+        if name == "moodledger", let chosen = ProcessInfo.processInfo.environment["MOODLEDGER_BINARY"], !chosen.isEmpty
+        {
+            return chosen
+        }
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for dir in [beside.path, beside.deletingLastPathComponent().path, root + "/.build/debug"] {
             let candidate = dir + "/" + name

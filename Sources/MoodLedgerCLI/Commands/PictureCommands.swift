@@ -28,7 +28,7 @@ enum PictureCommands {
             console.line(title + ":")
             for bucket in buckets {
                 console.line(
-                    "  " + bucket.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+                    "  " + bucket.name.column(10)
                         + (bucket.averageValence.map { "valence \(ReportHTML.number($0)) (\(bucket.valenceCount))" }
                             ?? "no valence")
                         + (bucket.averageScore.map {

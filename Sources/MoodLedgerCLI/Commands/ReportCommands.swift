@@ -94,7 +94,7 @@ enum ReportCommands {
                     + HumanFormat.count(report.unique, String(which.dropLast()), which))
             for word in report.words {
                 context.console.line(
-                    word.word.padding(toLength: 18, withPad: " ", startingAt: 0)
+                    word.word.column(18)
                         + String(word.count).leftPad(7) + String(format: "%7.1f%%", word.percentage)
                         + "  avg " + HumanFormat.number(word.averageValence)
                         + (word.valenceImpact.map { "  \($0)" } ?? ""))
@@ -125,7 +125,7 @@ enum ReportCommands {
             for (name, entry) in [("highest", report.highest), ("lowest", report.lowest), ("latest", report.latest)] {
                 if let entry {
                     context.console.line(
-                        "\(name.padding(toLength: 8, withPad: " ", startingAt: 0)) "
+                        "\(name.column(8)) "
                             + HumanFormat.entryLine(entry, color: context.console.color))
                 }
             }

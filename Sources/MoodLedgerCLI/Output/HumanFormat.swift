@@ -101,7 +101,7 @@ enum HumanFormat {
     ) -> String {
         var line =
             "#\(event.seq)  \(ISO8601.format(milliseconds: event.recordedAtMilliseconds, offsetMinutes: 0))  "
-            + event.event.type.name.padding(toLength: 25, withPad: " ", startingAt: 0)
+            + event.event.type.name.column(25)
             + "\(event.event.entryID)  @\(event.offset) (\(event.size) B)"
         switch event.event {
         case .entryErased(_, let erasure):
@@ -151,4 +151,10 @@ enum HumanFormat {
 
 extension String {
     func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+
+    /// The text in a column `width` characters wide: padded with spaces, or cut to the width. Plain Swift, not
+    /// Foundation's `padding(toLength:)`, whose bridging through `NSString` costs a command's start a third of `help`.
+    func column(_ width: Int) -> String {
+        count >= width ? String(prefix(width)) : self + String(repeating: " ", count: width - count)
+    }
 }

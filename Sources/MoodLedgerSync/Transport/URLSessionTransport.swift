@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import MoodLedger
+import Platform
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -47,6 +48,13 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
     ) throws(SyncError) {
         self.url = url
         self.requestTimeout = requestTimeout
+        #if canImport(FoundationNetworking)
+            // URLSession here is libcurl, which the `moodledger` binary opens on first use rather than at start: a
+            // machine without it gets this error, not a failure inside FoundationNetworking.
+            if let reason = SharedLibrary.open("libcurl.so.4") {
+                throw SyncError(.config, "https:// needs libcurl (Debian: libcurl4), which cannot be opened: \(reason)")
+            }
+        #endif
         var anchor: Data?
         if let caFile {
             anchor = try Self.certificate(at: caFile)
