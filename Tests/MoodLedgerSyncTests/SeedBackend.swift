@@ -40,6 +40,25 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
     /// What the backend stored: its id and the stored record.
     var entries: [(id: String, body: JSONValue)] { store.withLock { $0.entries } }
 
+    /// Stores a record as another client of the seed would have made it (`body` in the seed's stored shape, without
+    /// the id); returns its id.
+    func insert(_ body: JSONValue) -> String {
+        let id = UUID().uuidString.lowercased()
+        store.withLock { $0.entries.append((id, record(id: id, from: body))) }
+        return id
+    }
+
+    /// Replaces a stored record's fields, as another client's edit would.
+    func edit(_ id: String, _ change: (inout [(String, JSONValue)]) -> Void) {
+        store.withLock { store in
+            guard let index = store.entries.firstIndex(where: { $0.id == id }),
+                case .object(var pairs) = store.entries[index].body
+            else { return }
+            change(&pairs)
+            store.entries[index].body = .object(pairs)
+        }
+    }
+
     func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
         guard credentials.apiKey != nil, credentials.token != nil else {
             return .response(status: 401, headers: [], body: Array(#"{"error":"missing credentials"}"#.utf8))
@@ -54,7 +73,7 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
         let path = String(target.split(separator: "?", maxSplits: 1).first ?? "")
         let json = bytes.flatMap { $0.isEmpty ? nil : try? JSONParser.parse(String(decoding: $0, as: UTF8.self)) }
         return store.withLock { store in
-            let (status, answer) = route(method, path, bytes, json, &store)
+            let (status, answer) = route(method, path, target, bytes, json, &store)
             store.requests.append(Request(method: method, path: target, body: json, status: status))
             return (status, answer)
         }
@@ -69,12 +88,26 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
     }
 
     private func route(
-        _ method: String, _ path: String, _ bytes: [UInt8]?, _ json: JSONValue?, _ store: inout Store
+        _ method: String, _ path: String, _ target: String, _ bytes: [UInt8]?, _ json: JSONValue?,
+        _ store: inout Store
     ) -> (Int, String) {
         let itemID = path.hasPrefix(collection + "/") ? String(path.dropFirst(collection.count + 1)) : nil
         switch (method, path == collection, itemID) {
         case ("GET", true, _):
-            let entries = store.entries.map(\.body)
+            // The documented query: `from` and `to` (dates, inclusive, on `logged_at`), `limit` (1–100, default 30),
+            // `offset`.
+            var query: [String: String] = [:]
+            for pair in (target.split(separator: "?", maxSplits: 1).dropFirst().first ?? "").split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { query[parts[0]] = parts[1] }
+            }
+            let limit = min(max(Int(query["limit"] ?? "") ?? 30, 1), 100)
+            let offset = max(Int(query["offset"] ?? "") ?? 0, 0)
+            let matching = store.entries.map(\.body).filter { body in
+                let day = String((body["logged_at"]?.stringValue ?? "").prefix(10))
+                return query["from"].map { day >= $0 } ?? true && query["to"].map { day <= $0 } ?? true
+            }
+            let page = Array(matching.dropFirst(offset).prefix(limit))
             return (
                 200,
                 JSONValue.object([
@@ -82,8 +115,9 @@ final class SeedBackend: SyncTransport, @unchecked Sendable {
                     (
                         "data",
                         .object([
-                            ("entries", .array(entries)), ("total", .int(Int64(entries.count))),
-                            ("has_more", .bool(false))
+                            ("entries", .array(page)), ("total", .int(Int64(matching.count))),
+                            ("limit", .int(Int64(limit))), ("offset", .int(Int64(offset))),
+                            ("has_more", .bool(offset + page.count < matching.count))
                         ])
                     )
                 ]).serialized

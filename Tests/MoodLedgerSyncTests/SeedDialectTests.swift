@@ -93,7 +93,8 @@ struct SeedDialectTests {
         let credentials = SyncCredentials(apiKey: "k", token: "t")
         let first = try device.sync(credentials, transport: transport)
         #expect(first.isComplete && first.delivered == ids.count, "\(first)")
-        #expect(first.pullSkipped != nil, "no changes feed: push only, never a failure")
+        #expect(
+            first.pullSkipped == nil && first.pulled == 0, "no changes feed: the list is read, our own records found")
         let config = try #require(device.ledger.state.outbox.progress(.backend).remote)
         #expect(config.capabilitySource == .probed && config.capabilities.isEmpty)
         #expect(backend.requests.first?.method == "GET" && backend.requests.first?.path == "/api/v1/mood?limit=1")
@@ -104,8 +105,10 @@ struct SeedDialectTests {
         try device.ledger.delete(ids["score"]!)
         let before = backend.requests.count
         let second = try device.sync(credentials, transport: transport)
-        #expect(second.isComplete && second.sent == 0 && second.heldAfter == 2, "\(second)")
-        #expect(backend.requests.count == before, "nothing sent: no probe again, no PUT, no DELETE")
+        #expect(second.isComplete && second.sent == 0 && second.heldAfter == 2 && second.pulled == 0, "\(second)")
+        #expect(
+            backend.requests.dropFirst(before).map(\.method) == ["GET"],
+            "nothing sent: no probe again, no PUT, no DELETE; the list read once")
         let status = Self.status(device)
         #expect(Set(status.held.map(\.entryID)) == [ids["valence"]!, ids["score"]!])
         #expect(status.held.allSatisfy { $0.text.contains("no update route") || $0.text.contains("no delete route") })
@@ -160,7 +163,8 @@ struct SeedDialectTests {
 
         let before = backend.requests.count
         let again = try device.sync(credentials, transport: backend)
-        #expect(again.isComplete && again.sent == 0 && backend.requests.count == before)
+        #expect(again.isComplete && again.sent == 0 && again.pulled == 0)
+        #expect(backend.requests.dropFirst(before).allSatisfy { $0.method == "GET" }, "only the list read")
         status = Self.status(device)
         #expect(status.pending == 0 && status.held.count == 1)
         #expect(backend.violations.isEmpty, "\(backend.violations)")

@@ -22,9 +22,12 @@ extension SyncEngine {
             pages += 1
             let cursor = ledger.read { $0.outbox.progress(.backend).cursor }
             guard let path = dialect.changesPath(since: cursor, limit: configuration.pullPageSize) else {
-                report.pullSkipped =
-                    "the remote has no changes feed (\(dialect.dialect.rawValue) as documented): this device only pushes"
-                return
+                guard dialect.dialect != .progress else {
+                    report.pullSkipped =
+                        "the progress dialect lists scores, not mood entries: this device only pushes there"
+                    return
+                }
+                return try pullList(into: &report)
             }
             let page: SyncPlanner.ChangesPage
             switch fetch(path) {

@@ -32,7 +32,8 @@ public struct SyncReport: Sendable, Equatable {
     public var parkedAfter = 0
     /// Items the remote cannot carry (held: not sent, listed by `sync status` with the reason).
     public var heldAfter = 0
-    /// Why this run did not pull (the remote has no changes feed), if it did not.
+    /// Why this run did not pull (the remote has neither a changes feed nor a list of entries), or what a list pull
+    /// left on the server (records this ledger's rules refuse).
     public var pullSkipped: String?
     /// The earliest retry time among pending items (ms).
     public var nextAttemptAt: Int64?

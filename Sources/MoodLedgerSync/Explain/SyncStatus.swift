@@ -141,8 +141,10 @@ public struct SyncStatus: Sendable, Equatable {
             }
             if remote.capabilitySource != .unknown, !remote.has(.changes) {
                 lines.append(
-                    "  pull: none — the remote has no changes feed (\(remote.dialect.rawValue) as documented); this device only pushes"
-                )
+                    remote.dialect == .progress
+                        ? "  pull: none — the progress dialect lists scores, not mood entries; this device only pushes"
+                        : "  pull: from the list (\(remote.dialect.rawValue) has no changes feed): new records and edits "
+                            + "of the last days by logged_at; deletions there are not seen")
             }
         }
         if !held.isEmpty {

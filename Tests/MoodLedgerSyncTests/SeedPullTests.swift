@@ -1,0 +1,128 @@
+import Foundation
+import MoodLedger
+import MoodLedgerSync
+import TestSupport
+import Testing
+
+/// Flow 3 of the seeds ("the backend has new mood data") against backends that have no changes feed: the list route
+/// is read and what another client made or changed comes here (`Specs/sync.md`, *Pulling from a list*).
+@Suite("Pulling from a seed backend's list")
+struct SeedPullTests {
+    static let credentials = SyncCredentials(apiKey: "k", token: "t")
+
+    static func iso(_ milliseconds: Int64) -> String { ISO8601.format(milliseconds: milliseconds, offsetMinutes: 0) }
+
+    @Test("wellness: a record another client made is pulled once, its edits follow, an edit here is never overwritten")
+    func wellnessFlow3() throws {
+        let dir = TemporaryDirectory("seed-pull-wellness")
+        let backend = try SeedBackend(.wellness)
+        let device = try Device(dir.sub("d"), remote: "http://seed.invalid", dialect: .wellness, capabilities: nil)
+        let own = try device.ledger.log(
+            MoodDraft(valence: -0.2, labels: ["sad", "homesick"], associations: ["work"], tags: ["rainy"])
+        ).entry.id
+        #expect(try device.sync(Self.credentials, transport: backend).delivered == 1)
+
+        // Another client of the seed logs a mood an hour ago, in the seed's own spellings.
+        let now = device.ledger.options.clock()
+        let theirs = backend.insert(
+            .object([
+                ("valence", .double(0.5)), ("labels", .array([.string("happy"), .string("tired")])),
+                ("associations", .array([.string("social")])), ("notes", .string("from the web")),
+                ("logged_at", .string(Self.iso(now - 3_600_000))), ("source", .string("manual"))
+            ]))
+        let pulled = try device.sync(Self.credentials, transport: backend)
+        #expect(pulled.isComplete && pulled.pulled == 1 && pulled.sent == 0, "\(pulled)")
+        let state = device.ledger.state
+        let entry = try #require(
+            state.entries.all.first {
+                state.outbox.record(OutboxKey(entryID: $0.id, destination: .backend))?.remoteID == theirs
+            })
+        #expect(entry.notes == "from the web" && entry.labels.map(\.name) == ["happy", "drained"])
+        #expect(entry.associations.map(\.name) == ["friends"] && entry.valence == 0.5)
+        #expect(entry.loggedAt.milliseconds.floorDivided(by: 1000) == (now - 3_600_000).floorDivided(by: 1000))
+        #expect(state.entries.count == 2 && backend.entries.count == 2, "one entry each side, nothing sent back")
+
+        // Read again: nothing new; nothing is ever duplicated.
+        let again = try device.sync(Self.credentials, transport: backend)
+        #expect(again.pulled == 0 && again.sent == 0 && device.ledger.state.entries.count == 2, "\(again)")
+
+        // Edited there: the carried fields follow; what the seed cannot hold here (tags, a custom label) stays.
+        backend.edit(theirs) { pairs in
+            pairs.removeAll { $0.0 == "notes" || $0.0 == "valence" }
+            pairs += [("notes", .string("edited on the web")), ("valence", .double(0.1))]
+        }
+        let ownRemote = try #require(
+            device.ledger.state.outbox.record(OutboxKey(entryID: own, destination: .backend))?.remoteID)
+        backend.edit(ownRemote) { pairs in
+            pairs.removeAll { $0.0 == "notes" }
+            pairs.append(("notes", .string("a note from the web")))
+        }
+        let edits = try device.sync(Self.credentials, transport: backend)
+        #expect(edits.pulled == 2 && edits.sent == 0, "\(edits)")
+        #expect(device.ledger.state.entries[entry.id]?.notes == "edited on the web")
+        #expect(device.ledger.state.entries[entry.id]?.valence == 0.1)
+        let mine = try #require(device.ledger.state.entries[own])
+        #expect(mine.notes == "a note from the web" && mine.tags == ["rainy"])
+        #expect(mine.labels.map(\.name) == ["sad", "homesick"] && mine.valence == -0.2)
+
+        // Changed on both sides: the edit here is sent (it lands last), and the pull does not undo it.
+        _ = try device.ledger.update(own, MoodChanges(notes: .set("mine, later")))
+        backend.edit(ownRemote) { pairs in
+            pairs.removeAll { $0.0 == "notes" }
+            pairs.append(("notes", .string("theirs, earlier")))
+        }
+        let both = try device.sync(Self.credentials, transport: backend)
+        #expect(both.isComplete && both.delivered == 1 && both.pulled == 0, "\(both)")
+        #expect(device.ledger.state.entries[own]?.notes == "mine, later")
+        #expect(backend.entries.first { $0.id == ownRemote }?.body["notes"] == .string("mine, later"))
+        #expect(backend.violations.isEmpty, "\(backend.violations)")
+    }
+
+    @Test("mood-api: a second device pulls the first one's entries under their own ids, and sends nothing back")
+    func moodAPITwoDevices() throws {
+        let dir = TemporaryDirectory("seed-pull-mood-api")
+        let backend = try SeedBackend(.moodAPI)
+        let a = try Device(dir.sub("a"), remote: "http://seed.invalid", capabilities: nil)
+        let b = try Device(dir.sub("b"), remote: "http://seed.invalid", capabilities: nil)
+        let first = try a.ledger.log(MoodDraft(valence: 0.35, labels: ["calm"], notes: "walk")).entry.id
+        #expect(try a.sync(Self.credentials, transport: backend).delivered == 1)
+        let onB = try b.sync(Self.credentials, transport: backend)
+        #expect(onB.isComplete && onB.pulled == 1 && onB.sent == 0, "\(onB)")
+        #expect(b.ledger.state.entries[first]?.notes == "walk", "the same entry id on both devices")
+        let second = try a.ledger.log(MoodDraft(score: 8)).entry.id
+        _ = try a.sync(Self.credentials, transport: backend)
+        let later = try b.sync(Self.credentials, transport: backend)
+        #expect(later.pulled == 1 && later.sent == 0 && b.ledger.state.entries.count == 2, "\(later)")
+        #expect(b.ledger.state.entries[second] != nil)
+        // A's own records come back to A as what it holds: nothing pulled, nothing duplicated.
+        let back = try a.sync(Self.credentials, transport: backend)
+        #expect(back.pulled == 0 && a.ledger.state.entries.count == 2 && backend.entries.count == 2, "\(back)")
+        #expect(backend.violations.isEmpty, "\(backend.violations)")
+    }
+
+    @Test("The list's pages are all read; a record this ledger's rules refuse stays there and is said")
+    func pagesAndRefusals() throws {
+        let dir = TemporaryDirectory("seed-pull-pages")
+        let backend = try SeedBackend(.wellness)
+        let device = try Device(dir.sub("d"), remote: "http://seed.invalid", dialect: .wellness, capabilities: nil)
+        let now = device.ledger.options.clock()
+        for index in 0..<250 {
+            _ = backend.insert(
+                .object([
+                    ("valence", .double(Double(index % 20) / 20)), ("labels", .array([.string("calm")])),
+                    ("associations", .array([])), ("notes", .string("n\(index)")),
+                    ("logged_at", .string(Self.iso(now - Int64(index) * 600_000))), ("source", .string("manual"))
+                ]))
+        }
+        _ = backend.insert(
+            .object([
+                ("valence", .double(3)), ("labels", .array([])), ("associations", .array([])),
+                ("logged_at", .string(Self.iso(now))), ("source", .string("manual"))
+            ]))
+        let report = try device.sync(Self.credentials, transport: backend)
+        #expect(report.pulled == 250 && device.ledger.state.entries.count == 250, "\(report)")
+        #expect(report.pullSkipped?.contains("1 listed record broke this ledger's rules") == true)
+        #expect(backend.requests.filter { $0.method == "GET" && $0.path.contains("offset=") }.count == 3)
+        #expect(try device.sync(Self.credentials, transport: backend).pulled == 0)
+    }
+}
