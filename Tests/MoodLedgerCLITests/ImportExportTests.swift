@@ -312,6 +312,33 @@ struct ImportExportTests {
             try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
     }
 
+    @Test("A note and a typed 1–10 score travel in a sample's metadata and come back on another device's pull")
+    func healthKitMetadata() throws {
+        let phone = CLIHarness()
+        phone.run(["init"])
+        let store = phone.dir.sub("health.json")
+        _ = phone.id(["log", "--score", "8", "--note", "Feeling great!"])
+        _ = phone.id(["log", "--valence", "-0.3", "--label", "tired", "--note", "long day"])
+        #expect(phone.run(["healthkit", "push", "--store", store]).code == 0)
+        let samples = try FileHealthStore(path: store).samples()
+        let first = try #require(samples.first { $0.notes == "Feeling great!" })
+        #expect(first.score == 8 && first.consistentScore == 8)
+        #expect(samples.first { $0.notes == "long day" }.map { $0.score == nil } == true)
+        // Another device sharing the Health store pulls both: the note and the typed score as logged.
+        let watch = CLIHarness()
+        watch.run(["init"])
+        let pull = try JSONParser.parse(watch.run(["healthkit", "pull", "--store", store, "--json"]).out)
+        #expect(pull["pulled"] == .int(2), "\(pull)")
+        let entries = try JSONParser.parse(watch.run(["list", "--json"]).out)["entries"]?.arrayValue ?? []
+        let pulledScored = try #require(entries.first { $0["notes"] == .string("Feeling great!") })
+        #expect(pulledScored["typed_score"] == .int(8) || pulledScored["score"] == .int(8), "\(pulledScored)")
+        #expect(entries.contains { $0["notes"] == .string("long day") })
+        // A score beside a valence it does not translate (edited in another app) is not taken: the valence stands.
+        var edited = first
+        edited.valence = 0.1
+        #expect(edited.consistentScore == nil)
+    }
+
     @Test(
         "HealthKit pull is anchored: only what changed since the kept anchor; a sample deleted there deletes its entry")
     func healthKitAnchor() throws {

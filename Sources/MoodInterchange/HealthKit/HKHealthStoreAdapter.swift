@@ -35,12 +35,7 @@ import MoodLedger
                 associations: sample.associations.compactMap {
                     $0.appleRawValue.flatMap(HKStateOfMind.Association.init(rawValue:))
                 },
-                metadata: [
-                    HKMetadataKeyExternalUUID: sample.uuid.description,
-                    // The offset it was logged in, as a zone name HealthKit reads back (`GMT+0100`).
-                    HKMetadataKeyTimeZone: TimeZone(secondsFromGMT: sample.date.utcOffsetMinutes * 60)?.identifier
-                        ?? "GMT"
-                ])
+                metadata: Self.metadata(of: sample))
             let store = self.store
             try Self.blocking { try await store.save(object) }
         }
@@ -87,6 +82,18 @@ import MoodLedger
             }
         }
 
+        /// What a saved sample carries beyond HealthKit's fields: the app's id, the zone it was logged in (as a name
+        /// HealthKit reads back, `GMT+0100`), the note and the 1–10 score (`Specs/imports-exports.md`).
+        static func metadata(of sample: StateOfMindSample) -> [String: Any] {
+            var metadata: [String: Any] = [
+                HKMetadataKeyExternalUUID: sample.uuid.description,
+                HKMetadataKeyTimeZone: TimeZone(secondsFromGMT: sample.date.utcOffsetMinutes * 60)?.identifier ?? "GMT"
+            ]
+            if let notes = sample.notes { metadata[StateOfMindSample.notesMetadataKey] = notes }
+            if let score = sample.score { metadata[StateOfMindSample.scoreMetadataKey] = NSNumber(value: score) }
+            return metadata
+        }
+
         /// A state of mind as the port sees it: HealthKit's own uuid, the id the app saved it under
         /// (`HKMetadataKeyExternalUUID`), and the offset of the zone it was logged in (`HKMetadataKeyTimeZone`, else
         /// the device's).
@@ -100,7 +107,9 @@ import MoodLedger
                 date: LoggedAt(mind.startDate, timeZone: zone),
                 kind: mind.kind == .dailyMood ? .dailyMood : .momentaryEmotion, valence: mind.valence,
                 labels: mind.labels.compactMap { MoodLabel(appleRawValue: $0.rawValue) },
-                associations: mind.associations.compactMap { MoodAssociation(appleRawValue: $0.rawValue) })
+                associations: mind.associations.compactMap { MoodAssociation(appleRawValue: $0.rawValue) },
+                notes: mind.metadata?[StateOfMindSample.notesMetadataKey] as? String,
+                score: (mind.metadata?[StateOfMindSample.scoreMetadataKey] as? NSNumber)?.intValue)
         }
 
         /// Runs `work` in a task and waits for its result (the caller is never the main thread: see the type's

@@ -132,9 +132,9 @@ extension Ledger {
                 ImportRow(
                     line: index + 1,
                     draft: MoodDraft(
-                        valence: sample.valence, labels: sample.labels.map(\.name),
-                        associations: sample.associations.map(\.name),
-                        kind: sample.kind, loggedAt: sample.date, source: .healthkit,
+                        valence: sample.consistentScore == nil ? sample.valence : nil, score: sample.consistentScore,
+                        labels: sample.labels.map(\.name), associations: sample.associations.map(\.name),
+                        notes: sample.notes, kind: sample.kind, loggedAt: sample.date, source: .healthkit,
                         sourceID: "HK-MOOD-\(sample.uuid)",
                         id: sample.uuid, suggestLabels: false)))
         }

@@ -14,10 +14,21 @@ public struct StateOfMindSample: Sendable, Equatable {
     /// Apple raw values only: custom words cannot be represented.
     public var labels: [MoodLabel]
     public var associations: [MoodAssociation]
+    /// The person's note, in the sample's metadata (``StateOfMindSample/notesMetadataKey``): HealthKit's State of Mind
+    /// has no field for it.
+    public var notes: String?
+    /// The 1–10 score the person chose, in the metadata (``StateOfMindSample/scoreMetadataKey``), when the entry was
+    /// logged as one: its valence is the score's exact translation (`Specs/mood-model.md`).
+    public var score: Int?
+
+    /// The metadata key of the note: the Health app lists it as `Notes: …`.
+    public static let notesMetadataKey = "Notes"
+    /// The metadata key of the 1–10 score.
+    public static let scoreMetadataKey = "MoodScore"
 
     public init(
         uuid: EntryID, externalID: EntryID? = nil, date: LoggedAt, kind: MoodKind, valence: Double,
-        labels: [MoodLabel], associations: [MoodAssociation]
+        labels: [MoodLabel], associations: [MoodAssociation], notes: String? = nil, score: Int? = nil
     ) {
         self.uuid = uuid
         self.externalID = externalID
@@ -26,6 +37,15 @@ public struct StateOfMindSample: Sendable, Equatable {
         self.valence = valence
         self.labels = labels
         self.associations = associations
+        self.notes = notes
+        self.score = score
+    }
+
+    /// The score a sample's metadata gives when it is one the valence translates exactly (a score beside another
+    /// valence — edited in another app — is not this sample's: the valence stands).
+    public var consistentScore: Int? {
+        guard let score, (1...10).contains(score) else { return nil }
+        return Valence.from(score: score) == Valence.quantized(valence) ? score : nil
     }
 
     /// The sample for an entry: HealthKit's vocabulary is Apple's fixed list, so another word with a documented
@@ -49,22 +69,24 @@ public struct StateOfMindSample: Sendable, Equatable {
         let associations = carried(entry.associations)
         self.init(
             uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence, labels: labels,
-            associations: associations)
+            associations: associations, notes: entry.notes, score: entry.enteredScore)
     }
 
     /// HKStateOfMind-shaped JSON with Apple raw values and the classification (`external_uuid` after `uuid` when the
-    /// sample has one).
+    /// sample has one; `notes` and `score`, its metadata, at the end when it has them).
     public var json: JSONValue {
-        .object(
-            [("uuid", .string(uuid.description))]
-                + (externalID.map { [("external_uuid", JSONValue.string($0.description))] } ?? []) + [
-                    ("start_date", .string(date.iso8601)),
-                    ("end_date", .string(date.iso8601)),
-                    ("kind", .int(Int64(kind.rawValue))), ("valence", .double(Valence.display(valence))),
-                    ("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))),
-                    ("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })),
-                    ("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) }))
-                ])
+        var pairs: [(String, JSONValue)] = [("uuid", .string(uuid.description))]
+        if let externalID { pairs.append(("external_uuid", .string(externalID.description))) }
+        pairs.append(("start_date", .string(date.iso8601)))
+        pairs.append(("end_date", .string(date.iso8601)))
+        pairs.append(("kind", .int(Int64(kind.rawValue))))
+        pairs.append(("valence", .double(Valence.display(valence))))
+        pairs.append(("valence_classification", .int(Int64(Valence.classification(of: valence).rawValue))))
+        pairs.append(("labels", .array(labels.compactMap(\.appleRawValue).map { .int(Int64($0)) })))
+        pairs.append(("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) })))
+        if let notes { pairs.append(("notes", .string(notes))) }
+        if let score { pairs.append(("score", .int(Int64(score)))) }
+        return .object(pairs)
     }
 
     /// Reads and validates one sample of a store file with the rules of `import --format healthkit` (the same
@@ -80,18 +102,24 @@ public struct StateOfMindSample: Sendable, Equatable {
             var reader = RecordReader(record: json, number: number)
             let draft = try JSONImporters.healthKit(&reader)
             let entry = try MoodRules.validate(draft, now: now, newID: { draft.id! })
-            guard let external = json["external_uuid"], !external.isNull else {
-                self.init(
-                    uuid: entry.id, date: entry.loggedAt, kind: entry.kind, valence: entry.valence!,
-                    labels: entry.labels, associations: entry.associations)
-                return
+            var externalID: EntryID?
+            if let external = json["external_uuid"], !external.isNull {
+                guard let parsed = external.stringValue.flatMap(EntryID.init) else {
+                    throw HealthStoreError(.invalidData, "sample \(number), field external_uuid: must be a UUID")
+                }
+                externalID = parsed
             }
-            guard let externalID = external.stringValue.flatMap(EntryID.init) else {
-                throw HealthStoreError(.invalidData, "sample \(number), field external_uuid: must be a UUID")
+            var score: Int?
+            if let value = json["score"], !value.isNull {
+                guard let parsed = value.intValue, (1...10).contains(parsed) else {
+                    throw HealthStoreError(.invalidData, "sample \(number), field score: must be an integer from 1 to 10")
+                }
+                score = Int(parsed)
             }
             self.init(
                 uuid: entry.id, externalID: externalID, date: entry.loggedAt, kind: entry.kind,
-                valence: entry.valence!, labels: entry.labels, associations: entry.associations)
+                valence: entry.valence!, labels: entry.labels, associations: entry.associations, notes: entry.notes,
+                score: score)
         } catch let error as ImportError {
             throw HealthStoreError(
                 .invalidData,
@@ -119,7 +147,8 @@ public struct StateOfMindSample: Sendable, Equatable {
         }
         self.init(
             uuid: uuid, externalID: json["external_uuid"]?.stringValue.flatMap(EntryID.init), date: date, kind: kind,
-            valence: Valence.quantized(valence), labels: words("labels"), associations: words("associations"))
+            valence: Valence.quantized(valence), labels: words("labels"), associations: words("associations"),
+            notes: json["notes"]?.stringValue, score: json["score"]?.intValue.map { Int($0) })
     }
 }
 

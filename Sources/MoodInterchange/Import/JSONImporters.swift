@@ -209,6 +209,7 @@ enum JSONImporters {
         }
         draft.labels = try r.words("labels", as: MoodLabel.self)
         draft.associations = try r.words("associations", as: MoodAssociation.self)
+        draft.notes = try r.string("notes")
         draft.id = id
         draft.source = .healthkit
         draft.sourceID = "HK-MOOD-\(id)"
