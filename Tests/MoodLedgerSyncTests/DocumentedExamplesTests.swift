@@ -4,7 +4,8 @@ import Testing
 
 /// Every `swift` block of the README and of the DocC articles, type-checked against the modules this build made:
 /// an example that no longer compiles fails here, not in an app developer's editor. Blocks that need an Apple-only
-/// framework (SwiftUI, HealthKit) are type-checked by the Apple kit, not on Linux; the test names them.
+/// framework (SwiftUI, HealthKit, BackgroundTasks) cannot compile on Linux: the test names them, and the Apple kit
+/// type-checks the library code they call.
 @Suite("The documentation's Swift examples compile")
 struct DocumentedExamplesTests {
     /// What the examples assume exists around them: an app's directories and keychain, a ledger.
@@ -80,7 +81,9 @@ struct DocumentedExamplesTests {
             let text = try String(contentsOfFile: Repository.root + "/" + document, encoding: .utf8)
             var source = Self.preamble
             for (index, block) in Self.blocks(text).enumerated() {
-                if block.contains("import SwiftUI") || block.contains("HKHealthStoreAdapter") {
+                if block.contains("import SwiftUI") || block.contains("HKHealthStoreAdapter")
+                    || block.contains("BackgroundSync(")
+                {
                     appleOnly.append("\(document) block \(index + 1)")
                     continue
                 }

@@ -47,7 +47,9 @@ enum HTTPSLab {
                     "-subj", "/CN=\(host)"
                 ], in: dir)
             let san = host == "localhost" ? "DNS:localhost,IP:127.0.0.1" : "DNS:\(host)"
-            try "subjectAltName=\(san)\n".write(toFile: dir + "/\(name).ext", atomically: true, encoding: .utf8)
+            // The serverAuth usage and a SAN: what iOS requires of a server certificate (libcurl accepts less).
+            try "subjectAltName=\(san)\nextendedKeyUsage=serverAuth\n".write(
+                toFile: dir + "/\(name).ext", atomically: true, encoding: .utf8)
             try openssl(
                 [
                     "x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",

@@ -26,6 +26,32 @@ import MoodLedger
             try await store.requestAuthorization(toShare: type, read: type)
         }
 
+        /// Pulls into `ledger` whenever a State of Mind is written or deleted in HealthKit (by the Health app, another
+        /// app, another of the person's devices), even while the app is in the background: turns on HealthKit's
+        /// background delivery for the type (the app needs the HealthKit background-delivery entitlement) and runs an
+        /// `HKObserverQuery`, whose every call is one anchored ``Ledger/pullFromHealthKit(_:)``. HealthKit wakes the
+        /// app for it and waits for the pull before letting it sleep again. Call it once at launch, after
+        /// ``requestAuthorization()``; keep the query to stop it (`HKHealthStore.stop(_:)`).
+        /// - Parameters:
+        ///   - ledger: where the samples go.
+        ///   - pulled: told what each pull did, or why it failed (it is retried on HealthKit's next call).
+        /// - Returns: the running query.
+        /// - Throws: HealthKit's error when background delivery cannot be turned on.
+        public func deliverChanges(
+            to ledger: Ledger,
+            pulled: @escaping @Sendable (Result<HealthKitSyncReport, any Error>) -> Void = { _ in }
+        ) async throws -> HKObserverQuery {
+            let type = HKObjectType.stateOfMindType()
+            try await store.enableBackgroundDelivery(for: type, frequency: .immediate)
+            let query = HKObserverQuery(sampleType: type, predicate: nil) { [self] _, completion, error in
+                // On HealthKit's own queue, never the main thread: the pull's waits are allowed here.
+                if error == nil { pulled(Result { try ledger.pullFromHealthKit(self) }) }
+                completion()
+            }
+            store.execute(query)
+            return query
+        }
+
         public func save(_ sample: StateOfMindSample) throws {
             let date = Date(timeIntervalSince1970: Double(sample.date.milliseconds) / 1000)
             let object = HKStateOfMind(

@@ -112,7 +112,8 @@ public struct StateOfMindSample: Sendable, Equatable {
             var score: Int?
             if let value = json["score"], !value.isNull {
                 guard let parsed = value.intValue, (1...10).contains(parsed) else {
-                    throw HealthStoreError(.invalidData, "sample \(number), field score: must be an integer from 1 to 10")
+                    throw HealthStoreError(
+                        .invalidData, "sample \(number), field score: must be an integer from 1 to 10")
                 }
                 score = Int(parsed)
             }

@@ -142,7 +142,14 @@ public final class SyncEngine: @unchecked Sendable {
                 guard configuration.caFile == nil else {
                     throw SyncError(.config, "--ca-file is for an https remote; this one is \(url)")
                 }
-                self.transport = HTTPTransport(url: url)
+                #if canImport(Darwin)
+                    // On Apple platforms every remote goes through the system's URLSession: App Transport Security
+                    // applies (plain HTTP needs the app's own exception), cellular and VPN On Demand come up, and
+                    // connect timeouts hold. The socket client is the Linux transport.
+                    self.transport = try URLSessionTransport(url: url)
+                #else
+                    self.transport = HTTPTransport(url: url)
+                #endif
             }
         }
         self.credentialSource = credentials

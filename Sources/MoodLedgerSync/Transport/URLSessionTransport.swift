@@ -55,10 +55,17 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
                 throw SyncError(.config, "https:// needs libcurl (Debian: libcurl4), which cannot be opened: \(reason)")
             }
         #endif
-        var anchor: Data?
+        var anchors: [Data] = []
         if let caFile {
-            anchor = try Self.certificate(at: caFile)
-            #if !canImport(Security)
+            anchors = try Self.certificates(at: caFile)
+            #if canImport(Security)
+                // Every certificate is read now: one Security cannot read refuses the file at once, not at the first
+                // handshake as a misleading "not trusted".
+                for (index, der) in anchors.enumerated() where SecCertificateCreateWithData(nil, der as CFData) == nil {
+                    throw SyncError(
+                        .config, "certificate \(index + 1) of \(caFile) is not one this system can read (DER X.509)")
+                }
+            #else
                 throw SyncError(
                     .config,
                     "--ca-file is not available on this platform: URLSession here (libcurl) trusts the system's store "
@@ -70,7 +77,7 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         copy.timeoutIntervalForResource = min(copy.timeoutIntervalForResource, requestTimeout)
         copy.httpCookieStorage = nil
         copy.urlCache = nil
-        relay = Relay(host: url.host, anchor: anchor)
+        relay = Relay(host: url.host, anchors: anchors)
         session = URLSession(configuration: copy, delegate: relay, delegateQueue: nil)
     }
 
@@ -115,20 +122,29 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         return relay.finish(task, host: url.host)
     }
 
-    /// A certificate file's DER bytes (PEM's first certificate, or DER as it is).
-    static func certificate(at path: String) throws(SyncError) -> Data {
+    /// A certificate file's DER certificates: every certificate of a PEM file, in order, or a DER file as it is.
+    /// - Throws: ``SyncError`` `config` when the file cannot be read, holds no certificate, or holds a PEM block that
+    ///   is not base64.
+    static func certificates(at path: String) throws(SyncError) -> [Data] {
         guard let bytes = FileManager.default.contents(atPath: path), bytes.count <= 1 << 20 else {
             throw SyncError(.config, "cannot read the CA file \(path)")
         }
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----") else {
+        guard text.contains("-----BEGIN CERTIFICATE-----") else {
             guard bytes.first == 0x30 else { throw SyncError(.config, "\(path) holds no certificate (PEM or DER)") }
-            return bytes
+            return [bytes]
         }
-        guard let end = text.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<text.endIndex),
-            let der = Data(base64Encoded: String(text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }))
-        else { throw SyncError(.config, "\(path) holds no readable PEM certificate") }
-        return der
+        var found: [Data] = []
+        var rest = text[...]
+        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----") {
+            guard let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex),
+                let der = Data(
+                    base64Encoded: String(rest[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }))
+            else { throw SyncError(.config, "certificate \(found.count + 1) of \(path) is not readable PEM") }
+            found.append(der)
+            rest = rest[end.upperBound...]
+        }
+        return found
     }
 
     /// The session's delegate: each task's answer gathered within its byte budget, redirects refused, the server's
@@ -144,15 +160,16 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         }
 
         let host: String
-        let anchor: Data?
+        /// The CA certificates trusted besides the system's store (DER).
+        let anchors: [Data]
         let answers = Mutex<[Int: Answer]>([:])
         let tlsVersion = Mutex<String?>(nil)
         /// Why trust was refused, for the task's error (URLSession's own error text is less precise).
         let refusal = Mutex<String?>(nil)
 
-        init(host: String, anchor: Data?) {
+        init(host: String, anchors: [Data]) {
             self.host = host
-            self.anchor = anchor
+            self.anchors = anchors
         }
 
         func begin(_ task: URLSessionTask, limit: Int) -> DispatchSemaphore {
@@ -253,17 +270,30 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
                     completionHandler(.performDefaultHandling, nil)
                     return
                 }
-                if let anchor, let certificate = SecCertificateCreateWithData(nil, anchor as CFData) {
-                    SecTrustSetAnchorCertificates(trust, [certificate] as CFArray)
-                    SecTrustSetAnchorCertificatesOnly(trust, false)
+                func refuse(_ reason: String) {
+                    refusal.withLock { $0 = reason }
+                    completionHandler(.cancelAuthenticationChallenge, nil)
                 }
-                SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, host as CFString))
+                if !anchors.isEmpty {
+                    let certificates = anchors.compactMap { SecCertificateCreateWithData(nil, $0 as CFData) }
+                    let status = SecTrustSetAnchorCertificates(trust, certificates as CFArray)
+                    guard status == errSecSuccess, SecTrustSetAnchorCertificatesOnly(trust, false) == errSecSuccess
+                    else {
+                        return refuse("the CA file's certificates could not be set as anchors (OSStatus \(status))")
+                    }
+                }
+                guard SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, host as CFString)) == errSecSuccess else {
+                    return refuse("the TLS policy for \(host) could not be set")
+                }
                 var error: CFError?
                 if SecTrustEvaluateWithError(trust, &error) {
                     completionHandler(.useCredential, URLCredential(trust: trust))
                 } else {
-                    refusal.withLock { $0 = error.map { CFErrorCopyDescription($0) as String } ?? "not trusted" }
-                    completionHandler(.cancelAuthenticationChallenge, nil)
+                    // The evaluation's own reason (an unknown root, an expired certificate, a name mismatch, a
+                    // missing serverAuth usage) and its code.
+                    refuse(
+                        error.map { "\(CFErrorCopyDescription($0) as String) (code \(CFErrorGetCode($0)))" }
+                            ?? "not trusted")
                 }
             }
         #endif
