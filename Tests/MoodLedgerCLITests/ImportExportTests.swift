@@ -312,6 +312,44 @@ struct ImportExportTests {
             try JSONParser.parse(cli.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
     }
 
+    /// A store that counts the whole-store reads a push makes.
+    final class CountingStore: HealthStore, @unchecked Sendable {
+        // @unchecked Sendable: the count is only touched from the test's one thread.
+        let inner: FileHealthStore
+        var wholeReads = 0
+        init(_ inner: FileHealthStore) { self.inner = inner }
+        func save(_ sample: StateOfMindSample) throws { try inner.save(sample) }
+        func delete(_ uuid: EntryID) throws { try inner.delete(uuid) }
+        func samples() throws -> [StateOfMindSample] {
+            wholeReads += 1
+            return try inner.samples()
+        }
+        func changes(after anchor: [UInt8]?) throws -> HealthChanges { try inner.changes(after: anchor) }
+        func checkWritable() throws { try inner.checkWritable() }
+    }
+
+    @Test("A push costs what it sends: it never reads every sample in the store")
+    func pushReadsNoWholeStore() throws {
+        let dir = TemporaryDirectory("healthkit-push-cost")
+        let ledger = try Ledger.open(
+            at: dir.sub("ledger"),
+            options: {
+                var o = Ledger.Options(); o.createIfMissing = true; return o
+            }())
+        let store = CountingStore(FileHealthStore(path: dir.sub("health.json")))
+        for index in 0..<20 {
+            try store.inner.save(
+                StateOfMindSample(
+                    uuid: EntryID.random(),
+                    date: LoggedAt(milliseconds: 1_779_000_000_000 + Int64(index), utcOffsetMinutes: 0),
+                    kind: .momentaryEmotion, valence: 0.1, labels: [], associations: []))
+        }
+        _ = try ledger.log(MoodDraft(valence: 0.4, labels: ["calm"]))
+        let report = try ledger.pushToHealthKit(store, now: Int64(Date().timeIntervalSince1970 * 1000) + 1)
+        #expect(report.saved == 1 && store.wholeReads == 0, "\(report)")
+        ledger.close()
+    }
+
     @Test("A note and a typed 1–10 score travel in a sample's metadata and come back on another device's pull")
     func healthKitMetadata() throws {
         let phone = CLIHarness()

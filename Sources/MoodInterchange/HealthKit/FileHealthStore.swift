@@ -124,6 +124,12 @@ public final class FileHealthStore: HealthStore, Sendable {
         }
     }
 
+    /// The file is read and every sample validated: a file that is no store, or holds a bad sample, refuses the push
+    /// before it records anything (HealthKit itself never holds one).
+    public func checkWritable() throws {
+        try lock.withLock { _ in _ = try read() }
+    }
+
     public func samples() throws -> [StateOfMindSample] {
         try lock.withLock { _ in
             let contents = try read()

@@ -51,10 +51,10 @@ extension Ledger {
     /// - Throws: `EventLogError` if the log cannot be written.
     public func pushToHealthKit(_ store: any HealthStore, now: Int64) throws -> HealthKitSyncReport {
         var report = HealthKitSyncReport()
-        // Read (and so validate) the store before recording any attempt: a store that cannot be read, or holds a
-        // bad sample, fails the push with nothing appended.
-        // Denied authorization is the per-item failure HealthKit gives (recorded and retried), not a bad store.
-        do { _ = try store.samples() } catch let error as HealthStoreError where error.code == .authorizationDenied {}
+        // Checked before any attempt is recorded: a store that cannot be used fails the push with nothing appended.
+        // Denied authorization is the per-item failure HealthKit gives (recorded and retried), not a bad store. The
+        // store's samples are not read: a push costs what it sends.
+        do { try store.checkWritable() } catch let error as HealthStoreError where error.code == .authorizationDenied {}
         let items = state.outboxItems(destination: .healthkit).filter {
             $0.status == "pending" && ($0.nextAttemptAt ?? .min) <= now
         }

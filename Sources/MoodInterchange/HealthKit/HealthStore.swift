@@ -198,6 +198,16 @@ public protocol HealthStore: Sendable {
     /// anchor it was given (`Specs/imports-exports.md`, *HealthKit*), so a pull reads only what changed.
     /// - Throws: ``HealthStoreError``.
     func changes(after anchor: [UInt8]?) throws -> HealthChanges
+    /// Checks, before a push records any attempt, that the store can take writes — without reading its samples, so
+    /// a push costs the items it sends, not the size of Health. Default: nothing to check (HealthKit answers each
+    /// write itself; denied authorization is a per-item failure).
+    /// - Throws: ``HealthStoreError`` when the store cannot be used at all (a store file unreadable or holding a
+    ///   bad sample); the push then appends nothing.
+    func checkWritable() throws
+}
+
+extension HealthStore {
+    public func checkWritable() throws {}
 }
 
 /// What an anchored query found: samples added and sample ids deleted since the anchor, and the new anchor.
