@@ -22,6 +22,8 @@ public struct EventLogError: Error, Sendable, CustomStringConvertible, Equatable
         public static let notWritable = Code(rawValue: "not_writable")
         /// A caller passed something the format cannot hold (too large a payload, type 0, …).
         public static let invalidArgument = Code(rawValue: "invalid_argument")
+        /// The files are protected while the device is locked (iOS data protection): retry once it is unlocked.
+        public static let protectedDataUnavailable = Code(rawValue: "protected_data_unavailable")
     }
 
     /// What kind of error this is.

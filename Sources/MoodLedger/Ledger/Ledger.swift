@@ -119,6 +119,27 @@ public final class Ledger: Sendable {
     }
 
     private static func open(path: String, options: Options) throws -> Ledger {
+        do { return try openProtected(path: path, options: options) } catch let error as EventLogError {
+            throw protectedWhileLocked(error, options) ?? error
+        }
+    }
+
+    /// An open refused by iOS data protection — a protected file opened while the device is locked fails with
+    /// `EPERM` — said as such: `protected_data_unavailable`, retryable once the device is unlocked. `nil` for any
+    /// other error, and always on platforms without data protection.
+    static func protectedWhileLocked(_ error: EventLogError, _ options: Options) -> EventLogError? {
+        #if os(iOS) || os(watchOS) || os(visionOS) || os(tvOS)
+            guard error.errno == .notPermitted, options.fileProtection != .none else { return nil }
+            return EventLogError(
+                .protectedDataUnavailable,
+                "the ledger's files have the data-protection class \(options.fileProtection.rawValue) and the device "
+                    + "is locked: open it again once the device is unlocked", errno: error.errno)
+        #else
+            return nil
+        #endif
+    }
+
+    private static func openProtected(path: String, options: Options) throws -> Ledger {
         if !options.readOnly, options.createIfMissing, !options.io.exists(path) {
             // Health data at rest from its first byte: the directory is made and given its class before the log and
             // the lock are created in it, so they are born with the class (not given it after their first write).

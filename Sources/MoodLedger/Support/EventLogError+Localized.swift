@@ -16,6 +16,7 @@ extension EventLogError: LocalizedError {
         case .notFound: return "There is no mood journal at this location."
         case .notWritable: return "The mood journal is open for reading only, or closed."
         case .invalidArgument: return "The change is too large to save (\(message))."
+        case .protectedDataUnavailable: return "The mood journal is protected while the device is locked."
         default: return "The mood journal refused the change (\(description))."
         }
     }
@@ -26,6 +27,7 @@ extension EventLogError: LocalizedError {
         case .io where errno == .noSpace: return "Free some space, then try again: nothing saved earlier was lost."
         case .corrupted: return "Repair the journal: what cannot be read is kept in a copy."
         case .failedState: return "Close the journal and open it again; nothing saved earlier was lost."
+        case .protectedDataUnavailable: return "Unlock the device, then try again: nothing was changed."
         default: return nil
         }
     }
