@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -348,6 +349,58 @@ struct ImportExportTests {
         let report = try ledger.pushToHealthKit(store, now: Int64(Date().timeIntervalSince1970 * 1000) + 1)
         #expect(report.saved == 1 && store.wholeReads == 0, "\(report)")
         ledger.close()
+    }
+
+    /// A store whose synchronous calls must never be used: the `async` push and pull await its `async` ones. The
+    /// first save waits until the test lets it go.
+    final class AsyncOnlyStore: HealthStore, @unchecked Sendable {
+        // @unchecked Sendable: the inner store locks its own file; the counters and the gate are atomics.
+        let inner: FileHealthStore
+        let asyncSaves = Atomic<Int>(0)
+        let started = Atomic<Bool>(false)
+        let released = Atomic<Bool>(false)
+        init(_ inner: FileHealthStore) { self.inner = inner }
+        func save(_ sample: StateOfMindSample) throws { Issue.record("the synchronous save was used") }
+        func delete(_ uuid: EntryID) throws { Issue.record("the synchronous delete was used") }
+        func samples() throws -> [StateOfMindSample] { try inner.samples() }
+        func changes(after anchor: [UInt8]?) throws -> HealthChanges {
+            Issue.record("the synchronous query was used")
+            return try inner.changes(after: anchor)
+        }
+        func save(_ sample: StateOfMindSample) async throws {
+            started.store(true, ordering: .releasing)
+            while !released.load(ordering: .acquiring) { await Task.yield() }
+            asyncSaves.add(1, ordering: .relaxed)
+            try await inner.save(sample)
+        }
+        func delete(_ uuid: EntryID) async throws { try await inner.delete(uuid) }
+        func changes(after anchor: [UInt8]?) async throws -> HealthChanges { try await inner.changes(after: anchor) }
+    }
+
+    @Test("The async HealthKit push awaits the store's async calls; a cancelled push finishes the item begun, no more")
+    func asyncPushCancelled() async throws {
+        let dir = TemporaryDirectory("healthkit-async")
+        var options = Ledger.Options()
+        options.createIfMissing = true
+        let ledger = try Ledger.open(at: dir.sub("ledger"), options: options)
+        defer { ledger.close() }
+        for valence in [0.1, 0.2, 0.3] { _ = try await ledger.log(MoodDraft(valence: valence, labels: ["calm"])) }
+        let store = AsyncOnlyStore(FileHealthStore(path: dir.sub("health.json")))
+        let now = Int64(Date().timeIntervalSince1970 * 1000) + 1
+        let push = Task { try await ledger.pushToHealthKit(store, now: now) }
+        #expect(waitUntil(seconds: 120) { store.started.load(ordering: .acquiring) })
+        push.cancel()
+        store.released.store(true, ordering: .releasing)
+        await #expect(throws: CancellationError.self) { try await push.value }
+        #expect(store.asyncSaves.load(ordering: .relaxed) == 1, "the item begun was finished, no other begun")
+        let due = ledger.state.outboxItems(destination: .healthkit).filter { $0.status == "pending" }
+        #expect(due.count == 2, "what was not begun stays due")
+        // Done again without cancelling: the rest goes, and a pull on another ledger reads all three.
+        let rest = try await ledger.pushToHealthKit(store, now: now)
+        #expect(rest.saved == 2 && store.asyncSaves.load(ordering: .relaxed) == 3)
+        let other = try Ledger.open(at: dir.sub("other"), options: options)
+        defer { other.close() }
+        #expect(try await other.pullFromHealthKit(store).pulled == 3)
     }
 
     @Test("A note and a typed 1–10 score travel in a sample's metadata and come back on another device's pull")

@@ -10,8 +10,10 @@ import MoodLedger
     /// compiled on Linux, where HealthKit does not exist; the Linux build and tests use ``FileHealthStore``, which
     /// follows the same anchor rules.
     ///
-    /// ``HealthStore`` is synchronous (the ledger's commands are): each call here runs HealthKit's async API in a
-    /// task and waits for it, so call it off the main thread (from a background task, as the ledger's own work is).
+    /// Use it from Swift concurrency: the ledger's `async` ``Ledger/pushToHealthKit(_:now:)`` and
+    /// ``Ledger/pullFromHealthKit(_:)`` await HealthKit's own `async` calls here (no thread waits; a cancelled task
+    /// begins no new item). The synchronous forms that ``HealthStore`` also requires run HealthKit's call in a task and
+    /// wait for it: they are for a thread of the caller's own (never the main thread or Swift's cooperative pool).
     @available(iOS 18.0, macOS 15.0, watchOS 11.0, visionOS 2.0, *)
     public final class HKHealthStoreAdapter: HealthStore {
         /// `HKHealthStore` is documented as safe to use from any thread, and Apple declares it `Sendable`.
@@ -53,6 +55,10 @@ import MoodLedger
         }
 
         public func save(_ sample: StateOfMindSample) throws {
+            try Self.blocking { [self] in try await save(sample) }
+        }
+
+        public func save(_ sample: StateOfMindSample) async throws {
             let date = Date(timeIntervalSince1970: Double(sample.date.milliseconds) / 1000)
             let object = HKStateOfMind(
                 date: date, kind: sample.kind == .dailyMood ? .dailyMood : .momentaryEmotion,
@@ -62,17 +68,18 @@ import MoodLedger
                     $0.appleRawValue.flatMap(HKStateOfMind.Association.init(rawValue:))
                 },
                 metadata: Self.metadata(of: sample))
-            let store = self.store
-            try Self.blocking { try await store.save(object) }
+            try await Self.translatingErrors { try await store.save(object) }
         }
 
         public func delete(_ uuid: EntryID) throws {
-            let store = self.store
-            let count = try Self.blocking {
-                // Made inside the task: an NSPredicate is not Sendable.
-                let predicate = HKQuery.predicateForObjects(
-                    withMetadataKey: HKMetadataKeyExternalUUID, allowedValues: [uuid.description])
-                return try await store.deleteObjects(of: HKObjectType.stateOfMindType(), predicate: predicate)
+            try Self.blocking { [self] in try await delete(uuid) }
+        }
+
+        public func delete(_ uuid: EntryID) async throws {
+            let predicate = HKQuery.predicateForObjects(
+                withMetadataKey: HKMetadataKeyExternalUUID, allowedValues: [uuid.description])
+            let count = try await Self.translatingErrors {
+                try await store.deleteObjects(of: HKObjectType.stateOfMindType(), predicate: predicate)
             }
             if count == 0 { throw HealthStoreError(.notFound, "no sample \(uuid)") }
         }
@@ -86,19 +93,19 @@ import MoodLedger
         }
 
         public func changes(after anchor: [UInt8]?) throws -> HealthChanges {
+            try Self.blocking { [self] in try await changes(after: anchor) }
+        }
+
+        public func changes(after anchor: [UInt8]?) async throws -> HealthChanges {
+            var start: HKQueryAnchor?
+            if let anchor {
+                start = try? NSKeyedUnarchiver.unarchivedObject(ofClass: HKQueryAnchor.self, from: Data(anchor))
+                guard start != nil else { throw HealthStoreError(.invalidData, "the kept anchor is not HealthKit's") }
+            }
+            let descriptor = HKAnchoredObjectQueryDescriptor(predicates: [.stateOfMind()], anchor: start)
             let store = self.store
-            let kept = anchor.map { Data($0) }
-            // The anchor, the descriptor and the result are not Sendable: all of them live inside the task, which
-            // hands back only the port's own values.
-            return try Self.blocking {
-                var start: HKQueryAnchor?
-                if let kept {
-                    start = try? NSKeyedUnarchiver.unarchivedObject(ofClass: HKQueryAnchor.self, from: kept)
-                    guard start != nil else {
-                        throw HealthStoreError(.invalidData, "the kept anchor is not HealthKit's")
-                    }
-                }
-                let descriptor = HKAnchoredObjectQueryDescriptor(predicates: [.stateOfMind()], anchor: start)
+            // The result is not Sendable: it is read where it was made, and only the port's own values leave.
+            return try await Self.translatingErrors {
                 let result = try await descriptor.result(for: store)
                 let next = try NSKeyedArchiver.archivedData(
                     withRootObject: result.newAnchor, requiringSecureCoding: true)
@@ -138,8 +145,21 @@ import MoodLedger
                 score: (mind.metadata?[StateOfMindSample.scoreMetadataKey] as? NSNumber)?.intValue)
         }
 
-        /// Runs `work` in a task and waits for its result (the caller is never the main thread: see the type's
-        /// documentation). HealthKit's errors become ``HealthStoreError``s.
+        /// Runs `work`, turning HealthKit's errors into ``HealthStoreError``s.
+        static func translatingErrors<T>(_ work: () async throws -> T) async throws -> T {
+            do { return try await work() } catch let error as HealthStoreError {
+                throw error
+            } catch let error as HKError where error.code == .errorAuthorizationDenied {
+                throw HealthStoreError(.authorizationDenied, "authorization denied")
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                throw HealthStoreError(.unavailable, error.localizedDescription)
+            }
+        }
+
+        /// Runs `work` in a task and waits for its result: the synchronous forms only, for a thread of the caller's
+        /// own (see the type's documentation).
         static func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
             let done = DispatchSemaphore(value: 0)
             let outcome = Mutex<Result<T, any Error>?>(nil)

@@ -44,7 +44,8 @@ public struct HealthKitSyncReport: Sendable, Equatable {
 extension Ledger {
     /// Sends the outbox's `healthkit` items that are due to a health store, recording sync.attempted, then
     /// succeeded (with the sample id) or failed. Samples are immutable: an update deletes the old sample and saves a
-    /// new one; the ledger remembers which sample belongs to which entry, so nothing is duplicated.
+    /// new one; the ledger remembers which sample belongs to which entry, so nothing is duplicated. The `async` form
+    /// awaits the store's own `async` calls (HealthKit's) and begins no new item once its task is cancelled.
     /// - Parameters:
     ///   - store: the health store.
     ///   - now: milliseconds since 1970; items whose retry time is later are left for later.
@@ -55,54 +56,91 @@ extension Ledger {
         // Denied authorization is the per-item failure HealthKit gives (recorded and retried), not a bad store. The
         // store's samples are not read: a push costs what it sends.
         do { try store.checkWritable() } catch let error as HealthStoreError where error.code == .authorizationDenied {}
-        let items = state.outboxItems(destination: .healthkit).filter {
-            $0.status == "pending" && ($0.nextAttemptAt ?? .min) <= now
-        }
-        for item in items {
-            guard let operation = item.operation else { continue }
-            try recordSyncAttempt(item.entryID, to: .healthkit, operation: operation)
+        for item in dueHealthKitItems(now: now) {
+            guard let step = try beginHealthKitItem(item, report: &report) else { continue }
+            var failure: HealthStoreError?
             do {
-                if operation == .delete {
-                    if let old = item.remoteID.flatMap(EntryID.init) { try deleteIgnoringMissing(old, in: store) }
-                    try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: item.remoteID ?? "deleted")
-                    report.deleted += 1
-                    continue
+                switch step {
+                case .delete(let old):
+                    if let old { try Self.deleteIgnoringMissing(old, in: store) }
+                case .save(let sample, let old):
+                    try store.save(sample)
+                    if let old { try Self.deleteIgnoringMissing(old, in: store) }
                 }
-                guard let entry = self.entry(item.entryID),
-                    let sample = StateOfMindSample(
-                        entry: entry, uuid: options.newID(),
-                        skippedCustomWords: &report.skippedCustomWords, translatedWords: &report.translatedWords)
-                else {
-                    try recordSyncFailure(
-                        item.entryID, to: .healthkit,
-                        SyncFailure(error: "HealthKit needs a valence", retryable: false))
-                    report.failed += 1
-                    report.failures.append((item.entryID, "HealthKit needs a valence"))
-                    continue
-                }
-                try store.save(sample)
-                if let old = item.remoteID.flatMap(EntryID.init) {
-                    try deleteIgnoringMissing(old, in: store)
-                    report.replaced += 1
-                } else {
-                    report.saved += 1
-                }
-                try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: sample.uuid.description)
             } catch let error as HealthStoreError {
-                try recordSyncFailure(
-                    item.entryID, to: .healthkit,
-                    SyncFailure(
-                        status: error.code == .authorizationDenied ? 403 : nil,
-                        error: error.message, retryable: error.retryable))
-                report.failed += 1
-                report.failures.append((item.entryID, error.message))
+                failure = error
             }
+            try finishHealthKitItem(item, step, failure: failure, report: &report)
         }
         return report
     }
 
-    private func deleteIgnoringMissing(_ uuid: EntryID, in store: any HealthStore) throws {
+    /// The `healthkit` items due at `now`.
+    func dueHealthKitItems(now: Int64) -> [OutboxItem] {
+        state.outboxItems(destination: .healthkit).filter {
+            $0.status == "pending" && ($0.nextAttemptAt ?? .min) <= now && $0.operation != nil
+        }
+    }
+
+    /// What one push item does in the store: delete the sample saved before, or save a new one (deleting the one it
+    /// replaces).
+    enum HealthKitStep: Sendable {
+        case delete(EntryID?)
+        case save(StateOfMindSample, replacing: EntryID?)
+    }
+
+    /// Records the item's attempt and says what to do in the store; `nil` when the item failed before the store
+    /// (no valence: recorded as a failure that is not retried).
+    func beginHealthKitItem(_ item: OutboxItem, report: inout HealthKitSyncReport) throws -> HealthKitStep? {
+        guard let operation = item.operation else { return nil }
+        try recordSyncAttempt(item.entryID, to: .healthkit, operation: operation)
+        let old = item.remoteID.flatMap(EntryID.init)
+        if operation == .delete { return .delete(old) }
+        guard let entry = self.entry(item.entryID),
+            let sample = StateOfMindSample(
+                entry: entry, uuid: options.newID(),
+                skippedCustomWords: &report.skippedCustomWords, translatedWords: &report.translatedWords)
+        else {
+            try recordSyncFailure(
+                item.entryID, to: .healthkit, SyncFailure(error: "HealthKit needs a valence", retryable: false))
+            report.failed += 1
+            report.failures.append((item.entryID, "HealthKit needs a valence"))
+            return nil
+        }
+        return .save(sample, replacing: old)
+    }
+
+    /// Records the item's outcome: the sample it saved, or the store's failure (denied authorization: 403,
+    /// retried).
+    func finishHealthKitItem(
+        _ item: OutboxItem, _ step: HealthKitStep, failure: HealthStoreError?, report: inout HealthKitSyncReport
+    ) throws {
+        if let failure {
+            try recordSyncFailure(
+                item.entryID, to: .healthkit,
+                SyncFailure(
+                    status: failure.code == .authorizationDenied ? 403 : nil, error: failure.message,
+                    retryable: failure.retryable))
+            report.failed += 1
+            report.failures.append((item.entryID, failure.message))
+            return
+        }
+        switch step {
+        case .delete:
+            try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: item.remoteID ?? "deleted")
+            report.deleted += 1
+        case .save(let sample, let old):
+            if old == nil { report.saved += 1 } else { report.replaced += 1 }
+            try recordSyncSuccess(item.entryID, to: .healthkit, remoteID: sample.uuid.description)
+        }
+    }
+
+    static func deleteIgnoringMissing(_ uuid: EntryID, in store: any HealthStore) throws {
         do { try store.delete(uuid) } catch let error as HealthStoreError where error.code == .notFound {}
+    }
+
+    static func deleteIgnoringMissing(_ uuid: EntryID, in store: any HealthStore) async throws {
+        do { try await store.delete(uuid) } catch let error as HealthStoreError where error.code == .notFound {}
     }
 
     /// Reads what changed in the health store since the anchor the last pull kept (an anchored query): samples the
@@ -112,6 +150,20 @@ extension Ledger {
     /// changes again.
     /// - Throws: ``HealthStoreError`` or ledger errors.
     public func pullFromHealthKit(_ store: any HealthStore) throws -> HealthKitSyncReport {
+        let changes = try store.changes(after: try keptHealthKitAnchor())
+        return try applyHealthKitChanges(changes)
+    }
+
+    /// The anchor the last pull kept (the last `0x8004` record), if any.
+    func keptHealthKitAnchor() throws -> [UInt8]? {
+        var anchor: [UInt8]?
+        try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
+        return anchor
+    }
+
+    /// Applies what an anchored query found: the samples the ledger does not know as new entries, the deletions,
+    /// and the new anchor with them.
+    func applyHealthKitChanges(_ changes: HealthChanges) throws -> HealthKitSyncReport {
         var report = HealthKitSyncReport()
         let known = Set(
             state.outbox.records.filter { $0.key.destination == .healthkit }.compactMap { $0.value.remoteID })
@@ -123,9 +175,6 @@ extension Ledger {
             guard let external = sample.externalID else { return false }
             return known.contains(external.description) || current[external] != nil
         }
-        var anchor: [UInt8]?
-        try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
-        let changes = try store.changes(after: anchor)
         var plan = ImportPlan(format: .healthkit)
         for (index, sample) in changes.added.enumerated() where !ours(sample) {
             plan.rows.append(

@@ -204,10 +204,29 @@ public protocol HealthStore: Sendable {
     /// - Throws: ``HealthStoreError`` when the store cannot be used at all (a store file unreadable or holding a
     ///   bad sample); the push then appends nothing.
     func checkWritable() throws
+    /// ``save(_:)`` for Swift concurrency: HealthKit's own `async` call in ``HKHealthStoreAdapter``; by default the
+    /// synchronous form.
+    func save(_ sample: StateOfMindSample) async throws
+    /// ``delete(_:)`` for Swift concurrency.
+    func delete(_ uuid: EntryID) async throws
+    /// ``changes(after:)`` for Swift concurrency.
+    func changes(after anchor: [UInt8]?) async throws -> HealthChanges
+    /// ``checkWritable()`` for Swift concurrency.
+    func checkWritable() async throws
 }
 
 extension HealthStore {
     public func checkWritable() throws {}
+    public func save(_ sample: StateOfMindSample) async throws { try blockingSave(sample) }
+    public func delete(_ uuid: EntryID) async throws { try blockingDelete(uuid) }
+    public func changes(after anchor: [UInt8]?) async throws -> HealthChanges { try blockingChanges(after: anchor) }
+    public func checkWritable() async throws { try blockingCheckWritable() }
+
+    // The synchronous forms by names of their own: inside an `async` function a call would pick the `async` overload.
+    private func blockingSave(_ sample: StateOfMindSample) throws { try save(sample) }
+    private func blockingDelete(_ uuid: EntryID) throws { try delete(uuid) }
+    private func blockingChanges(after anchor: [UInt8]?) throws -> HealthChanges { try changes(after: anchor) }
+    private func blockingCheckWritable() throws { try checkWritable() }
 }
 
 /// What an anchored query found: samples added and sample ids deleted since the anchor, and the new anchor.
