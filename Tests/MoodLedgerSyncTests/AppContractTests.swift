@@ -90,6 +90,26 @@ struct AppContractTests {
         #expect(ledger.read { $0.outboxItems(destination: .backend) }.isEmpty, "nothing left to send")
     }
 
+    @Test("The app contract against the built moodledger serve, a process of its own, as an app meets it")
+    func contractAgainstBinary() async throws {
+        let dir = TemporaryDirectory("app-contract-binary")
+        // The data directory and alice's credentials are made once; the server that answers is the built binary.
+        let setup = try SyncServer(dir: dir.sub("server"))
+        let credentials = setup.credentials
+        setup.stop()
+        let (process, port) = try ServeProcess.start(dir.sub("server"))
+        defer { ServeProcess.stop(process) }
+        try await appContract(
+            directory: URL(fileURLWithPath: dir.sub("app")), server: URL(string: "http://127.0.0.1:\(port)")!,
+            tokens: { credentials })
+        let ledger = try Ledger.open(at: URL(fileURLWithPath: dir.sub("app")).appendingPathComponent("mood.ledger"))
+        defer { ledger.close() }
+        #expect(ledger.read { $0.entries.count } == 3)
+        #expect(ledger.read { $0.outboxItems(destination: .backend) }.isEmpty, "nothing left to send")
+        #expect(ServeProcess.stop(process), "the server stops cleanly")
+        #expect(try setup.entries().count == 3, "all three reached the server's ledger")
+    }
+
     @Test("A replacement is one batch; an invalid one appends nothing and names the field")
     func replaceIsOneCommit() throws {
         let dir = TemporaryDirectory("replace")

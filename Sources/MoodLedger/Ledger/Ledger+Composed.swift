@@ -111,7 +111,7 @@ extension Ledger {
     ///   - decide: the command: the events to append against the state at the current time (ms), and the entry.
     /// - Returns: what the command did, with the ledger's last seq after it.
     /// - Throws: what `decide` throws (nothing appended), `EventLogError`.
-    public func execute(
+    package func execute(
         attaching attach: ([MoodEvent], EntryID) -> [Attachment] = { _, _ in [] },
         _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     )
