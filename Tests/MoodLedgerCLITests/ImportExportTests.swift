@@ -352,13 +352,14 @@ struct ImportExportTests {
     }
 
     /// A store whose synchronous calls must never be used: the `async` push and pull await its `async` ones. The
-    /// first save waits until the test lets it go.
+    /// first save says it began and waits until the test lets it go (streams, so no thread of the pool waits).
     final class AsyncOnlyStore: HealthStore, @unchecked Sendable {
         // @unchecked Sendable: the inner store locks its own file; the counters and the gate are atomics.
         let inner: FileHealthStore
         let asyncSaves = Atomic<Int>(0)
-        let started = Atomic<Bool>(false)
-        let released = Atomic<Bool>(false)
+        let started = AsyncStream<Void>.makeStream()
+        let released = AsyncStream<Void>.makeStream()
+        let first = Atomic<Bool>(true)
         init(_ inner: FileHealthStore) { self.inner = inner }
         func save(_ sample: StateOfMindSample) throws { Issue.record("the synchronous save was used") }
         func delete(_ uuid: EntryID) throws { Issue.record("the synchronous delete was used") }
@@ -368,8 +369,10 @@ struct ImportExportTests {
             return try inner.changes(after: anchor)
         }
         func save(_ sample: StateOfMindSample) async throws {
-            started.store(true, ordering: .releasing)
-            while !released.load(ordering: .acquiring) { await Task.yield() }
+            if first.exchange(false, ordering: .relaxed) {
+                started.continuation.yield()
+                for await _ in released.stream { break }
+            }
             asyncSaves.add(1, ordering: .relaxed)
             try await inner.save(sample)
         }
@@ -388,9 +391,9 @@ struct ImportExportTests {
         let store = AsyncOnlyStore(FileHealthStore(path: dir.sub("health.json")))
         let now = Int64(Date().timeIntervalSince1970 * 1000) + 1
         let push = Task { try await ledger.pushToHealthKit(store, now: now) }
-        #expect(waitUntil(seconds: 120) { store.started.load(ordering: .acquiring) })
+        for await _ in store.started.stream { break }
         push.cancel()
-        store.released.store(true, ordering: .releasing)
+        store.released.continuation.yield()
         await #expect(throws: CancellationError.self) { try await push.value }
         #expect(store.asyncSaves.load(ordering: .relaxed) == 1, "the item begun was finished, no other begun")
         let due = ledger.state.outboxItems(destination: .healthkit).filter { $0.status == "pending" }
