@@ -398,35 +398,43 @@ struct ImportExportTests {
         #expect(store.asyncSaves.load(ordering: .relaxed) == 1, "the item begun was finished, no other begun")
         let due = ledger.state.outboxItems(destination: .healthkit).filter { $0.status == "pending" }
         #expect(due.count == 2, "what was not begun stays due")
-        // Done again without cancelling: the rest goes, and a pull on another ledger reads all three.
+        // Done again without cancelling: the rest goes; a pull (the async query) finds only the ledger's own samples.
         let rest = try await ledger.pushToHealthKit(store, now: now)
         #expect(rest.saved == 2 && store.asyncSaves.load(ordering: .relaxed) == 3)
-        let other = try Ledger.open(at: dir.sub("other"), options: options)
-        defer { other.close() }
-        #expect(try await other.pullFromHealthKit(store).pulled == 3)
+        #expect(try store.samples().count == 3)
+        #expect(try await ledger.pullFromHealthKit(store).pulled == 0)
     }
 
-    @Test("A note and a typed 1–10 score travel in a sample's metadata and come back on another device's pull")
+    @Test("A note and a typed 1–10 score travel in a sample's metadata; another app's come back on a pull")
     func healthKitMetadata() throws {
         let phone = CLIHarness()
         phone.run(["init"])
         let store = phone.dir.sub("health.json")
-        _ = phone.id(["log", "--score", "8", "--note", "Feeling great!"])
+        let scored = phone.id(["log", "--score", "8", "--note", "Feeling great!"])
         _ = phone.id(["log", "--valence", "-0.3", "--label", "tired", "--note", "long day"])
         #expect(phone.run(["healthkit", "push", "--store", store]).code == 0)
-        let samples = try FileHealthStore(path: store).samples()
+        let health = FileHealthStore(path: store)
+        let samples = try health.samples()
         let first = try #require(samples.first { $0.notes == "Feeling great!" })
-        #expect(first.score == 8 && first.consistentScore == 8)
+        #expect(first.score == 8 && first.consistentScore == 8 && first.ledgerEntryID == EntryID(scored))
         #expect(samples.first { $0.notes == "long day" }.map { $0.score == nil } == true)
-        // Another device sharing the Health store pulls both: the note and the typed score as logged.
+        // Another device of the person's pulls neither: they are copies of this ledger's entries, which reach it
+        // through the backend (never as second entries from Health).
         let watch = CLIHarness()
         watch.run(["init"])
+        #expect(
+            try JSONParser.parse(watch.run(["healthkit", "pull", "--store", store, "--json"]).out)["pulled"] == .int(0))
+        // Another app's sample with the same metadata keys: its note and typed score come back.
+        try health.save(
+            StateOfMindSample(
+                uuid: EntryID("31111111-2222-4333-8444-555555555555")!,
+                date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0), kind: .momentaryEmotion,
+                valence: Valence.from(score: 3), labels: [], associations: [], notes: "from another app", score: 3))
         let pull = try JSONParser.parse(watch.run(["healthkit", "pull", "--store", store, "--json"]).out)
-        #expect(pull["pulled"] == .int(2), "\(pull)")
+        #expect(pull["pulled"] == .int(1), "\(pull)")
         let entries = try JSONParser.parse(watch.run(["list", "--json"]).out)["entries"]?.arrayValue ?? []
-        let pulledScored = try #require(entries.first { $0["notes"] == .string("Feeling great!") })
-        #expect(pulledScored["typed_score"] == .int(8) || pulledScored["score"] == .int(8), "\(pulledScored)")
-        #expect(entries.contains { $0["notes"] == .string("long day") })
+        let pulled = try #require(entries.first { $0["notes"] == .string("from another app") })
+        #expect(pulled["typed_score"] == .int(3) || pulled["score"] == .int(3), "\(pulled)")
         // A score beside a valence it does not translate (edited in another app) is not taken: the valence stands.
         var edited = first
         edited.valence = 0.1

@@ -1,4 +1,5 @@
 import Foundation
+import MoodInterchange
 import MoodLedger
 import MoodLedgerSync
 import Synchronization
@@ -317,5 +318,43 @@ struct SourceLinkTests {
         }
         #expect(ids[0] != ids[1])
         #expect(try server.entries().map(\.id) == [ids[0]], "one record on the server")
+    }
+
+    @Test("Two devices sharing one Health store and one backend: one entry each side per mood, one record each")
+    func sharedHealthAndBackend() async throws {
+        let dir = TemporaryDirectory("shared-health")
+        let server = try SyncServer(dir: dir.sub("server"))
+        defer { server.stop() }
+        let credentials = server.credentials
+        let health = FileHealthStore(path: dir.sub("health.json"))
+        let phone = try Ledger.open(at: dir.sub("phone"))
+        defer { phone.close() }
+        let pad = try Ledger.open(at: dir.sub("pad"))
+        defer { pad.close() }
+        for ledger in [phone, pad] { try await ledger.setRemote(URL(string: server.url)!) }
+        func sync(_ ledger: Ledger) async throws -> SyncReport {
+            try await SyncEngine(ledger: ledger, credentials: { credentials }).run()
+        }
+        let now = { Int64(Date().timeIntervalSince1970 * 1000) + 1 }
+        // Logged on the phone: to Health and to the backend.
+        let mood = try await phone.log(MoodDraft(valence: 0.3, labels: ["calm"], notes: "on the phone")).entry.id
+        #expect(try await phone.pushToHealthKit(health, now: now()).saved == 1)
+        #expect(try await sync(phone).delivered == 1)
+        // Logged in the Health app (another app's sample): both devices pull it.
+        try await health.save(
+            StateOfMindSample(
+                uuid: EntryID.random(), date: LoggedAt(milliseconds: now() - 60_000, utcOffsetMinutes: 0),
+                kind: .momentaryEmotion, valence: -0.2, labels: [try MoodLabel.parse("stressed")], associations: []))
+        #expect(try await phone.pullFromHealthKit(health).pulled == 1, "only the Health app's sample")
+        #expect(try await pad.pullFromHealthKit(health).pulled == 1, "the phone's copy is not a second entry")
+        for ledger in [phone, pad, phone] { _ = try await sync(ledger) }
+        for (name, ledger) in [("phone", phone), ("pad", pad)] {
+            let entries = ledger.read { $0.entries.all }
+            #expect(entries.count == 2, "\(name): one entry per mood")
+            #expect(entries.contains { $0.id == mood && $0.notes == "on the phone" }, "\(name)")
+            #expect(ledger.read { $0.outboxItems(destination: .backend) }.isEmpty, "\(name): nothing left to send")
+        }
+        server.stop()
+        #expect(try server.entries().count == 2, "one record per mood on the server")
     }
 }

@@ -124,6 +124,7 @@ import MoodLedger
             ]
             if let notes = sample.notes { metadata[StateOfMindSample.notesMetadataKey] = notes }
             if let score = sample.score { metadata[StateOfMindSample.scoreMetadataKey] = NSNumber(value: score) }
+            if let entry = sample.ledgerEntryID { metadata[StateOfMindSample.entryMetadataKey] = entry.description }
             return metadata
         }
 
@@ -142,7 +143,8 @@ import MoodLedger
                 labels: mind.labels.compactMap { MoodLabel(appleRawValue: $0.rawValue) },
                 associations: mind.associations.compactMap { MoodAssociation(appleRawValue: $0.rawValue) },
                 notes: mind.metadata?[StateOfMindSample.notesMetadataKey] as? String,
-                score: (mind.metadata?[StateOfMindSample.scoreMetadataKey] as? NSNumber)?.intValue)
+                score: (mind.metadata?[StateOfMindSample.scoreMetadataKey] as? NSNumber)?.intValue,
+                ledgerEntryID: (mind.metadata?[StateOfMindSample.entryMetadataKey] as? String).flatMap(EntryID.init))
         }
 
         /// Runs `work`, turning HealthKit's errors into ``HealthStoreError``s.

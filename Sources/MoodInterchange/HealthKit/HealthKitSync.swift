@@ -172,6 +172,9 @@ extension Ledger {
         /// for a push whose success was never recorded). HealthKit's own uuid is never that id.
         func ours(_ sample: StateOfMindSample) -> Bool {
             if known.contains(sample.uuid.description) { return true }
+            // A copy a MoodLedger pushed (this one or another device's): the entry is that ledger's, and reaches
+            // another device through the backend, never as a second entry from Health.
+            if sample.ledgerEntryID != nil { return true }
             guard let external = sample.externalID else { return false }
             return known.contains(external.description) || current[external] != nil
         }

@@ -20,15 +20,22 @@ public struct StateOfMindSample: Sendable, Equatable {
     /// The 1–10 score the person chose, in the metadata (``StateOfMindSample/scoreMetadataKey``), when the entry was
     /// logged as one: its valence is the score's exact translation (`Specs/mood-model.md`).
     public var score: Int?
+    /// For a sample a MoodLedger pushed: the entry it copies (``StateOfMindSample/entryMetadataKey``). The entry is
+    /// that ledger's, delivered to its backend by that ledger: another device of the person's learns it there, so a
+    /// pull never imports such a sample as a new entry.
+    public var ledgerEntryID: EntryID?
 
     /// The metadata key of the note: the Health app lists it as `Notes: …`.
     public static let notesMetadataKey = "Notes"
     /// The metadata key of the 1–10 score.
     public static let scoreMetadataKey = "MoodScore"
+    /// The metadata key of the MoodLedger entry a pushed sample copies.
+    public static let entryMetadataKey = "MoodLedgerEntryID"
 
     public init(
         uuid: EntryID, externalID: EntryID? = nil, date: LoggedAt, kind: MoodKind, valence: Double,
-        labels: [MoodLabel], associations: [MoodAssociation], notes: String? = nil, score: Int? = nil
+        labels: [MoodLabel], associations: [MoodAssociation], notes: String? = nil, score: Int? = nil,
+        ledgerEntryID: EntryID? = nil
     ) {
         self.uuid = uuid
         self.externalID = externalID
@@ -39,6 +46,7 @@ public struct StateOfMindSample: Sendable, Equatable {
         self.associations = associations
         self.notes = notes
         self.score = score
+        self.ledgerEntryID = ledgerEntryID
     }
 
     /// The score a sample's metadata gives when it is one the valence translates exactly (a score beside another
@@ -69,7 +77,7 @@ public struct StateOfMindSample: Sendable, Equatable {
         let associations = carried(entry.associations)
         self.init(
             uuid: uuid, date: entry.loggedAt, kind: entry.kind, valence: valence, labels: labels,
-            associations: associations, notes: entry.notes, score: entry.enteredScore)
+            associations: associations, notes: entry.notes, score: entry.enteredScore, ledgerEntryID: entry.id)
     }
 
     /// HKStateOfMind-shaped JSON with Apple raw values and the classification (`external_uuid` after `uuid` when the
@@ -86,6 +94,7 @@ public struct StateOfMindSample: Sendable, Equatable {
         pairs.append(("associations", .array(associations.compactMap(\.appleRawValue).map { .int(Int64($0)) })))
         if let notes { pairs.append(("notes", .string(notes))) }
         if let score { pairs.append(("score", .int(Int64(score)))) }
+        if let ledgerEntryID { pairs.append(("entry_id", .string(ledgerEntryID.description))) }
         return .object(pairs)
     }
 
@@ -117,10 +126,17 @@ public struct StateOfMindSample: Sendable, Equatable {
                 }
                 score = Int(parsed)
             }
+            var ledgerEntryID: EntryID?
+            if let value = json["entry_id"], !value.isNull {
+                guard let parsed = value.stringValue.flatMap(EntryID.init) else {
+                    throw HealthStoreError(.invalidData, "sample \(number), field entry_id: must be a UUID")
+                }
+                ledgerEntryID = parsed
+            }
             self.init(
                 uuid: entry.id, externalID: externalID, date: entry.loggedAt, kind: entry.kind,
                 valence: entry.valence!, labels: entry.labels, associations: entry.associations, notes: entry.notes,
-                score: score)
+                score: score, ledgerEntryID: ledgerEntryID)
         } catch let error as ImportError {
             throw HealthStoreError(
                 .invalidData,
@@ -149,7 +165,8 @@ public struct StateOfMindSample: Sendable, Equatable {
         self.init(
             uuid: uuid, externalID: json["external_uuid"]?.stringValue.flatMap(EntryID.init), date: date, kind: kind,
             valence: Valence.quantized(valence), labels: words("labels"), associations: words("associations"),
-            notes: json["notes"]?.stringValue, score: json["score"]?.intValue.map { Int($0) })
+            notes: json["notes"]?.stringValue, score: json["score"]?.intValue.map { Int($0) },
+            ledgerEntryID: json["entry_id"]?.stringValue.flatMap(EntryID.init))
     }
 }
 
