@@ -1,6 +1,7 @@
 import Foundation
 import MoodLedger
 import MoodLedgerSync
+import Synchronization
 import TestSupport
 import Testing
 
@@ -124,5 +125,29 @@ struct SeedPullTests {
         #expect(report.pullSkipped?.contains("1 listed record broke this ledger's rules") == true)
         #expect(backend.requests.filter { $0.method == "GET" && $0.path.contains("offset=") }.count == 3)
         #expect(try device.sync(Self.credentials, transport: backend).pulled == 0)
+    }
+
+    @Test("A remote without the documented list is pushed to and never failed for it; a passing failure is retried")
+    func noList() throws {
+        let dir = TemporaryDirectory("seed-pull-no-list")
+        let backend = try SeedBackend(.wellness)
+        let device = try Device(dir.sub("d"), remote: "http://seed.invalid", dialect: .wellness, capabilities: nil)
+        _ = try device.ledger.log(MoodDraft(valence: 0.3, labels: ["calm"]))
+        let listStatus = Mutex(404)
+        let transport = ScriptedTransport { request in
+            if request.method == "GET", request.path.contains("offset=") {
+                let status = listStatus.withLock { $0 }
+                return .response(status: status, headers: [], body: Array(#"{"error":"no"}"#.utf8))
+            }
+            let (status, body) = backend.handle(request.method, request.path, request.body)
+            return .response(status: status, headers: [], body: Array(body.utf8))
+        }
+        let report = try device.sync(Self.credentials, transport: transport)
+        #expect(report.isComplete && report.delivered == 1, "\(report)")
+        #expect(report.pullSkipped?.contains("HTTP 404") == true && report.pullError == nil, "\(report)")
+        listStatus.withLock { $0 = 503 }
+        _ = try device.ledger.log(MoodDraft(valence: 0.1, labels: ["calm"]))
+        let busy = try device.sync(Self.credentials, transport: transport)
+        #expect(busy.delivered == 1 && busy.pullError?.contains("HTTP 503") == true, "\(busy)")
     }
 }

@@ -46,6 +46,12 @@ extension SyncEngine {
                 )
             case .response(200, _, let answer):
                 body = answer
+            case .response(let status, _, _) where [400, 404, 405, 501].contains(status):
+                // A remote without the documented list (or one that refuses its query): it is pushed to, never
+                // failed for it on every run.
+                report.pullSkipped =
+                    "the remote answered HTTP \(status) to its documented list: this device only pushes there"
+                return
             case .response(let status, _, let answer):
                 report.pullError =
                     "pull: HTTP \(status) on the list" + (SyncPolicy.serverMessage(answer).map { ": \($0)" } ?? "")
