@@ -1,19 +1,17 @@
 import MoodLedger
 
 #if canImport(HealthKit)
-    import Dispatch
     import Foundation
     import HealthKit
-    import Synchronization
 
     /// ``HealthStore`` over Apple's `HKHealthStore` (iOS 18 / macOS 15 and later), through its async APIs. Not
     /// compiled on Linux, where HealthKit does not exist; the Linux build and tests use ``FileHealthStore``, which
     /// follows the same anchor rules.
     ///
-    /// Use it from Swift concurrency: the ledger's `async` ``Ledger/pushToHealthKit(_:now:)`` and
+    /// Asynchronous end to end: use it with `try await` — the ledger's `async` ``Ledger/pushToHealthKit(_:now:)`` and
     /// ``Ledger/pullFromHealthKit(_:)`` await HealthKit's own `async` calls here (no thread waits; a cancelled task
-    /// begins no new item). The synchronous forms that ``HealthStore`` also requires run HealthKit's call in a task and
-    /// wait for it: they are for a thread of the caller's own (never the main thread or Swift's cooperative pool).
+    /// begins no new item). The synchronous forms ``HealthStore`` also requires refuse with `unavailable` and say so:
+    /// waiting for HealthKit would hold a thread, and from Swift's cooperative pool could deadlock it.
     @available(iOS 18.0, macOS 15.0, watchOS 11.0, visionOS 2.0, *)
     public final class HKHealthStoreAdapter: HealthStore {
         /// `HKHealthStore` is documented as safe to use from any thread, and Apple declares it `Sendable`.
@@ -46,16 +44,20 @@ import MoodLedger
             let type = HKObjectType.stateOfMindType()
             try await store.enableBackgroundDelivery(for: type, frequency: .immediate)
             let query = HKObserverQuery(sampleType: type, predicate: nil) { [self] _, completion, error in
-                // On HealthKit's own queue, never the main thread: the pull's waits are allowed here.
-                if error == nil { pulled(Result { try ledger.pullFromHealthKit(self) }) }
-                completion()
+                let done = CompletionBox(completion)
+                guard error == nil else { return done.call() }
+                // HealthKit waits for the completion before it lets the app sleep again: called once the pull is in.
+                Task {
+                    do { pulled(.success(try await ledger.pullFromHealthKit(self))) } catch { pulled(.failure(error)) }
+                    done.call()
+                }
             }
             store.execute(query)
             return query
         }
 
         public func save(_ sample: StateOfMindSample) throws {
-            try Self.blocking { [self] in try await save(sample) }
+            throw Self.asynchronousOnly
         }
 
         public func save(_ sample: StateOfMindSample) async throws {
@@ -72,7 +74,7 @@ import MoodLedger
         }
 
         public func delete(_ uuid: EntryID) throws {
-            try Self.blocking { [self] in try await delete(uuid) }
+            throw Self.asynchronousOnly
         }
 
         public func delete(_ uuid: EntryID) async throws {
@@ -84,16 +86,10 @@ import MoodLedger
             if count == 0 { throw HealthStoreError(.notFound, "no sample \(uuid)") }
         }
 
-        public func samples() throws -> [StateOfMindSample] {
-            let store = self.store
-            return try Self.blocking {
-                let descriptor = HKSampleQueryDescriptor(predicates: [.stateOfMind()], sortDescriptors: [])
-                return try await descriptor.result(for: store).compactMap(Self.sample)
-            }
-        }
+        public func samples() throws -> [StateOfMindSample] { throw Self.asynchronousOnly }
 
         public func changes(after anchor: [UInt8]?) throws -> HealthChanges {
-            try Self.blocking { [self] in try await changes(after: anchor) }
+            throw Self.asynchronousOnly
         }
 
         public func changes(after anchor: [UInt8]?) async throws -> HealthChanges {
@@ -160,25 +156,17 @@ import MoodLedger
             }
         }
 
-        /// Runs `work` in a task and waits for its result: the synchronous forms only, for a thread of the caller's
-        /// own (see the type's documentation).
-        static func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-            let done = DispatchSemaphore(value: 0)
-            let outcome = Mutex<Result<T, any Error>?>(nil)
-            Task {
-                let result: Result<T, any Error>
-                do { result = .success(try await work()) } catch { result = .failure(error) }
-                outcome.withLock { $0 = result }
-                done.signal()
-            }
-            done.wait()
-            switch outcome.withLock({ $0 })! {
-            case .success(let value): return value
-            case .failure(let error as HealthStoreError): throw error
-            case .failure(let error as HKError) where error.code == .errorAuthorizationDenied:
-                throw HealthStoreError(.authorizationDenied, "authorization denied")
-            case .failure(let error): throw HealthStoreError(.unavailable, error.localizedDescription)
-            }
-        }
+        /// What the synchronous forms answer: this store is used with `await`.
+        static let asynchronousOnly = HealthStoreError(
+            .unavailable,
+            "HKHealthStoreAdapter is asynchronous: use try await ledger.pushToHealthKit / pullFromHealthKit")
+    }
+
+    /// HealthKit's completion handler of one observer call, handed to the task that pulls.
+    // @unchecked Sendable: HealthKit documents the handler as callable from any thread; it is called once.
+    private final class CompletionBox: @unchecked Sendable {
+        let completion: () -> Void
+        init(_ completion: @escaping () -> Void) { self.completion = completion }
+        func call() { completion() }
     }
 #endif
