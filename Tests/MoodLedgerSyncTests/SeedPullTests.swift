@@ -150,4 +150,33 @@ struct SeedPullTests {
         let busy = try device.sync(Self.credentials, transport: transport)
         #expect(busy.delivered == 1 && busy.pullError?.contains("HTTP 503") == true, "\(busy)")
     }
+
+    @Test("A list in the seed's abbreviated shape (no notes, no source_id) never clears what it does not show")
+    func abbreviatedList() throws {
+        let dir = TemporaryDirectory("seed-pull-abbreviated")
+        let backend = try SeedBackend(.moodAPI)
+        let device = try Device(dir.sub("d"), remote: "http://seed.invalid", capabilities: nil)
+        let id = try device.ledger.log(MoodDraft(valence: 0.35, labels: ["calm"], notes: "a walk")).entry.id
+        // Seed 001's list example: id, valence, labels, associations, logged_at, source — no notes, no source_id.
+        let transport = ScriptedTransport { request in
+            let (status, body) = backend.handle(request.method, request.path, request.body)
+            guard request.method == "GET", request.path.contains("offset="),
+                let json = try? JSONParser.parse(body), let entries = json["data"]?["entries"]?.arrayValue
+            else { return .response(status: status, headers: [], body: Array(body.utf8)) }
+            let shortened = entries.map { entry -> JSONValue in
+                guard case .object(let pairs) = entry else { return entry }
+                return .object(pairs.filter { $0.0 != "notes" && $0.0 != "source_id" })
+            }
+            let answer = JSONValue.object([
+                ("success", .bool(true)),
+                ("data", .object([("entries", .array(shortened)), ("has_more", .bool(false))]))
+            ])
+            return .response(status: 200, headers: [], body: answer.serializedBytes())
+        }
+        let first = try device.sync(Self.credentials, transport: transport)
+        #expect(first.isComplete && first.delivered == 1 && first.pulled == 0, "\(first)")
+        #expect(device.ledger.entry(id)?.notes == "a walk", "the note the list does not show is kept")
+        let again = try device.sync(Self.credentials, transport: transport)
+        #expect(again.pulled == 0 && device.ledger.state.entries.count == 1, "\(again)")
+    }
 }

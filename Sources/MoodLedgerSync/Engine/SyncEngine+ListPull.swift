@@ -151,7 +151,7 @@ extension SyncEngine {
         }
         if let ownerID {
             guard let local = state.entries[ownerID], !SyncPlanner.hasUnsentChange(ownerID, in: state),
-                !sameCarried(listed, local)
+                !sameCarried(listed, local, present: Self.present(in: record))
             else { return nil }
             return .remoteApplied(
                 RemoteChange(
@@ -165,7 +165,8 @@ extension SyncEngine {
         for day in -1...1 {
             let date = LocalDate(daysSinceEpoch: listed.localDate.daysSinceEpoch + Int32(day))
             if state.entries.entries(on: date).contains(where: {
-                $0.loggedAt.milliseconds.floorDivided(by: 1000) == second && sameCarried(listed, $0)
+                $0.loggedAt.milliseconds.floorDivided(by: 1000) == second
+                    && sameCarried(listed, $0, present: Self.present(in: record))
             }) {
                 return nil
             }
@@ -211,20 +212,30 @@ extension SyncEngine {
         }
     }
 
-    /// Whether a listed entry holds what this device would send of `local`: the instant to the second, the valence
-    /// as the dialect sends it, the words it carries, the notes.
-    private func sameCarried(_ listed: MoodEntry, _ local: MoodEntry) -> Bool {
-        guard
-            listed.loggedAt.milliseconds.floorDivided(by: 1000) == local.loggedAt.milliseconds.floorDivided(by: 1000),
-            listed.notes == local.notes
+    /// The fields a listed record holds (a key present, `null` included): a list may answer an abbreviated shape
+    /// (seed 001's example has no `notes`), and a field it does not show is never taken for one cleared.
+    static func present(in record: JSONValue) -> Set<String> {
+        Set(["valence", "labels", "associations", "notes"].filter { record[$0] != nil })
+    }
+
+    /// Whether a listed entry holds what this device would send of `local`, in the fields the record shows: the
+    /// instant to the second, the valence as the dialect sends it, the words it carries, the notes.
+    private func sameCarried(_ listed: MoodEntry, _ local: MoodEntry, present: Set<String>) -> Bool {
+        guard listed.loggedAt.milliseconds.floorDivided(by: 1000) == local.loggedAt.milliseconds.floorDivided(by: 1000)
         else { return false }
-        switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
-        case (nil, nil): break
-        case (let a?, let b?) where abs(a - b) < 1e-6: break
-        default: return false
+        if present.contains("notes"), listed.notes != local.notes { return false }
+        if present.contains("valence") {
+            switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
+            case (nil, nil): break
+            case (let a?, let b?) where abs(a - b) < 1e-6: break
+            default: return false
+            }
         }
-        return Set(carriedWords(listed.labels)) == Set(carriedWords(local.labels))
-            && Set(carriedWords(listed.associations)) == Set(carriedWords(local.associations))
+        if present.contains("labels"), Set(carriedWords(listed.labels)) != Set(carriedWords(local.labels)) {
+            return false
+        }
+        return !present.contains("associations")
+            || Set(carriedWords(listed.associations)) == Set(carriedWords(local.associations))
     }
 
     /// The words of a list this dialect carries, as it spells them.
@@ -236,16 +247,19 @@ extension SyncEngine {
     /// the UTC offset, words the dialect cannot carry, the typed score when the valence is its translation).
     private func merged(_ record: JSONValue, over local: MoodEntry) throws -> MoodEntry {
         let listed = try listedEntry(record, id: local.id)
+        let present = Self.present(in: record)
         guard case .object(var pairs) = local.json else { return local }
         func replace(_ key: String, _ value: JSONValue) {
             pairs.removeAll { $0.0 == key }
             pairs.append((key, value))
         }
-        let valenceKept: Bool
-        switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
-        case (nil, nil): valenceKept = true
-        case (let a?, let b?): valenceKept = abs(a - b) < 1e-6
-        default: valenceKept = false
+        var valenceKept = true
+        if present.contains("valence") {
+            switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
+            case (nil, nil): valenceKept = true
+            case (let a?, let b?): valenceKept = abs(a - b) < 1e-6
+            default: valenceKept = false
+            }
         }
         if !valenceKept {
             pairs.removeAll { ["score", "typed_score", "mood_score", "valence"].contains($0.0) }
@@ -255,9 +269,11 @@ extension SyncEngine {
             let uncarried = dialect.dialect == .wellness ? words.filter { SyncDialect.wellnessWord($0) == nil } : []
             return .array((listed + uncarried).map { .string($0.wireName) })
         }
-        replace("labels", kept(local.labels, listed: listed.labels))
-        replace("associations", kept(local.associations, listed: listed.associations))
-        replace("notes", .optional(listed.notes) { .string($0) })
+        if present.contains("labels") { replace("labels", kept(local.labels, listed: listed.labels)) }
+        if present.contains("associations") {
+            replace("associations", kept(local.associations, listed: listed.associations))
+        }
+        if present.contains("notes") { replace("notes", .optional(listed.notes) { .string($0) }) }
         if listed.loggedAt.milliseconds.floorDivided(by: 1000) != local.loggedAt.milliseconds.floorDivided(by: 1000) {
             let moved = LoggedAt(
                 milliseconds: listed.loggedAt.milliseconds, utcOffsetMinutes: local.loggedAt.utcOffsetMinutes)
