@@ -119,7 +119,7 @@ public final class Ledger: Sendable {
     }
 
     private static func open(path: String, options: Options) throws -> Ledger {
-        do { return try openProtected(path: path, options: options) } catch let error as EventLogError {
+        do { return try recoverAndOpen(path: path, options: options) } catch let error as EventLogError {
             throw protectedWhileLocked(error, options) ?? error
         }
     }
@@ -139,7 +139,7 @@ public final class Ledger: Sendable {
         #endif
     }
 
-    private static func openProtected(path: String, options: Options) throws -> Ledger {
+    private static func recoverAndOpen(path: String, options: Options) throws -> Ledger {
         if !options.readOnly, options.createIfMissing, !options.io.exists(path) {
             // Health data at rest from its first byte: the directory is made and given its class before the log and
             // the lock are created in it, so they are born with the class (not given it after their first write).

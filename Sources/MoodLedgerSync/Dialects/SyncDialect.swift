@@ -231,6 +231,16 @@ public struct SyncDialect: Sendable {
         }
     }
 
+    /// A word as seed 002 spells it, read back as the word it stands for (``wellnessSpelling(_:)`` undone).
+    static func wellnessReading(_ spelled: String) -> String {
+        switch spelled {
+        case "tired": return "drained"
+        case "social": return "friends"
+        case "finances": return "money"
+        default: return spelled
+        }
+    }
+
     /// The reference server's body: every field of the entry, in the API's names. A typed 1–10 score is sent as
     /// `score` (its valence is its exact translation); otherwise the valence.
     private func extendedBody(_ entry: MoodEntry, create: Bool) -> [UInt8] {

@@ -136,6 +136,7 @@ extension SyncEngine {
         in state: LedgerState
     ) throws -> MoodEvent? {
         let listed = try listedEntry(record, id: EntryID(remoteID) ?? EntryID.random())
+        let present = Self.present(in: record)
         // Ours: by the remote id recorded at delivery, or (mood-api) by the entry id we sent as its source_id.
         var ownerID = known[remoteID]
         if ownerID == nil, let sourceID = record["source_id"]?.stringValue {
@@ -151,23 +152,20 @@ extension SyncEngine {
         }
         if let ownerID {
             guard let local = state.entries[ownerID], !SyncPlanner.hasUnsentChange(ownerID, in: state),
-                !sameCarried(listed, local, present: Self.present(in: record))
+                !sameCarried(listed, local, present: present)
             else { return nil }
             return .remoteApplied(
                 RemoteChange(
-                    origin: .backend, remoteID: remoteID, entry: try merged(record, over: local), entryID: ownerID,
+                    origin: .backend, remoteID: remoteID, entry: try merged(listed, present: present, over: local),
+                    entryID: ownerID,
                     revision: state.outbox.record(OutboxKey(entryID: ownerID, destination: .backend))?.revision ?? 0))
         }
         // A record no entry here names that an entry here could have made (the same second and content): a create
         // of ours whose answer was lost. The push links it; it is never taken for a new entry.
-        let second = listed.loggedAt.milliseconds.floorDivided(by: 1000)
-        if sentSeconds.contains(second) { return nil }
+        if sentSeconds.contains(Self.second(of: listed)) { return nil }
         for day in -1...1 {
             let date = LocalDate(daysSinceEpoch: listed.localDate.daysSinceEpoch + Int32(day))
-            if state.entries.entries(on: date).contains(where: {
-                $0.loggedAt.milliseconds.floorDivided(by: 1000) == second
-                    && sameCarried(listed, $0, present: Self.present(in: record))
-            }) {
+            if state.entries.entries(on: date).contains(where: { sameCarried(listed, $0, present: present) }) {
                 return nil
             }
         }
@@ -206,9 +204,7 @@ extension SyncEngine {
     private func words(_ value: JSONValue?) -> [JSONValue] {
         (value?.arrayValue ?? []).compactMap { word in
             guard let text = word.stringValue else { return nil }
-            guard dialect.dialect == .wellness else { return .string(text) }
-            let translated = ["tired": "drained", "social": "friends", "finances": "money"]
-            return .string(translated[text] ?? text)
+            return .string(dialect.dialect == .wellness ? SyncDialect.wellnessReading(text) : text)
         }
     }
 
@@ -221,22 +217,27 @@ extension SyncEngine {
     /// Whether a listed entry holds what this device would send of `local`, in the fields the record shows: the
     /// instant to the second, the valence as the dialect sends it, the words it carries, the notes.
     private func sameCarried(_ listed: MoodEntry, _ local: MoodEntry, present: Set<String>) -> Bool {
-        guard listed.loggedAt.milliseconds.floorDivided(by: 1000) == local.loggedAt.milliseconds.floorDivided(by: 1000)
-        else { return false }
+        guard Self.second(of: listed) == Self.second(of: local) else { return false }
         if present.contains("notes"), listed.notes != local.notes { return false }
-        if present.contains("valence") {
-            switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
-            case (nil, nil): break
-            case (let a?, let b?) where abs(a - b) < 1e-6: break
-            default: return false
-            }
-        }
+        if present.contains("valence"), !Self.sameValence(listed, local) { return false }
         if present.contains("labels"), Set(carriedWords(listed.labels)) != Set(carriedWords(local.labels)) {
             return false
         }
         return !present.contains("associations")
             || Set(carriedWords(listed.associations)) == Set(carriedWords(local.associations))
     }
+
+    /// Whether a listed entry's valence is the one this device sends for `local` (within 10⁻⁶), or both have none.
+    private static func sameValence(_ listed: MoodEntry, _ local: MoodEntry) -> Bool {
+        switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
+        case (nil, nil): return true
+        case (let a?, let b?): return abs(a - b) < 1e-6
+        default: return false
+        }
+    }
+
+    /// An entry's instant to the second: what the seeds keep of it.
+    private static func second(of entry: MoodEntry) -> Int64 { entry.loggedAt.milliseconds.floorDivided(by: 1000) }
 
     /// The words of a list this dialect carries, as it spells them.
     private func carriedWords<D>(_ words: [VocabularyWord<D>]) -> [String] {
@@ -245,23 +246,15 @@ extension SyncEngine {
 
     /// The server's edit of an entry here: the fields the dialect carries from the record, the rest kept (tags, kind,
     /// the UTC offset, words the dialect cannot carry, the typed score when the valence is its translation).
-    private func merged(_ record: JSONValue, over local: MoodEntry) throws -> MoodEntry {
-        let listed = try listedEntry(record, id: local.id)
-        let present = Self.present(in: record)
+    /// - Parameters:
+    ///   - listed: the record read as an entry; `present`: the fields the record shows.
+    private func merged(_ listed: MoodEntry, present: Set<String>, over local: MoodEntry) throws -> MoodEntry {
         guard case .object(var pairs) = local.json else { return local }
         func replace(_ key: String, _ value: JSONValue) {
             pairs.removeAll { $0.0 == key }
             pairs.append((key, value))
         }
-        var valenceKept = true
-        if present.contains("valence") {
-            switch (listed.valence.map(Valence.display), SyncDialect.valence(local)) {
-            case (nil, nil): valenceKept = true
-            case (let a?, let b?): valenceKept = abs(a - b) < 1e-6
-            default: valenceKept = false
-            }
-        }
-        if !valenceKept {
+        if present.contains("valence"), !Self.sameValence(listed, local) {
             pairs.removeAll { ["score", "typed_score", "mood_score", "valence"].contains($0.0) }
             if let valence = listed.valence { pairs.append(("valence", .double(Valence.display(valence)))) }
         }
@@ -274,7 +267,7 @@ extension SyncEngine {
             replace("associations", kept(local.associations, listed: listed.associations))
         }
         if present.contains("notes") { replace("notes", .optional(listed.notes) { .string($0) }) }
-        if listed.loggedAt.milliseconds.floorDivided(by: 1000) != local.loggedAt.milliseconds.floorDivided(by: 1000) {
+        if Self.second(of: listed) != Self.second(of: local) {
             let moved = LoggedAt(
                 milliseconds: listed.loggedAt.milliseconds, utcOffsetMinutes: local.loggedAt.utcOffsetMinutes)
             replace("logged_at", .string(moved.iso8601))
