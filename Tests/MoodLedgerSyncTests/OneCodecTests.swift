@@ -46,10 +46,10 @@ struct OneCodecTests {
     }
 
     /// What the client makes of an answer with these fields, the connection closed after it.
-    static func clientReads(_ fields: String, _ body: String) throws -> String? {
+    static func clientReads(_ fields: String, _ body: String) async throws -> String? {
         let bytes = Array("HTTP/1.1 200 OK\r\n\(fields)\r\n\(body)".utf8)
         do {
-            let response = try ResponseParserFuzzTests.parse(bytes, limits: HTTPConnection.Limits())
+            let response = try await ResponseParserFuzzTests.parse(bytes, limits: HTTPConnection.Limits())
             return String(decoding: response.body, as: UTF8.self)
         } catch is HTTPConnection.Failure {
             return nil
@@ -57,17 +57,19 @@ struct OneCodecTests {
     }
 
     @Test("Field lines, lengths and codings: each framed, or refused, alike by the server and the client")
-    func sidesAgree() throws {
+    func sidesAgree() async throws {
         for (fields, body, expected) in Self.cases {
             let shown = fields.debugDescription
             #expect(Self.serverReads(fields, body) == .some(expected), "server, \(shown)")
-            #expect(try Self.clientReads(fields, body) == expected, "client, \(shown)")
+            let client = try await Self.clientReads(fields, body)
+            #expect(client == expected, "client, \(shown)")
         }
         // The one difference the RFC makes: both framings on an answer is chunked (and the connection is not reused),
         // on a request it is refused (RFC 9112 §6.3).
         let both = "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"
         #expect(Self.serverReads(both, "5\r\nhello\r\n0\r\n\r\n") == .some(nil))
-        #expect(try Self.clientReads(both, "5\r\nhello\r\n0\r\n\r\n") == "hello")
+        let client = try await Self.clientReads(both, "5\r\nhello\r\n0\r\n\r\n")
+        #expect(client == "hello")
     }
 
     @Test("A chunked body fed in seeded pieces decodes to the body fed whole, ending at the same byte")

@@ -8,14 +8,20 @@ import Testing
 
 /// The client's response parser against seeded random answers (status lines, header sets, chunk sizes, interim
 /// answers, truncations, flipped bytes) and a corpus of hostile ones: it never crashes, never reads past its budget,
-/// never takes a truncated answer as whole, and reads every well-formed one exactly.
+/// never takes a truncated answer as whole, and reads every well-formed one exactly — blocking and awaiting alike.
 @Suite("The sync client's response parser, fuzzed")
 struct ResponseParserFuzzTests {
-    /// `bytes` sent on a fresh loopback connection, then closed; the parser's answer under `limits`.
-    static func parse(_ bytes: [UInt8], limits: HTTPConnection.Limits) throws -> HTTPConnection.Response {
+    /// `bytes` sent on a fresh loopback connection, then closed; the parser's answer under `limits`, read by the
+    /// blocking reader or (`awaiting`) the one that awaits the socket.
+    static func parse(
+        _ bytes: [UInt8], limits: HTTPConnection.Limits, awaiting: Bool = false
+    ) async throws -> HTTPConnection.Response {
         let listener = try Socket.listen(host: "127.0.0.1", port: 0)
         defer { Socket.close(listener.fd) }
-        let connection = try HTTPConnection(port: listener.port, timeout: 5)
+        let connection =
+            awaiting
+            ? try await HTTPConnection.connect(host: "127.0.0.1", port: listener.port, timeout: 5)
+            : try connectBlocking(listener.port)
         defer { connection.close() }
         var watch = [Socket.Watch(fd: listener.fd, interest: .readable)]
         try Socket.poll(&watch, timeoutMilliseconds: 5_000)
@@ -34,7 +40,17 @@ struct ResponseParserFuzzTests {
             Socket.close(server)
         }
         sender.start()
-        return try connection.readResponse(limits: limits)
+        return awaiting ? try await connection.readResponse(limits: limits) : try readBlocking(connection, limits)
+    }
+
+    private static func connectBlocking(_ port: UInt16) throws -> HTTPConnection {
+        try HTTPConnection(port: port, timeout: 5)
+    }
+
+    private static func readBlocking(
+        _ connection: HTTPConnection, _ limits: HTTPConnection.Limits
+    ) throws -> HTTPConnection.Response {
+        try connection.readResponse(limits: limits)
     }
 
     /// A well-formed answer and what it must parse to.
@@ -71,23 +87,25 @@ struct ResponseParserFuzzTests {
         return (bytes, status, body)
     }
 
-    @Test("Seeded answers: well-formed ones read exactly, truncated ones refused, damaged ones never past the budget")
-    func seeded() throws {
+    @Test(
+        "Seeded answers: well-formed ones read exactly, truncated ones refused, damaged ones never past the budget",
+        arguments: [false, true])
+    func seeded(awaiting: Bool) async throws {
         var random = SeededRandom()
         let limits = HTTPConnection.Limits(maximumBytes: 16 << 10)
         for round in 0..<300 {
             let (bytes, status, body) = Self.answer(&random)
-            let context = "seed \(random.seed), round \(round)"
+            let context = "seed \(random.seed), round \(round), awaiting \(awaiting)"
             switch Int.random(in: 0...2, using: &random) {
             case 0:
-                let response = try Self.parse(bytes, limits: limits)
+                let response = try await Self.parse(bytes, limits: limits, awaiting: awaiting)
                 #expect(response.status == status && response.body == body, "\(context)")
             case 1:
                 // Cut before the end of a framed answer: never taken as whole.
                 let framed = !String(decoding: bytes, as: UTF8.self).contains("Connection: close")
                 let cut = Int.random(in: 0..<bytes.count, using: &random)
-                let result = Result { try Self.parse(Array(bytes[..<cut]), limits: limits) }
-                if framed, case .success(let response) = result, response.status >= 200 {
+                let result = try? await Self.parse(Array(bytes[..<cut]), limits: limits, awaiting: awaiting)
+                if framed, let response = result, response.status >= 200 {
                     Issue.record("a truncated answer was taken: \(response.status), \(context)")
                 }
             default:
@@ -96,7 +114,7 @@ struct ResponseParserFuzzTests {
                     damaged[Int.random(in: 0..<damaged.count, using: &random)] = UInt8.random(
                         in: 0...255, using: &random)
                 }
-                if case .success(let response) = Result(catching: { try Self.parse(damaged, limits: limits) }) {
+                if let response = try? await Self.parse(damaged, limits: limits, awaiting: awaiting) {
                     #expect(
                         (100..<1000).contains(response.status) && response.body.count <= limits.maximumBytes,
                         "\(context)")
@@ -105,8 +123,10 @@ struct ResponseParserFuzzTests {
         }
     }
 
-    @Test("The corpus of hostile answers (Tests/Fuzz/Seeds/http-response) parses or fails cleanly, as recorded")
-    func corpus() throws {
+    @Test(
+        "The corpus of hostile answers (Tests/Fuzz/Seeds/http-response) parses or fails cleanly, as recorded",
+        arguments: [false, true])
+    func corpus(awaiting: Bool) async throws {
         let directory = Repository.root + "/Tests/Fuzz/Seeds/http-response"
         let expected: [String: Int?] = [
             "interim-then-created": 201, "chunked": 200, "long-status": nil, "huge-chunk": nil,
@@ -114,7 +134,9 @@ struct ResponseParserFuzzTests {
         ]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
-            let status = try? Self.parse(bytes, limits: HTTPConnection.Limits(maximumBytes: 1 << 20)).status
+            let status = try? await Self.parse(
+                bytes, limits: HTTPConnection.Limits(maximumBytes: 1 << 20), awaiting: awaiting
+            ).status
             #expect(status == expected[name] ?? nil, "\(name)")
         }
     }

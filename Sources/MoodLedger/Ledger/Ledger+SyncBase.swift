@@ -2,14 +2,14 @@ import EventLog
 import Platform
 
 /// What a destination had of an entry when the two were last in step: the base of a three-way merge.
-public struct SyncBase: Sendable, Equatable {
+package struct SyncBase: Sendable, Equatable {
     /// The destination's revision of that version (0: not known).
-    public var revision: UInt64
+    package var revision: UInt64
     /// That version (`nil`: not known — never in step, or the destination lost or deleted it).
-    public var entry: MoodEntry?
+    package var entry: MoodEntry?
 
     /// Creates a base.
-    public init(revision: UInt64, entry: MoodEntry?) {
+    package init(revision: UInt64, entry: MoodEntry?) {
         self.revision = revision
         self.entry = entry
     }
@@ -120,15 +120,15 @@ extension Ledger {
     /// Where a streak of failed attempts began: the wall time of its first attempt and, when the run that made it
     /// recorded one with the batch's carrier (`{"boot", "boot_ms"}`, `Specs/sync.md`, *Bounded work per run*), the
     /// time since boot then — a clock no wall-clock jump moves.
-    public struct StreakStart: Sendable, Equatable {
+    package struct StreakStart: Sendable, Equatable {
         /// Ms since 1970, as recorded.
-        public var wallMilliseconds: Int64
+        package var wallMilliseconds: Int64
         /// The boot and the ms since it, if recorded.
-        public var boot: BootClock?
+        package var boot: BootClock?
 
         /// How long the streak has lasted at `now` (wall ms) and `bootNow`: by the boot clock when both readings are
         /// of the same boot, else by the wall clock.
-        public func elapsed(now: Int64, bootNow: BootClock?) -> Int64 {
+        package func elapsed(now: Int64, bootNow: BootClock?) -> Int64 {
             if let boot, let bootNow, boot.boot == bootNow.boot {
                 return max(0, bootNow.milliseconds - boot.milliseconds)
             }
@@ -141,7 +141,7 @@ extension Ledger {
     ///
     /// Long because one pass reads three kinds of record in order: the attempts that start streaks, the carriers
     /// that date them by the boot clock, and what ends a streak.
-    public func failureStreaks(
+    package func failureStreaks(
         of ids: Set<EntryID>, destination: SyncDestination = .backend
     ) throws -> [EntryID: StreakStart] {
         var since: [EntryID: StreakStart] = [:]

@@ -2,8 +2,13 @@ import MoodLedger
 import Synchronization
 
 extension SyncEngine {
-    /// One run, for Swift concurrency: what ``run(once:)-swift.method`` does, without blocking the caller's executor.
+    /// One run, for Swift concurrency: push, pull, and push what the pull re-queued, without blocking the caller's
+    /// executor or holding any thread while a request is on the wire.
     ///
+    /// - **Threads.** The run's own steps (choosing what is due, appending a batch of attempts and syncing the log)
+    ///   run on a serial executor of the run's own, never on the caller's actor or Swift's cooperative pool; its
+    ///   requests (up to ``Configuration/concurrency`` at once) await their sockets, so a run in flight holds no
+    ///   thread.
     /// - **One run per ledger at a time.** A call while another run of the same ledger is under way (from this engine
     ///   or another) starts nothing: it waits for that run and answers with its report.
     /// - **Cancellation.** When the task that started the run is cancelled, the run begins no new batch of attempts
@@ -21,7 +26,7 @@ extension SyncEngine {
                 joinedRuns.add(1, ordering: .relaxed)
                 return (running, false)
             }
-            let task = Task { [self] in
+            let task = Task(executorPreference: executor) { [self] in
                 defer { _ = Self.runs.withLock { $0.removeValue(forKey: key) } }
                 return try await runAlone(once: once)
             }
@@ -42,8 +47,7 @@ extension SyncEngine {
         cancelRequested.store(false, ordering: .relaxed)
         return try await withTaskCancellationHandler {
             try Task.checkCancellation()
-            try await prefetchCredentials()
-            return try await ledger.offload { try self.run(once: once) }
+            return try await runSteps(once: once)
         } onCancel: {
             cancelRequested.store(true, ordering: .relaxed)
         }

@@ -13,10 +13,10 @@ extension SyncEngine {
     /// recorded at the end of the run (``adoptHeardCapabilities()``), so one odd first answer — a missing route while
     /// a server is deployed — never downgrades a remote for good.
     /// - Throws: ``SyncError`` `unavailable` when the remote does not answer; `unauthorized` after two 401s.
-    func learnCapabilities() throws {
+    func learnCapabilities() async throws {
         let current = dialect.remote
         guard current.capabilitySource == .unknown else { return }
-        let learned = try probe(current.dialect)
+        let learned = try await probe(current.dialect)
         var config = current
         _ = try ledger.execute { state, _ in
             // Another process may have learned (or the user set) them meanwhile: theirs stands.
@@ -37,11 +37,11 @@ extension SyncEngine {
     /// documented read, answer discarded, so that a refused certificate or host name stops the run (exit 78) with
     /// nothing recorded, and the TLS version is known for the attempts' record.
     /// - Throws: ``SyncError`` `untrusted`.
-    func checkTrust() throws {
+    func checkTrust() async throws {
         guard transport is URLSessionTransport, !trustChecked.withLock({ $0 }) else { return }
-        let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
+        let credentials = (try? await currentCredentials(refresh: false)) ?? SyncCredentials()
         let request = SyncRequest(method: "GET", path: probePath, maximumResponseBytes: SyncLimits.probeAnswerBytes)
-        if case .failure("tls", let message) = transport.perform(request, credentials: credentials) {
+        if case .failure("tls", let message) = await transport.exchange(request, credentials: credentials) {
             throw SyncError(.untrusted, message)
         }
         trustChecked.withLock { $0 = true }
@@ -57,13 +57,13 @@ extension SyncEngine {
     }
 
     /// Asks the remote what it can do (nothing recorded here).
-    func probe(_ dialect: RemoteDialect) throws -> RemoteCapabilities {
+    func probe(_ dialect: RemoteDialect) async throws -> RemoteCapabilities {
         var refreshed = false
         while true {
-            let credentials = try currentCredentials(refresh: refreshed)
+            let credentials = try await currentCredentials(refresh: refreshed)
             let request = SyncRequest(
                 method: "GET", path: probePath, maximumResponseBytes: SyncLimits.probeAnswerBytes)
-            switch ask(request, credentials: credentials) {
+            switch await ask(request, credentials: credentials) {
             case .failure("tls", let message):
                 throw SyncError(.untrusted, message)
             case .failure(let kind, let message):
@@ -124,8 +124,8 @@ extension SyncEngine {
     }
 
     /// Sends one request through the transport and hears the capabilities and the account its answer names, if any.
-    func ask(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
-        let exchange = transport.perform(request, credentials: credentials)
+    func ask(_ request: SyncRequest, credentials: SyncCredentials) async -> SyncExchange {
+        let exchange = await transport.exchange(request, credentials: credentials)
         if case .response(_, let headers, _) = exchange {
             if let said = Self.capabilities(in: headers) { heard.withLock { $0 = said } }
             hearAccount(headers)

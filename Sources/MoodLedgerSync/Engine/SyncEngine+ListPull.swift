@@ -8,7 +8,7 @@ extension SyncEngine {
     /// A record no entry here names is a new entry (another client made it); a record of an entry here that is in
     /// step and whose carried fields differ is the server's edit, applied over those fields only; the rest is left
     /// alone. All of it, and the `sync.pulled` that moves the day cursor, is one batch.
-    func pullList(into report: inout SyncReport) throws {
+    func pullList(into report: inout SyncReport) async throws {
         let now = ledger.options.clock()
         let today = Int64(now.floorDivided(by: 86_400_000))
         let cursor = ledger.read { $0.outbox.progress(.backend).cursor }
@@ -29,13 +29,13 @@ extension SyncEngine {
             let path =
                 dialect.collection + "?from=\(from)&to=\(to)&limit=\(Self.listPageSize)&offset=\(offset)"
             let credentials: SyncCredentials
-            do { credentials = try currentCredentials(refresh: false) } catch {
+            do { credentials = try await currentCredentials(refresh: false) } catch {
                 throw SyncError(.unauthorized, "the server refused the credentials (\(error.message))")
             }
             let request = SyncRequest(
                 method: "GET", path: path, maximumResponseBytes: SyncLimits.changesPageBytes(limit: Self.listPageSize))
             let body: [UInt8]
-            switch ask(request, credentials: credentials) {
+            switch await ask(request, credentials: credentials) {
             case .failure(let kind, let message):
                 report.pullError = "pull: \(kind): \(message)"
                 return

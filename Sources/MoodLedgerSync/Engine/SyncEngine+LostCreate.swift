@@ -13,11 +13,11 @@ extension SyncEngine {
     /// later. A remote whose list cannot answer at all (another 4xx) gets the create as before.
     /// - Parameter key: this attempt's key.
     /// - Returns: the verdict when the record was found or the look must be made again, else `nil`.
-    func findLostCreate(_ item: Due, entry: MoodEntry, key: String) -> SyncVerdict? {
+    func findLostCreate(_ item: Due, entry: MoodEntry, key: String) async -> SyncVerdict? {
         guard item.operation == .create, planner.needsSentVersions(item), !item.sent.isEmpty else { return nil }
         let id: String
         let version: MoodEntry
-        switch lookUpLostCreate(item.sent) {
+        switch await lookUpLostCreate(item.sent) {
         case .found(let found, let sent):
             (id, version) = (found, sent)
         case .none, .cannot:
@@ -37,7 +37,7 @@ extension SyncEngine {
         update.remoteID = id
         // Under this attempt's key (new for every version of the entry): a found record given another version is
         // another request, never the replay of an earlier one.
-        return exchange(.update, item: update, entry: entry, key: "\(key).found")
+        return await exchange(.update, item: update, entry: entry, key: "\(key).found")
     }
 
     /// What a look for a lost create's record found.
@@ -54,9 +54,9 @@ extension SyncEngine {
     }
 
     /// Reads the list route around each version's day: a record no entry here names that is exactly that version.
-    func lookUpLostCreate(_ versions: [MoodEntry]) -> LostCreate {
+    func lookUpLostCreate(_ versions: [MoodEntry]) async -> LostCreate {
         let credentials: SyncCredentials
-        do { credentials = try currentCredentials(refresh: false) } catch { return .failed(error.message) }
+        do { credentials = try await currentCredentials(refresh: false) } catch { return .failed(error.message) }
         // Ids some entry here already names are never another's.
         let named = ledger.read { state in
             Set(state.outbox.records.compactMap { $0.key.destination == .backend ? $0.value.remoteID : nil })
@@ -72,7 +72,7 @@ extension SyncEngine {
                 dialect.dialect == .progress
                 ? "?type=mood_score&from=\(from)&to=\(to)" : "?from=\(from)&to=\(to)&limit=100"
             let body: [UInt8]
-            switch ask(
+            switch await ask(
                 SyncRequest(
                     method: "GET", path: dialect.collection + query,
                     maximumResponseBytes: SyncLimits.probeAnswerBytes),
@@ -119,8 +119,8 @@ extension SyncEngine {
     /// here names that is exactly what one of the attempts sent: found, it is deleted; not there, nothing is sent and
     /// the delete is done; a look that fails is retried later. A record that another entry here could equally have
     /// made (the same instant and content) is never deleted.
-    func deleteUnacknowledged(_ item: Due, key: String) -> SyncVerdict {
-        if dialect.dialect == .moodAPI { return exchange(.delete, item: item, entry: nil, key: key) }
+    func deleteUnacknowledged(_ item: Due, key: String) async -> SyncVerdict {
+        if dialect.dialect == .moodAPI { return await exchange(.delete, item: item, entry: nil, key: key) }
         let twins = ledger.read { state in
             item.sent.contains { version in
                 state.entries.entries(on: version.localDate).contains {
@@ -131,11 +131,11 @@ extension SyncEngine {
             }
         }
         if item.sent.isEmpty || twins { return .delivered(remoteID: item.entryID.description, revision: 0) }
-        switch lookUpLostCreate(item.sent) {
+        switch await lookUpLostCreate(item.sent) {
         case .found(let id, _):
             var delete = item
             delete.remoteID = id
-            return exchange(.delete, item: delete, entry: nil, key: "\(key).found")
+            return await exchange(.delete, item: delete, entry: nil, key: "\(key).found")
         case .none, .cannot:
             return .delivered(remoteID: item.entryID.description, revision: 0)
         case .failed(let reason):

@@ -9,7 +9,7 @@ extension SyncEngine {
     ///
     /// Long because a page's steps — fetch, a server that went back, apply, one batch with the cursor — share the
     /// run's cursor, page count and went-back state, and each can end the run; they read in the order they happen.
-    func pull(into report: inout SyncReport, book: inout RunBook) throws {
+    func pull(into report: inout SyncReport, book: inout RunBook) async throws {
         var pages = 0
         var wentBack = false
         while true {
@@ -27,10 +27,10 @@ extension SyncEngine {
                         "the progress dialect lists scores, not mood entries: this device only pushes there"
                     return
                 }
-                return try pullList(into: &report)
+                return try await pullList(into: &report)
             }
             let page: SyncPlanner.ChangesPage
-            switch fetch(path) {
+            switch await fetch(path) {
             case .failure(let message):
                 report.pullError = message
                 return
@@ -174,17 +174,17 @@ extension SyncEngine {
         case unauthorized(String)
     }
 
-    private func fetch(_ path: String) -> Fetched {
+    private func fetch(_ path: String) async -> Fetched {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
-            do { credentials = try currentCredentials(refresh: refreshed) } catch {
+            do { credentials = try await currentCredentials(refresh: refreshed) } catch {
                 return .unauthorized(error.message)
             }
             let request = SyncRequest(
                 method: "GET", path: path,
                 maximumResponseBytes: SyncLimits.changesPageBytes(limit: configuration.pullPageSize))
-            switch ask(request, credentials: credentials) {
+            switch await ask(request, credentials: credentials) {
             case .failure(let kind, let message):
                 return .failure("pull: \(kind): \(message)")
             case .response(let status, _, let body):

@@ -2,28 +2,74 @@ import Dispatch
 import MoodLedger
 import Synchronization
 
-/// The push: due items in batches whose attempts are appended together, their requests sent on the engine's
-/// request queue (at most `concurrency` in flight, across batches), their outcomes appended together. Two batches
+/// The push: due items in batches whose attempts are appended together, their requests sent as tasks of the run
+/// (at most `concurrency` in flight, across batches), their outcomes appended together. Two batches
 /// are in flight at once: the next batch's attempts are appended and its requests sent while the previous batch's
 /// answers come in, so the connections never wait for a batch boundary.
 extension SyncEngine {
     /// A batch on its way: its requests in flight, their verdicts as they come.
-    final class InFlight: @unchecked Sendable {
-        // @unchecked Sendable: `batch` never changes; the verdicts are written under a Mutex, each slot once, and
-        // read after the group is done.
+    struct InFlight: Sendable {
         let batch: [Sending]
-        let verdicts: Mutex<[SyncVerdict?]>
-        let group = DispatchGroup()
-
-        init(_ batch: [Sending]) {
-            self.batch = batch
-            verdicts = Mutex(Array(repeating: nil, count: batch.count))
-        }
+        let answers: Task<[SyncVerdict], Never>
 
         /// Waits for every answer.
-        func wait() -> [SyncVerdict] {
-            group.wait()
-            return verdicts.withLock { $0.map { $0! } }
+        func wait() async -> [SyncVerdict] { await answers.value }
+    }
+
+    /// A counting semaphore for tasks: requests in flight at once, across a run's batches. A task waiting for a slot
+    /// holds no thread; slots are handed out in the order they were asked for.
+    final class Slots: Sendable {
+        private struct State {
+            var free: Int
+            var waiting: [CheckedContinuation<Void, Never>] = []
+        }
+        private let state: Mutex<State>
+
+        init(_ count: Int) { state = Mutex(State(free: count)) }
+
+        func acquire() async {
+            await withCheckedContinuation { continuation in
+                let taken = state.withLock { state in
+                    guard state.free > 0 else {
+                        state.waiting.append(continuation)
+                        return false
+                    }
+                    state.free -= 1
+                    return true
+                }
+                if taken { continuation.resume() }
+            }
+        }
+
+        func release() {
+            state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.waiting.isEmpty else {
+                    state.free += 1
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }?.resume()
+        }
+    }
+
+    /// Starts `work` for each of `count` requests, each once it holds one of the `concurrency` slots: their results,
+    /// in order.
+    func inFlight<T: Sendable>(
+        _ count: Int, _ work: @escaping @Sendable (Int) async -> T
+    ) -> Task<[T], Never> {
+        Task(executorPreference: executor) { [slots] in
+            await withTaskGroup(of: (Int, T).self) { group in
+                for index in 0..<count {
+                    await slots.acquire()
+                    group.addTask {
+                        defer { slots.release() }
+                        return (index, await work(index))
+                    }
+                }
+                var results = [T?](repeating: nil, count: count)
+                for await (index, result) in group { results[index] = result }
+                return results.map { $0! }
+            }
         }
     }
 
@@ -55,7 +101,7 @@ extension SyncEngine {
         }
     }
 
-    func push(into report: inout SyncReport, once: Bool, book: inout RunBook) throws {
+    func push(into report: inout SyncReport, once: Bool, book: inout RunBook) async throws {
         var passes = 0
         // `once`: one pass, and another only for what a merge left to send.
         var merged = true
@@ -81,19 +127,20 @@ extension SyncEngine {
                 let current =
                     batch.isEmpty ? nil : batches ? launchBatched(batch, stop: stop) : launch(batch, stop: stop)
                 if let previous {
-                    let outcome = try appendOutcomes(previous.batch, previous.wait(), book: &book, into: &report)
+                    let outcome = try appendOutcomes(
+                        previous.batch, await previous.wait(), book: &book, into: &report)
                     if outcome.merged { merged = true }
                     if let untrusted = outcome.untrusted {
                         stop.value.store(true, ordering: .relaxed)
                         if let current {
-                            _ = try appendOutcomes(current.batch, current.wait(), book: &book, into: &report)
+                            _ = try appendOutcomes(current.batch, await current.wait(), book: &book, into: &report)
                         }
                         throw SyncError(.untrusted, untrusted)
                     }
                     if let unauthorized = outcome.unauthorized {
                         stop.value.store(true, ordering: .relaxed)
                         if let current {
-                            _ = try appendOutcomes(current.batch, current.wait(), book: &book, into: &report)
+                            _ = try appendOutcomes(current.batch, await current.wait(), book: &book, into: &report)
                         }
                         throw SyncError(
                             .unauthorized,
@@ -144,28 +191,20 @@ extension SyncEngine {
         return batch
     }
 
-    /// Sends a batch on the request queue; each request waits for one of the `concurrency` slots.
+    /// Sends a batch, each request once it holds one of the `concurrency` slots.
     private func launch(_ batch: [Sending], stop: StopFlag) -> InFlight {
-        let flight = InFlight(batch)
-        for index in batch.indices {
-            flight.group.enter()
-            slots.wait()
-            requests.async { [self] in
-                let verdict: SyncVerdict
+        InFlight(
+            batch: batch,
+            answers: inFlight(batch.count) { [self] index in
                 if stop.value.load(ordering: .relaxed) {
-                    verdict = .retry(
+                    return .retry(
                         status: nil, error: "not sent: the run stopped (credentials refused)", retryAfter: nil)
-                } else {
-                    verdict = deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
-                    if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
-                    if SyncPlanner.untrusted(verdict) != nil { stop.value.store(true, ordering: .relaxed) }
                 }
-                flight.verdicts.withLock { $0[index] = verdict }
-                slots.signal()
-                flight.group.leave()
-            }
-        }
-        return flight
+                let verdict = await deliver(batch[index].item, key: batch[index].key, entry: batch[index].entry)
+                if case .unauthorized = verdict { stop.value.store(true, ordering: .relaxed) }
+                if SyncPlanner.untrusted(verdict) != nil { stop.value.store(true, ordering: .relaxed) }
+                return verdict
+            })
     }
 
     /// The outcomes of a batch, appended together: successes, failures, and merges with the server's version where a

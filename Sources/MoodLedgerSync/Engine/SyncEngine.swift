@@ -58,9 +58,10 @@ public final class SyncEngine: @unchecked Sendable {
     let codec: Mutex<SyncDialect>
     var dialect: SyncDialect { codec.withLock { $0 } }
     let random: Mutex<SplitMix64>
-    /// Where requests run: the system's pool of threads (none started per batch), at most `concurrency` at once.
-    let requests = DispatchQueue(label: "moodledger.sync.requests", attributes: .concurrent)
-    let slots: DispatchSemaphore
+    /// Requests in flight at once, at most `concurrency`, across a run's batches.
+    let slots: Slots
+    /// Where this engine's runs and their requests' tasks run (``RunExecutor``).
+    let executor = RunExecutor()
     private let credentials: Mutex<SyncCredentials?> = Mutex(nil)
     /// Whether this engine's remote has answered over a trusted connection (``checkTrust()``).
     let trustChecked = Mutex(false)
@@ -160,24 +161,31 @@ public final class SyncEngine: @unchecked Sendable {
             as: UTF8.self)
         var system = SystemRandomNumberGenerator()
         self.random = Mutex(SplitMix64(seed: configuration.seed ?? system.next()))
-        slots = DispatchSemaphore(value: max(1, configuration.concurrency))
+        slots = Slots(max(1, configuration.concurrency))
     }
 
-    /// One run: push, pull, push what the pull re-queued.
+    /// One run, blocking the calling thread until it is done (the command line's `sync`): what
+    /// ``run(once:)-swift.method`` does, on an executor of the run's own while this thread waits. An app awaits the
+    /// asynchronous form instead.
     /// - Parameter once: one push pass and one pull, without re-checking the outbox.
     /// - Returns: what the run did.
     /// - Throws: ``SyncError`` `unauthorized` when the credentials are refused twice (the item's failure is
     ///   recorded first); ``EventLogError`` when the log cannot be written.
     public func run(once: Bool = false) throws -> SyncReport {
+        try RunExecutor.blocking(on: executor) { try await self.runSteps(once: once) }
+    }
+
+    /// One run: push, pull, push what the pull re-queued.
+    func runSteps(once: Bool) async throws -> SyncReport {
         var report = SyncReport()
         var book = RunBook()
-        try learnCapabilities()
-        try checkTrust()
-        try push(into: &report, once: once, book: &book)
+        try await learnCapabilities()
+        try await checkTrust()
+        try await push(into: &report, once: once, book: &book)
         try stopIfCancelled()
-        try pull(into: &report, book: &book)
+        try await pull(into: &report, book: &book)
         try stopIfCancelled()
-        if report.requeued > 0 || !once { try push(into: &report, once: once, book: &book) }
+        if report.requeued > 0 || !once { try await push(into: &report, once: once, book: &book) }
         try stopIfCancelled()
         try adoptHeardCapabilities()
         summarize(into: &report)
@@ -223,10 +231,16 @@ public final class SyncEngine: @unchecked Sendable {
     /// - Returns: per entry that could not be erased there, why (404 counts as erased: the server never had it, or
     ///   has erased it already).
     public func eraseAtRemote(_ ids: [EntryID]) -> [EntryID: String] {
+        (try? RunExecutor.blocking(on: executor) { await self.eraseAtRemote(ids) }) ?? [:]
+    }
+
+    /// Asks the remote to erase entries too, as ``eraseAtRemote(_:)-(([EntryID]))`` does, awaiting its requests.
+    /// - Returns: per entry that could not be erased there, why.
+    public func eraseAtRemote(_ ids: [EntryID]) async -> [EntryID: String] {
         var dialect = self.dialect
         if dialect.remote.capabilitySource == .unknown {
             // Asked without recording: a refused erasure appends nothing (the next sync records what it learns).
-            guard let learned = try? probe(dialect.dialect) else {
+            guard let learned = try? await probe(dialect.dialect) else {
                 return Dictionary(uniqueKeysWithValues: ids.map { ($0, "the remote did not say what it can do") })
             }
             dialect = SyncDialect(
@@ -251,8 +265,8 @@ public final class SyncEngine: @unchecked Sendable {
             let remoteID = (remoteIDs[id] ?? nil) ?? id.description
             let request = SyncRequest(
                 method: "DELETE", path: "\(dialect.collection)/\(SyncDialect.escape(remoteID))\(query)")
-            let credentials = (try? currentCredentials(refresh: false)) ?? SyncCredentials()
-            switch ask(request, credentials: credentials) {
+            let credentials = (try? await currentCredentials(refresh: false)) ?? SyncCredentials()
+            switch await ask(request, credentials: credentials) {
             case .response(let status, _, _) where (200..<300).contains(status) || status == 404: break
             case .response(let status, _, let body):
                 failures[id] = "HTTP \(status)" + (SyncPolicy.serverMessage(body).map { ": \($0)" } ?? "")
@@ -274,27 +288,27 @@ public final class SyncEngine: @unchecked Sendable {
     /// create after a 404, a read after a 412, an update after a create the server had) go one by one.
     func deliver(
         _ item: Due, key: String, entry: MoodEntry?, answered: SyncPlanner.Answer? = nil
-    ) -> SyncVerdict {
-        if item.operation == .delete, item.remoteID == nil { return deleteUnacknowledged(item, key: key) }
+    ) async -> SyncVerdict {
+        if item.operation == .delete, item.remoteID == nil { return await deleteUnacknowledged(item, key: key) }
         if item.operation != .delete && entry == nil {
             // Deleted before the attempt was made: nothing to send; the outbox already records the delete.
             return .retry(status: nil, error: "not sent: the entry was deleted during the run", retryAfter: nil)
         }
-        if answered == nil, let entry, let found = findLostCreate(item, entry: entry, key: key) { return found }
-        var verdict = exchange(item.operation, item: item, entry: entry, key: key, answered: answered)
+        if answered == nil, let entry, let found = await findLostCreate(item, entry: entry, key: key) { return found }
+        var verdict = await exchange(item.operation, item: item, entry: entry, key: key, answered: answered)
         if case .park(404?, _) = verdict, item.operation == .update, dialect.remote.has(.update) {
             // The remote has the route, so 404 is about the entry: it lacks it (deleted on another device, lost, or
             // never had it). The change here reached the server last: create it again, and say so. (A 405 is about
             // the route: never re-sent as a create.) Unless the server, asked, still holds the record: then the 404
             // was not about it (another request's answer), and a second record is never made.
-            if let doubt = doubtOfMissing(item) { return doubt }
-            verdict = exchange(.create, item: item, entry: entry, key: key)
+            if let doubt = await doubtOfMissing(item) { return doubt }
+            verdict = await exchange(.create, item: item, entry: entry, key: key)
             if case .delivered(let remoteID, let revision) = verdict {
                 return .recreated(remoteID: remoteID, revision: revision)
             }
         }
         if case .retry(412?, _, _) = verdict, item.operation != .create, dialect.remote.has(.revisions) {
-            return fetchCurrent(item, fallback: verdict)
+            return await fetchCurrent(item, fallback: verdict)
         }
         return verdict
     }
@@ -302,16 +316,16 @@ public final class SyncEngine: @unchecked Sendable {
     /// After an update's 404: a read of the record it was sent to. `nil` when the record is confirmed missing (404) or
     /// the remote has no such read (405, 501): the entry is created again. Otherwise a retryable failure: the record
     /// is there (the 404 was another request's answer), or whether it is could not be told.
-    private func doubtOfMissing(_ item: Due) -> SyncVerdict? {
+    private func doubtOfMissing(_ item: Due) async -> SyncVerdict? {
         guard let remoteID = item.remoteID else { return nil }
         let request = SyncRequest(
             method: "GET", path: dialect.itemPath(remoteID: remoteID),
             maximumResponseBytes: SyncLimits.entryAnswerBytes)
         let credentials: SyncCredentials
-        do { credentials = try currentCredentials(refresh: false) } catch {
+        do { credentials = try await currentCredentials(refresh: false) } catch {
             return .unauthorized(error: error.message)
         }
-        switch ask(request, credentials: credentials) {
+        switch await ask(request, credentials: credentials) {
         case .response(404, _, _), .response(405, _, _), .response(501, _, _):
             return nil
         case .response(200, _, let body)
@@ -334,7 +348,7 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     /// After a 412: the server's current version of the entry and its revision (`ETag`), or the 412 to retry later.
-    private func fetchCurrent(_ item: Due, fallback: SyncVerdict) -> SyncVerdict {
+    private func fetchCurrent(_ item: Due, fallback: SyncVerdict) async -> SyncVerdict {
         let remoteID = item.remoteID ?? item.entryID.description
         // The reference server's full read (instants to the millisecond, typed_score): the seed routes answer in
         // whole seconds and without the typed flag, which a merge would take for changes.
@@ -342,8 +356,8 @@ public final class SyncEngine: @unchecked Sendable {
             dialect.remote.has(.extensions)
             ? "/api/v1/mood/\(SyncDialect.escape(remoteID))?detail=full" : dialect.itemPath(remoteID: remoteID)
         let request = SyncRequest(method: "GET", path: path)
-        guard let credentials = try? currentCredentials(refresh: false) else { return fallback }
-        switch ask(request, credentials: credentials) {
+        guard let credentials = try? await currentCredentials(refresh: false) else { return fallback }
+        switch await ask(request, credentials: credentials) {
         case .response(404, _, _):
             return .stale(theirs: nil, revision: 0, remoteID: remoteID)
         case .response(200, let headers, let body):
@@ -362,9 +376,14 @@ public final class SyncEngine: @unchecked Sendable {
     func exchange(
         _ operation: SyncOperation, item: Due, entry: MoodEntry?, key: String,
         answered: SyncPlanner.Answer? = nil
-    ) -> SyncVerdict {
+    ) async -> SyncVerdict {
         let request = planner.request(for: operation, item: item, entry: entry, key: key)
-        let answer = answered ?? perform(request, operation: operation, entryID: item.entryID)
+        let answer: SyncPlanner.Answer
+        if let answered {
+            answer = answered
+        } else {
+            answer = await perform(request, operation: operation, entryID: item.entryID)
+        }
         let (verdict, alreadyThere) = planner.attributed(
             answer.verdict, alreadyThere: answer.alreadyThere, linked: answer.linked, operation: operation, item: item)
         // A create linked by its source key is taken as it is: the server's record is the same source record (a
@@ -378,7 +397,7 @@ public final class SyncEngine: @unchecked Sendable {
                 .update, entryID: item.entryID, entry: entry, remoteID: remoteID, key: key + ".u")
             var updated = item
             updated.remoteID = remoteID
-            let answer = perform(update, operation: .update, entryID: item.entryID)
+            let answer = await perform(update, operation: .update, entryID: item.entryID)
             return planner.attributed(answer.verdict, alreadyThere: false, operation: .update, item: updated).verdict
         }
         return verdict
@@ -388,10 +407,8 @@ public final class SyncEngine: @unchecked Sendable {
     /// without `Idempotent-Replayed`.
     func perform(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
-    )
-        -> SyncPlanner.Answer
-    {
-        send(request, operation: operation, entryID: entryID).answer
+    ) async -> SyncPlanner.Answer {
+        await send(request, operation: operation, entryID: entryID).answer
     }
 
     /// A response as the transport gave it.
@@ -401,14 +418,14 @@ public final class SyncEngine: @unchecked Sendable {
     /// it (for `operation` on `entryID`), and the answer itself when there was one.
     func send(
         _ request: SyncRequest, operation: SyncOperation, entryID: EntryID
-    ) -> (answer: SyncPlanner.Answer, response: Response?) {
+    ) async -> (answer: SyncPlanner.Answer, response: Response?) {
         var refreshed = false
         while true {
             let credentials: SyncCredentials
-            do { credentials = try currentCredentials(refresh: refreshed) } catch {
+            do { credentials = try await currentCredentials(refresh: refreshed) } catch {
                 return ((.unauthorized(error: error.message), false, false), nil)
             }
-            switch ask(request, credentials: credentials) {
+            switch await ask(request, credentials: credentials) {
             case .failure(let kind, let message):
                 return ((.retry(status: nil, error: "\(kind): \(message)", retryAfter: nil), false, false), nil)
             case .response(let status, let headers, let body):
@@ -424,24 +441,14 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
-    func currentCredentials(refresh: Bool) throws(SyncError) -> SyncCredentials {
+    func currentCredentials(refresh: Bool) async throws(SyncError) -> SyncCredentials {
         if !refresh, let cached = credentials.withLock({ $0 }) { return cached }
         // Whatever the provider is (the environment, a file, an app's keychain), a value that could end a header line
         // is refused before any request carries it.
         let given: SyncCredentials
         switch credentialSource {
         case .now(let source): given = try source()
-        case .later(let provider):
-            // Called from a run's own thread (never the caller's executor): it waits for the app's provider.
-            let box = Mutex<Result<SyncCredentials, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                let result = await Self.result(of: provider)
-                box.withLock { $0 = result }
-                done.signal()
-            }
-            done.wait()
-            given = try Self.credentials(from: box.withLock { $0 }!)
+        case .later(let provider): given = try Self.credentials(from: await Self.result(of: provider))
         }
         let loaded = try given.checkedForHeaders(names: ("the API key", "the token"))
         credentials.withLock { $0 = loaded }
@@ -463,14 +470,6 @@ public final class SyncEngine: @unchecked Sendable {
         of provider: @Sendable () async throws -> SyncCredentials
     ) async -> Result<SyncCredentials, any Error> {
         do { return .success(try await provider()) } catch { return .failure(error) }
-    }
-
-    /// Primes the credentials from an asynchronous provider before a run (no thread waits for it then).
-    func prefetchCredentials() async throws(SyncError) {
-        guard case .later(let provider) = credentialSource, credentials.withLock({ $0 }) == nil else { return }
-        let result = await Self.result(of: provider)
-        let loaded = try Self.credentials(from: result).checkedForHeaders(names: ("the API key", "the token"))
-        credentials.withLock { $0 = loaded }
     }
 
     private func summarize(into report: inout SyncReport) {

@@ -2,7 +2,7 @@ import Dispatch
 import HTTPWire
 import Platform
 
-/// A small blocking HTTP/1.1 client connection: what `moodledger sync` speaks to a backend with, and what the
+/// A small HTTP/1.1 client connection, blocking or awaiting: what `moodledger sync` speaks to a backend with, and what the
 /// benchmark's load generator and the server tests use. Keep-alive; `Content-Length` and chunked bodies; no TLS, no
 /// redirects. Answers are framed by the codec the server frames requests with (``HTTPFields``, ``HTTPFraming``,
 /// ``HTTPChunkedDecoder``); its system calls are ``Socket``'s (the one platform layer).
@@ -55,6 +55,24 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         }
     }
 
+    /// Connects to `host:port` as ``init(host:port:timeout:)`` does, awaiting the connect instead of blocking a thread.
+    /// - Throws: ``Failure`` when the name does not resolve or no address accepts the connection.
+    public static func connect(host: String, port: UInt16, timeout: Double = 30) async throws -> HTTPConnection {
+        do {
+            return HTTPConnection(
+                fd: try await Socket.connectAwaiting(host: host, port: port, timeout: timeout), timeout: timeout)
+        } catch let error as Socket.Unresolved {
+            throw Failure(what: "cannot resolve \(host) (\(error.reason))")
+        } catch let error as Errno {
+            throw Failure(what: "cannot connect to \(host):\(port) (\(error))", timedOut: error.isTimeout)
+        }
+    }
+
+    private init(fd: Int32, timeout: Double) {
+        self.fd = fd
+        readTimeout = timeout
+    }
+
     /// Connects to 127.0.0.1:`port`.
     /// - Throws: ``Failure`` when the connection is refused.
     public convenience init(port: UInt16, timeout: Double = 30) throws {
@@ -70,6 +88,14 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// - Throws: ``Failure`` when the peer is gone or the send times out.
     public func send(_ bytes: [UInt8]) throws {
         do { try bytes.withUnsafeBytes { try Socket.sendAll(fd, $0) } } catch let error as Errno {
+            throw Failure(what: "send failed (\(error))", timedOut: error.isTimeout)
+        }
+    }
+
+    /// Sends every byte as ``send(_:)-([UInt8])`` does, awaiting the socket whenever it is full.
+    /// - Throws: ``Failure`` when the peer is gone or takes nothing for the read timeout.
+    public func send(_ bytes: [UInt8]) async throws {
+        do { try await Socket.sendAwaiting(fd, bytes, seconds: readTimeout) } catch let error as Errno {
             throw Failure(what: "send failed (\(error))", timedOut: error.isTimeout)
         }
     }
@@ -102,79 +128,158 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     /// - Parameter limits: the response's byte budget and deadline; breaching either is a ``Failure``.
     /// - Throws: ``Failure`` at end of stream, a malformed response, a limit breached, or a timeout.
     /// - Parameter returningInterim: return a 1xx answer as it is (a test that asked for `100 Continue` reads it).
-    ///
-    /// Long because one answer is read against one byte budget and one deadline: the status line, interim answers,
-    /// the fields and the framing are read in order with them.
     public func readResponse(
         head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false
-    ) throws
-        -> Response
-    {
+    ) throws -> Response {
+        var reading = begin(head: head, limits: limits, returningInterim: returningInterim)
+        defer { self.limits = Limits() }
+        while true {
+            if let response = try advance(&reading) { return response }
+            do { try fill() } catch let failure as Failure where failure.what == Self.closed {
+                if let response = try ended(&reading) { return response }
+                throw failure
+            }
+        }
+    }
+
+    /// Reads one response as ``readResponse(head:limits:returningInterim:)`` does, awaiting the socket instead of
+    /// blocking a thread.
+    public func readResponse(
+        head: Bool = false, limits: Limits = Limits(), returningInterim: Bool = false
+    ) async throws -> Response {
+        var reading = begin(head: head, limits: limits, returningInterim: returningInterim)
+        defer { self.limits = Limits() }
+        while true {
+            if let response = try advance(&reading) { return response }
+            do { try await fillAwaiting() } catch let failure as Failure where failure.what == Self.closed {
+                if let response = try ended(&reading) { return response }
+                throw failure
+            }
+        }
+    }
+
+    /// Where the reading of one response stands: looking for the end of a head, or reading a body by its framing.
+    private struct Reading {
+        enum Phase {
+            /// Looking for the head's end; the bytes before `searched` hold none.
+            case head(searched: Int)
+            case chunked(HTTPChunkedDecoder)
+            case length(Int)
+            case untilClose
+        }
+        var phase: Phase
+        let toHead: Bool
+        let returningInterim: Bool
+        var response = Response(status: 0, headers: [], body: [])
+        var persistent = false
+    }
+
+    private func begin(head: Bool, limits: Limits, returningInterim: Bool) -> Reading {
         reusable = false
         self.limits = limits
         budgetStart = start
-        defer { self.limits = Limits() }
-        var status: Int
-        var minor: Int
-        var headers: [(name: String, value: String)]
+        return Reading(phase: .head(searched: start), toHead: head, returningInterim: returningInterim)
+    }
+
+    /// Takes the response as far as the bytes read allow. - Returns: the response when it is whole, `nil` when more
+    /// bytes are needed.
+    ///
+    /// Long because one answer is read against one byte budget and one deadline: the status line, interim answers,
+    /// the fields and the framing are read in order with them.
+    private func advance(_ reading: inout Reading) throws -> Response? {
         while true {
-            let end = try headerEnd()
-            let head = buffer.withUnsafeBytes { raw in Self.head(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
-            (status, minor, headers) = try head.get()
-            start = end + 4
-            if status == 101 { throw Failure(what: "the server switched protocols (101), which was not asked for") }
-            if (100..<200).contains(status) && !returningInterim { continue }
-            break
-        }
-        var response = Response(status: status, headers: headers, body: [])
-        let framing: HTTPFraming
-        let close: Bool
-        do {
-            (framing, close) = try HTTPFraming.response(headers, status: status, minor: minor, toHead: head)
-        } catch {
-            throw Failure(what: "the answer's framing is refused: \(error.reason)")
-        }
-        var persistent = minor >= 1 && !close && HTTPFraming.persistent(headers, minor: minor)
-        defer { reusable = persistent && start == buffer.count }
-        if framing != .none,
-            let coding = response.header("content-encoding")?.lowercased(), !coding.isEmpty, coding != "identity"
-        {
-            // Nothing but identity was asked for (no Accept-Encoding is sent): a compressed body is not what was asked.
-            throw Failure(what: "the answer is compressed (\(String(coding.prefix(20)))), which was not asked for")
-        }
-        switch framing {
-        case .none:
-            break
-        case .chunked:
-            var decoder = HTTPChunkedDecoder(from: start, maximumBody: limits.maximumBytes, maximumTrailers: 64 << 10)
-            while true {
+            switch reading.phase {
+            case .head(let searched):
+                let found = buffer.withUnsafeBytes { raw in
+                    HTTPFields.blockEnd(raw, from: max(start, searched - 3), limit: raw.count)
+                }
+                guard let end = found else {
+                    guard buffer.count - start < 64 << 10 else {
+                        throw Failure(what: "response header block too large")
+                    }
+                    reading.phase = .head(searched: buffer.count)
+                    return nil
+                }
+                let head = buffer.withUnsafeBytes { raw in
+                    Self.head(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+                }
+                let (status, minor, headers) = try head.get()
+                start = end + 4
+                if status == 101 { throw Failure(what: "the server switched protocols (101), which was not asked for") }
+                if (100..<200).contains(status) && !reading.returningInterim {
+                    reading.phase = .head(searched: start)
+                    continue
+                }
+                reading.response = Response(status: status, headers: headers, body: [])
+                let framing: HTTPFraming
+                let close: Bool
+                do {
+                    (framing, close) = try HTTPFraming.response(
+                        headers, status: status, minor: minor, toHead: reading.toHead)
+                } catch {
+                    throw Failure(what: "the answer's framing is refused: \(error.reason)")
+                }
+                reading.persistent = minor >= 1 && !close && HTTPFraming.persistent(headers, minor: minor)
+                if framing != .none,
+                    let coding = reading.response.header("content-encoding")?.lowercased(), !coding.isEmpty,
+                    coding != "identity"
+                {
+                    // Nothing but identity was asked for (no Accept-Encoding is sent): a compressed body is not what
+                    // was asked.
+                    throw Failure(
+                        what: "the answer is compressed (\(String(coding.prefix(20)))), which was not asked for")
+                }
+                switch framing {
+                case .none: return finished(&reading)
+                case .chunked:
+                    reading.phase = .chunked(
+                        HTTPChunkedDecoder(from: start, maximumBody: limits.maximumBytes, maximumTrailers: 64 << 10))
+                case .length(let length):
+                    guard start + length - budgetStart <= limits.maximumBytes else { throw tooLarge() }
+                    reading.phase = .length(length)
+                case .untilClose:
+                    // Neither a length nor chunked: the body runs to a real close of the connection (RFC 9112 §6.3),
+                    // within the budget; a body still going at the budget is refused, never taken as whole.
+                    reading.persistent = false
+                    reading.phase = .untilClose
+                }
+            case .chunked(var decoder):
                 let outcome: (done: Bool, error: HTTPWireError?) = buffer.withUnsafeBytes { raw in
                     do throws(HTTPWireError) { return (try decoder.advance(raw), nil) } catch { return (false, error) }
                 }
                 if let error = outcome.error {
                     throw error.status == 413 ? tooLarge() : Failure(what: "malformed chunked body: \(error.reason)")
                 }
-                if outcome.done { break }
-                try fill()
+                guard outcome.done else {
+                    reading.phase = .chunked(decoder)
+                    return nil
+                }
+                reading.response.body = decoder.body
+                start = decoder.position
+                return finished(&reading)
+            case .length(let length):
+                guard buffer.count >= start + length else { return nil }
+                reading.response.body = Array(buffer[start..<(start + length)])
+                start += length
+                return finished(&reading)
+            case .untilClose:
+                return nil
             }
-            response.body = decoder.body
-            start = decoder.position
-        case .length(let length):
-            try need(start + length)
-            response.body = Array(buffer[start..<(start + length)])
-            start += length
-        case .untilClose:
-            // Neither a length nor chunked: the body runs to a real close of the connection (RFC 9112 §6.3), within
-            // the budget; a body still going at the budget is refused, never taken as whole.
-            persistent = false
-            while true {
-                do { try fill() } catch let failure as Failure where failure.what == Self.closed { break }
-            }
-            response.body = Array(buffer[start...])
-            response.headers.append(("connection", "close"))
-            start = buffer.count
         }
-        return compacted(response)
+    }
+
+    /// The response whose bytes ended with the connection: whole when its body runs until the close.
+    private func ended(_ reading: inout Reading) throws -> Response? {
+        guard case .untilClose = reading.phase else { return nil }
+        reading.response.body = Array(buffer[start...])
+        reading.response.headers.append(("connection", "close"))
+        start = buffer.count
+        return finished(&reading)
+    }
+
+    private func finished(_ reading: inout Reading) -> Response {
+        reusable = reading.persistent && start == buffer.count
+        return compacted(reading.response)
     }
 
     /// A response head's status line and fields, by the shared codec (a folded line unfolded, as a user agent must).
@@ -190,12 +295,6 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         } catch {
             return .failure(Failure(what: "malformed response header: \(error.reason)"))
         }
-    }
-
-    /// Reads until the buffer holds `count` bytes from its start (within the response's budget).
-    private func need(_ count: Int) throws {
-        guard count - budgetStart <= limits.maximumBytes else { throw tooLarge() }
-        while buffer.count < count { try fill() }
     }
 
     private func tooLarge() -> Failure {
@@ -231,41 +330,54 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
         }
     }
 
-    private func headerEnd() throws -> Int {
-        var from = start
-        while true {
-            let found = buffer.withUnsafeBytes { raw in
-                HTTPFields.blockEnd(raw, from: max(start, from - 3), limit: raw.count)
-            }
-            if let found { return found }
-            guard buffer.count - start < 64 << 10 else { throw Failure(what: "response header block too large") }
-            from = buffer.count
-            try fill()
-        }
+    /// Reads what arrives into the buffer, waiting at most the read timeout (or what is left of the deadline).
+    private func fill() throws {
+        let (seconds, size) = try window()
+        if limits.deadline != nil { Socket.setReceiveTimeout(fd, seconds: seconds) }
+        var chunk = [UInt8](repeating: 0, count: size)
+        let count: Int
+        do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error
+            as Errno
+        { throw readFailure(error) }
+        try take(chunk, count)
     }
 
-    private func fill() throws {
+    /// ``fill()``, awaiting the socket instead of blocking a thread.
+    private func fillAwaiting() async throws {
+        let (seconds, size) = try window()
+        let chunk: [UInt8]
+        do { chunk = try await Socket.receiveAwaiting(fd, maximum: size, seconds: seconds) } catch let error as Errno {
+            throw readFailure(error)
+        }
+        try take(chunk, chunk.count)
+    }
+
+    /// How long the next read may wait, and how many bytes it may take: a read past the deadline or the budget is
+    /// refused before it is made.
+    private func window() throws -> (seconds: Double, size: Int) {
+        var seconds = readTimeout
         if let deadline = limits.deadline {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else {
                 throw Failure(what: "timed out: the whole response did not arrive in time", timedOut: true, limit: true)
             }
-            Socket.setReceiveTimeout(fd, seconds: min(readTimeout, Double(deadline - now) / 1e9))
+            seconds = min(readTimeout, Double(deadline - now) / 1e9)
         }
         guard buffer.count - budgetStart < limits.maximumBytes else { throw tooLarge() }
-        var chunk = [UInt8](repeating: 0, count: min(65536, max(1, limits.maximumBytes - (buffer.count - budgetStart))))
-        let count: Int
-        do { count = try chunk.withUnsafeMutableBytes { try Socket.receiveBlocking(fd, into: $0) } } catch let error
-            as Errno
-        {
-            let pastDeadline = limits.deadline.map { DispatchTime.now().uptimeNanoseconds >= $0 } ?? false
-            if error.isTimeout, pastDeadline {
-                throw Failure(what: "timed out: the whole response did not arrive in time", timedOut: true, limit: true)
-            }
-            throw Failure(
-                what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
-                timedOut: error.isTimeout)
+        return (seconds, min(65536, max(1, limits.maximumBytes - (buffer.count - budgetStart))))
+    }
+
+    private func readFailure(_ error: Errno) -> Failure {
+        let pastDeadline = limits.deadline.map { DispatchTime.now().uptimeNanoseconds >= $0 } ?? false
+        if error.isTimeout, pastDeadline {
+            return Failure(what: "timed out: the whole response did not arrive in time", timedOut: true, limit: true)
         }
+        return Failure(
+            what: error.isTimeout ? "timed out waiting for the response" : "read failed (\(error))",
+            timedOut: error.isTimeout)
+    }
+
+    private func take(_ chunk: [UInt8], _ count: Int) throws {
         guard count > 0 else { throw Failure(what: Self.closed) }
         buffer += chunk[0..<count]
     }

@@ -11,9 +11,15 @@ public enum SyncExchange: Sendable {
 }
 
 /// Sends requests to a backend; tests and `--dry-run` put their own in its place.
+///
+/// A transport implements ``exchange(_:credentials:)`` (awaited: a run's requests wait on their sockets, not on
+/// threads), ``perform(_:credentials:)`` (blocking), or both; each has a default that calls the other.
 public protocol SyncTransport: Sendable {
-    /// Performs one request with these credentials.
+    /// Performs one request with these credentials, blocking the calling thread until it is answered.
     func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange
+    /// Performs one request with these credentials, awaiting the answer without holding a thread. A sync run sends
+    /// every request this way.
+    func exchange(_ request: SyncRequest, credentials: SyncCredentials) async -> SyncExchange
     /// What carries the requests, in words (`HTTP/1.1 over a socket`, `HTTPS via URLSession, TLS 1.3`): recorded with
     /// each batch of attempts, told by `sync explain`.
     var carrier: String { get }
@@ -22,6 +28,19 @@ public protocol SyncTransport: Sendable {
 extension SyncTransport {
     /// A transport that does not say: `HTTP`.
     public var carrier: String { "HTTP" }
+
+    /// The blocking form of a transport that only awaits: its ``exchange(_:credentials:)``, run on an executor of
+    /// its own while the calling thread waits.
+    public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+        (try? RunExecutor.blocking { await exchange(request, credentials: credentials) })
+            ?? .failure(kind: "network", message: "the request was not sent")
+    }
+
+    /// The awaited form of a transport that only blocks (a test's, answering at once): its
+    /// ``perform(_:credentials:)``, called on the run's own executor.
+    public func exchange(_ request: SyncRequest, credentials: SyncCredentials) async -> SyncExchange {
+        perform(request, credentials: credentials)
+    }
 }
 
 /// HTTP/1.1 over keep-alive connections to one remote, pooled so several requests are in flight at once.
@@ -48,7 +67,9 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
         self.requestTimeoutSeconds = requestTimeout
     }
 
-    public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+    /// Sends one request on a pooled connection (or a new one), awaiting its socket: no thread waits for the
+    /// answer.
+    public func exchange(_ request: SyncRequest, credentials: SyncCredentials) async -> SyncExchange {
         let bytes: [UInt8]
         do { bytes = try encode(request, credentials: credentials) } catch {
             return .failure(kind: "network", message: "the request cannot be written: \(error.reason)")
@@ -71,7 +92,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
             } else {
                 let left = Double(deadline &- min(deadline, DispatchTime.now().uptimeNanoseconds)) / 1e9
                 do {
-                    connection = try HTTPConnection(
+                    connection = try await HTTPConnection.connect(
                         host: url.host, port: url.port, timeout: max(0.001, min(timeoutSeconds, left)))
                 } catch let error as HTTPConnection.Failure {
                     return .failure(kind: error.timedOut ? "timeout" : "network", message: error.what)
@@ -80,8 +101,8 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
                 }
             }
             do {
-                try connection.send(bytes)
-                let response = try connection.readResponse(head: request.method == "HEAD", limits: limits)
+                try await connection.send(bytes)
+                let response = try await connection.readResponse(head: request.method == "HEAD", limits: limits)
                 // Only a response read exactly to its end, with nothing after it, leaves the connection usable: any
                 // doubt closes it, so no later answer is ever taken for another request's.
                 if connection.reusable {

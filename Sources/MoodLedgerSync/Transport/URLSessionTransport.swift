@@ -83,7 +83,8 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
 
     deinit { session.invalidateAndCancel() }
 
-    public func perform(_ request: SyncRequest, credentials: SyncCredentials) -> SyncExchange {
+    /// Sends one request through the session, awaiting its answer: no thread waits for it.
+    public func exchange(_ request: SyncRequest, credentials: SyncCredentials) async -> SyncExchange {
         guard let target = URL(string: url.description + request.path) else {
             return .failure(kind: "network", message: "the request's URL is not valid")
         }
@@ -113,11 +114,11 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         task.resume()
         // The whole request, from connecting to the last byte, within the deadline (a second beyond URLSession's
         // own resource timeout: that one answers first, with its own error).
-        if waiter.wait(timeout: .now() + requestTimeout + 1) == .timedOut {
+        if await !waiter.wait(seconds: requestTimeout + 1) {
             // The request's own limit: a timeout, whatever URLSession then says of the cancelled task.
             relay.timedOut(task, after: requestTimeout)
             task.cancel()
-            _ = waiter.wait(timeout: .now() + 5)
+            _ = await waiter.wait(seconds: 5)
         }
         return relay.finish(task, host: url.host)
     }
@@ -156,7 +157,42 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
             var body = Data()
             var limit: Int
             var failure: (kind: String, message: String)?
-            let done = DispatchSemaphore(value: 0)
+            let done = Completion()
+        }
+
+        /// A task's end, awaited by the request that started it.
+        final class Completion: Sendable {
+            private struct State {
+                var done = false
+                var waiter: CheckedContinuation<Bool, Never>?
+            }
+            private let state = Mutex(State())
+
+            /// Marks the task ended and resumes its waiter.
+            func signal() {
+                state.withLock { state in
+                    state.done = true
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }?.resume(returning: true)
+            }
+
+            /// Waits at most `seconds` for the end. - Returns: whether it came.
+            func wait(seconds: Double) async -> Bool {
+                await withCheckedContinuation { continuation in
+                    let done = state.withLock { state in
+                        if !state.done { state.waiter = continuation }
+                        return state.done
+                    }
+                    if done { return continuation.resume(returning: true) }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                        state.withLock { state in
+                            defer { state.waiter = nil }
+                            return state.waiter
+                        }?.resume(returning: false)
+                    }
+                }
+            }
         }
 
         let host: String
@@ -172,7 +208,7 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
             self.anchors = anchors
         }
 
-        func begin(_ task: URLSessionTask, limit: Int) -> DispatchSemaphore {
+        func begin(_ task: URLSessionTask, limit: Int) -> Completion {
             let answer = Answer(limit: limit)
             answers.withLock { $0[task.taskIdentifier] = answer }
             return answer.done
@@ -237,7 +273,7 @@ public final class URLSessionTransport: SyncTransport, @unchecked Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-            let done = answers.withLock { answers -> DispatchSemaphore? in
+            let done = answers.withLock { answers -> Completion? in
                 guard var answer = answers[task.taskIdentifier] else { return nil }
                 if let error, answer.failure == nil {
                     answer.failure = Self.classify(error, host: host, refusal: refusal.withLock { $0 })

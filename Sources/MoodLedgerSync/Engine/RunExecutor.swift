@@ -1,0 +1,40 @@
+import Dispatch
+import Synchronization
+
+/// Where a sync run's code runs: a serial dispatch queue as a task executor. The run and its requests' tasks prefer
+/// it, so a run never takes a thread of Swift's cooperative pool for its own synchronous steps (appending a batch of
+/// attempts and syncing the log) and never holds a thread while a request is on the wire: a request awaits its
+/// socket, and the queue runs whatever else of the run is ready meanwhile.
+final class RunExecutor: TaskExecutor {
+    private let queue: DispatchQueue
+
+    init(label: String = "moodledger.sync.run") { queue = DispatchQueue(label: label) }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Runs `work` on a fresh run executor and blocks the calling thread until it is done: the synchronous forms
+    /// (the command line's `sync`, a blocking transport call) over the asynchronous code. The caller's thread only
+    /// waits; nothing of `work` needs it, or any thread of the cooperative pool.
+    static func blocking<T: Sendable>(
+        on executor: RunExecutor = RunExecutor(), _ work: @escaping @Sendable () async throws -> T
+    ) throws -> T {
+        let outcome = Box<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: executor) {
+            let result: Result<T, any Error>
+            do { result = .success(try await work()) } catch { result = .failure(error) }
+            outcome.value.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.value.withLock { $0! }.get()
+    }
+
+    /// A result handed from the task to the waiting thread.
+    private final class Box<T: Sendable>: Sendable {
+        let value = Mutex<Result<T, any Error>?>(nil)
+    }
+}
