@@ -91,9 +91,13 @@ extension Socket {
         throw failure
     }
 
-    /// Sends every byte, awaiting the socket whenever it is full (each wait at most `seconds`).
-    /// - Throws: ``Errno`` (`ETIMEDOUT`: the peer took nothing for `seconds`; `EPIPE`, `ECONNRESET`: it is gone).
-    public static func sendAwaiting(_ fd: Int32, _ bytes: [UInt8], seconds: Double) async throws {
+    /// Sends every byte, awaiting the socket whenever it is full: each wait at most `seconds`, and none past
+    /// `deadline` (`DispatchTime` uptime in ns) when one is given.
+    /// - Throws: ``Errno`` (`ETIMEDOUT`: the peer took nothing for `seconds`, or the deadline passed; `EPIPE`,
+    ///   `ECONNRESET`: it is gone).
+    public static func sendAwaiting(
+        _ fd: Int32, _ bytes: [UInt8], seconds: Double, until deadline: UInt64? = nil
+    ) async throws {
         var offset = 0
         while offset < bytes.count {
             let count = bytes.withUnsafeBytes { raw in
@@ -106,7 +110,13 @@ extension Socket {
             let error = count < 0 ? lastErrno : Errno(rawValue: EPIPE)
             if error.rawValue == EINTR { continue }
             guard error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK else { throw error }
-            guard await ready(fd, writable: true, seconds: seconds) else { throw Errno(rawValue: ETIMEDOUT) }
+            var wait = seconds
+            if let deadline {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { throw Errno(rawValue: ETIMEDOUT) }
+                wait = min(seconds, Double(deadline - now) / 1e9)
+            }
+            guard await ready(fd, writable: true, seconds: wait) else { throw Errno(rawValue: ETIMEDOUT) }
         }
     }
 

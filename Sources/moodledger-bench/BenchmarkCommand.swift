@@ -127,7 +127,6 @@ enum BenchmarkCommand {
                     "usage: moodledger-bench [--events N] [--json] [--keep] [--erasure-only]   (default N = 1,000,000; see Specs/benchmark.md)\n"
                         + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
                         + "       moodledger-bench --app [--entries 100000] [--json]   (reads, observation and processes as an app sees them)\n"
-                        + "       moodledger-bench --app [--entries 100000] [--json]   (reads, observation and processes as an app sees them)\n"
                         + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
                         + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts | --restarts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging; --restarts: two devices across server restarts)"
                 )

@@ -102,7 +102,7 @@ struct AwaitedRequestsTests {
         }
         let transport = HTTPTransport(url: try RemoteURL(proxy.url))
         let credentials = server.credentials
-        let statuses = await Task(executorPreference: RunExecutor()) {
+        let statuses = await RunExecutor().task {
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<3 {
                     group.addTask {

@@ -201,7 +201,7 @@ struct SnapshotFormatTests {
         try? FileManager.default.removeItem(atPath: store.path(for: seq))
         var random = SeededRandom()
         var refused = 0
-        for round in 0..<400 {
+        for _ in 0..<400 {
             var bytes = original
             for _ in 0..<Int.random(in: 1...4, using: &random) {
                 let at = Int.random(in: 12..<bytes.count, using: &random)

@@ -26,7 +26,7 @@ extension SyncEngine {
                 joinedRuns.add(1, ordering: .relaxed)
                 return (running, false)
             }
-            let task = Task(executorPreference: executor) { [self] in
+            let task = executor.throwingTask { [self] in
                 defer { _ = Self.runs.withLock { $0.removeValue(forKey: key) } }
                 return try await runAlone(once: once)
             }

@@ -32,7 +32,7 @@ extension SyncEngine {
             return verdicts
         }
         return InFlight(
-            batch: batch, answers: Task(executorPreference: executor) { await requests.value.flatMap { $0 } })
+            batch: batch, answers: executor.task { await requests.value.flatMap { $0 } })
     }
 
     /// One batch request for `items`: every item's verdict, in order.

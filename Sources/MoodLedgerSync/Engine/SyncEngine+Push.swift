@@ -57,7 +57,7 @@ extension SyncEngine {
     func inFlight<T: Sendable>(
         _ count: Int, _ work: @escaping @Sendable (Int) async -> T
     ) -> Task<[T], Never> {
-        Task(executorPreference: executor) { [slots] in
+        executor.task { [slots] in
             await withTaskGroup(of: (Int, T).self) { group in
                 for index in 0..<count {
                     await slots.acquire()

@@ -93,9 +93,12 @@ public final class HTTPConnection: @unchecked Sendable {  // used by one thread 
     }
 
     /// Sends every byte as ``send(_:)-([UInt8])`` does, awaiting the socket whenever it is full.
-    /// - Throws: ``Failure`` when the peer is gone or takes nothing for the read timeout.
-    public func send(_ bytes: [UInt8]) async throws {
-        do { try await Socket.sendAwaiting(fd, bytes, seconds: readTimeout) } catch let error as Errno {
+    /// - Parameter deadline: when the whole request must be sent (`DispatchTime` uptime in ns); `nil`: only each
+    ///   wait's read timeout bounds it.
+    /// - Throws: ``Failure`` when the peer is gone, takes nothing for the read timeout, or the deadline passes.
+    public func send(_ bytes: [UInt8], deadline: UInt64? = nil) async throws {
+        do { try await Socket.sendAwaiting(fd, bytes, seconds: readTimeout, until: deadline) } catch let error as Errno
+        {
             throw Failure(what: "send failed (\(error))", timedOut: error.isTimeout)
         }
     }

@@ -101,7 +101,7 @@ public final class HTTPTransport: SyncTransport, @unchecked Sendable {
                 }
             }
             do {
-                try await connection.send(bytes)
+                try await connection.send(bytes, deadline: deadline)
                 let response = try await connection.readResponse(head: request.method == "HEAD", limits: limits)
                 // Only a response read exactly to its end, with nothing after it, leaves the connection usable: any
                 // doubt closes it, so no later answer is ever taken for another request's.
