@@ -5,10 +5,10 @@ extension SyncEngine {
     /// One run, for Swift concurrency: push, pull, and push what the pull re-queued, without blocking the caller's
     /// executor or holding any thread while a request is on the wire.
     ///
-    /// - **Threads.** The run's own steps (choosing what is due, appending a batch of attempts and syncing the log)
-    ///   run on a serial executor of the run's own, never on the caller's actor or Swift's cooperative pool; its
-    ///   requests (up to ``Configuration/concurrency`` at once) await their sockets, so a run in flight holds no
-    ///   thread.
+    /// - **Threads.** The run never runs on the caller's actor, and holds no thread while a request is on the wire:
+    ///   its requests (up to ``Configuration/concurrency`` at once) are awaited. On Linux its own steps (choosing
+    ///   what is due, appending a batch of attempts and syncing the log) run on a serial task executor of the
+    ///   engine's, never on Swift's cooperative pool; on Apple platforms they run on Swift's global executor.
     /// - **One run per ledger at a time.** A call while another run of the same ledger is under way (from this engine
     ///   or another) starts nothing: it waits for that run and answers with its report.
     /// - **Cancellation.** When the task that started the run is cancelled, the run begins no new batch of attempts
