@@ -41,7 +41,7 @@ struct StreamingExportTests {
             }
             #expect(pieces.flatMap { $0 } == Array(whole.utf8), "\(format)")
             let file = dir.sub("export.\(format.rawValue)")
-            FileManager.default.createFile(atPath: file, contents: nil)
+            #expect(FileManager.default.createFile(atPath: file, contents: nil))
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
             try Exporter.export(state, format: format, to: handle)
             try handle.close()
