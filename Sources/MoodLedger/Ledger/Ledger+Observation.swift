@@ -35,23 +35,29 @@ extension Ledger {
     /// - Returns: the last sequence number now applied.
     /// - Throws: `EventLogError` for damage met in the new records, or ``MoodError`` `corrupt_event`.
     @discardableResult
-    public func refresh() throws -> UInt64 {
+    public func refresh() throws -> UInt64 { try refreshed().seq }
+
+    /// ``refresh()``, saying also whether another writer held the log while it looked: its write is then not read
+    /// yet, and a caller that must see it looks again.
+    func refreshed() throws -> (seq: UInt64, writerBusy: Bool) {
         try core.withLock { core in
-            guard !core.log.isClosed else { return core.state.seq }  // a closed ledger stays as it was
-            if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
-            return core.state.seq
+            guard !core.log.isClosed else { return (core.state.seq, false) }  // a closed ledger stays as it was
+            var busy = false
+            if options.readOnly { try catchUp(&core) } else { busy = try catchUpWriting(&core) }
+            return (core.state.seq, busy)
         }
     }
 
     /// A writer that writes in turn: when the file grew or was replaced, the writer lock is taken without waiting
-    /// (a busy writer will be caught up with at the next look, or the next write) and the state brought up to date.
-    private func catchUpWriting(_ core: inout Core) throws {
-        guard !options.keepsWriterLock, core.log.hasBytesPastEnd || !core.log.isCurrentFile else { return }
+    /// and the state brought up to date. - Returns: whether another writer held the lock (nothing was read).
+    private func catchUpWriting(_ core: inout Core) throws -> Bool {
+        guard !options.keepsWriterLock, core.log.hasBytesPastEnd || !core.log.isCurrentFile else { return false }
         do {
             try takeWriterLock(&core, waitMilliseconds: 0)
             core.log.endWrite()
+            return false
         } catch let error as EventLogError where error.code == .locked {
-            return
+            return true
         }
     }
 
@@ -81,7 +87,7 @@ extension Ledger {
     func change(after seq: UInt64, rewrites: inout Int) throws -> LedgerChange? {
         let (log, last, count) = try core.withLock { core in
             if !core.log.isClosed {
-                if options.readOnly { try catchUp(&core) } else { try catchUpWriting(&core) }
+                if options.readOnly { try catchUp(&core) } else { _ = try catchUpWriting(&core) }
             }
             return (core.log, core.state.seq, core.rewrites)
         }

@@ -118,8 +118,18 @@ extension Ledger {
             }
         }
 
+        /// Looks for other processes' commits. The file system's notice of a write can come while its writer still
+        /// holds the log (the write is made, its sync not yet done): the look is then made again shortly, until the
+        /// writer is done, since no further notice may come.
         private func refresh() {
-            do { try ledger.refresh() } catch { finish(throwing: error) }
+            guard running.withLock({ $0 != nil }) else { return }
+            do {
+                if try ledger.refreshed().writerBusy {
+                    refreshQueue.asyncAfter(deadline: .now() + .milliseconds(2)) { [weak self] in self?.refresh() }
+                }
+            } catch {
+                finish(throwing: error)
+            }
         }
 
         private func evaluate() {
