@@ -8,7 +8,7 @@
 /// wrapped: EINTR retried, errors thrown as ``Errno``, SIGPIPE never raised (`MSG_NOSIGNAL`, and the signal ignored
 /// process-wide when a server starts).
 public enum Socket {
-    private static var lastError: Errno { Errno(rawValue: errno) }
+    static var lastError: Errno { Errno(rawValue: errno) }
 
     /// A listening TCP socket bound to `host:port` (port 0 picks a free one); non-blocking, close-on-exec.
     /// - Returns: the descriptor and the port actually bound.
@@ -222,34 +222,21 @@ public enum Socket {
     /// - Throws: ``Unresolved``; the ``Errno`` of the last address's `connect` (`EINPROGRESS`, `EAGAIN` or
     ///   `ETIMEDOUT` when it timed out).
     public static func connectBlocking(host: String, port: UInt16, timeout: Double) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = LibC.streamType
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(host, String(port), &hints, &list)
-        guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
-        defer { freeaddrinfo(list) }
-        // `tv_usec` is `suseconds_t`: Int on Linux, Int32 on Darwin.
-        var time = timeval(tv_sec: .init(Int(timeout)), tv_usec: .init(Int((timeout - Double(Int(timeout))) * 1e6)))
         var failure = Errno(rawValue: ECONNREFUSED)
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            cursor = info.pointee.ai_next
-            let fd = socket(
-                info.pointee.ai_family, info.pointee.ai_socktype | LibC.socketCloseOnExec, info.pointee.ai_protocol)
+        for address in try resolve(host: host, port: port) {
+            let fd = socket(address.family, address.type | LibC.socketCloseOnExec, address.proto)
             guard fd >= 0 else { failure = lastError; continue }
             noSignalOnWrite(fd)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+            // Set before connecting: `SO_SNDTIMEO` bounds a blocking `connect`.
+            setTimeouts(fd, seconds: timeout)
             var connected = false
             while true {
-                if LibC.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = true; break }
+                if address.connect(fd) == 0 { connected = true; break }
                 failure = lastError
                 if failure.rawValue != EINTR { break }
             }
             if connected {
-                var one: Int32 = 1
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                setNoDelay(fd)
                 return fd
             }
             _ = LibC.close(fd)
@@ -257,12 +244,63 @@ public enum Socket {
         throw failure
     }
 
+    /// One address a name resolved to, copied out of `getaddrinfo`'s list.
+    struct Address: Sendable {
+        var family: Int32
+        var type: Int32
+        var proto: Int32
+        var storage: [UInt8]
+        var length: socklen_t
+
+        /// `connect` to this address.
+        func connect(_ fd: Int32) -> Int32 {
+            storage.withUnsafeBytes { raw in
+                LibC.connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
+            }
+        }
+    }
+
+    /// Every address `host:port` resolves to, in the resolver's order.
+    /// - Throws: ``Unresolved``.
+    static func resolve(host: String, port: UInt16) throws -> [Address] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = LibC.streamType
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, String(port), &hints, &list)
+        guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
+        defer { freeaddrinfo(list) }
+        var addresses: [Address] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            cursor = info.pointee.ai_next
+            let length = Int(info.pointee.ai_addrlen)
+            guard let raw = info.pointee.ai_addr, length <= MemoryLayout<sockaddr_storage>.size else { continue }
+            addresses.append(
+                Address(
+                    family: info.pointee.ai_family, type: info.pointee.ai_socktype, proto: info.pointee.ai_protocol,
+                    storage: Array(UnsafeRawBufferPointer(start: raw, count: length)), length: info.pointee.ai_addrlen))
+        }
+        return addresses
+    }
+
+    /// Sets a client socket's send and receive timeouts (at least 1 ms).
+    static func setTimeouts(_ fd: Int32, seconds: Double) {
+        var time = timeval(seconds: seconds)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Turns Nagle's algorithm off: a request goes out whole at once.
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Sets how long a blocking receive waits for data (at least 1 ms), as ``connectBlocking(host:port:timeout:)``
     /// set it at first: a caller with an overall deadline shortens each wait to what is left of it.
     public static func setReceiveTimeout(_ fd: Int32, seconds: Double) {
-        let bounded = max(0.001, seconds)
-        var time = timeval(
-            tv_sec: .init(Int(bounded)), tv_usec: .init(Int((bounded - Double(Int(bounded))) * 1e6)))
+        var time = timeval(seconds: seconds)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
     }
 
@@ -327,4 +365,12 @@ public enum Socket {
 
     /// Stops SIGPIPE from killing the process when a peer goes away mid-write.
     public static func ignoreSIGPIPE() { signal(SIGPIPE, SIG_IGN) }
+}
+
+extension timeval {
+    /// `seconds` (at least 1 ms) as a `timeval`; `tv_usec` is `suseconds_t`: Int on Linux, Int32 on Darwin.
+    init(seconds: Double) {
+        let bounded = max(0.001, seconds)
+        self.init(tv_sec: .init(Int(bounded)), tv_usec: .init(Int((bounded - Double(Int(bounded))) * 1e6)))
+    }
 }

@@ -56,32 +56,25 @@ extension Socket {
         for address in addresses {
             let fd = socket(address.family, address.type | LibC.socketCloseOnExec, address.proto)
             guard fd >= 0 else {
-                failure = lastErrno
+                failure = lastError
                 continue
             }
             noSignalOnWrite(fd)
             do {
                 try setNonBlocking(fd)
-                let started = address.storage.withUnsafeBytes { raw in
-                    LibC.connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), address.length)
-                }
-                if started != 0 {
-                    let error = lastErrno
+                if address.connect(fd) != 0 {
+                    let error = lastError
                     guard error.rawValue == EINPROGRESS || error.rawValue == EINTR else { throw error }
                     guard await ready(fd, writable: true, seconds: timeout) else { throw Errno(rawValue: ETIMEDOUT) }
                     var pending: Int32 = 0
                     var size = socklen_t(MemoryLayout<Int32>.size)
-                    guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &size) == 0 else { throw lastErrno }
+                    guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &size) == 0 else { throw lastError }
                     if pending != 0 { throw Errno(rawValue: pending) }
                 }
                 let flags = fcntl(fd, F_GETFL)
-                guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else { throw lastErrno }
-                var time = timeval(
-                    tv_sec: .init(Int(timeout)), tv_usec: .init(Int((timeout - Double(Int(timeout))) * 1e6)))
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-                var one: Int32 = 1
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else { throw lastError }
+                setTimeouts(fd, seconds: timeout)
+                setNoDelay(fd)
                 return fd
             } catch let error as Errno {
                 failure = error
@@ -107,7 +100,7 @@ extension Socket {
                 offset += count
                 continue
             }
-            let error = count < 0 ? lastErrno : Errno(rawValue: EPIPE)
+            let error = count < 0 ? lastError : Errno(rawValue: EPIPE)
             if error.rawValue == EINTR { continue }
             guard error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK else { throw error }
             var wait = seconds
@@ -131,7 +124,7 @@ extension Socket {
                 chunk.removeLast(chunk.count - count)
                 return chunk
             }
-            let error = lastErrno
+            let error = lastError
             if error.rawValue == EINTR { continue }
             guard error.rawValue == EAGAIN || error.rawValue == EWOULDBLOCK else { throw error }
             guard await ready(fd, seconds: seconds) else { throw Errno(rawValue: ETIMEDOUT) }
@@ -151,37 +144,4 @@ extension Socket {
         }
     }
 
-    /// One address a name resolved to, copied out of `getaddrinfo`'s list.
-    private struct Address: Sendable {
-        var family: Int32
-        var type: Int32
-        var proto: Int32
-        var storage: [UInt8]
-        var length: socklen_t
-    }
-
-    private static var lastErrno: Errno { Errno(rawValue: errno) }
-
-    private static func resolve(host: String, port: UInt16) throws -> [Address] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = LibC.streamType
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(host, String(port), &hints, &list)
-        guard resolved == 0, let first = list else { throw Unresolved(reason: String(cString: gai_strerror(resolved))) }
-        defer { freeaddrinfo(list) }
-        var addresses: [Address] = []
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            cursor = info.pointee.ai_next
-            let length = Int(info.pointee.ai_addrlen)
-            guard let raw = info.pointee.ai_addr, length <= MemoryLayout<sockaddr_storage>.size else { continue }
-            let bytes = Array(UnsafeRawBufferPointer(start: raw, count: length))
-            addresses.append(
-                Address(
-                    family: info.pointee.ai_family, type: info.pointee.ai_socktype, proto: info.pointee.ai_protocol,
-                    storage: bytes, length: info.pointee.ai_addrlen))
-        }
-        return addresses
-    }
 }

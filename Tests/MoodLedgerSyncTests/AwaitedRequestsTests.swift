@@ -40,68 +40,63 @@ struct AwaitedRequestsTests {
         }
     }
 
-    private func device(
-        concurrency: Int, entries: Int, name: String
-    ) throws -> (
-        TemporaryDirectory, SyncServer, FaultProxy, Device, Barrier
-    ) {
-        let dir = TemporaryDirectory(name)
-        let server = try SyncServer(dir: dir.sub("server"))
-        let barrier = Barrier(expected: concurrency)
-        let proxy = try FaultProxy(upstream: server.port) { _, method, _ in
-            if method == "POST" { barrier.arrive() }
-            return .relay
+    /// A reference server behind a proxy whose POSTs wait at a barrier, and a device with `entries` pending.
+    final class Setup {
+        let dir: TemporaryDirectory
+        let server: SyncServer
+        let proxy: FaultProxy
+        let device: Device
+        let barrier: Barrier
+
+        init(concurrency: Int, entries: Int, name: String) throws {
+            dir = TemporaryDirectory(name)
+            server = try SyncServer(dir: dir.sub("server"))
+            let barrier = Barrier(expected: concurrency)
+            self.barrier = barrier
+            proxy = try FaultProxy(upstream: server.port) { _, method, _ in
+                if method == "POST" { barrier.arrive() }
+                return .relay
+            }
+            device = try Device(dir.sub("device"), remote: proxy.url)
+            for index in 0..<entries { _ = try device.log(Double(index) / 100, notes: "n\(index)") }
         }
-        let device = try Device(dir.sub("device"), remote: proxy.url)
-        for index in 0..<entries { _ = try device.log(Double(index) / 100, notes: "n\(index)") }
-        return (dir, server, proxy, device, barrier)
+
+        deinit {
+            proxy.stop()
+            server.stop()
+        }
     }
 
     @Test("An awaited run has all its requests in flight at once on its one serial executor")
     func awaitedRun() async throws {
-        let (dir, server, proxy, device, barrier) = try device(concurrency: 4, entries: 8, name: "awaited-run")
-        defer {
-            proxy.stop()
-            server.stop()
-            _ = dir
-        }
+        let setup = try Setup(concurrency: 4, entries: 8, name: "awaited-run")
         var configuration = SyncEngine.Configuration()
         configuration.concurrency = 4
         configuration.seed = 1
-        let credentials = server.credentials
+        let credentials = setup.server.credentials
         let engine = try SyncEngine(
-            ledger: device.ledger, credentials: { () async throws -> SyncCredentials in credentials },
+            ledger: setup.device.ledger, credentials: { () async throws -> SyncCredentials in credentials },
             configuration: configuration)
         let report = try await engine.run(once: true)
         #expect(report.delivered == 8, "\(report)")
         // Four requests waited at the server together: had a request held the run's thread while it waited, the
         // next could not have been sent before the barrier's 20 s ran out.
-        #expect(barrier.most == 4)
+        #expect(setup.barrier.most == 4)
     }
 
     @Test("The blocking run (the command line's) does the same while its caller's thread only waits")
     func blockingRun() throws {
-        let (dir, server, proxy, device, barrier) = try device(concurrency: 4, entries: 8, name: "blocking-run")
-        defer {
-            proxy.stop()
-            server.stop()
-            _ = dir
-        }
-        let report = try device.sync(server.credentials, once: true, concurrency: 4)
+        let setup = try Setup(concurrency: 4, entries: 8, name: "blocking-run")
+        let report = try setup.device.sync(setup.server.credentials, once: true, concurrency: 4)
         #expect(report.delivered == 8, "\(report)")
-        #expect(barrier.most == 4)
+        #expect(setup.barrier.most == 4)
     }
 
     @Test("Requests through HTTPTransport from one serial executor are in flight together")
     func transportAwaits() async throws {
-        let (dir, server, proxy, _, barrier) = try device(concurrency: 3, entries: 0, name: "awaited-transport")
-        defer {
-            proxy.stop()
-            server.stop()
-            _ = dir
-        }
-        let transport = HTTPTransport(url: try RemoteURL(proxy.url))
-        let credentials = server.credentials
+        let setup = try Setup(concurrency: 3, entries: 0, name: "awaited-transport")
+        let transport = HTTPTransport(url: try RemoteURL(setup.proxy.url))
+        let credentials = setup.server.credentials
         let statuses = await RunExecutor().task {
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<3 {
@@ -119,6 +114,6 @@ struct AwaitedRequestsTests {
             }
         }.value
         #expect(statuses.count == 3 && statuses.allSatisfy { $0 > 0 }, "\(statuses)")
-        #expect(barrier.most == 3)
+        #expect(setup.barrier.most == 3)
     }
 }
