@@ -29,6 +29,8 @@ extension EventLog {
     /// - Parameters:
     ///   - maximumBytes: the most bytes of new records to write in place; past it nothing is written and the result
     ///     is `nil` (rewrite the file instead: ``rewritePayloads(_:)``). At most 64 MiB less the journal's framing.
+    ///   - ranges: the only sequence numbers whose records can change (ascending, not overlapping), found elsewhere
+    ///     (a ledger's index of an entry's records): only they are read. `nil`: every record is read.
     ///   - transform: the new payload of a record — exactly as long as its old one — or `nil` to keep it.
     ///   - beforeWriting: called with the lowest seq about to change, before the journal is written (callers remove
     ///     the caches that hold what is being redacted, so that no crash can leave them beside a finished journal);
@@ -38,7 +40,7 @@ extension EventLog {
     ///   the failure that put the log in the failed state, `io` (before the journal is durable nothing changed;
     ///   after it the log is put in the failed state, and its next open finishes the redaction).
     public func redactInPlace(
-        maximumBytes: Int = 16 << 20,
+        maximumBytes: Int = 16 << 20, within ranges: [ClosedRange<UInt64>]? = nil,
         _ transform: (RecordView) throws -> [UInt8]?,
         beforeWriting: (_ firstSeq: UInt64) throws -> Void = { _ in }
     ) throws -> RewriteReport? {
@@ -48,32 +50,71 @@ extension EventLog {
             }
             if let failure = state.failure { throw failure }
             try checkWritable(state)
-            let reader = ChunkReader(io: io, fd: state.fd, limit: state.end)
-            var scanner = RecordScanner(
-                reader: reader, maxPayload: maxPayload,
-                offset: Int64(LogFormat.fileHeaderSize), nextSeq: baseSeq + 1)
             var patches: [(offset: Int64, seq: UInt64, bytes: [UInt8])] = []
             var total = 0
             let budget = min(maximumBytes, Self.redoLimit - Self.redoHeaderSize - 4)
-            while true {
-                guard case .record(let view) = try scanner.next() else { break }
-                guard let payload = try transform(view) else { continue }
-                guard payload.count == view.payload.count else {
-                    throw EventLogError(
-                        .invalidArgument, "an in-place payload must keep its record's length", seq: view.seq)
+            // The records to look at: the ranges given, read from the sparse index's positions (a complete index:
+            // else, and without ranges, every record from the first). Should a position taken from a cache hold no
+            // record, those positions are dropped and every record is read.
+            let origin = IndexPosition(seq: baseSeq + 1, offset: Int64(LogFormat.fileHeaderSize), recordedAt: 0)
+            var useRanges = ranges != nil
+            rangesOrAll: while true {
+                patches = []
+                total = 0
+                let segments: [(start: IndexPosition, range: ClosedRange<UInt64>)] =
+                    if let ranges, useRanges, state.index.isComplete {
+                        ranges.map { range in
+                            (
+                                range.lowerBound > baseSeq + 1
+                                    ? state.index.entry(atOrBefore: range.lowerBound) ?? origin : origin, range
+                            )
+                        }
+                    } else {
+                        [(origin, 0...UInt64.max)]
+                    }
+                for segment in segments {
+                    let next = state.index.entry(after: segment.range.upperBound)
+                    let span = next.map { Int(clamping: $0.offset - segment.start.offset) } ?? (1 << 20)
+                    var scanner = RecordScanner(
+                        reader: ChunkReader(
+                            io: io, fd: state.fd, limit: state.end, chunkSize: min(1 << 20, max(4096, span))),
+                        maxPayload: maxPayload, offset: segment.start.offset, nextSeq: segment.start.seq)
+                    var first = true
+                    while true {
+                        let next = try scanner.next()
+                        if first, segment.start.offset != origin.offset, state.index.isTaken(segment.start) {
+                            guard case .record = next else {
+                                state.index.distrustTaken()
+                                useRanges = false
+                                continue rangesOrAll
+                            }
+                        }
+                        first = false
+                        guard case .record(let view) = next else { break }
+                        if view.seq > segment.range.upperBound { break }
+                        guard view.seq >= segment.range.lowerBound, Self.contains(ranges, view.seq),
+                            let payload = try transform(view)
+                        else { continue }
+                        guard payload.count == view.payload.count else {
+                            throw EventLogError(
+                                .invalidArgument, "an in-place payload must keep its record's length", seq: view.seq)
+                        }
+                        let bytes = LogFormat.encodeRecord(
+                            seq: view.seq, type: view.type,
+                            flags: view.continuesBatch ? LogFormat.continuesBatchFlag : 0,
+                            recordedAt: view.recordedAt, payload: payload)
+                        assert(bytes.count == view.size, "an in-place record keeps its size")
+                        total += Self.redoPatchHeaderSize + bytes.count
+                        if total > budget { return nil }
+                        patches.append((view.offset, view.seq, bytes))
+                    }
+                    guard scanner.offset == state.end || segment.range.upperBound < scanner.nextSeq else {
+                        throw EventLogError(
+                            .corrupted, "\(path): the log could not be read to its end for the redaction",
+                            offset: scanner.offset, seq: scanner.nextSeq)
+                    }
                 }
-                let bytes = LogFormat.encodeRecord(
-                    seq: view.seq, type: view.type, flags: view.continuesBatch ? LogFormat.continuesBatchFlag : 0,
-                    recordedAt: view.recordedAt, payload: payload)
-                assert(bytes.count == view.size, "an in-place record keeps its size")
-                total += Self.redoPatchHeaderSize + bytes.count
-                if total > budget { return nil }
-                patches.append((view.offset, view.seq, bytes))
-            }
-            guard scanner.offset == state.end else {
-                throw EventLogError(
-                    .corrupted, "\(path): the log could not be read to its end for the redaction",
-                    offset: scanner.offset, seq: scanner.nextSeq)
+                break
             }
             guard let first = patches.first else { return RewriteReport(recordsRewritten: 0, bytesWritten: 0) }
             assert(zip(patches, patches.dropFirst()).allSatisfy { $0.offset < $1.offset }, "patches in file order")
@@ -106,6 +147,18 @@ extension EventLog {
             }
             return RewriteReport(recordsRewritten: patches.count, bytesWritten: Int64(journal.count + total))
         }
+    }
+
+    /// Whether `seq` is in one of `ranges` (ascending; `nil`: every seq is).
+    static func contains(_ ranges: [ClosedRange<UInt64>]?, _ seq: UInt64) -> Bool {
+        guard let ranges else { return true }
+        var low = 0
+        var high = ranges.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ranges[mid].upperBound < seq { low = mid + 1 } else { high = mid }
+        }
+        return low < ranges.count && ranges[low].contains(seq)
     }
 
     /// Writes each patch's record at its offset, then syncs the log's data: a redaction's last step, and the whole of

@@ -1,14 +1,30 @@
+/// Where an indexed record (every 1,024th: seq − 1 a multiple of 1,024) starts, and when it was recorded.
+public struct IndexPosition: Sendable, Equatable {
+    /// Its sequence number.
+    public var seq: UInt64
+    /// The byte offset of its header in the log file.
+    public var offset: Int64
+    /// Its recorded-at (µs since 1970).
+    public var recordedAt: Int64
+
+    /// Creates a position.
+    public init(seq: UInt64, offset: Int64, recordedAt: Int64) {
+        self.seq = seq
+        self.offset = offset
+        self.recordedAt = recordedAt
+    }
+}
+
 /// Every 1,024th record's position, so reads from a sequence number or an instant do not scan the whole file.
 struct SparseIndex: Sendable {
-    struct Entry: Sendable {
-        var seq: UInt64
-        var offset: Int64
-        var recordedAt: Int64
-    }
+    typealias Entry = IndexPosition
 
     private(set) var entries: [Entry] = []
     /// Records before this sequence number are not indexed yet (open resumed from a checkpoint).
     var coveredFrom: UInt64 = 0
+    /// Entries through this seq were taken from a cache, not read (0: none were): until a read starting at one
+    /// finds its record there, they are trusted only that far (``distrustTaken()``).
+    private(set) var takenThrough: UInt64 = 0
 
     var isComplete: Bool { coveredFrom == 0 }
 
@@ -35,6 +51,50 @@ struct SparseIndex: Sendable {
     mutating func fill(prefix: [Entry]) {
         entries = prefix + entries.drop { entry in prefix.last.map { entry.seq <= $0.seq } ?? false }
         coveredFrom = 0
+    }
+
+    /// Whether `positions` are exactly the index's entries through `checkpoint`: every record whose seq − 1 is a
+    /// multiple of 1,024, the first at the first record's offset, offsets ascending and before the checkpoint's,
+    /// recorded-at never decreasing.
+    static func isPrefix(_ positions: [Entry], through checkpoint: RecordLocation, baseSeq: UInt64) -> Bool {
+        let interval = LogFormat.indexInterval
+        guard baseSeq == 0, checkpoint.seq >= 1, positions.count == Int((checkpoint.seq - 1) / interval) + 1,
+            positions.first?.offset == Int64(LogFormat.fileHeaderSize), let last = positions.last,
+            last.offset <= checkpoint.offset
+        else { return false }
+        var previous: Entry?
+        for (index, position) in positions.enumerated() {
+            guard position.seq == UInt64(index) * interval + 1 else { return false }
+            if let previous, position.offset <= previous.offset || position.recordedAt < previous.recordedAt {
+                return false
+            }
+            previous = position
+        }
+        return true
+    }
+
+    /// The first entry whose seq is > `seq`.
+    func entry(after seq: UInt64) -> Entry? {
+        let index = lastIndex { $0.seq <= seq }.map { $0 + 1 } ?? 0
+        return index < entries.count ? entries[index] : nil
+    }
+
+    /// Takes `prefix`, kept by a cache, for the part before `coveredFrom`.
+    mutating func take(_ prefix: [Entry]) {
+        let through = coveredFrom
+        fill(prefix: prefix)
+        takenThrough = through
+    }
+
+    /// Whether `entry` came from a cache.
+    func isTaken(_ entry: Entry) -> Bool { entry.seq <= takenThrough }
+
+    /// Forgets the entries taken from a cache (a read found no record where one said): that part is read again.
+    mutating func distrustTaken() {
+        guard takenThrough > 0 else { return }
+        entries.removeAll { $0.seq <= takenThrough }
+        coveredFrom = takenThrough
+        takenThrough = 0
     }
 
     /// The last entry whose seq is ≤ `seq`.
