@@ -33,7 +33,9 @@ func snapshotEncodedFromReplay(_ ledger: Ledger) throws -> [UInt8] {
         return true
     }
     let location = try #require(ledger.eventLog.lastRecord)
-    return try SnapshotWriter.file(of: replayed, location: location, fileID: ledger.eventLog.fileID)
+    return try SnapshotWriter.file(
+        of: replayed, positions: try ledger.eventLog.indexPositions(through: location.seq), location: location,
+        fileID: ledger.eventLog.fileID)
 }
 
 /// Drives a ledger with a seeded random mix of every command, recording the live state at every step.

@@ -7,9 +7,9 @@ import Testing
 @testable import MoodLedger
 @testable import MoodModel
 
-/// The version-3 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
+/// The version-5 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.
-@Suite("Snapshot format v4")
+@Suite("Snapshot format v5")
 struct SnapshotFormatTests {
     /// A small fixed state: two days, a daily mood, a custom word, a source id, outbox records (one entry with both
     /// destinations, a failure), a deletion.
@@ -54,12 +54,17 @@ struct SnapshotFormatTests {
     }
 
     static let location = RecordLocation(seq: 8, offset: 4096, size: 64, crc: 0x1234_5678)
+    /// The log's sparse index through seq 8: its first record (`Specs/log-format.md`: right after the file header).
+    static let positions = [
+        IndexPosition(seq: 1, offset: Int64(LogFormat.fileHeaderSize), recordedAt: 1_780_000_000_000_000)
+    ]
     static let fileID = Array(0..<16).map { UInt8($0) }
 
     @Test("The bytes of a fixed state match the golden file (a format change without a schema bump fails here)")
     func golden() throws {
-        let bytes = try SnapshotWriter.file(of: Self.fixedState(), location: Self.location, fileID: Self.fileID)
-        let path = Repository.root + "/Specs/vectors/snapshot-v4.hex"
+        let bytes = try SnapshotWriter.file(
+            of: Self.fixedState(), positions: Self.positions, location: Self.location, fileID: Self.fileID)
+        let path = Repository.root + "/Specs/vectors/snapshot-v5.hex"
         let hex =
             stride(from: 0, to: bytes.count, by: 32).map { start in
                 bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
@@ -88,7 +93,7 @@ struct SnapshotFormatTests {
         #expect(state.pendingErasures[erased] == 9)
         let location = RecordLocation(seq: 9, offset: 4160, size: 64, crc: 0x8765_4321)
         let bytes = try SnapshotWriter.file(of: state, location: location, fileID: Self.fileID)
-        let path = Repository.root + "/Specs/vectors/snapshot-v4-pending-erasure.hex"
+        let path = Repository.root + "/Specs/vectors/snapshot-v5-pending-erasure.hex"
         let hex =
             stride(from: 0, to: bytes.count, by: 32).map { start in
                 bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()

@@ -37,7 +37,12 @@ extension Ledger {
     /// - Parameter id: the entry (it may since have been deleted).
     /// - Returns: the history; empty if no event ever named the id.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
-    public func history(of id: EntryID) throws -> [HistoryItem] { try LogHistory(log: eventLog).history(of: id) }
+    public func history(of id: EntryID) throws -> [HistoryItem] { try indexedHistory().history(of: id) }
+
+    /// The log read through the last published state's index of each entry's records.
+    func indexedHistory() -> LogHistory {
+        LogHistory(log: eventLog, index: read { state in (state.records, state.seq) })
+    }
 
     /// The raw log as events, oldest first.
     /// - Parameters:
@@ -48,7 +53,7 @@ extension Ledger {
     public func events(
         after: UInt64 = 0, through: UInt64 = .max, filter: EventFilter = EventFilter()
     ) throws -> [RecordedEvent] {
-        try LogHistory(log: eventLog).events(after: after, through: through, filter: filter)
+        try indexedHistory().events(after: after, through: through, filter: filter)
     }
 
     /// The raw log as events from sequence number `first` through `last`, oldest first.

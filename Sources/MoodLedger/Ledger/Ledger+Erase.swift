@@ -61,9 +61,10 @@ extension Ledger {
             let unfinished = core.state.pendingErasures
             // A current entry is named by the log; only another id needs the walk that finds deleted ones.
             let current = core.state.entries
+            let unknown = ids.filter { !current.contains($0) && unfinished[$0] == nil }
             let named =
-                ids.allSatisfy { current.contains($0) || unfinished[$0] != nil }
-                ? [] : try Self.namedEntryIDs(in: core.log)
+                unknown.isEmpty
+                ? [] : try Self.namedEntryIDs(in: core.log, ranges: Self.recordRanges(of: unknown, in: core))
             for id in ids where !named.contains(id) && !current.contains(id) && unfinished[id] == nil {
                 throw MoodError(
                     code: .notFound, field: "entry_id",
@@ -185,6 +186,7 @@ extension Ledger {
         let report: EventLog.RewriteReport
         if everything == nil,
             let inPlace = try core.log.redactInPlace(
+                within: Self.recordRanges(of: Array(pending.keys), in: core),
                 { view in try redact(view).map { EventCodec.redactedInPlace($0, length: view.payload.count) ?? $0 } },
                 beforeWriting: { [store] first in
                     // Snapshots from the first changed record on hold the entries' data: removed before any record
@@ -217,6 +219,16 @@ extension Ledger {
         return EraseReport(
             erased: pending.keys.sorted(), recordsRedacted: report.recordsRewritten,
             bytesWritten: report.bytesWritten, backups: backups())
+    }
+
+    /// The records that may concern `ids` (those naming one, the `ledger.erased` events, and any the state has not
+    /// folded), from the state's index of each entry's records; `nil` (read every record) when the snapshot the
+    /// index reads through was found damaged, or for more than 64 ids (one pass then costs less than asking each
+    /// block about each id).
+    static func recordRanges(of ids: [EntryID], in core: Core) -> [ClosedRange<UInt64>]? {
+        guard ids.count <= 64 else { return nil }
+        return LogHistory(log: core.log, index: (core.state.records, core.state.seq))
+            .ranges(naming: ids, from: 1, through: .max)
     }
 
     /// The new payload of a record an erasure reaches (redacted, or the erasure's own record marked complete), or
@@ -303,9 +315,11 @@ extension Ledger {
 
     /// The entries the log names with their data: every event's entry id, minus those whose `entry.erased` came
     /// after their last event (redacted records and the all-zero id do not count).
-    static func namedEntryIDs(in log: EventLog) throws -> Set<EntryID> {
+    /// - Parameter ranges: the only records to read (an index's blocks for the ids asked about, with the
+    ///   `ledger.erased` events); `nil`: every record. The answer is then right for those ids only.
+    static func namedEntryIDs(in log: EventLog, ranges: [ClosedRange<UInt64>]? = nil) throws -> Set<EntryID> {
         var named = Set<EntryID>()
-        try log.forEach(from: 1) { view in
+        let visit = { (view: RecordView) throws -> Bool in
             if view.type == EventType.ledgerErased.rawValue {
                 // Until its rewrite completes (which redacts them): the erased entries are the ones not kept.
                 guard case .ledgerErased(let erasure) = try decode(view).event else { return true }
@@ -319,6 +333,7 @@ extension Ledger {
             if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
             return true
         }
+        if let ranges { try log.forEach(in: ranges, visit) } else { try log.forEach(from: 1, visit) }
         return named
     }
 }

@@ -155,7 +155,8 @@ extension Ledger {
                 do {
                     try store.write(
                         scratch.state, days: scratch.days(from: fetcher), rowCapacity: scratch.entryCount,
-                        location: location, fileID: core.log.fileID)
+                        positions: Self.positions(of: core.log, through: location), location: location,
+                        fileID: core.log.fileID)
                     store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
                     if case .success(let image) = store.load(
                         seq: location.seq, fileID: core.log.fileID,

@@ -71,6 +71,9 @@ extension Ledger {
             configuration.checkpoint = old.lastRecord
             let log = try EventLog.open(directory: path, configuration: configuration)
             if log.fileID == old.fileID, log.resumedFromCheckpoint || old.lastRecord == nil {
+                if let last = old.lastRecord, let known = old.knownIndexPositions(through: last.seq) {
+                    log.adoptIndexPositions(known)
+                }
                 try foldTail(of: log, after: old.lastRecord, into: &core)
                 old.close()
                 return

@@ -248,9 +248,19 @@ public final class Ledger: Sendable {
             defer { writer.endWrite() }
             guard (try? writer.beginWrite(waitMilliseconds: 0)) == .current else { return }
             replaceIfDamaged(&core)  // never copy days from a snapshot piece that fails its checksum
-            guard (try? store.write(core.state, location: location, fileID: core.log.fileID)) != nil else { return }
+            guard
+                (try? store.write(
+                    core.state, positions: Self.positions(of: core.log, through: location), location: location,
+                    fileID: core.log.fileID)) != nil
+            else { return }
             store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
         }
+    }
+
+    /// The log's sparse index through `location`, for a snapshot to keep (none when the part before the log's
+    /// checkpoint cannot be read: a snapshot is only a cache, and without them reads find the records by reading).
+    static func positions(of log: EventLog, through location: RecordLocation) -> [IndexPosition] {
+        (try? log.indexPositions(through: location.seq)) ?? []
     }
 
     /// Decodes one record into a recorded event.
@@ -406,7 +416,9 @@ public final class Ledger: Sendable {
         // new, valid checksums). A piece found damaged while copying fails the write; the state is then rebuilt.
         replaceIfDamaged(&core)
         do {
-            try store.write(core.state, location: location, fileID: core.log.fileID)
+            try store.write(
+                core.state, positions: Self.positions(of: core.log, through: location), location: location,
+                fileID: core.log.fileID)
         } catch let error as SnapshotProblem {
             replaceIfDamaged(&core)
             throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")

@@ -92,6 +92,8 @@ enum LedgerRecovery {
                 if header.fileID == log.fileID, snapshotMatches(header.location, log: log) {
                     current = LedgerState(image: image)
                     after = header.location
+                    // The log's sparse index before the checkpoint, kept by the snapshot: not read from the log.
+                    log.adoptIndexPositions(image.positions)
                     break
                 }
                 notices.append(

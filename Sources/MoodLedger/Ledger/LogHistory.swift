@@ -3,6 +3,30 @@ import EventLog
 /// The log read as events, without a state: an entry's history, the events of a range, the ids the log names.
 struct LogHistory {
     let log: EventLog
+    /// Where each entry's records are, through a seq: an entry's events are read from the blocks it names (and
+    /// what follows that seq), not from the whole log. `nil`: every record is read.
+    var index: (records: RecordIndex, through: UInt64)?
+
+    init(log: EventLog, index: (records: RecordIndex, through: UInt64)? = nil) {
+        self.log = log
+        self.index = index
+    }
+
+    /// The sequence numbers to read for the records of `ids` from `first` through `last` (with the `ledger.erased`
+    /// events: each concerns every entry named before it): the blocks the index says may name one, then every
+    /// record past what it covers; `nil` without an index, or when the snapshot it reads through was found damaged
+    /// (then every record is read).
+    func ranges(naming ids: [EntryID], from first: UInt64, through last: UInt64) -> [ClosedRange<UInt64>]? {
+        guard let index, first <= last else { return index == nil ? nil : [] }
+        var result: [ClosedRange<UInt64>] = []
+        for range in index.records.ranges(mayNaming: ids, through: min(last, index.through), withErasures: true) {
+            let lower = max(range.lowerBound, first)
+            if lower <= range.upperBound { result.append(lower...range.upperBound) }
+        }
+        if last > index.through { result.append(max(first, index.through + 1)...last) }
+        if index.records.image?.isDamaged == true { return nil }
+        return result
+    }
 
     /// Every event that touched an entry, oldest first, with what each one changed.
     /// - Parameter id: the entry (it may since have been deleted).
@@ -30,7 +54,7 @@ struct LogHistory {
         -> [RecordedEvent]
     {
         var result: [RecordedEvent] = []
-        try log.forEach(from: after + 1, through: through) { view in
+        let visit = { (view: RecordView) throws -> Bool in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if let type = filter.type, view.type != type.rawValue { return true }
             // An erasure of every entry concerns each entry named before it.
@@ -40,6 +64,11 @@ struct LogHistory {
             if let id = filter.entryID, !erasesAll, recorded.event.entryID != id { return true }
             result.append(recorded)
             return true
+        }
+        if let id = filter.entryID, let ranges = ranges(naming: [id], from: after + 1, through: through) {
+            try log.forEach(in: ranges, visit)
+        } else {
+            try log.forEach(from: after + 1, through: through, visit)
         }
         return result
     }

@@ -1,4 +1,4 @@
-/// The three projections together, as of one sequence number: what queries read, live or time-travelled.
+/// The projections together, as of one sequence number: what queries read, live or time-travelled.
 public struct LedgerState: Sendable, Equatable {
     /// Current entries and their indexes.
     public package(set) var entries = EntriesState()
@@ -6,6 +6,8 @@ public struct LedgerState: Sendable, Equatable {
     public package(set) var outbox = OutboxState()
     /// Per-day analytics.
     public package(set) var analytics = AnalyticsState()
+    /// Which entries each block of 1,024 records names: where an entry's records are.
+    var records = RecordIndex()
     /// The last sequence number applied (0 = empty).
     public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
@@ -20,12 +22,13 @@ public struct LedgerState: Sendable, Equatable {
         entries = EntriesState(image: image)
         analytics = AnalyticsState(image: image)
         outbox = OutboxState(image: image)
+        records = RecordIndex(image: image)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
     }
 
-    /// Applies one recorded event to all three projections — the whole fold.
+    /// Applies one recorded event to every projection — the whole fold.
     package mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
 
     /// Applies one recorded event; with `analytics` false the analytics are left for ``finishBulkReplay()``.
@@ -48,6 +51,7 @@ public struct LedgerState: Sendable, Equatable {
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
+        records.note(recorded.event.entryID, seq: recorded.seq)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {
@@ -63,6 +67,7 @@ public struct LedgerState: Sendable, Equatable {
     mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
+        records.note(entry.id, seq: recorded.seq)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -78,6 +83,7 @@ public struct LedgerState: Sendable, Equatable {
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
+        records.noteWholeErasure(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and

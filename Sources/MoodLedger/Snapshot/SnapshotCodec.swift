@@ -15,11 +15,13 @@ enum SnapshotCodec {
     /// snapshot-payload=5: id slots of 8 bytes with a 32-bit fingerprint of the id's hash.
     /// snapshot-payload=6: version-3 files: a pieces section, a checksum of every 4 KiB of the other sections.
     /// snapshot-payload=7: version-4 files: pieces of 1 KiB.
+    /// records=1, snapshot-payload=8: version-5 files: the record index (the log's sparse index, the `ledger.erased`
+    /// seqs) and a filter of the entries each block of 1,024 records names.
     /// outbox=3: each destination's remote carries its capabilities and how they were learned.
     /// entries=4: an upsert of an existing entry keeps its source id even when a crafted log shares the pair.
     /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
     /// outbox=5: a backend create attempted and never acknowledged, then deleted, leaves a pending delete.
-    static let schema = "moodledger-projections/entries=4/outbox=5/analytics=1/snapshot-payload=7"
+    static let schema = "moodledger-projections/entries=4/outbox=5/analytics=1/records=1/snapshot-payload=8"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

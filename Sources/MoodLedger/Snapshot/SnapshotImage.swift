@@ -21,6 +21,13 @@ final class SnapshotImage: @unchecked Sendable {
     /// Each destination's sync progress and the pending erasures (small: decoded on open).
     let progress: [SyncProgress]
     let pendingErasures: [EntryID: UInt64]
+    /// The log's sparse index through the covered record (empty when the writer had none to give; decoded on open).
+    let positions: [IndexPosition]
+    /// The sequence numbers of the `ledger.erased` events covered (decoded on open).
+    let wholeErasures: [UInt64]
+    /// The record filters' blocks: one per 1,024 sequence numbers covered.
+    let filterBlockCount: Int
+    let filters: UnsafeRawBufferPointer
 
     private let rows: UnsafeRawBufferPointer
     private let arena: UnsafeRawBufferPointer
@@ -131,6 +138,13 @@ final class SnapshotImage: @unchecked Sendable {
             (progress, pendingErasures) = try SnapshotCodec.decodeSync(section(.sync), seq: seq)
         } catch {
             throw SnapshotProblem("sync: \(error.what)")
+        }
+        filterBlockCount = seq == 0 ? 0 : Int((seq - 1) / RecordIndex.blockRecords) + 1
+        (positions, wholeErasures) = try Self.decodeRecordIndex(
+            section(.recordIndex), blocks: filterBlockCount, seq: seq)
+        filters = section(.recordFilters)
+        guard filters.count == filterBlockCount * SnapshotLayout.filterSize else {
+            throw SnapshotProblem("record filters: length is not 2,048 × one block per 1,024 seqs covered")
         }
         // Allocated last: an initializer that throws after it would never run `deinit` to free it.
         if checkWhereRead {
@@ -282,7 +296,8 @@ final class SnapshotImage: @unchecked Sendable {
         case .sources: sources
         case .outboxIndex: outboxIndex
         case .outboxRecords: outboxRecords
-        case .meta, .days, .totals, .sync, .pieces: UnsafeRawBufferPointer(start: nil, count: 0)
+        case .recordFilters: filters
+        case .meta, .days, .totals, .sync, .recordIndex, .pieces: UnsafeRawBufferPointer(start: nil, count: 0)
         }
     }
 

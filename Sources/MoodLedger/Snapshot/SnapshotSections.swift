@@ -2,7 +2,8 @@ import EventLog
 
 /// A snapshot being written (`SnapshotWriter.write`): the rows and the arena stream to the file as each day adds
 /// its entries; the id slots, days, valences, word stats and sources gather here, a few bytes per entry or per day,
-/// and go to the file with the outbox, the meta, the pieces, the table and the header at ``finish(_:location:fileID:to:)``.
+/// and go to the file with the outbox, the record index, the meta, the pieces, the table and the header at
+/// ``finish(_:positions:location:fileID:to:)``.
 struct SnapshotSections {
     private typealias Layout = SnapshotLayout
     private let capacity: Int
@@ -149,7 +150,8 @@ struct SnapshotSections {
     /// - Throws: ``SnapshotProblem`` when the bodies or the outbox exceed what 32-bit offsets address; what `sink`
     ///   throws.
     mutating func finish(
-        _ state: LedgerState, location: RecordLocation, fileID: [UInt8], to sink: SnapshotWriter.Sink
+        _ state: LedgerState, positions: [IndexPosition], location: RecordLocation, fileID: [UInt8],
+        to sink: SnapshotWriter.Sink
     )
         throws
     {
@@ -201,6 +203,23 @@ struct SnapshotSections {
         }
         for bytes in [outbox.index, outbox.records, outbox.sync] {
             try section { $0.w.bytes = bytes }
+        }
+        let blocks = state.seq == 0 ? 0 : Int((state.seq - 1) / RecordIndex.blockRecords) + 1
+        try section { stream in
+            let kept = positions.count == blocks ? positions : []
+            stream.w.fixed(UInt64(kept.count), 4)
+            stream.w.fixed(UInt64(state.records.wholeErasures.count), 4)
+            for position in kept {
+                stream.w.fixed(UInt64(bitPattern: position.offset), 8)
+                stream.w.fixed(UInt64(bitPattern: position.recordedAt), 8)
+            }
+            for seq in state.records.wholeErasures { stream.w.fixed(seq, 8) }
+        }
+        try section { stream in
+            for block in 0..<blocks {
+                for word in state.records.words(ofBlock: block) { stream.w.fixed(word, 8) }
+                try stream.spill(to: sink)
+            }
         }
         var meta = SectionStream(offset: metaOffset)
         meta.w.fixed(state.seq, 8)

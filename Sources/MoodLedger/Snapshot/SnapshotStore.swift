@@ -1,3 +1,4 @@
+import Dispatch
 import EventLog
 import Platform
 
@@ -5,7 +6,7 @@ import Platform
 struct SnapshotHeader: Equatable {
     static let magic: [UInt8] = Array("MLSNAP\r\n".utf8)
     static let size = SnapshotLayout.headerSize
-    static let version: UInt16 = 4
+    static let version: UInt16 = 5
 
     var sectionCount: Int
     var fingerprint: UInt32
@@ -109,6 +110,7 @@ struct SnapshotStore: Sendable {
     ///   - state: the state.
     ///   - days: where each day's entries are, when not `state`'s own (see ``SnapshotWriter/write(_:days:rowCapacity:location:fileID:to:)``).
     ///   - rowCapacity: with `days`, at least as many rows as it gives.
+    ///   - positions: the log's sparse index through `location`, kept in the snapshot (empty: none).
     ///   - location: the record the snapshot covers.
     ///   - fileID: the log's file id.
     /// - Throws: ``SnapshotProblem`` when the snapshot `state` reads through was found damaged while copying from
@@ -116,7 +118,7 @@ struct SnapshotStore: Sendable {
     ///   throws.
     func write(
         _ state: LedgerState, days: SnapshotWriter.Days? = nil, rowCapacity: Int? = nil,
-        location: RecordLocation, fileID: [UInt8]
+        positions: [IndexPosition] = [], location: RecordLocation, fileID: [UInt8]
     ) throws {
         try AtomicFile.makeDirectory(directory, io: io)
         // A cache: left out of device backups (the log and the lock are backed up).
@@ -133,7 +135,8 @@ struct SnapshotStore: Sendable {
             produce: { write in
                 do {
                     try SnapshotWriter.write(
-                        state, days: days, rowCapacity: rowCapacity, location: location, fileID: fileID, to: write)
+                        state, days: days, rowCapacity: rowCapacity, positions: positions, location: location,
+                        fileID: fileID, to: write)
                 } catch let error as SnapshotProblem {
                     throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
                 }
@@ -273,11 +276,27 @@ struct SnapshotStore: Sendable {
     }
 
     /// Removes the snapshots covering `first` or a later seq, and makes the removals durable.
+    ///
+    /// Each file is held open across its removal and closed afterwards on a background queue: when this returns
+    /// no name leads to its bytes and the directory is synced, while the file system's freeing of its blocks —
+    /// tens of milliseconds per hundred megabytes on ext4, which unlinking a file nobody holds open waits for — comes
+    /// at that close, off the caller's path (at the latest when the process exits).
     /// - Throws: ``Errno`` from a removal or the directory's sync.
     func remove(coveringFrom first: UInt64) throws {
         let doomed = list().filter { $0 >= first }
         guard !doomed.isEmpty else { return }
-        for seq in doomed { try io.remove(path(for: seq)) }
+        var held: [Int32] = []
+        defer {
+            if !held.isEmpty {
+                let (io, descriptors) = (io, held)
+                DispatchQueue.global(qos: .utility).async { for fd in descriptors { io.close(fd) } }
+            }
+        }
+        for seq in doomed {
+            let file = path(for: seq)
+            if let fd = try? io.open(file, .readOnly) { held.append(fd) }
+            try io.remove(file)
+        }
         try io.syncDirectory(directory)
     }
 }

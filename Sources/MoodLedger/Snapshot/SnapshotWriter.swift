@@ -1,6 +1,6 @@
 import EventLog
 
-/// Writes a version-4 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
+/// Writes a version-5 snapshot file (`Specs/ledger.md`, *Snapshots*): the state's entries as fixed-width rows
 /// ordered by local day, their bodies in one arena, the id and source indexes, per-day analytics and the outbox.
 ///
 /// The rows and the arena, which grow with the entries, go to the file as they are made (a MiB at a time, their
@@ -14,9 +14,11 @@ enum SnapshotWriter {
 
     /// The bytes of a snapshot of `state` covering `location`.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address.
-    static func file(of state: LedgerState, location: RecordLocation, fileID: [UInt8]) throws -> [UInt8] {
+    static func file(
+        of state: LedgerState, positions: [IndexPosition] = [], location: RecordLocation, fileID: [UInt8]
+    ) throws -> [UInt8] {
         var file: [UInt8] = []
-        try write(state, location: location, fileID: fileID) { offset, bytes in
+        try write(state, positions: positions, location: location, fileID: fileID) { offset, bytes in
             if file.count < offset + bytes.count {
                 file.append(contentsOf: repeatElement(0, count: offset + bytes.count - file.count))
             }
@@ -34,19 +36,21 @@ enum SnapshotWriter {
     ///   - days: where each day's entries are, when not `state`'s own (an import's entries held elsewhere).
     ///   - rowCapacity: at least as many rows as `days` gives (default: `state`'s entry count); the arena starts
     ///     after this many rows.
+    ///   - positions: the log's sparse index through `location` (``EventLog/indexPositions(through:)``), kept so
+    ///     that an open from the snapshot need not read the records before it to find them; empty: none kept.
     ///   - location: the record the snapshot covers.
     ///   - fileID: the log's file id.
     ///   - sink: where the bytes go.
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address or `days` gave
     ///   more rows than `rowCapacity`; what `days` or `sink` throw.
     static func write(
-        _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil,
+        _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil, positions: [IndexPosition] = [],
         location: RecordLocation, fileID: [UInt8], to sink: Sink
     ) throws {
         let forEachDay: Days = days ?? { body in try state.entries.forEachDaySource(body) }
         var sections = SnapshotSections(capacity: rowCapacity ?? state.entries.count)
         try forEachDay { date, source in try sections.addDay(date, source, analytics: state.analytics, sink: sink) }
-        try sections.finish(state, location: location, fileID: fileID, to: sink)
+        try sections.finish(state, positions: positions, location: location, fileID: fileID, to: sink)
     }
 
     /// `offset` rounded up to a multiple of 8.
