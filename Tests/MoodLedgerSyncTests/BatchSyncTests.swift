@@ -79,7 +79,7 @@ struct BatchSyncTests {
         // The ledger tells which request carried an entry: the 70th attempt of a batch went in its second request.
         let attempts = try device.ledger.events(ofType: .syncAttempted)
         let seventieth = attempts[69]
-        let story = try SyncExplanation.explain(try #require(seventieth.event.entryID), in: device.ledger)
+        let story = try SyncExplanation.explain(seventieth.event.entryID, in: device.ledger)
         let attempt = try #require(story.steps.first { $0.seq == seventieth.seq }).text
         #expect(
             attempt.contains("batch route: 64 items a request; request 2 of the attempts at seqs \(attempts[0].seq)–"),

@@ -121,4 +121,46 @@ struct RecordIndexTests {
             #expect(try ledger.history(of: id) == LogHistory(log: ledger.eventLog).history(of: id))
         }
     }
+
+    @Test("Sync bases, failure streaks and attempted versions read through the index equal those of a whole-log read")
+    func syncWalks() throws {
+        let dir = TemporaryDirectory("ledger")
+        var (ledger, workload, options) = try Self.ledger(dir, steps: 3_500)
+        ledger.close()
+        ledger = try Ledger.open(at: dir.path, options: options)
+        defer { ledger.close() }
+        for _ in 0..<200 { try workload.step(ledger) }
+        // A batch of attempts that straddles a block boundary, dated by its carrier at the batch's end.
+        let current = workload.ids.filter { ledger.state.entries.contains($0) }
+        let attempted = Array(current.prefix(40))
+        let boundary = (ledger.lastSeq / 1_024 + 1) * 1_024
+        while ledger.lastSeq + 20 < boundary { try workload.step(ledger) }
+        let carrier = Attachment(.carrier, payload: Array(#"{"carrier":"test","boot":"b-1","boot_ms":777}"#.utf8))
+        _ = try ledger.commit(attaching: { _, _ in [carrier] }) { _, _ in
+            (attempted.map { .syncAttempted($0, .backend, .update, key: "") }, attempted[0], false)
+        }
+        #expect(ledger.lastSeq > boundary + 1, "the batch crosses seq \(boundary)")
+        let all = Set(workload.ids)
+        #expect(all.count > 64, "more than 64 ids read the whole log")
+        let bases = try ledger.syncBases(of: all)
+        let streaks = try ledger.failureStreaks(of: all)
+        let versions = try ledger.attemptedVersions(of: all)
+        #expect(attempted.allSatisfy { streaks[$0]?.boot?.milliseconds == 777 || streaks[$0]?.boot == nil })
+        #expect(attempted.contains { streaks[$0]?.boot?.milliseconds == 777 }, "some streak began in the batch")
+        // One id at a time: the ids attempted before the boundary have no record in the carrier's block.
+        for id in attempted {
+            #expect(try ledger.failureStreaks(of: [id]) == streaks.filter { $0.key == id }, "the streak of \(id)")
+        }
+        let ordered = workload.ids
+        for start in stride(from: 0, to: ordered.count, by: 60) {
+            let chunk = Set(ordered[start..<min(ordered.count, start + 60)])
+            #expect(try ledger.syncBases(of: chunk) == bases.filter { chunk.contains($0.key) }, "bases from \(start)")
+            #expect(
+                try ledger.failureStreaks(of: chunk) == streaks.filter { chunk.contains($0.key) },
+                "streaks from \(start)")
+            #expect(
+                try ledger.attemptedVersions(of: chunk) == versions.filter { chunk.contains($0.key) },
+                "versions from \(start)")
+        }
+    }
 }

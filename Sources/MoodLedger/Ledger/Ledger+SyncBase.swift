@@ -19,8 +19,8 @@ extension Ledger {
     /// The base of each entry with `destination`, read from the log (`Specs/sync.md`, *Merging*): the version a
     /// successful send carried (the entry as it was at its `sync.attempted`: a send is built at the attempt), the
     /// version a pull applied or recorded (`remote.applied`), or the destination's version a merge took
-    /// (`sync.merged`); forgotten by a deletion there, a re-queue, or another server. One pass over the log for all
-    /// the ids, reading only their records.
+    /// (`sync.merged`); forgotten by a deletion there, a re-queue, or another server. One pass over the records
+    /// that may concern the ids (``forEachRecord(concerning:_:)``), decoding only theirs.
     /// - Parameters:
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
@@ -37,7 +37,7 @@ extension Ledger {
         var versions = EntriesState()
         var attempted: [EntryID: (operation: SyncOperation, entry: MoodEntry?)] = [:]
         var server: RemoteConfig?
-        try eventLog.forEach(from: 1, through: lastSeq) { view in
+        try forEachRecord(concerning: ids) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if view.type == EventType.remoteConfigured.rawValue {
                 guard case .remoteConfigured(let config) = try Self.decode(view).event,
@@ -106,8 +106,8 @@ extension Ledger {
 
     /// When each entry's current streak of attempts with `destination` began (the first `sync.attempted` since the
     /// record was last in step: a success, a merge, a pulled version, a re-queue, a release by the user, another
-    /// server or an erasure), in ms since 1970; absent for an entry with no attempt since. One pass over the log for
-    /// all the ids.
+    /// server or an erasure), in ms since 1970; absent for an entry with no attempt since. One pass over the records
+    /// that may concern the ids.
     /// - Parameters:
     ///   - ids: the entries.
     ///   - destination: the destination (`backend`).
@@ -136,7 +136,21 @@ extension Ledger {
         }
     }
 
-    /// `failingSince(of:destination:)` with each streak's boot clock reading. One pass over the log.
+    /// Calls `body` for every record that may concern `ids`, in order, through ``lastSeq``: the blocks the last
+    /// published state's index says may name one, the events about every entry, and every record past that state
+    /// (`Specs/ledger.md`, *An entry's records*) — or, for more than 64 ids or a damaged snapshot, every record.
+    /// - Throws: `EventLogError`, or what `body` throws.
+    func forEachRecord(concerning ids: Set<EntryID>, _ body: (RecordView) throws -> Bool) throws {
+        let last = lastSeq
+        if ids.count <= 64, let ranges = indexedHistory().ranges(naming: Array(ids), from: 1, through: last) {
+            try eventLog.forEach(in: ranges, body)
+        } else {
+            try eventLog.forEach(from: 1, through: last, body)
+        }
+    }
+
+    /// `failingSince(of:destination:)` with each streak's boot clock reading. One pass over the records that may
+    /// concern the ids.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     ///
     /// Long because one pass reads three kinds of record in order: the attempts that start streaks, the carriers
@@ -152,14 +166,25 @@ extension Ledger {
         ]
         // Streaks begun in the batch being read: dated by its carrier, the batch's last record.
         var begun: [EntryID] = []
-        try eventLog.forEach(from: 1, through: lastSeq) { view in
+        // Batches left before their end where the records read skip ahead: their carriers are read afterwards.
+        var unfinished: [(next: UInt64, ids: [EntryID])] = []
+        var previous: UInt64?
+        func date(_ ids: [EntryID], by view: RecordView) {
+            if let json = try? JSONParser.parse(String(decoding: view.payload, as: UTF8.self)),
+                let boot = json["boot"]?.stringValue, let milliseconds = json["boot_ms"]?.intValue
+            {
+                for id in ids { since[id]?.boot = BootClock(boot: boot, milliseconds: Int64(milliseconds)) }
+            }
+        }
+        try forEachRecord(concerning: ids) { view in
+            if let last = previous, view.seq != last + 1, !begun.isEmpty {
+                unfinished.append((last + 1, begun))
+                begun.removeAll()
+            }
+            previous = view.seq
             defer { if !view.continuesBatch { begun.removeAll() } }
             if view.type == Attachment.Kind.carrier.recordType {
-                if !begun.isEmpty, let json = try? JSONParser.parse(String(decoding: view.payload, as: UTF8.self)),
-                    let boot = json["boot"]?.stringValue, let milliseconds = json["boot_ms"]?.intValue
-                {
-                    for id in begun { since[id]?.boot = BootClock(boot: boot, milliseconds: Int64(milliseconds)) }
-                }
+                if !begun.isEmpty { date(begun, by: view) }
                 return true
             }
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
@@ -181,6 +206,15 @@ extension Ledger {
             }
             return true
         }
+        if let last = previous, !begun.isEmpty, last < lastSeq { unfinished.append((last + 1, begun)) }
+        for batch in unfinished {
+            try eventLog.forEach(from: batch.next, through: lastSeq) { view in
+                if view.type == Attachment.Kind.carrier.recordType {
+                    date(batch.ids.filter { since[$0] != nil }, by: view)
+                }
+                return view.continuesBatch
+            }
+        }
         return since
     }
 
@@ -188,7 +222,7 @@ extension Ledger {
     /// it was at each `sync.attempted`: a send is built at its attempt), oldest first, each distinct version once;
     /// forgotten by a success, a merge, a pulled version, a re-queue, another server or an erasure. What a create
     /// whose answer was lost may have made on the server (`Specs/sync.md`, *A create whose answer was lost*). One pass
-    /// over the log for all the ids, reading only their records.
+    /// over the records that may concern the ids, decoding only theirs.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     package func attemptedVersions(
         of ids: Set<EntryID>, destination: SyncDestination = .backend
@@ -196,7 +230,7 @@ extension Ledger {
         var sent: [EntryID: [MoodEntry]] = [:]
         guard !ids.isEmpty else { return sent }
         var versions = EntriesState()
-        try eventLog.forEach(from: 1, through: lastSeq) { view in
+        try forEachRecord(concerning: ids) { view in
             if view.type & LogFormat.safeToIgnoreBit != 0 { return true }
             if view.type == EventType.remoteConfigured.rawValue || view.type == EventType.ledgerErased.rawValue {
                 if case .ledgerErased(let erasure) = try Self.decode(view).event {

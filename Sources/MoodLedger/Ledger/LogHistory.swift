@@ -12,9 +12,9 @@ struct LogHistory {
         self.index = index
     }
 
-    /// The sequence numbers to read for the records of `ids` from `first` through `last` (with the `ledger.erased`
-    /// events: each concerns every entry named before it): the blocks the index says may name one, then every
-    /// record past what it covers; `nil` without an index, or when the snapshot it reads through was found damaged
+    /// The sequence numbers to read for the records of `ids` from `first` through `last` (with the events about
+    /// every entry: `ledger.erased`, `remote.configured`): the blocks the index says may name one, then every record
+    /// past what it covers; `nil` without an index, or when the snapshot it reads through was found damaged
     /// (then every record is read).
     func ranges(naming ids: [EntryID], from first: UInt64, through last: UInt64) -> [ClosedRange<UInt64>]? {
         guard let index, first <= last else { return index == nil ? nil : [] }

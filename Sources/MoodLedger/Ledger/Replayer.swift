@@ -86,7 +86,7 @@ enum Replayer {
                     // Moved out (its bytes, no reference counted): the pointee itself would be copied, references
                     // retained, for the call, which could otherwise see it changed under it.
                     let recorded = next.move()
-                    state.apply(recorded, analytics: analytics)
+                    state.apply(recorded, analytics: analytics, entryID: ids[applied - 1])
                 }
             }
         }

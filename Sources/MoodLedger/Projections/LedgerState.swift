@@ -32,8 +32,10 @@ public struct LedgerState: Sendable, Equatable {
     package mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
 
     /// Applies one recorded event; with `analytics` false the analytics are left for ``finishBulkReplay()``.
+    /// - Parameter entryID: the entry the event names (`recorded.event.entryID`), when the caller has it already
+    ///   (a replay reads it ahead, to prefetch): taking it out of the event again copies the event's payload.
     @inline(__always)
-    mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
+    mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID: EntryID? = nil) {
         let time = recorded.recordedAtMilliseconds
         let kind: EntryChange.Kind?
         if withAnalytics {
@@ -48,10 +50,13 @@ public struct LedgerState: Sendable, Equatable {
         let exists: Bool
         switch recorded.event {
         case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(recorded.event.entryID)
+        case .remoteConfigured:
+            exists = true
+            records.noteEveryEntryEvent(seq: recorded.seq)
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
-        records.note(recorded.event.entryID, seq: recorded.seq)
+        records.note(entryID ?? recorded.event.entryID, seq: recorded.seq)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {
@@ -83,7 +88,7 @@ public struct LedgerState: Sendable, Equatable {
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
-        records.noteWholeErasure(seq: seq)
+        records.noteEveryEntryEvent(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and

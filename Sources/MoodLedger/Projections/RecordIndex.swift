@@ -21,11 +21,16 @@ struct RecordIndex: Sendable {
     /// The snapshot the blocks below ``imageBlocks`` are read through.
     private(set) var image: SnapshotImage?
     private var imageBlocks = 0
-    /// Blocks from ``firstOwn`` on, ``filterWords`` words each.
+    /// Blocks from ``firstOwn`` up to ``currentBlock``, filled: ``filterWords`` words each.
     private var own = ChunkedArray<UInt64>()
     private var firstOwn = 0
-    /// The sequence numbers of the `ledger.erased` events folded (each concerns every entry named before it).
-    private(set) var wholeErasures: [UInt64] = []
+    /// The block the last record folded is in (−1: none yet), and its words: every record folds into it (sequence
+    /// numbers only grow), so a record costs one buffer's bit sets.
+    private var currentBlock = -1
+    private var current: [UInt64] = []
+    /// The sequence numbers of the events folded that name no entry but concern every entry: `ledger.erased` (every
+    /// entry named before it) and `remote.configured` (every entry's sync with that destination).
+    private(set) var everyEntryEvents: [UInt64] = []
 
     init() {}
 
@@ -34,11 +39,11 @@ struct RecordIndex: Sendable {
         self.image = image
         imageBlocks = image.filterBlockCount
         firstOwn = imageBlocks
-        wholeErasures = image.wholeErasures
+        everyEntryEvents = image.everyEntryEvents
     }
 
     /// How many blocks there are (the last may be partly filled).
-    var blockCount: Int { max(imageBlocks, firstOwn + own.count / Self.filterWords) }
+    var blockCount: Int { max(imageBlocks, currentBlock + 1) }
 
     /// Where an id's bits go in a block's filter: its line and, per word of that line, the bits set.
     struct Probe: Equatable {
@@ -74,43 +79,52 @@ struct RecordIndex: Sendable {
     /// Folds one record: `id` named at `seq` (the all-zero id, events about no entry, is not kept).
     @inline(__always)
     mutating func note(_ id: EntryID, seq: UInt64) {
-        guard id != .none, seq > 0 else { return }
+        guard id.high | id.low != 0, seq > 0 else { return }  // the all-zero id
         let block = Int((seq - 1) / Self.blockRecords)
+        if block != currentBlock { start(block) }
         let (line, g) = Self.hashes(id)
-        let base = ownBase(of: block) + line * Self.lineWords
-        for i in 0..<Self.bitsPerID {
-            let bit = Int((g >> UInt64(9 * i)) & 511)
-            own[base + bit >> 6] |= 1 << UInt64(bit & 63)
+        current.withUnsafeMutableBufferPointer { words in
+            let base = line * Self.lineWords
+            for i in 0..<Self.bitsPerID {
+                let bit = Int((g >> UInt64(9 * i)) & 511)
+                words[base + bit >> 6] |= 1 << UInt64(bit & 63)
+            }
         }
     }
 
-    /// Folds a `ledger.erased` at `seq`.
-    mutating func noteWholeErasure(seq: UInt64) { wholeErasures.append(seq) }
+    /// Folds a `ledger.erased` or `remote.configured` at `seq`.
+    mutating func noteEveryEntryEvent(seq: UInt64) { everyEntryEvents.append(seq) }
 
-    /// The position in ``own`` of `block`'s first word, adding blocks (copied from the image, or empty) up to it.
-    @inline(__always)
-    private mutating func ownBase(of block: Int) -> Int {
-        let held = own.count / Self.filterWords
-        if held > 0, block < firstOwn + held, block >= firstOwn { return (block - firstOwn) * Self.filterWords }
-        return addBlocks(through: block)
+    /// Makes `block` the current one: the current one (and any empty ones before `block`) join the filled blocks,
+    /// and `block` starts from the image's filter, or empty.
+    @inline(never)
+    private mutating func start(_ block: Int) {
+        precondition(block > currentBlock, "records are folded in sequence order")
+        if currentBlock < 0 {
+            firstOwn = block
+        } else {
+            own.append(contentsOf: current)
+            for _ in currentBlock + 1..<block { own.append(contentsOf: Self.empty) }
+        }
+        current = (block < imageBlocks ? image?.filterBlock(block) : nil) ?? Self.empty
+        currentBlock = block
     }
 
-    private mutating func addBlocks(through block: Int) -> Int {
-        if own.count == 0 { firstOwn = block }
-        precondition(block >= firstOwn, "records are folded in sequence order")
-        while firstOwn + own.count / Self.filterWords <= block {
-            let adding = firstOwn + own.count / Self.filterWords
-            let stored = adding < imageBlocks ? image?.filterBlock(adding) : nil
-            for index in 0..<Self.filterWords { own.append(stored?[index] ?? 0) }
-        }
+    private static let empty = [UInt64](repeating: 0, count: filterWords)
+
+    /// The position in ``own`` of a filled block's first word, if `block` is one.
+    private func ownBase(of block: Int) -> Int? {
+        guard block >= firstOwn, block < currentBlock else { return nil }
         return (block - firstOwn) * Self.filterWords
     }
 
     /// Whether `block`'s filter may hold the id `probe` stands for.
     func mayName(_ probe: Probe, block: Int) -> Bool {
-        if block >= firstOwn, block < firstOwn + own.count / Self.filterWords {
-            let base = (block - firstOwn) * Self.filterWords + probe.line * Self.lineWords
-            return probe.masks.allSatisfy { own[base + $0.word] & $0.mask == $0.mask }
+        if block == currentBlock {
+            return probe.masks.allSatisfy { current[probe.line * Self.lineWords + $0.word] & $0.mask == $0.mask }
+        }
+        if let base = ownBase(of: block) {
+            return probe.masks.allSatisfy { own[base + probe.line * Self.lineWords + $0.word] & $0.mask == $0.mask }
         }
         guard block < imageBlocks, let image else { return false }
         return image.filterLine(block, probe.line) { line in
@@ -127,7 +141,7 @@ struct RecordIndex: Sendable {
         var blocks: [Int] = []
         for block in 0..<blockCount where probes.contains(where: { mayName($0, block: block) }) { blocks.append(block) }
         if withErasures {
-            blocks += wholeErasures.lazy.filter { $0 <= last }.map { Int(($0 - 1) / Self.blockRecords) }
+            blocks += everyEntryEvents.lazy.filter { $0 <= last }.map { Int(($0 - 1) / Self.blockRecords) }
             blocks.sort()
         }
         var result: [ClosedRange<UInt64>] = []
@@ -146,19 +160,17 @@ struct RecordIndex: Sendable {
 
     /// The filter words of `block` (empty blocks all zero), for a snapshot.
     func words(ofBlock block: Int) -> [UInt64] {
-        if block >= firstOwn, block < firstOwn + own.count / Self.filterWords {
-            let base = (block - firstOwn) * Self.filterWords
-            return (0..<Self.filterWords).map { own[base + $0] }
-        }
+        if block == currentBlock { return current }
+        if let base = ownBase(of: block) { return (0..<Self.filterWords).map { own[base + $0] } }
         if block < imageBlocks, let stored = image?.filterBlock(block) { return stored }
-        return [UInt64](repeating: 0, count: Self.filterWords)
+        return Self.empty
     }
 }
 
 extension RecordIndex: Equatable {
-    /// Equal when every block's filter and the whole erasures are: however each is held.
+    /// Equal when every block's filter and the events about every entry are: however each is held.
     static func == (a: RecordIndex, b: RecordIndex) -> Bool {
-        guard a.wholeErasures == b.wholeErasures else { return false }
+        guard a.everyEntryEvents == b.everyEntryEvents else { return false }
         for block in 0..<max(a.blockCount, b.blockCount) where a.words(ofBlock: block) != b.words(ofBlock: block) {
             return false
         }

@@ -3,9 +3,9 @@ import EventLog
 /// The record index and filters of a snapshot (`Specs/ledger.md`, *An entry's records*).
 extension SnapshotImage {
     /// Decodes the record index section: `u32 positions · u32 erasures · positions × (u64 offset · i64 recorded_at)
-    /// · erasures × u64 seq`. Positions are none or one per block (the record at seq 1 + 1,024 × block), offsets
-    /// ascending from the log's first record and recorded-at never decreasing; erasures ascending, within the covered
-    /// seqs.
+    /// · events × u64 seq`. Positions are none or one per block (the record at seq 1 + 1,024 × block), offsets
+    /// ascending from the log's first record and recorded-at never decreasing; the seqs of the events about every
+    /// entry (`ledger.erased`, `remote.configured`) ascending, within the covered seqs.
     static func decodeRecordIndex(
         _ bytes: UnsafeRawBufferPointer, blocks: Int, seq: UInt64
     ) throws(SnapshotProblem) -> (positions: [IndexPosition], erasures: [UInt64]) {
@@ -39,7 +39,7 @@ extension SnapshotImage {
         for index in 0..<erasureCount {
             let value: UInt64 = bytes.le(start + index * 8)
             guard value >= 1, value <= seq, value > (erasures.last ?? 0) else {
-                throw SnapshotProblem("record index: erasures out of order or past the covered seq")
+                throw SnapshotProblem("record index: events out of order or past the covered seq")
             }
             erasures.append(value)
         }

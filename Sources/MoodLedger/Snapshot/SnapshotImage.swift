@@ -23,8 +23,8 @@ final class SnapshotImage: @unchecked Sendable {
     let pendingErasures: [EntryID: UInt64]
     /// The log's sparse index through the covered record (empty when the writer had none to give; decoded on open).
     let positions: [IndexPosition]
-    /// The sequence numbers of the `ledger.erased` events covered (decoded on open).
-    let wholeErasures: [UInt64]
+    /// The sequence numbers of the `ledger.erased` and `remote.configured` events covered (decoded on open).
+    let everyEntryEvents: [UInt64]
     /// The record filters' blocks: one per 1,024 sequence numbers covered.
     let filterBlockCount: Int
     let filters: UnsafeRawBufferPointer
@@ -140,7 +140,7 @@ final class SnapshotImage: @unchecked Sendable {
             throw SnapshotProblem("sync: \(error.what)")
         }
         filterBlockCount = seq == 0 ? 0 : Int((seq - 1) / RecordIndex.blockRecords) + 1
-        (positions, wholeErasures) = try Self.decodeRecordIndex(
+        (positions, everyEntryEvents) = try Self.decodeRecordIndex(
             section(.recordIndex), blocks: filterBlockCount, seq: seq)
         filters = section(.recordFilters)
         guard filters.count == filterBlockCount * SnapshotLayout.filterSize else {

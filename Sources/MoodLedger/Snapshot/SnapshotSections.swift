@@ -208,12 +208,12 @@ struct SnapshotSections {
         try section { stream in
             let kept = positions.count == blocks ? positions : []
             stream.w.fixed(UInt64(kept.count), 4)
-            stream.w.fixed(UInt64(state.records.wholeErasures.count), 4)
+            stream.w.fixed(UInt64(state.records.everyEntryEvents.count), 4)
             for position in kept {
                 stream.w.fixed(UInt64(bitPattern: position.offset), 8)
                 stream.w.fixed(UInt64(bitPattern: position.recordedAt), 8)
             }
-            for seq in state.records.wholeErasures { stream.w.fixed(seq, 8) }
+            for seq in state.records.everyEntryEvents { stream.w.fixed(seq, 8) }
         }
         try section { stream in
             for block in 0..<blocks {

@@ -51,6 +51,23 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
         count += 1
     }
 
+    /// Adds elements at the end, a chunk's worth at a time.
+    mutating func append(contentsOf elements: [Element]) {
+        var start = 0
+        while start < elements.count {
+            if count & (Self.chunkSize - 1) == 0, count >> Self.shift == chunks.count {
+                var chunk: [Element] = []
+                chunk.reserveCapacity(chunks.isEmpty ? elements.count - start : Self.chunkSize)
+                chunks.append(chunk)
+            }
+            let room = Self.chunkSize - (count & (Self.chunkSize - 1))
+            let end = Swift.min(elements.count, start + room)
+            chunks[count >> Self.shift].append(contentsOf: elements[start..<end])
+            count += end - start
+            start = end
+        }
+    }
+
     /// Calls `body` with a pointer to each element in order, where it is held (no copy out of its chunk). The
     /// pointer is valid only during the call.
     func forEachInPlace(_ body: (UnsafePointer<Element>) -> Void) {
