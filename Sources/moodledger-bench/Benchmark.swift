@@ -360,7 +360,7 @@ extension Benchmark {
         }
     }
 
-    /// Erasure (`Specs/erasure.md`): one entry of the generated ledger (one rewrite of the whole log), then every
+    /// An entry's history (`history_ms`), then erasure (`Specs/erasure.md`): one entry of the generated ledger, then every
     /// entry with the built `moodledger erase --all` in a child process of its own, so that its peak is the
     /// command's. Runs last: it changes the ledger.
     mutating func erasure() throws {
@@ -369,6 +369,18 @@ extension Benchmark {
             ledger.close()
             return
         }
+        // An entry's history, of random current entries: the records its index points to, not the log.
+        var random = SplitMix64(seed: 11)
+        let ids = ledger.state.entries.ids
+        var historyTimes: [Double] = []
+        for round in 0..<16 {
+            let id = round == 0 ? victim : ids[Int.random(in: 0..<ids.count, using: &random)]
+            let start = Self.now()
+            let items = try ledger.history(of: id)
+            historyTimes.append(Self.seconds(since: start) * 1000)
+            if items.isEmpty { throw BenchError(text: "an entry without history") }
+        }
+        record("history_ms", Self.median(historyTimes), places: 3)
         let start = Self.now()
         let one = try ledger.erase([victim], reason: "benchmark", ignoringDestinations: true)
         record("erase_one_s", Self.seconds(since: start), places: 3)
