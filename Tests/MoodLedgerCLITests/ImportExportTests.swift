@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Synchronization
 import TestSupport
@@ -476,6 +477,47 @@ struct ImportExportTests {
         #expect(cli.run(["show", firstHere.description]).code != 0, "the entry pulled from the deleted sample is gone")
         #expect(cli.run(["show", secondHere.description]).code == 0)
         #expect(cli.run(["verify"]).code == 0)
+    }
+
+    @Test(
+        "The pull's anchor is a healthkit.anchored event folded into HealthKit's progress; an older log's 0x8004 record still counts"
+    )
+    func healthKitAnchorFolded() throws {
+        let dir = TemporaryDirectory("ledger")
+        let store = FileHealthStore(path: dir.sub("health.json"))
+        try store.save(
+            StateOfMindSample(
+                uuid: EntryID("11111111-2222-4333-8444-555555555555")!,
+                date: LoggedAt(milliseconds: 1_779_000_000_000, utcOffsetMinutes: 0), kind: .momentaryEmotion,
+                valence: 0.2, labels: [.named("calm")], associations: []))
+        var ledger = try Ledger.open(at: dir.sub("ledger"))
+        #expect(try ledger.pullFromHealthKit(store).pulled == 1)
+        let anchor = try store.changes(after: nil).anchor
+        #expect(ledger.state.outbox.progress(.healthkit).anchor == anchor)
+        #expect(
+            try ledger.events(filter: EventFilter(type: .healthKitAnchored)).map(\.event) == [
+                .healthKitAnchored(anchor)
+            ])
+        ledger.close()
+        // As an older version kept it: a safe-to-ignore record of the anchor's bytes, after the event.
+        let older: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1]
+        let log = try EventLog.open(directory: dir.sub("ledger"))
+        _ = try log.append(type: Attachment.Kind.healthKitAnchor.recordType, payload: older)
+        log.close()
+        ledger = try Ledger.open(at: dir.sub("ledger"))
+        #expect(ledger.state.outbox.progress(.healthkit).anchor == older, "the tail after the snapshot")
+        try ledger.snapshot()
+        ledger.close()
+        for useSnapshots in [true, false] {
+            var options = Ledger.Options()
+            options.useSnapshots = useSnapshots
+            let reopened = try Ledger.open(at: dir.sub("ledger"), options: options)
+            #expect(reopened.state.outbox.progress(.healthkit).anchor == older, "snapshots used: \(useSnapshots)")
+            // The next pull asks from the kept anchor: the sample saved after anchor 1 comes again, and is known.
+            #expect(try reopened.pullFromHealthKit(store).pulled == 0)
+            #expect(reopened.state.outbox.progress(.healthkit).anchor == anchor)
+            reopened.close()
+        }
     }
 
     @Test(

@@ -37,7 +37,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<20, using: &random) {
+        switch Int.random(in: 0..<21, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -114,6 +114,9 @@ struct EventFactory {
                     reason: Bool.random(using: &random) ? "asked" : "", requestedBy: "cli",
                     complete: Bool.random(using: &random), keepsHealthKit: Bool.random(using: &random)))
         case 18: return .syncReleased(id, destination)
+        case 19:
+            return .healthKitAnchored(
+                (0..<Int.random(in: 0...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
         case 16:
             return .conflictResolved(
                 id, MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)),
@@ -122,7 +125,7 @@ struct EventFactory {
             let type = EventType.allCases.randomElement(using: &random)!
             let sync: Set<EventType> = [.syncAttempted, .syncSucceeded, .syncFailed, .syncRequeued, .syncReleased]
             // Events about no entry keep the all-zero id when redacted.
-            let named = type == .syncPulled || type == .remoteConfigured || type == .ledgerErased ? EntryID.none : id
+            let named = type.namesNoEntry ? EntryID.none : id
             return .redacted(named, Redaction(type: type, destination: sync.contains(type) ? destination : nil))
         }
     }
@@ -263,7 +266,8 @@ struct EventCodecTests {
                         cursor: 0, serverRevision: 0, applied: 0, serverWentBack: true,
                         account: "00112233445566778899aabbccddeeff"))
             ),
-            ("sync_released", .syncReleased(id, .backend))
+            ("sync_released", .syncReleased(id, .backend)),
+            ("healthkit_anchored", .healthKitAnchored([0, 0, 0, 0, 0, 0, 0, 42]))
         ]
     }
 

@@ -154,12 +154,8 @@ extension Ledger {
         return try applyHealthKitChanges(changes)
     }
 
-    /// The anchor the last pull kept (the last `0x8004` record), if any.
-    func keptHealthKitAnchor() throws -> [UInt8]? {
-        var anchor: [UInt8]?
-        try forEachAttachment(.healthKitAnchor, from: 1) { _, _, payload in anchor = payload }
-        return anchor
-    }
+    /// The anchor the last pull kept (the last `healthkit.anchored`), if any: HealthKit's sync progress.
+    func keptHealthKitAnchor() throws -> [UInt8]? { read { $0.outbox.progress(.healthkit).anchor } }
 
     /// Applies what an anchored query found: the samples the ledger does not know as new entries, the deletions,
     /// and the new anchor with them.
@@ -192,13 +188,13 @@ extension Ledger {
         }
         report.pulled = try importPlan(plan).created
         // Deletions there remove what was pulled from those samples; the anchor is kept with them, in one batch.
-        _ = try commit(attaching: { _, _ in [Attachment(.healthKitAnchor, payload: changes.anchor)] }) { state, _ in
+        _ = try commit { state, _ in
             let events = changes.deleted.compactMap { uuid -> MoodEvent? in
                 guard let entry = state.entries[uuid], entry.source == .healthkit else { return nil }
                 return .deleted(uuid)
             }
             report.deleted = events.count
-            return (events, .none, false)
+            return (events + [.healthKitAnchored(changes.anchor)], .none, false)
         }
         return report
     }

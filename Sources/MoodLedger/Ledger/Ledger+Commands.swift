@@ -153,7 +153,10 @@ extension Ledger {
             let now = options.clock()
             let (events, id, created) = try deciding(&core) { try decide($0, now) }
             if options.vocabulary == .apple { try Self.checkAppleWords(events, in: core.state) }
-            let attachments = attach(events, id).map(\.record)
+            let attached = attach(events, id)
+            // The folds read a kept anchor's record as an event: it is written as the event, never attached.
+            precondition(!attached.contains { $0.kind == .healthKitAnchor }, "a HealthKit anchor is an event")
+            let attachments = attached.map(\.record)
             let before = core.state.entries[id]
             try append(events, attachments: attachments, now: now, to: &core)
             let result = CommandResult(

@@ -263,6 +263,16 @@ public final class Ledger: Sendable {
         (try? log.indexPositions(through: location.seq)) ?? []
     }
 
+    /// A HealthKit anchor kept the way older versions kept it — a safe-to-ignore `0x8004` record of the anchor's bytes
+    /// — read as the `healthkit.anchored` event it now is (`Specs/events.md`), so an older log's anchor stays in force.
+    static func keptAnchor(_ view: RecordView) -> RecordedEvent? {
+        guard view.type == Attachment.Kind.healthKitAnchor.recordType else { return nil }
+        return RecordedEvent(
+            seq: view.seq, recordedAt: view.recordedAt, commandID: .none,
+            event: .healthKitAnchored(Array(view.payload)),
+            offset: view.offset, size: view.size)
+    }
+
     /// Decodes one record into a recorded event.
     static func decode(_ view: RecordView) throws(MoodError) -> RecordedEvent {
         do {

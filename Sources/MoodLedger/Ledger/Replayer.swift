@@ -15,7 +15,9 @@ enum Replayer {
     /// Applies one record: a decoded event, or a record the ledger skips (safe-to-ignore types, *lost*).
     @inline(__always)
     private static func apply(_ view: RecordView, to state: inout LedgerState, analytics: Bool) throws(MoodError) {
-        if view.type & LogFormat.safeToIgnoreBit != 0 {
+        if let anchor = Ledger.keptAnchor(view) {
+            state.apply(anchor, analytics: analytics)
+        } else if view.type & LogFormat.safeToIgnoreBit != 0 {
             state.skip(seq: view.lastSeq, recordedAt: view.recordedAt)
         } else {
             state.apply(try Ledger.decode(view), analytics: analytics)
@@ -54,8 +56,12 @@ enum Replayer {
             /// Decodes a record into the batch.
             func append(_ view: RecordView) throws(MoodError) {
                 precondition(count < Channel.batchSize, "a full batch")
-                let skip = view.type & LogFormat.safeToIgnoreBit != 0
-                if skip {
+                let anchor = Ledger.keptAnchor(view)
+                let skip = anchor == nil && view.type & LogFormat.safeToIgnoreBit != 0
+                if let anchor {
+                    ids.append(EntryID.none)
+                    (records + count).initialize(to: anchor)
+                } else if skip {
                     let none = EntryID(high: 0, low: 0)
                     (records + count).initialize(
                         to: RecordedEvent(

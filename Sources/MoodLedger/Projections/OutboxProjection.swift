@@ -81,6 +81,8 @@ public struct SyncProgress: Sendable, Equatable {
     public var lastErrorEntry: EntryID?
     /// The identity of the server's account this device syncs with, once the server named it (`sync.pulled` v2).
     public var account: String?
+    /// HealthKit's only: the anchor of the last pull (`healthkit.anchored`), where the next anchored query starts.
+    public var anchor: [UInt8]?
 
     package init() {}
 }
@@ -406,6 +408,8 @@ public struct OutboxState: Sendable, Equatable {
             self[key] = record.operation == nil && merge.merged == nil ? nil : record
         case .conflictResolved:
             break
+        case .healthKitAnchored(let anchor):
+            progress[Int(SyncDestination.healthkit.code)].anchor = anchor
         case .syncPulled(let pull):
             var current = progress[Int(pull.destination.code)]
             current.cursor = pull.cursor

@@ -20,8 +20,9 @@ enum SnapshotCodec {
     /// outbox=3: each destination's remote carries its capabilities and how they were learned.
     /// entries=4: an upsert of an existing entry keeps its source id even when a crafted log shares the pair.
     /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
+    /// outbox=6: HealthKit's progress carries the anchor of the last pull (`healthkit.anchored`).
     /// outbox=5: a backend create attempted and never acknowledged, then deleted, leaves a pending delete.
-    static let schema = "moodledger-projections/entries=4/outbox=5/analytics=1/records=1/snapshot-payload=8"
+    static let schema = "moodledger-projections/entries=4/outbox=6/analytics=1/records=1/snapshot-payload=8"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records
@@ -50,6 +51,7 @@ enum SnapshotCodec {
             if progress.lastSuccessAt != nil { flags |= 4 }
             if progress.lastErrorAt != nil { flags |= 8 }
             if progress.account != nil { flags |= 16 }
+            if progress.anchor != nil { flags |= 32 }
             w.u8(flags)
             w.varint(progress.cursor)
             w.varint(progress.serverRevision)
@@ -67,6 +69,7 @@ enum SnapshotCodec {
                 w.id(progress.lastErrorEntry ?? .none)
             }
             if let account = progress.account { w.string(account) }
+            if let anchor = progress.anchor { w.bytes(anchor) }
         }
         let pending = state.pendingErasures.sorted { $0.key < $1.key }
         w.varint(UInt64(pending.count))
@@ -151,7 +154,7 @@ enum SnapshotCodec {
         for destination in SyncDestination.allCases.sorted() {
             var current = SyncProgress()
             let flags = try r.u8()
-            guard flags & ~0x1F == 0 else { throw ByteReader.Malformed(what: "progress flags: unknown bits") }
+            guard flags & ~0x3F == 0 else { throw ByteReader.Malformed(what: "progress flags: unknown bits") }
             current.cursor = try EventCodec.readRevision(from: &r)
             current.serverRevision = try EventCodec.readRevision(from: &r)
             if flags & 1 != 0 {
@@ -187,6 +190,10 @@ enum SnapshotCodec {
                     throw ByteReader.Malformed(what: "account: not 1 to 64 visible ASCII characters")
                 }
                 current.account = account
+            }
+            if flags & 32 != 0 {
+                guard destination == .healthkit else { throw ByteReader.Malformed(what: "anchor: not HealthKit's") }
+                current.anchor = try r.bytes("anchor")
             }
             progress.append(current)
         }

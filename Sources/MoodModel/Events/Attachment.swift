@@ -25,8 +25,9 @@ public struct Attachment: Sendable, Equatable {
         /// `boot_ms` when known), the last record of the attempts' batch.
         public static let carrier = Kind(recordType: 0x8003)
 
-        /// The anchor of the last HealthKit pull (`Specs/imports-exports.md`, *HealthKit*): record type `0x8004`,
-        /// the store's opaque anchor bytes (an archived `HKQueryAnchor`, or the file store's 8-byte number).
+        /// The anchor of a HealthKit pull as older versions kept it: record type `0x8004`, the store's opaque anchor
+        /// bytes. Written no more (`healthkit.anchored` carries it); the folds read one as that event
+        /// (`Specs/events.md`).
         public static let healthKitAnchor = Kind(recordType: 0x8004)
 
         init(recordType: UInt16) {

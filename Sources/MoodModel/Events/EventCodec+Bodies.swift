@@ -23,6 +23,7 @@ extension EventCodec {
         case .remoteConfigured(let config): writeRemoteConfig(config, to: &w)
         case .syncRequeued(_, let destination, let reason): writeRequeue(destination, reason: reason, to: &w)
         case .syncReleased(_, let destination): w.u8(destination.code)
+        case .healthKitAnchored(let anchor): w.bytes(anchor)
         case .entryErased(_, let erasure): writeErasure(erasure, flags: erasure.complete ? 1 : 0, to: &w)
         case .ledgerErased(let erasure):
             writeErasure(erasure, flags: (erasure.complete ? 1 : 0) | (erasure.keepsHealthKit ? 2 : 0), to: &w)
@@ -53,6 +54,7 @@ extension EventCodec {
         case .remoteConfigured: return .remoteConfigured(try readRemoteConfig(version: version, from: &r))
         case .syncRequeued: return .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
         case .syncReleased: return .syncReleased(id, try readDestination(from: &r))
+        case .healthKitAnchored: return .healthKitAnchored(try r.bytes("anchor"))
         case .syncMerged: return .syncMerged(try readMerge(id, from: &r))
         case .conflictResolved: return try readResolution(id, from: &r)
         case .entryErased: return .entryErased(id, try readErasure(allowedFlags: 0x01, from: &r))

@@ -69,6 +69,11 @@ extension MoodEvent {
             ])
         case .syncReleased(_, let destination):
             return .object([("destination", .string(destination.rawValue))])
+        case .healthKitAnchored(let anchor):
+            let digits = Array("0123456789abcdef")
+            return .object([
+                ("anchor", .string(String(anchor.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })))
+            ])
         case .syncRequeued(_, let destination, let reason):
             return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
         case .entryErased(_, let erasure):

@@ -309,6 +309,9 @@ public enum MoodEvent: Sendable, Equatable {
     /// The user released the entry's parked item for the destination (`moodledger sync --retry-parked`): due now,
     /// its attempts and failure streak start again (`Specs/sync.md`, *Parking and its release*).
     case syncReleased(EntryID, SyncDestination)
+    /// A HealthKit pull's anchor: where the next anchored query starts (the health store's opaque bytes: an archived
+    /// `HKQueryAnchor`), recorded with the pull's deletions (`Specs/imports-exports.md`, *HealthKit*).
+    case healthKitAnchored([UInt8])
 
     /// The entry the event concerns.
     public var entryID: EntryID {
@@ -322,7 +325,7 @@ public enum MoodEvent: Sendable, Equatable {
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncMerged(let merge): return merge.entryID
-        case .syncPulled, .remoteConfigured, .ledgerErased: return EntryID.none
+        case .syncPulled, .remoteConfigured, .ledgerErased, .healthKitAnchored: return EntryID.none
         }
     }
 
@@ -343,6 +346,7 @@ public enum MoodEvent: Sendable, Equatable {
         case .remoteConfigured: return .remoteConfigured
         case .syncRequeued: return .syncRequeued
         case .syncReleased: return .syncReleased
+        case .healthKitAnchored: return .healthKitAnchored
         case .entryErased: return .entryErased
         case .ledgerErased: return .ledgerErased
         case .syncMerged: return .syncMerged
@@ -411,6 +415,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
     case conflictResolved = 16
     case ledgerErased = 17
     case syncReleased = 18
+    case healthKitAnchored = 19
 
     /// The type's line of `Specs/events.md`'s catalog: its name, the schema version this code writes, and whether
     /// its events concern no entry (their entry id is all zero). A new type is a case above (its code) and a line
@@ -435,6 +440,7 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .conflictResolved: ("conflict.resolved", 1, false)
         case .ledgerErased: ("ledger.erased", 1, true)
         case .syncReleased: ("sync.released", 1, false)
+        case .healthKitAnchored: ("healthkit.anchored", 1, true)
         }
     }
 

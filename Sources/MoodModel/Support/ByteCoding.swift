@@ -27,6 +27,12 @@ package struct ByteWriter {
     }
 
     /// A string given as its UTF-8 bytes: the same encoding as ``string(_:)``.
+    /// Bytes: their count as a varint, then the bytes.
+    package mutating func bytes(_ value: [UInt8]) {
+        varint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
     mutating func string(utf8: UnsafeRawBufferPointer) {
         varint(UInt64(utf8.count))
         bytes.append(contentsOf: utf8)
@@ -84,6 +90,15 @@ package struct ByteReader {
     package mutating func string(_ field: String = "string") throws(Malformed) -> String {
         let bytes = try utf8(field)
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Bytes written by ``ByteWriter/bytes(_:)``: a count no larger than what is left, then the bytes (any).
+    package mutating func bytes(_ field: String) throws(Malformed) -> [UInt8] {
+        let count = try varint()
+        guard count <= UInt64(buffer.count - position) else { throw Malformed(what: "\(field): length past the end") }
+        let start = position
+        position += Int(count)
+        return Array(buffer[start..<position])
     }
 
     /// A string's bytes, checked to be valid UTF-8, without building a `String` (valid while the buffer is).
