@@ -221,8 +221,8 @@ extension Ledger {
             bytesWritten: report.bytesWritten, backups: backups())
     }
 
-    /// The records that may concern `ids` (those naming one, the `ledger.erased` events, and any the state has not
-    /// folded), from the state's index of each entry's records; `nil` (read every record) when the snapshot the
+    /// The records that may concern `ids` (those naming one, the events about every entry, and any the state has
+    /// not folded), from the state's index of each entry's records; `nil` (read every record) when the snapshot the
     /// index reads through was found damaged, or for more than 64 ids (one pass then costs less than asking each
     /// block about each id).
     static func recordRanges(of ids: [EntryID], in core: Core) -> [ClosedRange<UInt64>]? {
@@ -315,8 +315,8 @@ extension Ledger {
 
     /// The entries the log names with their data: every event's entry id, minus those whose `entry.erased` came
     /// after their last event (redacted records and the all-zero id do not count).
-    /// - Parameter ranges: the only records to read (an index's blocks for the ids asked about, with the
-    ///   `ledger.erased` events); `nil`: every record. The answer is then right for those ids only.
+    /// - Parameter ranges: the only records to read (an index's blocks for the ids asked about, with the events
+    ///   about every entry); `nil`: every record. The answer is then right for those ids only.
     static func namedEntryIDs(in log: EventLog, ranges: [ClosedRange<UInt64>]? = nil) throws -> Set<EntryID> {
         var named = Set<EntryID>()
         let visit = { (view: RecordView) throws -> Bool in

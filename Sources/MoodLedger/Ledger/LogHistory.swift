@@ -19,7 +19,9 @@ struct LogHistory {
     func ranges(naming ids: [EntryID], from first: UInt64, through last: UInt64) -> [ClosedRange<UInt64>]? {
         guard let index, first <= last else { return index == nil ? nil : [] }
         var result: [ClosedRange<UInt64>] = []
-        for range in index.records.ranges(mayNaming: ids, through: min(last, index.through), withErasures: true) {
+        for range in index.records.ranges(
+            mayNaming: ids, through: min(last, index.through), withEveryEntryEvents: true)
+        {
             let lower = max(range.lowerBound, first)
             if lower <= range.upperBound { result.append(lower...range.upperBound) }
         }

@@ -7,7 +7,8 @@ import EventLog
 ///
 /// A fold of the records' entry ids and sequence numbers: a redacted record keeps its entry id, so neither an
 /// erasure nor a rewrite of the log changes it. The blocks a snapshot covers are read through it; the others are
-/// held here, in chunks (a commit that writes to a shared copy copies one chunk).
+/// held here, in chunks, but for the block being filled, which has a buffer of its own (a commit that writes to a
+/// shared copy copies that block).
 struct RecordIndex: Sendable {
     /// Records per block: the log's sparse index interval, so a block starts at an indexed record.
     static let blockRecords = LogFormat.indexInterval
@@ -46,7 +47,7 @@ struct RecordIndex: Sendable {
     var blockCount: Int { max(imageBlocks, currentBlock + 1) }
 
     /// Where an id's bits go in a block's filter: its line and, per word of that line, the bits set.
-    struct Probe: Equatable {
+    struct Probe {
         let line: Int
         let masks: [(word: Int, mask: UInt64)]
 
@@ -59,10 +60,6 @@ struct RecordIndex: Sendable {
                 words[bit >> 6] |= 1 << UInt64(bit & 63)
             }
             masks = words.enumerated().compactMap { $0.element == 0 ? nil : ($0.offset, $0.element) }
-        }
-
-        static func == (a: Probe, b: Probe) -> Bool {
-            a.line == b.line && a.masks.elementsEqual(b.masks) { $0.word == $1.word && $0.mask == $1.mask }
         }
     }
 
@@ -133,14 +130,14 @@ struct RecordIndex: Sendable {
     }
 
     /// The sequence numbers whose records may name one of `ids`, through `last`: the blocks whose filter may hold
-    /// one (adjacent ones joined), with — `withErasures` — the blocks of the `ledger.erased` events as well.
+    /// one (adjacent ones joined), with — `withEveryEntryEvents` — the blocks of the events about every entry.
     func ranges(
-        mayNaming ids: [EntryID], through last: UInt64, withErasures: Bool = false
+        mayNaming ids: [EntryID], through last: UInt64, withEveryEntryEvents: Bool = false
     ) -> [ClosedRange<UInt64>] {
         let probes = ids.map(Probe.init)
         var blocks: [Int] = []
         for block in 0..<blockCount where probes.contains(where: { mayName($0, block: block) }) { blocks.append(block) }
-        if withErasures {
+        if withEveryEntryEvents {
             blocks += everyEntryEvents.lazy.filter { $0 <= last }.map { Int(($0 - 1) / Self.blockRecords) }
             blocks.sort()
         }
