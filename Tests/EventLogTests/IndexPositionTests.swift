@@ -90,12 +90,17 @@ struct IndexPositionTests {
         #expect(after[1...3].allSatisfy { $0.allSatisfy { $0 == 0 } })
     }
 
+    /// A log of `count` records, open, with its payloads (the directory lives as long as the caller keeps it).
+    static func log(_ count: Int) throws -> (dir: TemporaryDirectory, payloads: [[UInt8]], log: EventLog) {
+        let dir = TemporaryDirectory()
+        let payloads = try makeLog(at: dir.path, count: count)
+        return (dir, payloads, try readPayloads(dir.path).0)
+    }
+
     @Test("forEach(in:) visits exactly the records of the ranges, in order")
     func ranges() throws {
-        let dir = TemporaryDirectory()
-        let payloads = try makeLog(at: dir.path, count: 4_000)
-        let (log, _) = try readPayloads(dir.path)
-        defer { log.close() }
+        let (dir, payloads, log) = try Self.log(4_000)
+        defer { withExtendedLifetime(dir) { log.close() } }
         let ranges: [ClosedRange<UInt64>] = [1...3, 1_000...1_030, 2_049...3_072, 3_999...UInt64.max]
         var seen: [UInt64] = []
         try log.forEach(in: ranges) { view in
@@ -114,10 +119,8 @@ struct IndexPositionTests {
 
     @Test("A redaction within ranges reads and changes only their records")
     func redactWithin() throws {
-        let dir = TemporaryDirectory()
-        let payloads = try makeLog(at: dir.path, count: 3_000)
-        let (log, _) = try readPayloads(dir.path)
-        defer { log.close() }
+        let (dir, payloads, log) = try Self.log(3_000)
+        defer { withExtendedLifetime(dir) { log.close() } }
         let ranges: [ClosedRange<UInt64>] = [10...20, 2_049...2_060]
         var asked: [UInt64] = []
         let report = try #require(

@@ -118,14 +118,10 @@ extension EventLog {
         let index = try completeIndex()
         var stopped = false
         for range in ranges where !stopped {
-            let origin = IndexPosition(seq: baseSeq + 1, offset: Int64(LogFormat.fileHeaderSize), recordedAt: 0)
-            let start = range.lowerBound > baseSeq + 1 ? index.entry(atOrBefore: range.lowerBound) ?? origin : origin
-            // The next indexed record past the range bounds what is read, so a block is read in about its own size.
-            let next = index.entry(after: range.upperBound)
-            let span = next.map { Int(clamping: $0.offset - start.offset) } ?? (1 << 20)
+            let (start, chunkSize) = index.read(of: range, baseSeq: baseSeq)
             try walk(
                 offset: start.offset, nextSeq: start.seq, from: range.lowerBound, through: range.upperBound,
-                chunkSize: min(1 << 20, max(4096, span))
+                chunkSize: chunkSize
             ) { view in
                 stopped = try !body(view)
                 return !stopped

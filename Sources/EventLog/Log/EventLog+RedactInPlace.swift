@@ -56,33 +56,20 @@ extension EventLog {
             // The records to look at: the ranges given, read from the sparse index's positions (a complete index:
             // else, and without ranges, every record from the first). Should a position taken from a cache hold no
             // record, those positions are dropped and every record is read.
-            let origin = IndexPosition(seq: baseSeq + 1, offset: Int64(LogFormat.fileHeaderSize), recordedAt: 0)
             var useRanges = ranges != nil
             rangesOrAll: while true {
                 patches = []
                 total = 0
-                let segments: [(start: IndexPosition, range: ClosedRange<UInt64>)] =
-                    if let ranges, useRanges, state.index.isComplete {
-                        ranges.map { range in
-                            (
-                                range.lowerBound > baseSeq + 1
-                                    ? state.index.entry(atOrBefore: range.lowerBound) ?? origin : origin, range
-                            )
-                        }
-                    } else {
-                        [(origin, 0...UInt64.max)]
-                    }
-                for segment in segments {
-                    let next = state.index.entry(after: segment.range.upperBound)
-                    let span = next.map { Int(clamping: $0.offset - segment.start.offset) } ?? (1 << 20)
+                let segments = (useRanges && state.index.isComplete ? ranges : nil) ?? [0...UInt64.max]
+                for range in segments {
+                    let (start, chunkSize) = state.index.read(of: range, baseSeq: baseSeq)
                     var scanner = RecordScanner(
-                        reader: ChunkReader(
-                            io: io, fd: state.fd, limit: state.end, chunkSize: min(1 << 20, max(4096, span))),
-                        maxPayload: maxPayload, offset: segment.start.offset, nextSeq: segment.start.seq)
+                        reader: ChunkReader(io: io, fd: state.fd, limit: state.end, chunkSize: chunkSize),
+                        maxPayload: maxPayload, offset: start.offset, nextSeq: start.seq)
                     var first = true
                     while true {
                         let next = try scanner.next()
-                        if first, segment.start.offset != origin.offset, state.index.isTaken(segment.start) {
+                        if first, start.offset != Int64(LogFormat.fileHeaderSize), state.index.isTaken(start) {
                             guard case .record = next else {
                                 state.index.distrustTaken()
                                 useRanges = false
@@ -91,8 +78,8 @@ extension EventLog {
                         }
                         first = false
                         guard case .record(let view) = next else { break }
-                        if view.seq > segment.range.upperBound { break }
-                        guard view.seq >= segment.range.lowerBound, Self.contains(ranges, view.seq),
+                        if view.seq > range.upperBound { break }
+                        guard view.seq >= range.lowerBound, Self.contains(ranges, view.seq),
                             let payload = try transform(view)
                         else { continue }
                         guard payload.count == view.payload.count else {
@@ -108,7 +95,7 @@ extension EventLog {
                         if total > budget { return nil }
                         patches.append((view.offset, view.seq, bytes))
                     }
-                    guard scanner.offset == state.end || segment.range.upperBound < scanner.nextSeq else {
+                    guard scanner.offset == state.end || range.upperBound < scanner.nextSeq else {
                         throw EventLogError(
                             .corrupted, "\(path): the log could not be read to its end for the redaction",
                             offset: scanner.offset, seq: scanner.nextSeq)

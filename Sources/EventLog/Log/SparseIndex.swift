@@ -73,6 +73,16 @@ struct SparseIndex: Sendable {
         return true
     }
 
+    /// Where a read of `range` starts — the entry at or before its first seq, else the log's first record (seq
+    /// `baseSeq + 1`, right after the file header) — and how much to read at a time: about the distance to the next
+    /// entry past the range (4 KiB to 1 MiB), so a block of records is read in about its own size.
+    func read(of range: ClosedRange<UInt64>, baseSeq: UInt64) -> (start: Entry, chunkSize: Int) {
+        let origin = Entry(seq: baseSeq + 1, offset: Int64(LogFormat.fileHeaderSize), recordedAt: 0)
+        let start = range.lowerBound > baseSeq + 1 ? entry(atOrBefore: range.lowerBound) ?? origin : origin
+        let span = entry(after: range.upperBound).map { Int(clamping: $0.offset - start.offset) } ?? (1 << 20)
+        return (start, min(1 << 20, max(4096, span)))
+    }
+
     /// The first entry whose seq is > `seq`.
     func entry(after seq: UInt64) -> Entry? {
         let index = lastIndex { $0.seq <= seq }.map { $0 + 1 } ?? 0

@@ -64,7 +64,7 @@ extension Ledger {
             let unknown = ids.filter { !current.contains($0) && unfinished[$0] == nil }
             let named =
                 unknown.isEmpty
-                ? [] : try Self.namedEntryIDs(in: core.log, ranges: Self.recordRanges(of: unknown, in: core))
+                ? [] : try Self.namedEntryIDs(in: Self.history(of: core), concerning: unknown)
             for id in ids where !named.contains(id) && !current.contains(id) && unfinished[id] == nil {
                 throw MoodError(
                     code: .notFound, field: "entry_id",
@@ -186,7 +186,7 @@ extension Ledger {
         let report: EventLog.RewriteReport
         if everything == nil,
             let inPlace = try core.log.redactInPlace(
-                within: Self.recordRanges(of: Array(pending.keys), in: core),
+                within: Self.history(of: core).ranges(naming: Array(pending.keys), from: 1, through: .max),
                 { view in try redact(view).map { EventCodec.redactedInPlace($0, length: view.payload.count) ?? $0 } },
                 beforeWriting: { [store] first in
                     // Snapshots from the first changed record on hold the entries' data: removed before any record
@@ -221,14 +221,9 @@ extension Ledger {
             bytesWritten: report.bytesWritten, backups: backups())
     }
 
-    /// The records that may concern `ids` (those naming one, the events about every entry, and any the state has
-    /// not folded), from the state's index of each entry's records; `nil` (read every record) when the snapshot the
-    /// index reads through was found damaged, or for more than 64 ids (one pass then costs less than asking each
-    /// block about each id).
-    static func recordRanges(of ids: [EntryID], in core: Core) -> [ClosedRange<UInt64>]? {
-        guard ids.count <= 64 else { return nil }
-        return LogHistory(log: core.log, index: (core.state.records, core.state.seq))
-            .ranges(naming: ids, from: 1, through: .max)
+    /// The writer's log read through its state's index of each entry's records.
+    static func history(of core: Core) -> LogHistory {
+        LogHistory(log: core.log, index: (core.state.records, core.state.seq))
     }
 
     /// The new payload of a record an erasure reaches (redacted, or the erasure's own record marked complete), or
@@ -310,14 +305,14 @@ extension Ledger {
         if let date {
             return state.entries.all.filter { $0.loggedAt.localDate < date }.map(\.id).sorted()
         }
-        return try Self.namedEntryIDs(in: eventLog).sorted()
+        return try Self.namedEntryIDs(in: LogHistory(log: eventLog)).sorted()
     }
 
     /// The entries the log names with their data: every event's entry id, minus those whose `entry.erased` came
     /// after their last event (redacted records and the all-zero id do not count).
-    /// - Parameter ranges: the only records to read (an index's blocks for the ids asked about, with the events
-    ///   about every entry); `nil`: every record. The answer is then right for those ids only.
-    static func namedEntryIDs(in log: EventLog, ranges: [ClosedRange<UInt64>]? = nil) throws -> Set<EntryID> {
+    /// - Parameter ids: the only ids asked about (the answer is right for those only: the records read are those that
+    ///   may concern them); `nil`: every id, every record read.
+    static func namedEntryIDs(in history: LogHistory, concerning ids: [EntryID]? = nil) throws -> Set<EntryID> {
         var named = Set<EntryID>()
         let visit = { (view: RecordView) throws -> Bool in
             if view.type == EventType.ledgerErased.rawValue {
@@ -333,7 +328,11 @@ extension Ledger {
             if view.type == EventType.entryErased.rawValue { named.remove(id) } else { named.insert(id) }
             return true
         }
-        if let ranges { try log.forEach(in: ranges, visit) } else { try log.forEach(from: 1, visit) }
+        if let ids {
+            try history.forEachRecord(concerning: ids, visit)
+        } else {
+            try history.log.forEach(from: 1, visit)
+        }
         return named
     }
 }

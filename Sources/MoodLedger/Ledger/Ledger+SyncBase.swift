@@ -141,12 +141,7 @@ extension Ledger {
     /// (`Specs/ledger.md`, *An entry's records*) — or, for more than 64 ids or a damaged snapshot, every record.
     /// - Throws: `EventLogError`, or what `body` throws.
     func forEachRecord(concerning ids: Set<EntryID>, _ body: (RecordView) throws -> Bool) throws {
-        let last = lastSeq
-        if ids.count <= 64, let ranges = indexedHistory().ranges(naming: Array(ids), from: 1, through: last) {
-            try eventLog.forEach(in: ranges, body)
-        } else {
-            try eventLog.forEach(from: 1, through: last, body)
-        }
+        try indexedHistory().forEachRecord(concerning: Array(ids), through: lastSeq, body)
     }
 
     /// `failingSince(of:destination:)` with each streak's boot clock reading. One pass over the records that may

@@ -12,12 +12,17 @@ struct LogHistory {
         self.index = index
     }
 
+    /// The most ids whose records are read through the index: for more, one pass over the log costs less than
+    /// asking each block about each id.
+    static let indexedIDs = 64
+
     /// The sequence numbers to read for the records of `ids` from `first` through `last` (with the events about
     /// every entry: `ledger.erased`, `remote.configured`): the blocks the index says may name one, then every record
-    /// past what it covers; `nil` without an index, or when the snapshot it reads through was found damaged
-    /// (then every record is read).
+    /// past what it covers; `nil` — every record is read — without an index, for more than ``indexedIDs`` ids, or
+    /// when the snapshot the index reads through was found damaged.
     func ranges(naming ids: [EntryID], from first: UInt64, through last: UInt64) -> [ClosedRange<UInt64>]? {
-        guard let index, first <= last else { return index == nil ? nil : [] }
+        guard let index, ids.count <= Self.indexedIDs else { return nil }
+        guard first <= last else { return [] }
         var result: [ClosedRange<UInt64>] = []
         for range in index.records.ranges(
             mayNaming: ids, through: min(last, index.through), withEveryEntryEvents: true)
@@ -28,6 +33,20 @@ struct LogHistory {
         if last > index.through { result.append(max(first, index.through + 1)...last) }
         if index.records.image?.isDamaged == true { return nil }
         return result
+    }
+
+    /// Calls `body` for every record from `first` through `last` that may concern `ids` (``ranges(naming:from:through:)``,
+    /// or every record), in order.
+    /// - Throws: `EventLogError`, or what `body` throws.
+    func forEachRecord(
+        concerning ids: [EntryID], from first: UInt64 = 1, through last: UInt64 = .max,
+        _ body: (RecordView) throws -> Bool
+    ) throws {
+        if let ranges = ranges(naming: ids, from: first, through: last) {
+            try log.forEach(in: ranges, body)
+        } else {
+            try log.forEach(from: first, through: last, body)
+        }
     }
 
     /// Every event that touched an entry, oldest first, with what each one changed.
@@ -67,8 +86,8 @@ struct LogHistory {
             result.append(recorded)
             return true
         }
-        if let id = filter.entryID, let ranges = ranges(naming: [id], from: after + 1, through: through) {
-            try log.forEach(in: ranges, visit)
+        if let id = filter.entryID {
+            try forEachRecord(concerning: [id], from: after + 1, through: through, visit)
         } else {
             try log.forEach(from: after + 1, through: through, visit)
         }
