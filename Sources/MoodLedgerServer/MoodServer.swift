@@ -217,10 +217,6 @@ public final class MoodServer: Sendable {
                 let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
                 do {
                     let lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
-                    // The revisions a write needs are built here, on a worker already, so the write is answered
-                    // directly (this worker runs its sync) instead of offloaded (a sync thread runs it while this
-                    // worker waits for the hand-off back).
-                    if route.readsRevisions(method) { try lease.user.prepareRevisions() }
                     if let response = answer(
                         request, route: route, method: method, lease: lease, now: now, responder: here)
                     {
@@ -275,9 +271,8 @@ public final class MoodServer: Sendable {
                 }
             }
             let reply: Reply
-            if ledger.busy || (route.readsRevisions(method) && !ledger.revisionsReady) {
-                // An erasure holds this ledger, or the revisions are built by a walk of the whole log: wait for it
-                // on a worker, not on the event loop.
+            if ledger.busy {
+                // An erasure holds this ledger: wait for it on a worker, not on the event loop.
                 reply = .offload { [self] in
                     resolved(ledger) { try dispatch(route, method: method, request: request, user: ledger, now: now) }
                 }
@@ -449,7 +444,7 @@ public final class MoodServer: Sendable {
         options.useSnapshots = !replaysWhole(directory, io: configuration.io)
         let ledger = try Ledger.open(at: directory, options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
-        return try UserLedger(name: name, ledger: ledger, syncers: syncers, now: configuration.clock())
+        return UserLedger(name: name, ledger: ledger, syncers: syncers)
     }
 
     /// How a user's ledger is opened.
@@ -493,14 +488,11 @@ public final class MoodServer: Sendable {
         var options = Self.ledgerOptions(configuration, readOnly: true)
         options.useSnapshots = size > Self.wholeReplayBytes
         guard let ledger = try? Ledger.open(at: directory, options: options) else { return nil }
-        guard ledger.eventLog.endOffset <= configuration.readOnlyListBytes, ledger.notices.isEmpty,
-            let user = try? UserLedger(
-                name: name, ledger: ledger, syncers: syncers, now: configuration.clock(), loadingKeys: false)
-        else {
+        guard ledger.eventLog.endOffset <= configuration.readOnlyListBytes, ledger.notices.isEmpty else {
             ledger.close()
             return nil
         }
-        return .detached(user)
+        return .detached(UserLedger(name: name, ledger: ledger, syncers: syncers))
     }
 
     /// Forgets a ledger whose log refuses writes (a sync or a rewrite failed); the next request reopens it,

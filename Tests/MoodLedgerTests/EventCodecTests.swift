@@ -37,7 +37,7 @@ struct EventFactory {
     mutating func event() -> MoodEvent {
         let id = EntryID.random(using: &random)
         let destination = SyncDestination.allCases.randomElement(using: &random)!
-        switch Int.random(in: 0..<21, using: &random) {
+        switch Int.random(in: 0..<23, using: &random) {
         case 0: return .created(entry(id: id))
         case 1:
             var update = MoodUpdate()
@@ -117,6 +117,17 @@ struct EventFactory {
         case 19:
             return .healthKitAnchored(
                 (0..<Int.random(in: 0...300, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+        case 20:
+            return .requestKeyed(
+                RequestKey(
+                    key: "POST /api/v1/mood k-\(UInt32.random(in: 0...UInt32.max, using: &random))",
+                    fingerprint: String(repeating: "ab", count: 32),
+                    status: [200, 201, 204].randomElement(using: &random)!,
+                    entryID: Bool.random(using: &random) ? id : nil))
+        case 21:
+            return .editReplaced(
+                id, revision: UInt64.random(in: 1...UInt64(Int64.max), using: &random),
+                fields: MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)))
         case 16:
             return .conflictResolved(
                 id, MergeFields(rawValue: UInt8.random(in: 1...255, using: &random)),
@@ -267,7 +278,16 @@ struct EventCodecTests {
                         account: "00112233445566778899aabbccddeeff"))
             ),
             ("sync_released", .syncReleased(id, .backend)),
-            ("healthkit_anchored", .healthKitAnchored([0, 0, 0, 0, 0, 0, 0, 42]))
+            ("healthkit_anchored", .healthKitAnchored([0, 0, 0, 0, 0, 0, 0, 42])),
+            (
+                "request_keyed",
+                .requestKeyed(
+                    RequestKey(
+                        key: "POST /api/v1/mood 7c1d0b2e-5a43-4f0e-9d8a-2b6c1e0f3a91",
+                        fingerprint: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", status: 201,
+                        entryID: id))
+            ),
+            ("edit_replaced", .editReplaced(id, revision: 27, fields: [.mood, .notes]))
         ]
     }
 

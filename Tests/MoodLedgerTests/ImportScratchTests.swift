@@ -66,7 +66,7 @@ struct ImportScratchTests {
     static func replayed(_ ledger: Ledger) throws -> LedgerState {
         var state = LedgerState()
         try ledger.eventLog.forEach(from: 1, through: ledger.lastSeq) { view in
-            state.apply(try Ledger.decode(view))
+            try state.fold(view)
             return true
         }
         return state

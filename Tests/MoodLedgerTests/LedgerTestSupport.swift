@@ -29,7 +29,7 @@ func ledgerOptions(clock: ManualClock, ids: IDSource? = nil, snapshotInterval: I
 func snapshotEncodedFromReplay(_ ledger: Ledger) throws -> [UInt8] {
     var replayed = LedgerState()
     try ledger.eventLog.forEach(from: 1, through: ledger.lastSeq) { view in
-        replayed.apply(try Ledger.decode(view))
+        try replayed.fold(view)
         return true
     }
     let location = try #require(ledger.eventLog.lastRecord)
@@ -140,7 +140,38 @@ struct Workload {
             case 95..<98:
                 // The sync engine's bookkeeping events.
                 let event: MoodEvent
-                switch Int.random(in: 0..<5, using: &random) {
+                switch Int.random(in: 0..<8, using: &random) {
+                case 5:
+                    // A server's keyed change with a replacement note: three events of one batch.
+                    guard let target, ledger.entry(target) != nil else { return }
+                    let key = RequestKey(
+                        key: "PUT /api/v1/mood/\(target) k\(Int.random(in: 0..<30, using: &random))",
+                        fingerprint: "f\(Int.random(in: 0..<3, using: &random))", status: 200, entryID: target)
+                    _ = try ledger.execute { _, _ in
+                        (
+                            [
+                                .tagsEdited(target, ["t\(Int.random(in: 0..<9, using: &random))"]),
+                                .editReplaced(
+                                    target, revision: UInt64.random(in: 1...500, using: &random), fields: [.tags]),
+                                .requestKeyed(key)
+                            ], target, false
+                        )
+                    }
+                    return
+                case 6:
+                    // Sync attempts ended by a carrier record the folds skip: the batch ends on that record.
+                    guard let target else { return }
+                    let carrier = Attachment(.carrier, payload: Array(#"{"carrier":"test"}"#.utf8))
+                    _ = try ledger.execute(attaching: { _, _ in [carrier] }) { _, _ in
+                        ([.syncAttempted(target, .backend, .update, key: "")], target, false)
+                    }
+                    return
+                case 7:
+                    // Several entries in one batch.
+                    let made = try ledger.log(contentsOf: [MoodDraft(valence: valence()), MoodDraft(valence: valence())]
+                    )
+                    ids += made.map(\.id)
+                    return
                 case 3:
                     // A merge: the entry (or its deletion) against a server version with another valence and labels.
                     guard let target else { return }

@@ -36,6 +36,7 @@ struct ReplayEquivalenceTests {
             #expect(travelled.entries == expected.entries, "time travel to seq \(seq): entries")
             #expect(travelled.outbox == expected.outbox, "time travel to seq \(seq): outbox")
             #expect(travelled.analytics == expected.analytics, "time travel to seq \(seq): analytics")
+            #expect(travelled.revisions == expected.revisions, "time travel to seq \(seq): revisions")
             #expect(
                 travelled.seq == expected.seq && travelled.recordedAt == expected.recordedAt,
                 "time travel to seq \(seq)")

@@ -9,7 +9,7 @@ import Testing
 
 /// The version-5 snapshot file (`Specs/ledger.md`, *Snapshots*): its bytes, its checksums, and readers that never
 /// trap on bytes a crafted file can hold.
-@Suite("Snapshot format v5")
+@Suite("Snapshot format v6")
 struct SnapshotFormatTests {
     /// A small fixed state: two days, a daily mood, a custom word, a source id, outbox records (one entry with both
     /// destinations, a failure), a deletion.
@@ -64,7 +64,7 @@ struct SnapshotFormatTests {
     func golden() throws {
         let bytes = try SnapshotWriter.file(
             of: Self.fixedState(), positions: Self.positions, location: Self.location, fileID: Self.fileID)
-        let path = Repository.root + "/Specs/vectors/snapshot-v5.hex"
+        let path = Repository.root + "/Specs/vectors/snapshot-v6.hex"
         let hex =
             stride(from: 0, to: bytes.count, by: 32).map { start in
                 bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()
@@ -93,7 +93,7 @@ struct SnapshotFormatTests {
         #expect(state.pendingErasures[erased] == 9)
         let location = RecordLocation(seq: 9, offset: 4160, size: 64, crc: 0x8765_4321)
         let bytes = try SnapshotWriter.file(of: state, location: location, fileID: Self.fileID)
-        let path = Repository.root + "/Specs/vectors/snapshot-v5-pending-erasure.hex"
+        let path = Repository.root + "/Specs/vectors/snapshot-v6-pending-erasure.hex"
         let hex =
             stride(from: 0, to: bytes.count, by: 32).map { start in
                 bytes[start..<min(bytes.count, start + 32)].map { String(format: "%02x", $0) }.joined()

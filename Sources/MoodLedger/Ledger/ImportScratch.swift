@@ -139,8 +139,11 @@ final class ImportScratch {
             heldCount -= 1
             state.entries.insert(entry)
         }
-        state.apply(recorded)
+        state.apply(recorded, analytics: true)  // the batch ends with the import (``endBatch()``)
     }
+
+    /// Ends the import's batch: its last record was the last event applied.
+    func endBatch() { state.endBatch() }
 
     /// Holds a created entry unless one with its id is held already (then the fold ignores the creation).
     /// - Returns: whether it is held now.

@@ -269,10 +269,12 @@ extension Ledger {
         let foldAll = { (state: inout LedgerState) -> Int in
             var count = attachments
             for (seq, event) in zip(seqs, events) {
-                state.apply(RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event))
+                state.apply(
+                    RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event), analytics: true)
                 count += 1
             }
             if attachments > 0 { state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+            state.endBatch()
             return count
         }
         let count: Int

@@ -132,6 +132,7 @@ extension Ledger {
             guard let seqs else { return report }
             // The scratch state folded exactly these events at these seqs and this time: it is the ledger's now.
             precondition(seqs.upperBound == scratch.seq, "the import's scratch state and the log disagree")
+            scratch.endBatch()
             report.appended = appended
             core.sinceSnapshot += appended
             settle(scratch, into: &core)

@@ -263,14 +263,17 @@ public final class Ledger: Sendable {
         (try? log.indexPositions(through: location.seq)) ?? []
     }
 
-    /// A HealthKit anchor kept the way older versions kept it — a safe-to-ignore `0x8004` record of the anchor's bytes
-    /// — read as the `healthkit.anchored` event it now is (`Specs/events.md`), so an older log's anchor stays in force.
-    static func keptAnchor(_ view: RecordView) -> RecordedEvent? {
-        guard view.type == Attachment.Kind.healthKitAnchor.recordType else { return nil }
+    /// A record an older version wrote beside the events — a server's idempotency key (`0x8001`) or replacement note
+    /// (`0x8002`), a HealthKit anchor (`0x8004`) — read as the event it now is (`Specs/events.md`, *Records older
+    /// versions wrote*), so what it kept stays in force. Command id all zero.
+    @inline(__always)
+    static func keptRecord(_ view: RecordView) -> RecordedEvent? {
+        guard view.type & 0xFFF8 == 0x8000,
+            let event = Attachment.event(recordType: view.type, payload: view.payload)
+        else { return nil }
         return RecordedEvent(
-            seq: view.seq, recordedAt: view.recordedAt, commandID: .none,
-            event: .healthKitAnchored(Array(view.payload)),
-            offset: view.offset, size: view.size)
+            seq: view.seq, recordedAt: view.recordedAt, commandID: .none, event: event, offset: view.offset,
+            size: view.size)
     }
 
     /// Decodes one record into a recorded event.

@@ -12,16 +12,18 @@ enum Replayer {
         case after(RecordLocation)
     }
 
-    /// Applies one record: a decoded event, or a record the ledger skips (safe-to-ignore types, *lost*).
+    /// Applies one record: a decoded event, or a record the ledger skips (safe-to-ignore types, *lost*); ends its
+    /// batch where the record does.
     @inline(__always)
-    private static func apply(_ view: RecordView, to state: inout LedgerState, analytics: Bool) throws(MoodError) {
-        if let anchor = Ledger.keptAnchor(view) {
-            state.apply(anchor, analytics: analytics)
+    static func apply(_ view: RecordView, to state: inout LedgerState, analytics: Bool) throws(MoodError) {
+        if let kept = Ledger.keptRecord(view) {
+            state.apply(kept, analytics: analytics)
         } else if view.type & LogFormat.safeToIgnoreBit != 0 {
             state.skip(seq: view.lastSeq, recordedAt: view.recordedAt)
         } else {
             state.apply(try Ledger.decode(view), analytics: analytics)
         }
+        if !view.continuesBatch { state.endBatch() }
     }
 
     /// The hand-over between the reading thread and the folding one.
@@ -37,6 +39,8 @@ enum Replayer {
             /// instructions.
             private let records = UnsafeMutablePointer<RecordedEvent>.allocate(capacity: Channel.batchSize)
             @exclusivity(unchecked) private var skips: [Bool] = []
+            /// Whether each record ends its batch (the fold closes the batch's revisions there).
+            @exclusivity(unchecked) private var ends: [Bool] = []
             @exclusivity(unchecked) private(set) var count = 0
             @exclusivity(unchecked) private var applied = 0
             @exclusivity(unchecked) var ids: [EntryID] = []
@@ -44,6 +48,7 @@ enum Replayer {
             init() {
                 ids.reserveCapacity(Channel.batchSize)
                 skips.reserveCapacity(Channel.batchSize)
+                ends.reserveCapacity(Channel.batchSize)
             }
 
             deinit {
@@ -56,11 +61,11 @@ enum Replayer {
             /// Decodes a record into the batch.
             func append(_ view: RecordView) throws(MoodError) {
                 precondition(count < Channel.batchSize, "a full batch")
-                let anchor = Ledger.keptAnchor(view)
-                let skip = anchor == nil && view.type & LogFormat.safeToIgnoreBit != 0
-                if let anchor {
-                    ids.append(EntryID.none)
-                    (records + count).initialize(to: anchor)
+                let kept = Ledger.keptRecord(view)
+                let skip = kept == nil && view.type & LogFormat.safeToIgnoreBit != 0
+                if let kept {
+                    ids.append(kept.event.entryID)
+                    (records + count).initialize(to: kept)
                 } else if skip {
                     let none = EntryID(high: 0, low: 0)
                     (records + count).initialize(
@@ -76,6 +81,7 @@ enum Replayer {
                     (records + count).initialize(to: recorded)
                 }
                 skips.append(skip)
+                ends.append(!view.continuesBatch)
                 count += 1
             }
 
@@ -94,6 +100,7 @@ enum Replayer {
                     let recorded = next.move()
                     state.apply(recorded, analytics: analytics, entryID: ids[applied - 1])
                 }
+                if ends[applied - 1] { state.endBatch() }
             }
         }
         /// The batch the reading thread fills, held where its closures reach it without the dynamic exclusivity
@@ -324,5 +331,14 @@ enum Replayer {
             }
             count += batch.count
         }
+    }
+}
+
+extension LedgerState {
+    /// Folds one record read from the log as a replay does: an event, a record an older version wrote beside the
+    /// events (read as its event), or a record the folds skip; ending its batch where the record does.
+    /// - Throws: ``MoodError`` `corrupt_event` for an event that does not decode.
+    package mutating func fold(_ view: RecordView) throws(MoodError) {
+        try Replayer.apply(view, to: &self, analytics: true)
     }
 }

@@ -351,7 +351,7 @@ public struct EntriesState: Sendable, Equatable {
             return upsert(
                 merge.merged, id: merge.entryID, origin: merge.destination, remoteID: merge.remoteID, at: time, &change)
         case .syncAttempted, .syncSucceeded, .syncFailed, .syncPulled, .remoteConfigured, .syncRequeued, .redacted,
-            .conflictResolved, .ledgerErased, .syncReleased, .healthKitAnchored:
+            .conflictResolved, .ledgerErased, .syncReleased, .healthKitAnchored, .requestKeyed, .editReplaced:
             // An erasure of every entry is applied by `LedgerState` to all projections at once.
             return nil
         }

@@ -8,6 +8,8 @@ public struct LedgerState: Sendable, Equatable {
     public package(set) var analytics = AnalyticsState()
     /// Which entries each block of 1,024 records names: where an entry's records are.
     var records = RecordIndex()
+    /// Each entry's revision, replacement notes and request keys (what a server answers with).
+    package private(set) var revisions = RevisionsState()
     /// The last sequence number applied (0 = empty).
     public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
@@ -23,13 +25,19 @@ public struct LedgerState: Sendable, Equatable {
         analytics = AnalyticsState(image: image)
         outbox = OutboxState(image: image)
         records = RecordIndex(image: image)
+        revisions = RevisionsState(image: image)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
     }
 
-    /// Applies one recorded event to every projection — the whole fold.
-    package mutating func apply(_ recorded: RecordedEvent) { apply(recorded, analytics: true) }
+    /// Applies one recorded event to every projection — the whole fold — as a batch of its own (its entry's revision
+    /// is its seq). The ledger's own paths fold a batch's records with ``apply(_:analytics:entryID:)`` and end it with
+    /// ``endBatch()``.
+    package mutating func apply(_ recorded: RecordedEvent) {
+        apply(recorded, analytics: true)
+        endBatch()
+    }
 
     /// Applies one recorded event; with `analytics` false the analytics are left for ``finishBulkReplay()``.
     /// - Parameter entryID: the entry the event names (`recorded.event.entryID`), when the caller has it already
@@ -56,7 +64,9 @@ public struct LedgerState: Sendable, Equatable {
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
-        records.note(entryID ?? recorded.event.entryID, seq: recorded.seq)
+        let id = entryID ?? recorded.event.entryID
+        records.note(id, seq: recorded.seq)
+        revisions.apply(recorded.event, entryID: id, recordedAt: recorded.recordedAt)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {
@@ -73,6 +83,7 @@ public struct LedgerState: Sendable, Equatable {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
         records.note(entry.id, seq: recorded.seq)
+        revisions.apply(recorded.event, entryID: entry.id, recordedAt: recorded.recordedAt)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -97,6 +108,7 @@ public struct LedgerState: Sendable, Equatable {
     func prefetch(_ id: EntryID) {
         entries.prefetch(id)
         outbox.prefetch(id)
+        revisions.prefetch(id)
     }
 
     /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name.
@@ -104,6 +116,7 @@ public struct LedgerState: Sendable, Equatable {
     func prefetchValues(_ id: EntryID) {
         entries.prefetchValue(id)
         outbox.prefetchValue(id)
+        revisions.prefetchValue(id)
     }
 
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
@@ -128,6 +141,24 @@ public struct LedgerState: Sendable, Equatable {
         let days = entries
         analytics = AnalyticsState.recomputed(from: own) { days.count(on: LocalDate(daysSinceEpoch: $0)) }
     }
+
+    /// Ends a batch at the last record applied or skipped: the entries its events named take its last seq as their
+    /// revision. Every path that folds records calls it where a batch ends (a replay at each record that does not
+    /// continue its batch, a commit after its records); a state left inside a batch answers for it at its own seq.
+    mutating func endBatch() { revisions.close(at: seq) }
+
+    /// The revision of an entry's last change: the last seq of the last batch that named it (0: never named).
+    package func revision(of id: EntryID) -> UInt64 { revisions.revision(of: id, at: seq) }
+
+    /// Every entry changed after revision `since`, with its revision, oldest change first (then by id).
+    package func changes(since: UInt64) -> [(id: EntryID, revision: UInt64)] {
+        var found: [(id: EntryID, revision: UInt64)] = []
+        revisions.forEach(at: seq) { id, revision in if revision > since { found.append((id, revision)) } }
+        return found.sorted { ($0.revision, $0.id) < ($1.revision, $1.id) }
+    }
+
+    /// The replacement note of an entry's current revision, if its last change carried one.
+    package func replacementNote(of id: EntryID) -> RevisionsState.Note? { revisions.note(of: id, at: seq) }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
     mutating func skip(seq: UInt64, recordedAt: Int64) {

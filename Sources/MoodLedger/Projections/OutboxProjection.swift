@@ -406,7 +406,7 @@ public struct OutboxState: Sendable, Equatable {
             }
             if record.operation == nil { record.changedSinceAttempt = false }
             self[key] = record.operation == nil && merge.merged == nil ? nil : record
-        case .conflictResolved:
+        case .conflictResolved, .requestKeyed, .editReplaced:
             break
         case .healthKitAnchored(let anchor):
             progress[Int(SyncDestination.healthkit.code)].anchor = anchor

@@ -31,14 +31,18 @@ extension SnapshotImage {
     }
 
     /// The position of an entry in the outbox index (ids ascending), if it has records.
+    func outboxPosition(of id: EntryID) -> Int? { Self.position(of: id, count: outboxCount, idAt: outboxID(at:)) }
+
+    /// The position of `id` among `count` ids ascending, `idAt` reading each (checked where read).
     ///
     /// Ids are mostly random (version 4 UUIDs): spread evenly, so the first probes interpolate on the first 8 bytes
     /// (a handful of probes instead of 17 at 100,000 entries, each a likely cache miss; a replay asks for every event
     /// that changes an entry). After eight of them, or when the id falls outside the keys probed (ids not random, or
     /// a crafted file's out of order), it bisects: never more than 8 + log₂ m probes.
-    func outboxPosition(of id: EntryID) -> Int? {
+    @inline(__always)
+    static func position(of id: EntryID, count: Int, idAt: (Int) -> EntryID) -> Int? {
         var low = 0
-        var high = outboxCount
+        var high = count
         var lowKey: UInt64 = 0  // the first 8 bytes of ids at `low` and before `high`: assumed, then probed
         var highKey: UInt64 = .max
         var interpolations = 0
@@ -48,7 +52,7 @@ extension SnapshotImage {
                 interpolations += 1
                 mid = Self.interpolate(id.high, low: low, high: high, lowKey: lowKey, highKey: highKey)
             }
-            let found = outboxID(at: mid)
+            let found = idAt(mid)
             if found == id { return mid }
             if found < id {
                 low = mid + 1

@@ -28,6 +28,11 @@ final class SnapshotImage: @unchecked Sendable {
     /// The record filters' blocks: one per 1,024 sequence numbers covered.
     let filterBlockCount: Int
     let filters: UnsafeRawBufferPointer
+    /// Each entry's revision, ids ascending (read by `SnapshotImage+Revisions.swift`).
+    let revisions: UnsafeRawBufferPointer
+    /// The replacement notes and request keys (small: decoded on open).
+    let replacementNotes: [EntryID: RevisionsState.Note]
+    let requestKeys: [RevisionsState.Kept]
 
     private let rows: UnsafeRawBufferPointer
     private let arena: UnsafeRawBufferPointer
@@ -145,6 +150,15 @@ final class SnapshotImage: @unchecked Sendable {
         filters = section(.recordFilters)
         guard filters.count == filterBlockCount * SnapshotLayout.filterSize else {
             throw SnapshotProblem("record filters: length is not 2,048 × one block per 1,024 seqs covered")
+        }
+        revisions = section(.revisions)
+        guard revisions.count % SnapshotLayout.revisionSize == 0 else {
+            throw SnapshotProblem("revisions: length is not a multiple of 24")
+        }
+        do throws(ByteReader.Malformed) {
+            (replacementNotes, requestKeys) = try SnapshotCodec.decodeRequests(section(.requests), seq: seq)
+        } catch {
+            throw SnapshotProblem("requests: \(error.what)")
         }
         // Allocated last: an initializer that throws after it would never run `deinit` to free it.
         if checkWhereRead {
@@ -297,7 +311,9 @@ final class SnapshotImage: @unchecked Sendable {
         case .outboxIndex: outboxIndex
         case .outboxRecords: outboxRecords
         case .recordFilters: filters
-        case .meta, .days, .totals, .sync, .recordIndex, .pieces: UnsafeRawBufferPointer(start: nil, count: 0)
+        case .revisions: revisions
+        case .meta, .days, .totals, .sync, .recordIndex, .requests, .pieces:
+            UnsafeRawBufferPointer(start: nil, count: 0)
         }
     }
 

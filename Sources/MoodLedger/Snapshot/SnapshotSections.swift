@@ -221,6 +221,18 @@ struct SnapshotSections {
                 try stream.spill(to: sink)
             }
         }
+        var revisions: [(id: EntryID, revision: UInt64)] = []
+        state.revisions.forEach(at: state.seq) { revisions.append(($0, $1)) }
+        revisions.sort { $0.id < $1.id }
+        try section { stream in
+            for (id, revision) in revisions {
+                stream.w.id(id)
+                stream.w.fixed(revision, 8)
+                try stream.spill(to: sink)
+            }
+        }
+        revisions = []
+        try section { $0.w.bytes = SnapshotCodec.encodeRequests(state.revisions) }
         var meta = SectionStream(offset: metaOffset)
         meta.w.fixed(state.seq, 8)
         meta.w.fixed(UInt64(bitPattern: state.recordedAt), 8)

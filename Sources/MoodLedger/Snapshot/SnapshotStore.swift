@@ -6,7 +6,7 @@ import Platform
 struct SnapshotHeader: Equatable {
     static let magic: [UInt8] = Array("MLSNAP\r\n".utf8)
     static let size = SnapshotLayout.headerSize
-    static let version: UInt16 = 5
+    static let version: UInt16 = 6
 
     var sectionCount: Int
     var fingerprint: UInt32

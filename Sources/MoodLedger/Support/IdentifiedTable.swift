@@ -86,14 +86,17 @@ struct IdentifiedTable<Element: EntryKeyed> {
     }
 
     /// Adds a value, or replaces the value with the same id.
-    mutating func set(_ element: Element) {
+    /// - Returns: the value's position (it stays there until a removal moves the last value).
+    @discardableResult
+    mutating func set(_ element: Element) -> Int {
         if let position = position(of: element.id) {
             values[position] = element
-            return
+            return position
         }
         if bits == 0 || (values.count + 1) * 10 > (1 << bits) * 7 { grow() }  // keep the load at or below 0.7
         place(Self.fingerprint(element.id), at: values.count)
         values.append(element)
+        return values.count - 1
     }
 
     /// Removes the value of `id` (the last value takes its position).

@@ -139,12 +139,14 @@ extension MoodServer {
     private func itemAnswer(_ call: RouteCall, shape: Shape) throws -> Reply {
         let user = call.user
         let id = try Self.entryID(call.parameter)
-        guard let entry = user.ledger.entry(id) else { throw APIFailure(404, "not_found", "no such entry") }
+        // The entry and its revision from one state: the ETag is the revision of the body sent.
+        let read = try user.ledger.read { state in state.entries[id].map { ($0, state.revision(of: id)) } }
+        guard let (entry, revision) = read else { throw APIFailure(404, "not_found", "no such entry") }
         // `?detail=full` (the reference server's extension): the changes feed's entry object — instants to the
         // millisecond and `typed_score` — for a client merging after a 412, which must compare like with like.
         let full = try Self.fullDetail(call.request)
         return .now(
-            APIReply.data(200, headers: [("ETag", Self.etag(try user.revision(of: id)))]) {
+            APIReply.data(200, headers: [("ETag", Self.etag(revision))]) {
                 if full {
                     entry.writeJSON(to: &$0, userID: user.name, typedScore: true)
                 } else {
@@ -270,19 +272,19 @@ extension MoodServer {
         let since = UInt64(try Self.integer(request, "since", default: 0, range: 0...Int(Int64.max)))
         let limit = try Self.integer(request, "limit", default: 100, range: 1...1000)
         // Read inside `read`, so that an answer is never taken from a damaged snapshot piece.
-        let (seq, all, found) = try user.ledger.read { state in
-            let all = try user.changes(since: since).filter { $0.1 <= state.seq }
+        let (seq, all, found, replaced) = try user.ledger.read { state in
+            let all = state.changes(since: since)
             var found: [EntryID: MoodEntry] = [:]
-            for (id, _) in all.prefix(limit) { found[id] = state.entries[id] }
-            return (state.seq, all, found)
-        }
-        var replaced: [EntryID: UserLedger.Replacement] = [:]
-        for (id, revision) in all.prefix(limit) where found[id] != nil {
-            replaced[id] = try user.replacement(of: id, at: revision)
+            var replaced: [EntryID: RevisionsState.Note] = [:]
+            for (id, _) in all.prefix(limit) {
+                found[id] = state.entries[id]
+                if found[id] != nil { replaced[id] = state.replacementNote(of: id) }
+            }
+            return (state.seq, all, found, replaced)
         }
         let page = all.prefix(limit)
         let hasMore = all.count > page.count
-        let next = hasMore ? page.last!.1 : seq
+        let next = hasMore ? page.last!.revision : seq
         return APIReply.data(200) { out in
             out.beginObject()
             out.key("changes")
@@ -306,7 +308,7 @@ extension MoodServer {
                     out.int(Int64(note.revision))
                     out.key("fields")
                     out.beginArray()
-                    for field in note.fields { out.string(field) }
+                    for field in note.fields.names { out.string(field) }
                     out.endArray()
                     out.endObject()
                 }

@@ -37,6 +37,10 @@ extension MoodServer {
                 422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }
         let (key, fingerprint) = Self.idempotency(request)
+        if let key, key.utf8.count > RequestKey.maximumKeyBytes {
+            throw APIFailure(
+                422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
+        }
         if let key {
             switch user.claim(key, fingerprint: fingerprint) {
             case .new: break
@@ -51,54 +55,42 @@ extension MoodServer {
                     headers: [("Retry-After", "1")])
             }
         }
-        try user.prepareRevisions()
         let replaces = try Self.replaces(request, write: write)
         var stored: UserLedger.Idempotent?
         defer { if let key { user.finish(key, stored) } }
         // If-Match, the change and its revision are one step per user, so a stale precondition never slips through.
         let (result, status) = try user.writing { () throws -> (CommandResult, Int) in
             var status = 200
-            var entryID: EntryID?
-            let result = try user.ledger.execute(attaching: { events, id in
-                entryID = id
-                status = self.status(of: write, events: events)
-                var records =
-                    key.map {
-                        [
-                            UserLedger.idempotencyRecord(
-                                key: $0, fingerprint: fingerprint.canonical, status: status, entryID: id)
-                        ]
-                    } ?? []
-                // Last in the batch: its seq is the change's revision.
-                if let replaces, !events.isEmpty {
-                    records.append(
-                        UserLedger.replacementRecord(id, revision: replaces.revision, fields: replaces.fields))
-                }
-                return records
-            }) { state, now in
+            let result = try user.ledger.execute { state, now in
+                let (events, id, created): ([MoodEvent], EntryID, Bool)
                 switch write {
                 case .create(let draft, _):
-                    return try Ledger.events(logging: draft, in: state, now: now, options: user.ledger.options)
-                case .replace(let id, let replacement, _):
-                    try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
-                    return (
+                    (events, id, created) = try Ledger.events(
+                        logging: draft, in: state, now: now, options: user.ledger.options)
+                case .replace(let target, let replacement, _):
+                    try checkPrecondition(request, id: target, state: state)
+                    (events, id, created) = (
                         try Ledger.events(
-                            replacing: id, with: replacement, in: state, now: now,
-                            bounds: user.ledger.options.loggedAtBounds), id, false
+                            replacing: target, with: replacement, in: state, now: now,
+                            bounds: user.ledger.options.loggedAtBounds), target, false
                     )
-                case .delete(let id):
-                    try checkPrecondition(request, id: id, user: user, exists: state.entries[id] != nil)
-                    return (try Ledger.events(deleting: id, in: state), id, false)
+                case .delete(let target):
+                    try checkPrecondition(request, id: target, state: state)
+                    (events, id, created) = (try Ledger.events(deleting: target, in: state), target, false)
                 }
-            }
-            if let entryID, result.appendedEvents > 0 {
-                user.noteChange(entryID, at: result.lastSeq)
-                if let replaces {
-                    user.noteReplacement(
-                        entryID,
-                        UserLedger.Replacement(
-                            seq: result.lastSeq, revision: replaces.revision, fields: replaces.fields))
+                status = self.status(of: write, events: events)
+                // The note and the key are events of the change's batch: both durable with it, or neither; the key
+                // last, so its seq is the revision the answer is made at.
+                var all = events
+                if let replaces, !events.isEmpty {
+                    all.append(.editReplaced(id, revision: replaces.revision, fields: replaces.fields))
                 }
+                if let key {
+                    all.append(
+                        .requestKeyed(
+                            RequestKey(key: key, fingerprint: fingerprint.canonical, status: status, entryID: id)))
+                }
+                return (all, id, created)
             }
             return (result, status)
         }
@@ -116,7 +108,6 @@ extension MoodServer {
     /// (`Specs/erasure.md`); 204, or 404 for an id the ledger never held (or already erased). Blocks (it rewrites
     /// the log): run on a worker.
     func erase(_ id: EntryID, user: UserLedger) throws -> HTTPResponse {
-        try user.prepareRevisions()
         let seq = try user.writingLong { () throws -> UInt64 in
             do {
                 if user.ledger.entry(id) != nil { try user.ledger.delete(id) }
@@ -127,7 +118,6 @@ extension MoodServer {
                 // The erasure is recorded but its rewrite failed: never "done", never 404 for data still on disk.
                 // The server finishes it by itself as soon as it can; a retry finishes it too.
                 guard user.ledger.unfinishedErasures.contains(id) else { throw error }
-                user.noteChange(id, at: user.ledger.lastSeq)
                 user.forgetResponses(of: id)
                 configuration.log("\(user.name): an erasure could not be finished yet: \(error); retrying")
                 finishErasures(of: user, after: 1)
@@ -136,7 +126,6 @@ extension MoodServer {
                     "the erasure is recorded but not finished (the server could not redact its records); it is being "
                         + "retried: ask again to finish it", headers: [("Retry-After", "5")])
             }
-            user.noteChange(id, at: user.ledger.lastSeq)
             user.forgetResponses(of: id)
             return user.ledger.lastSeq
         }
@@ -178,15 +167,14 @@ extension MoodServer {
         }
     }
 
-    /// `If-Match`: the entry's current ETag (or `*` for any existing entry); a stale one is 412.
-    private func checkPrecondition(_ request: HTTPRequest, id: EntryID, user: UserLedger, exists: Bool) throws {
+    /// `If-Match`: the entry's current ETag (or `*` for any existing entry); a stale one is 412. Read from the state
+    /// the change is decided against, so the check and the change are one step.
+    private func checkPrecondition(_ request: HTTPRequest, id: EntryID, state: LedgerState) throws {
         // A missing entry is 404 whatever the precondition says (the more useful answer); an empty If-Match is none.
-        guard exists else { throw APIFailure(404, "not_found", "no such entry") }
+        guard state.entries[id] != nil else { throw APIFailure(404, "not_found", "no such entry") }
         guard let condition = request.header("if-match"), !condition.isEmpty else { return }
         if condition == "*" { return }
-        // Inside the ledger's execute: the revisions were prepared before it (a call into the ledger here would be
-        // reentrant).
-        let current = Self.etag(user.preparedRevision(of: id))
+        let current = Self.etag(state.revision(of: id))
         // RFC 9110 §13.1.1: If-Match uses the strong comparison, so a weak tag (`W/"27"`) never matches.
         let tags = condition.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard tags.contains(current) else {
@@ -201,7 +189,7 @@ extension MoodServer {
     /// `MoodLedger-Replaces: <revision>; fields=<name>,…` on a PUT: the client merged with the entry's revision
     /// `<revision>` (another device's) and its write replaces that revision's values of these fields
     /// (`Specs/server.md`, *Replaced edits*). Absent: `nil`. Malformed: 422 naming the header.
-    static func replaces(_ request: HTTPRequest, write: Write) throws -> (revision: UInt64, fields: [String])? {
+    static func replaces(_ request: HTTPRequest, write: Write) throws -> (revision: UInt64, fields: MergeFields)? {
         guard let text = request.header("moodledger-replaces"), !text.isEmpty else { return nil }
         let invalid = APIFailure(
             422, "validation_error",
@@ -212,9 +200,13 @@ extension MoodServer {
         guard parts.count == 2, let revision = UInt64(parts[0]), revision > 0, parts[1].hasPrefix("fields="),
             text.utf8.count <= 256
         else { throw invalid }
-        let fields = parts[1].dropFirst("fields=".count).split(separator: ",").map(String.init)
-        let known = Set(MergeFields.named.map(\.name))
-        guard !fields.isEmpty, fields.allSatisfy(known.contains) else { throw invalid }
+        let names = parts[1].dropFirst("fields=".count).split(separator: ",").map(String.init)
+        var fields = MergeFields()
+        for name in names {
+            guard let field = MergeFields.named.first(where: { $0.name == name })?.field else { throw invalid }
+            fields.insert(field)
+        }
+        guard !fields.isEmpty, revision <= UInt64(Int64.max) else { throw invalid }
         return (revision, fields)
     }
 

@@ -2,23 +2,22 @@ import Foundation
 import MoodLedger
 import Synchronization
 
-/// One user's open ledger on the server, with what the API keeps beside it: group commit, each entry's revision,
-/// and idempotency keys. The ledger is the only storage: everything here is rebuilt from it on open.
+/// One user's open ledger on the server, with what the API keeps beside it: group commit, keyed requests in flight and
+/// the first answers of the most recent keys. The ledger is the only storage: revisions, replacement notes and
+/// idempotency keys are its fold's (``LedgerState/revision(of:)``); what is here is coordination and a cache.
 final class UserLedger: Sendable {
     let name: String
     let ledger: Ledger
 
-    /// How long an idempotency key is remembered (keys older than this are not loaded on open).
-    static let idempotencyWindowMilliseconds: Int64 = 24 * 3600 * 1000
-    /// Most idempotency keys one user's ledger remembers; past it the oldest are forgotten first. Above what the
-    /// default write budget lets a user make in a day (a burst of 10,000 and 100 an hour), so at the defaults every
-    /// key lives its 24 hours; about 0.3 KB each.
-    static let idempotencyKeysPerUser = 20_000
+    /// How long an idempotency key is remembered: 24 hours from its recording.
+    static let idempotencyWindowMilliseconds = RevisionsState.keyWindowMilliseconds
+    /// Most idempotency keys one user's ledger remembers (the fold's bound); past it the oldest are forgotten first.
+    static let idempotencyKeysPerUser = RevisionsState.keysKept
     /// First answers kept in memory per user (the most recent keys'); an older key's replay rebuilds its first
     /// answer from the log as of its revision, the same bytes.
     static let rememberedAnswersPerUser = 64
 
-    /// A stored idempotency key.
+    /// A stored idempotency key, as a request is answered with it.
     struct Idempotent: Sendable {
         var fingerprint: String
         var status: Int
@@ -27,8 +26,6 @@ final class UserLedger: Sendable {
         var seq: UInt64
         /// The first response's body, when this process made or rebuilt it (kept for the most recent keys only).
         var body: [UInt8]?
-        /// When the key was recorded (ms since 1970): it is forgotten 24 hours later.
-        var at: Int64 = 0
     }
 
     private struct State {
@@ -38,29 +35,13 @@ final class UserLedger: Sendable {
         var failure: Error?
         /// Answers waiting for their seq to be durable, in the order they were written.
         var waiting: [(seq: UInt64, then: @Sendable (Error?) -> Void)] = []
-        /// entry id → the revision of its last change; built by one log walk on first need.
-        var revisions: [EntryID: UInt64]?
-        var keys: [String: Idempotent] = [:]
-        /// The keys in the order they were recorded (with when), oldest first from `keysHead`: what expires next.
-        var keyOrder: [(key: String, at: Int64)] = []
-        var keysHead = 0
-        /// The keys whose first answer is held, oldest first from `answersHead`.
+        /// The first answers of the most recent keys, and those keys oldest first from `answersHead`.
+        var bodies: [String: [UInt8]] = [:]
         var answered: [String] = []
         var answersHead = 0
         var inFlight: Set<String> = []
-        /// entry id → the last change that said it replaced a concurrent edit: that change's revision, and what it
-        /// replaced; built by one walk on first need, like the revisions.
-        var replaced: [EntryID: Replacement]?
     }
 
-    /// What a change said it replaced: another device's revision of the entry, and the fields that were in conflict.
-    struct Replacement: Sendable, Equatable {
-        /// The revision of the change that replaced it.
-        var seq: UInt64
-        /// The revision whose values it replaced.
-        var revision: UInt64
-        var fields: [String]
-    }
     private let state: Mutex<State>
     /// List-form entry texts, reused while the entry is unchanged (see ``writeEntries(_:to:)``).
     private let rendered = Mutex([RenderKey: (entry: MoodEntry, json: [UInt8])]())
@@ -95,18 +76,16 @@ final class UserLedger: Sendable {
     var busy: Bool { longWork.load(ordering: .sequentiallyConsistent) > 0 }
     private let longWork = Atomic<Int>(0)
 
-    /// - Parameter loadingKeys: load the idempotency keys of the last day (a ledger that is only read needs none).
     /// The account's identity, sent as `MoodLedger-Account`: the user's log's file id in hex. An account erased and
     /// added again under the same name has a new ledger, so a new identity (`Specs/server.md`, *The account*).
     let account: String
 
-    init(name: String, ledger: Ledger, syncers: WorkerPool, now: Int64, loadingKeys: Bool = true) throws {
+    init(name: String, ledger: Ledger, syncers: WorkerPool) {
         self.name = name
         self.ledger = ledger
         account = ByteText.hex(ledger.eventLog.fileID)
         self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
-        if loadingKeys { try loadKeys(since: now - Self.idempotencyWindowMilliseconds) }
     }
 
     // MARK: - Group commit
@@ -203,91 +182,8 @@ final class UserLedger: Sendable {
 
     // MARK: - Revisions
 
-    /// The revision of an entry's last change (0 if the ledger never held it).
-    /// The revision of `id` from the revisions already built (``prepareRevisions()`` ran): never touches the ledger,
-    /// so it may be called from inside the ledger's `execute` closure (a call into the ledger there would be
-    /// reentrant).
-    func preparedRevision(of id: EntryID) -> UInt64 {
-        state.withLock { state in
-            precondition(state.revisions != nil, "the revisions are prepared before a write")
-            return state.revisions?[id] ?? 0
-        }
-    }
-
-    func revision(of id: EntryID) throws -> UInt64 {
-        try prepareRevisions()
-        return try revisions()[id] ?? 0
-    }
-
-    /// Every entry changed after `since`, with its revision, oldest change first.
-    func changes(since: UInt64) throws -> [(EntryID, UInt64)] {
-        try prepareRevisions()
-        return try revisions().filter { $0.value > since }.sorted { $0.value < $1.value }.map { ($0.key, $0.value) }
-    }
-
-    /// The replacement note of an entry's current revision, if its last change carried one.
-    func replacement(of id: EntryID, at revision: UInt64) throws -> Replacement? {
-        if let known = state.withLock({ $0.replaced }) { return known[id].flatMap { $0.seq == revision ? $0 : nil } }
-        var built: [EntryID: Replacement] = [:]
-        try ledger.forEachAttachment(.replacement, from: 1) { seq, _, payload in
-            guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
-                let id = json["entry_id"]?.stringValue.flatMap(EntryID.init), let replaced = json["revision"]?.intValue,
-                replaced > 0, let fields = json["fields"]?.arrayValue?.compactMap(\.stringValue)
-            else { return }
-            built[id] = Replacement(seq: seq, revision: UInt64(replaced), fields: fields)
-        }
-        let known = state.withLock { state in
-            if let known = state.replaced { return known }
-            state.replaced = built
-            return built
-        }
-        return known[id].flatMap { $0.seq == revision ? $0 : nil }
-    }
-
-    /// Notes a change that carried a replacement note (its batch's last seq is the change's revision).
-    func noteReplacement(_ id: EntryID, _ replacement: Replacement) {
-        state.withLock { state in if state.replaced != nil { state.replaced![id] = replacement } }
-    }
-
-    /// The record that stores a replacement note with its change.
-    static func replacementRecord(_ id: EntryID, revision: UInt64, fields: [String]) -> Attachment {
-        let json = JSONValue.object([
-            ("entry_id", .string(id.description)), ("revision", .int(Int64(revision))),
-            ("fields", .array(fields.map { .string($0) }))
-        ])
-        return Attachment(.replacement, payload: Array(json.serialized().utf8))
-    }
-
-    /// Notes a change made through the API.
-    func noteChange(_ id: EntryID, at seq: UInt64) {
-        state.withLock { state in
-            if state.revisions != nil { state.revisions![id] = max(state.revisions![id] ?? 0, seq) }
-        }
-    }
-
-    /// Whether the revision map is built (else the first request that needs it walks the log: not on a loop).
-    var revisionsReady: Bool { state.withLock { $0.revisions != nil } }
-
-    /// Builds the revision map if needed. Call outside ``writing(_:)``: the walk holds the write lock, so no API
-    /// change can be made (and missed) while it runs.
-    func prepareRevisions() throws {
-        if state.withLock({ $0.revisions != nil }) { return }
-        writer.lock()
-        defer { writer.unlock() }
-        _ = try revisions()
-    }
-
-    private func revisions() throws -> [EntryID: UInt64] {
-        if let known = state.withLock({ $0.revisions }) { return known }
-        // Every event payload names its entry where the codec says: one walk, no decoding.
-        let built = try ledger.lastEventSeqs(through: ledger.lastSeq)
-        return state.withLock { state in
-            if let known = state.revisions { return known }
-            // Changes noted while the walk ran are newer than it saw.
-            state.revisions = built
-            return built
-        }
-    }
+    /// The revision of an entry's last change (0 if the ledger never held it): the fold's, never a walk of the log.
+    func revision(of id: EntryID) throws -> UInt64 { try ledger.read { $0.revision(of: id) } }
 
     // MARK: - Rendered entries
 
@@ -331,12 +227,13 @@ final class UserLedger: Sendable {
         case inFlight
     }
 
-    /// Claims `key` for a request with `fingerprint`, or says why it cannot run.
+    /// Claims `key` for a request with `fingerprint`, or says why it cannot run. Both looks are under this ledger's
+    /// lock, which a request in flight takes to leave the flight, after its key was published with its change: a key
+    /// is either known to the fold, or in flight, or free, never missed between the two looks.
     func claim(_ key: String, fingerprint: Fingerprint) -> KeyState {
         let now = ledger.options.clock()
         return state.withLock { state in
-            Self.expire(&state, now: now)
-            if let known = state.keys[key] {
+            if let known = known(key, now: now, bodies: state.bodies) {
                 return fingerprint.matches(known.fingerprint) ? .replay(known) : .mismatch
             }
             if state.inFlight.contains(key) { return .inFlight }
@@ -345,112 +242,60 @@ final class UserLedger: Sendable {
         }
     }
 
+    /// The key as the ledger's fold holds it (recorded within the last 24 hours), with its first answer if held.
+    private func known(_ key: String, now: Int64, bodies: [String: [UInt8]]) -> Idempotent? {
+        guard let kept = try? ledger.read({ $0.revisions.key(key, now: now) }) else { return nil }
+        return Idempotent(
+            fingerprint: kept.request.fingerprint, status: kept.request.status, entryID: kept.request.entryID,
+            seq: kept.seq, body: bodies[key])
+    }
+
     /// Whether `key` with `fingerprint` is a request already acknowledged (its answer would be a replay), without
     /// claiming it.
     func isReplay(_ key: String, fingerprint: Fingerprint) -> Bool {
         let now = ledger.options.clock()
-        return state.withLock { state in
-            guard let known = state.keys[key], known.at >= now - Self.idempotencyWindowMilliseconds else {
-                return false
-            }
-            return fingerprint.matches(known.fingerprint)
-        }
+        guard let known = known(key, now: now, bodies: [:]) else { return false }
+        return fingerprint.matches(known.fingerprint)
     }
 
-    /// Records the outcome of a claimed key (`nil`: the request failed before changing anything; the key is free).
+    /// Ends a claimed key's flight; `outcome` holds its first answer's body to keep (`nil`: the request failed
+    /// before changing anything, and the key is free, or there is nothing to keep).
     func finish(_ key: String, _ outcome: Idempotent?) {
-        let now = ledger.options.clock()
         state.withLock { state in
             state.inFlight.remove(key)
-            guard var outcome else { return }
-            let known = state.keys[key]
-            if known == nil {
-                if outcome.at == 0 { outcome.at = now }
-                state.keyOrder.append((key, outcome.at))
-            } else {
-                outcome.at = known!.at
+            guard let body = outcome?.body else { return }
+            if state.bodies.updateValue(body, forKey: key) == nil { state.answered.append(key) }
+            while state.answered.count - state.answersHead > Self.rememberedAnswersPerUser {
+                state.bodies.removeValue(forKey: state.answered[state.answersHead])
+                state.answersHead += 1
             }
-            if outcome.body != nil, known?.body == nil { state.answered.append(key) }
-            state.keys[key] = outcome
-            Self.expire(&state, now: now)
+            // The queue is compacted once half of it is spent: amortized O(1) per key.
+            if state.answersHead > 1024, state.answersHead * 2 > state.answered.count {
+                state.answered.removeFirst(state.answersHead)
+                state.answersHead = 0
+            }
         }
     }
 
-    /// How many keys and first answers are held now (for the tests of the bounds).
+    /// How many keys are remembered now (recorded within 24 hours) and how many first answers are held (for the
+    /// tests of the bounds).
     var heldKeys: (keys: Int, answers: Int) {
-        state.withLock { state in (state.keys.count, state.keys.values.count { $0.body != nil }) }
-    }
-
-    /// Forgets keys past their 24 hours or past ``idempotencyKeysPerUser``, and first answers past
-    /// ``rememberedAnswersPerUser`` (their keys stay): memory per user is bounded whatever the ledger's uptime.
-    private static func expire(_ state: inout State, now: Int64) {
-        let oldest = now - idempotencyWindowMilliseconds
-        while state.keysHead < state.keyOrder.count {
-            let (key, at) = state.keyOrder[state.keysHead]
-            guard at < oldest || state.keyOrder.count - state.keysHead > idempotencyKeysPerUser else { break }
-            // A key recorded again later (after a rebuild) has one entry here per recording; only its own goes.
-            if state.keys[key]?.at == at { state.keys.removeValue(forKey: key) }
-            state.keysHead += 1
-        }
-        while state.answered.count - state.answersHead > rememberedAnswersPerUser {
-            state.keys[state.answered[state.answersHead]]?.body = nil
-            state.answersHead += 1
-        }
-        // The queues are compacted once half of them is spent: amortized O(1) per key.
-        if state.keysHead > 1024, state.keysHead * 2 > state.keyOrder.count {
-            state.keyOrder.removeFirst(state.keysHead)
-            state.keysHead = 0
-        }
-        if state.answersHead > 1024, state.answersHead * 2 > state.answered.count {
-            state.answered.removeFirst(state.answersHead)
-            state.answersHead = 0
-        }
+        let now = ledger.options.clock()
+        let keys = (try? ledger.read { $0.revisions.keyCount(now: now) }) ?? 0
+        return (keys, state.withLock { $0.bodies.count })
     }
 
     /// Drops remembered response bodies and the rendered text of an erased entry (they hold its data); the keys
     /// stay, answered again from the ledger, which no longer has it.
     func forgetResponses(of id: EntryID) {
+        let keys = (try? ledger.read { state in state.revisions.keptKeys.filter { $0.request.entryID == id } }) ?? []
         state.withLock { state in
-            for (key, known) in state.keys where known.entryID == id { state.keys[key]?.body = nil }
+            for kept in keys { state.bodies.removeValue(forKey: kept.request.key) }
         }
         rendered.withLock { table in
             for style in [EntryJSONStyle.moodAPI, .wellness, .ledger] {
                 table.removeValue(forKey: RenderKey(id: id, style: style))
             }
-        }
-    }
-
-    /// The record that stores a key with its change.
-    static func idempotencyRecord(key: String, fingerprint: String, status: Int, entryID: EntryID?) -> Attachment {
-        let json = JSONValue.object([
-            ("key", .string(key)), ("fingerprint", .string(fingerprint)),
-            ("status", .int(Int64(status))),
-            ("entry_id", .optional(entryID) { .string($0.description) })
-        ])
-        return Attachment(.idempotencyKey, payload: Array(json.serialized().utf8))
-    }
-
-    private func loadKeys(since: Int64) throws {
-        let first = try ledger.seq(at: .instant(since)) + 1
-        var keys: [String: Idempotent] = [:]
-        var order: [(key: String, at: Int64)] = []
-        try ledger.forEachAttachment(.idempotencyKey, from: first) { seq, recordedAt, payload in
-            guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
-                let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
-                let status = json["status"]?.intValue
-            else { return }
-            keys[key] = Idempotent(
-                fingerprint: fingerprint, status: status,
-                entryID: json["entry_id"]?.stringValue.flatMap(EntryID.init), seq: seq, body: nil, at: recordedAt / 1000
-            )
-            order.append((key, recordedAt / 1000))
-        }
-        let now = ledger.options.clock()
-        state.withLock { state in
-            state.keys = keys
-            state.keyOrder = order
-            state.keysHead = 0
-            Self.expire(&state, now: now)
         }
     }
 }

@@ -125,7 +125,8 @@ public struct SyncExplanation: Sendable, Equatable {
                     "Conflict on \(fields.names.joined(separator: ", ")) resolved: "
                     + (choice == .here
                         ? "the value here is kept." : "the server's value was taken (an edit here, sent next).")
-            case .syncPulled, .remoteConfigured, .healthKitAnchored: text = nil
+            case .syncPulled, .remoteConfigured, .healthKitAnchored, .requestKeyed: text = nil
+            case .editReplaced: text = "The server noted this change replaced another device's edit."
             }
             if let text { steps.append(Step(seq: recorded.seq, at: at, type: recorded.event.type.name, text: text)) }
         }

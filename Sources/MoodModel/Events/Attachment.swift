@@ -12,12 +12,13 @@ public struct Attachment: Sendable, Equatable {
         /// The record type (the safe-to-ignore bit set).
         public let recordType: UInt16
 
-        /// A request's idempotency key with the answer's status and entry (`Specs/server.md`, *Idempotency*):
-        /// record type `0x8001`, a JSON object `{"key", "fingerprint", "status", "entry_id"}`.
+        /// A request's idempotency key as older versions kept it: record type `0x8001`, a JSON object `{"key",
+        /// "fingerprint", "status", "entry_id"}`. Written no more (`request.keyed` carries it); the folds read one
+        /// as that event (``event(recordType:payload:)``).
         public static let idempotencyKey = Kind(recordType: 0x8001)
 
-        /// A change that replaced another device's concurrent edit (`Specs/server.md`, *Replaced edits*): record
-        /// type `0x8002`, a JSON object `{"entry_id", "revision", "fields"}`, the last record of the change's batch.
+        /// A replacement note as older versions kept it: record type `0x8002`, a JSON object `{"entry_id",
+        /// "revision", "fields"}`. Written no more (`edit.replaced` carries it); the folds read one as that event.
         public static let replacement = Kind(recordType: 0x8002)
 
         /// What carried a batch of sync attempts (`Specs/sync.md`, *Transports*): record type `0x8003`, a JSON object
@@ -45,6 +46,35 @@ public struct Attachment: Sendable, Equatable {
     public init(_ kind: Kind, payload: [UInt8]) {
         self.kind = kind
         self.payload = payload
+    }
+
+    /// The event an older version's attachment is read as (`Specs/events.md`, *Records older versions wrote*):
+    /// `0x8001` as `request.keyed`, `0x8002` as `edit.replaced`, `0x8004` as `healthkit.anchored`; `nil` for
+    /// another type, or for a payload that breaks the event's rules (such a record is passed over, as before).
+    public static func event(recordType: UInt16, payload: some Collection<UInt8>) -> MoodEvent? {
+        switch recordType {
+        case Kind.healthKitAnchor.recordType: return .healthKitAnchored(Array(payload))
+        case Kind.idempotencyKey.recordType:
+            guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
+                let key = json["key"]?.stringValue, !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes,
+                let fingerprint = json["fingerprint"]?.stringValue, !fingerprint.isEmpty,
+                fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes,
+                let status = json["status"]?.intValue, (200...299).contains(status)
+            else { return nil }
+            let id = json["entry_id"]?.stringValue.flatMap(EntryID.init)
+            return .requestKeyed(RequestKey(key: key, fingerprint: fingerprint, status: status, entryID: id))
+        case Kind.replacement.recordType:
+            guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
+                let id = json["entry_id"]?.stringValue.flatMap(EntryID.init), id != .none,
+                let revision = json["revision"]?.intValue, revision > 0,
+                let names = json["fields"]?.arrayValue?.compactMap(\.stringValue)
+            else { return nil }
+            let fields = MergeFields.named.reduce(into: MergeFields()) {
+                if names.contains($1.name) { $0.insert($1.field) }
+            }
+            return fields.isEmpty ? nil : .editReplaced(id, revision: UInt64(revision), fields: fields)
+        default: return nil
+        }
     }
 
     /// The record that carries it.

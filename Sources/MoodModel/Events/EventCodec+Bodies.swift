@@ -24,6 +24,10 @@ extension EventCodec {
         case .syncRequeued(_, let destination, let reason): writeRequeue(destination, reason: reason, to: &w)
         case .syncReleased(_, let destination): w.u8(destination.code)
         case .healthKitAnchored(let anchor): w.bytes(anchor)
+        case .requestKeyed(let key): writeRequestKey(key, to: &w)
+        case .editReplaced(_, let revision, let fields):
+            w.varint(revision)
+            w.u8(fields.rawValue)
         case .entryErased(_, let erasure): writeErasure(erasure, flags: erasure.complete ? 1 : 0, to: &w)
         case .ledgerErased(let erasure):
             writeErasure(erasure, flags: (erasure.complete ? 1 : 0) | (erasure.keepsHealthKit ? 2 : 0), to: &w)
@@ -55,6 +59,8 @@ extension EventCodec {
         case .syncRequeued: return .syncRequeued(id, try readDestination(from: &r), reason: try r.string("reason"))
         case .syncReleased: return .syncReleased(id, try readDestination(from: &r))
         case .healthKitAnchored: return .healthKitAnchored(try r.bytes("anchor"))
+        case .requestKeyed: return .requestKeyed(try readRequestKey(from: &r))
+        case .editReplaced: return try readReplacement(id, from: &r)
         case .syncMerged: return .syncMerged(try readMerge(id, from: &r))
         case .conflictResolved: return try readResolution(id, from: &r)
         case .entryErased: return .entryErased(id, try readErasure(allowedFlags: 0x01, from: &r))
@@ -295,6 +301,40 @@ extension EventCodec {
         return SyncMerge(
             destination: destination, entryID: id, remoteID: remoteID, serverRevision: serverRevision,
             baseRevision: baseRevision, base: versions[0], here: versions[1], theirs: versions[2], merged: versions[3])
+    }
+
+    // MARK: - request.keyed, edit.replaced
+
+    static func writeRequestKey(_ key: RequestKey, to w: inout ByteWriter) {
+        w.string(key.key)
+        w.string(key.fingerprint)
+        w.varint(UInt64(key.status))
+        w.id(key.entryID ?? .none)
+    }
+
+    static func readRequestKey(from r: inout ByteReader) throws(ByteReader.Malformed) -> RequestKey {
+        let key = try r.string("key")
+        guard !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes else {
+            throw ByteReader.Malformed(what: "key: 1 to \(RequestKey.maximumKeyBytes) bytes")
+        }
+        let fingerprint = try r.string("fingerprint")
+        guard !fingerprint.isEmpty, fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes else {
+            throw ByteReader.Malformed(what: "fingerprint: 1 to \(RequestKey.maximumFingerprintBytes) bytes")
+        }
+        let status = try r.varint()
+        guard (200...299).contains(status) else { throw ByteReader.Malformed(what: "status: not 200 … 299") }
+        let id = try r.id()
+        return RequestKey(key: key, fingerprint: fingerprint, status: Int(status), entryID: id == .none ? nil : id)
+    }
+
+    static func readReplacement(_ id: EntryID, from r: inout ByteReader) throws(ByteReader.Malformed) -> MoodEvent {
+        let revision = try r.varint()
+        guard revision >= 1, revision <= UInt64(Int64.max) else {
+            throw ByteReader.Malformed(what: "revision: not 1 … 2⁶³ − 1")
+        }
+        let fields = MergeFields(rawValue: try r.u8())
+        guard !fields.isEmpty else { throw ByteReader.Malformed(what: "fields: none named") }
+        return .editReplaced(id, revision: revision, fields: fields)
     }
 
     // MARK: - conflict.resolved, entry.erased, ledger.erased

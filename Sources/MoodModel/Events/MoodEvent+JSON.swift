@@ -74,6 +74,15 @@ extension MoodEvent {
             return .object([
                 ("anchor", .string(String(anchor.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })))
             ])
+        case .requestKeyed(let key):
+            return .object([
+                ("key", .string(key.key)), ("fingerprint", .string(key.fingerprint)),
+                ("status", .int(Int64(key.status))), ("entry_id", .optional(key.entryID) { .string($0.description) })
+            ])
+        case .editReplaced(_, let revision, let fields):
+            return .object([
+                ("revision", .int(Int64(revision))), ("fields", .array(fields.names.map { .string($0) }))
+            ])
         case .syncRequeued(_, let destination, let reason):
             return .object([("destination", .string(destination.rawValue)), ("reason", .string(reason))])
         case .entryErased(_, let erasure):

@@ -312,6 +312,12 @@ public enum MoodEvent: Sendable, Equatable {
     /// A HealthKit pull's anchor: where the next anchored query starts (the health store's opaque bytes: an archived
     /// `HKQueryAnchor`), recorded with the pull's deletions (`Specs/imports-exports.md`, *HealthKit*).
     case healthKitAnchored([UInt8])
+    /// A server stored a request's idempotency key with the change the request made, last in that change's batch
+    /// (`Specs/server.md`, *Idempotency-Key*; entry id: all zero, the answer's entry is in the key).
+    case requestKeyed(RequestKey)
+    /// The change of this batch replaced another device's concurrent edit of the entry: that device's server
+    /// `revision` and the fields that were in conflict (`Specs/server.md`, *Replaced edits*).
+    case editReplaced(EntryID, revision: UInt64, fields: MergeFields)
 
     /// The entry the event concerns.
     public var entryID: EntryID {
@@ -321,11 +327,11 @@ public enum MoodEvent: Sendable, Equatable {
             .deleted(let id), .syncAttempted(let id, _, _, _), .syncSucceeded(let id, _, _, _),
             .syncFailed(let id, _, _),
             .syncRequeued(let id, _, _), .entryErased(let id, _), .redacted(let id, _), .conflictResolved(let id, _, _),
-            .syncReleased(let id, _):
+            .syncReleased(let id, _), .editReplaced(let id, _, _):
             return id
         case .remoteApplied(let change): return change.entryID
         case .syncMerged(let merge): return merge.entryID
-        case .syncPulled, .remoteConfigured, .ledgerErased, .healthKitAnchored: return EntryID.none
+        case .syncPulled, .remoteConfigured, .ledgerErased, .healthKitAnchored, .requestKeyed: return EntryID.none
         }
     }
 
@@ -347,6 +353,8 @@ public enum MoodEvent: Sendable, Equatable {
         case .syncRequeued: return .syncRequeued
         case .syncReleased: return .syncReleased
         case .healthKitAnchored: return .healthKitAnchored
+        case .requestKeyed: return .requestKeyed
+        case .editReplaced: return .editReplaced
         case .entryErased: return .entryErased
         case .ledgerErased: return .ledgerErased
         case .syncMerged: return .syncMerged
@@ -416,6 +424,8 @@ public enum EventType: UInt16, Sendable, CaseIterable {
     case ledgerErased = 17
     case syncReleased = 18
     case healthKitAnchored = 19
+    case requestKeyed = 20
+    case editReplaced = 21
 
     /// The type's line of `Specs/events.md`'s catalog: its name, the schema version this code writes, and whether
     /// its events concern no entry (their entry id is all zero). A new type is a case above (its code) and a line
@@ -441,6 +451,8 @@ public enum EventType: UInt16, Sendable, CaseIterable {
         case .ledgerErased: ("ledger.erased", 1, true)
         case .syncReleased: ("sync.released", 1, false)
         case .healthKitAnchored: ("healthkit.anchored", 1, true)
+        case .requestKeyed: ("request.keyed", 1, true)
+        case .editReplaced: ("edit.replaced", 1, false)
         }
     }
 

@@ -26,13 +26,13 @@ package struct ByteWriter {
         text.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
     }
 
-    /// A string given as its UTF-8 bytes: the same encoding as ``string(_:)``.
     /// Bytes: their count as a varint, then the bytes.
     package mutating func bytes(_ value: [UInt8]) {
         varint(UInt64(value.count))
         bytes.append(contentsOf: value)
     }
 
+    /// A string given as its UTF-8 bytes: the same encoding as ``string(_:)``.
     mutating func string(utf8: UnsafeRawBufferPointer) {
         varint(UInt64(utf8.count))
         bytes.append(contentsOf: utf8)
