@@ -132,6 +132,39 @@ struct RevisionsTests {
         }
     }
 
+    @Test("An erasure of every entry forgets every revision but the kept entries', live, replayed and from a snapshot")
+    func eraseAllForgets() throws {
+        let dir = TemporaryDirectory("ledger")
+        let clock = ManualClock()
+        var options = ledgerOptions(clock: clock, snapshotInterval: 5)
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        var made: [EntryID] = []
+        for index in 0..<12 {
+            clock.advance(60_000)
+            var draft = MoodDraft(valence: Double(index) / 20)
+            if index % 4 == 0 {
+                draft.source = .healthkit
+                draft.sourceID = "HK-\(index)"
+            }
+            made.append(try #require(try ledger.log(draft).entry).id)
+        }
+        try ledger.delete(made[1])
+        let kept = Set(ledger.state.entries.all.filter { $0.source == .healthkit }.map(\.id))
+        let keptRevisions = kept.map { ($0, ledger.state.revision(of: $0)) }
+        try ledger.eraseAll(keepingHealthKit: true, ignoringDestinations: true)
+        let after = ledger.state
+        #expect(Set(after.changes(since: 0).map(\.id)) == kept, "only the kept entries have revisions")
+        for (id, revision) in keptRevisions { #expect(after.revision(of: id) == revision) }
+        #expect(after.revision(of: made[1]) == 0 && after.revision(of: made[2]) == 0)
+        ledger.close()
+        for useSnapshots in [true, false] {
+            options.useSnapshots = useSnapshots
+            let reopened = try Ledger.open(at: dir.path, options: options)
+            #expect(reopened.state.revisions == after.revisions, "snapshots \(useSnapshots)")
+            reopened.close()
+        }
+    }
+
     @Test("Request keys: a key more than a day older than the newest is dropped, and at most 20,000 are kept")
     func keyBounds() {
         var state = LedgerState()

@@ -106,6 +106,10 @@ final class ImportScratch {
         return best
     }
 
+    /// The revision of an entry: a held one was named by its creation alone, so its revision is the import's batch's
+    /// last seq (the state's, once the batch ended); others, the state's.
+    func revision(of id: EntryID) -> UInt64 { position(of: id) != nil ? state.seq : state.revision(of: id) }
+
     /// Whether an entry with this id is current.
     func contains(_ id: EntryID) -> Bool { state.entries.contains(id) || position(of: id) != nil }
 
@@ -191,7 +195,7 @@ final class ImportScratch {
 
     /// The position of the held entry with this id, if it is held and not moved.
     private func position(of id: EntryID) -> Int? {
-        guard heldCount > 0 else { return nil }
+        guard heldCount > 0, !idSlots.isEmpty else { return nil }
         var slot = Int(truncatingIfNeeded: UInt64(bitPattern: Int64(id.slotHash))) & (idSlots.count - 1)
         while idSlots[slot] != 0 {
             let position = Int(idSlots[slot] - 1)
@@ -222,11 +226,17 @@ final class ImportScratch {
     /// How many entries the state and the held ones are together.
     var entryCount: Int { state.entries.count + heldCount }
 
-    /// Lets the lookup tables go (the end reads the held entries in order, never by id or key).
-    func dropLookups() {
-        idSlots = []
+    /// Lets the lookup tables go (the end reads the held entries in order, never by id or key); with `keepingIDs`,
+    /// the ids' table stays for ``contains(_:)`` (a snapshot asks which ids are entries), until ``dropIDs()``.
+    func dropLookups(keepingIDs: Bool = false) {
+        if !keepingIDs { idSlots = [] }
         sourceSlots = []
         moods = [:]
+    }
+
+    /// Lets the ids' table go too.
+    func dropIDs() {
+        idSlots = []
     }
 
     /// The state with the held entries in it, read back in the order they were created.
@@ -235,7 +245,9 @@ final class ImportScratch {
         let fetch = Self.fetch(from: fetcher)
         var result = state
         for position in 0..<held.count where held[position].flags & 4 == 0 {
-            result.entries.insert(try read(position, with: fetch))
+            let entry = try read(position, with: fetch)
+            result.entries.insert(entry)
+            result.noteRevision(of: entry.id, seq: state.seq)
         }
         return result
     }

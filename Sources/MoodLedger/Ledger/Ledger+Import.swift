@@ -145,8 +145,10 @@ extension Ledger {
     /// has happened whatever this meets: should its records not read back, the state is rebuilt from the log, and
     /// failing that a notice says to open the ledger again.
     private func settle(_ scratch: ImportScratch, into core: inout Core) {
-        scratch.dropLookups()
-        // The rows' buffers and the lookup tables are gone: their pages go back before the end's own tables grow.
+        // The ids' table stays while a snapshot may ask which ids are entries (its revisions are listed apart from
+        // the rows' for the others); the rest goes, and its pages go back before the end's own tables grow.
+        scratch.dropLookups(keepingIDs: true)
+        defer { scratch.dropIDs() }
         SystemIO.releaseFreeMemory()
         do {
             let fetcher = try core.log.fetcher()
@@ -156,6 +158,7 @@ extension Ledger {
                 do {
                     try store.write(
                         scratch.state, days: scratch.days(from: fetcher), rowCapacity: scratch.entryCount,
+                        isEntry: { scratch.contains($0) }, revision: { scratch.revision(of: $0) },
                         positions: Self.positions(of: core.log, through: location), location: location,
                         fileID: core.log.fileID)
                     store.prune(sparseInterval: options.sparseSnapshotInterval, logBytes: core.log.endOffset)
@@ -171,6 +174,7 @@ extension Ledger {
                     // A snapshot is a cache: a failed one never fails the import (the entries join the state below).
                 }
             }
+            scratch.dropIDs()
             core.state = try scratch.materialized(from: fetcher)
         } catch {
             var fresh = LedgerState()

@@ -77,13 +77,13 @@ public struct LedgerState: Sendable, Equatable {
     }
 
     /// Applies the `entry.created` of a new entry held elsewhere (an import's, ``ImportScratch``): the analytics, the
-    /// outbox and the numbering take it as ``apply(_:)`` would; the entries do not.
+    /// outbox and the numbering take it as ``apply(_:)`` would; the entries and the revisions do not (its revision is
+    /// its batch's last seq while it is held: ``ImportScratch/revision(of:)``, ``noteRevision(of:seq:)``).
     /// - Parameter entry: the entry as the fold creates it (created and updated at the event's time).
     mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
         records.note(entry.id, seq: recorded.seq)
-        revisions.apply(recorded.event, entryID: entry.id, recordedAt: recorded.recordedAt)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -94,6 +94,7 @@ public struct LedgerState: Sendable, Equatable {
     private mutating func eraseAll(_ erasure: Erasure, seq: UInt64, analytics withAnalytics: Bool) {
         let kept = entries.removeAll(keptBy: erasure)
         outbox.removeAll(keeping: Set(kept.lazy.map(\.id)))
+        revisions.eraseAll(keeping: kept.map(\.id), at: seq)
         if withAnalytics {
             analytics = AnalyticsState()
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
@@ -146,6 +147,9 @@ public struct LedgerState: Sendable, Equatable {
     /// revision. Every path that folds records calls it where a batch ends (a replay at each record that does not
     /// continue its batch, a commit after its records); a state left inside a batch answers for it at its own seq.
     mutating func endBatch() { revisions.close(at: seq) }
+
+    /// Gives an entry the revision `seq` (an import's held entry joining the state: its batch's last seq).
+    mutating func noteRevision(of id: EntryID, seq: UInt64) { revisions.set(id, seq: seq) }
 
     /// The revision of an entry's last change: the last seq of the last batch that named it (0: never named).
     package func revision(of id: EntryID) -> UInt64 { revisions.revision(of: id, at: seq) }

@@ -93,6 +93,20 @@ package struct RevisionsState: Sendable {
         openKeys.removeAll(keepingCapacity: true)
     }
 
+    /// The fold of `ledger.erased`: every revision is forgotten but those of the entries it keeps (HealthKit's
+    /// copies, when it keeps them), and the notes and keys with them — what the erased entries were has nothing
+    /// left to say, and the state no longer reads the snapshot's revisions.
+    mutating func eraseAll(keeping kept: [EntryID], at seq: UInt64) {
+        let revisions = kept.map { Revision(id: $0, seq: revision(of: $0, at: seq)) }
+        let openKeys = openKeys
+        self = RevisionsState()
+        for revision in revisions { own.set(revision) }
+        self.openKeys = openKeys  // a key of the erasure's own batch (none is written today) still closes with it
+    }
+
+    /// Gives `id` the revision `seq`, its batch closed (an import's held entry joining the state).
+    mutating func set(_ id: EntryID, seq: UInt64) { own.set(Revision(id: id, seq: seq)) }
+
     /// Keeps a key, forgetting those recorded more than ``keyWindowMilliseconds`` before it and the oldest past
     /// ``keysKept``: what is kept is a function of the log, bounded whatever its length.
     private mutating func keep(_ kept: Kept) {

@@ -28,7 +28,9 @@ final class SnapshotImage: @unchecked Sendable {
     /// The record filters' blocks: one per 1,024 sequence numbers covered.
     let filterBlockCount: Int
     let filters: UnsafeRawBufferPointer
-    /// Each entry's revision, ids ascending (read by `SnapshotImage+Revisions.swift`).
+    /// Each row's revision, and those of the entries that are no row, ids ascending (read by
+    /// `SnapshotImage+Revisions.swift`).
+    let rowRevisions: UnsafeRawBufferPointer
     let revisions: UnsafeRawBufferPointer
     /// The replacement notes and request keys (small: decoded on open).
     let replacementNotes: [EntryID: RevisionsState.Note]
@@ -151,6 +153,8 @@ final class SnapshotImage: @unchecked Sendable {
         guard filters.count == filterBlockCount * SnapshotLayout.filterSize else {
             throw SnapshotProblem("record filters: length is not 2,048 × one block per 1,024 seqs covered")
         }
+        rowRevisions = section(.rowRevisions)
+        guard rowRevisions.count == rowCount * 8 else { throw SnapshotProblem("row revisions: length is not rows × 8") }
         revisions = section(.revisions)
         guard revisions.count % SnapshotLayout.revisionSize == 0 else {
             throw SnapshotProblem("revisions: length is not a multiple of 24")
@@ -311,6 +315,7 @@ final class SnapshotImage: @unchecked Sendable {
         case .outboxIndex: outboxIndex
         case .outboxRecords: outboxRecords
         case .recordFilters: filters
+        case .rowRevisions: rowRevisions
         case .revisions: revisions
         case .meta, .days, .totals, .sync, .recordIndex, .requests, .pieces:
             UnsafeRawBufferPointer(start: nil, count: 0)

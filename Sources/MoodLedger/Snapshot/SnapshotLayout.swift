@@ -1,5 +1,5 @@
 /// The layout of a version-6 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
-/// then seventeen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
+/// then eighteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
 /// of every 1 KiB piece of the others.
 enum SnapshotLayout {
     static let headerSize = 80
@@ -13,7 +13,7 @@ enum SnapshotLayout {
     static let positionSize = 16
     /// Bytes per block's filter in the record filters (``RecordIndex/filterWords`` words).
     static let filterSize = RecordIndex.filterWords * 8
-    /// Bytes per entry in the revisions section: the id and its revision.
+    /// Bytes per entry in the revisions section (the entries that are no row): the id and its revision.
     static let revisionSize = 24
     /// "No row" in a day's daily-mood field.
     static let noRow = UInt32.max
@@ -27,14 +27,14 @@ enum SnapshotLayout {
     /// The sections, in the order (and with the kind codes) they appear in the file.
     enum Section: UInt32, CaseIterable {
         case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync,
-            recordIndex, recordFilters, revisions, requests, pieces
+            recordIndex, recordFilters, rowRevisions, revisions, requests, pieces
 
         /// Whether a large snapshot checks this section a piece at a time where it is read: the sections read row
         /// by row (the others are decoded, or read whole, on open).
         var isCheckedWhereRead: Bool {
             switch self {
             case .rows, .arena, .idSlots, .valences, .words, .sources, .outboxIndex, .outboxRecords, .recordFilters,
-                .revisions:
+                .rowRevisions, .revisions:
                 true
             case .meta, .days, .totals, .sync, .recordIndex, .requests, .pieces: false
             }

@@ -18,14 +18,20 @@ struct SnapshotSections {
     private var slots: IDSlots
     private var rowCount = 0
     private var sources: [(hash: UInt64, row: UInt32)] = []
+    /// Each row's revision, in row order (8 bytes a row), and where a row's revision is read.
+    private var rowRevisions: ByteWriter
+    private let revision: (EntryID) -> UInt64
     /// A row's body ended past the 4 GiB a row can address: the snapshot cannot be written (said at the end).
     private var overflow = false
     /// The source hashes of the rows of the last image a day was copied from.
     private var hashes: (image: SnapshotImage, byRow: [Int: UInt64])?
 
     /// Sections for at most `capacity` rows: the arena starts after that many.
-    init(capacity: Int) {
+    /// - Parameter revision: an entry's revision (``LedgerState/revision(of:)``), written beside its row.
+    init(capacity: Int, revision: @escaping (EntryID) -> UInt64) {
         self.capacity = capacity
+        self.revision = revision
+        rowRevisions = ByteWriter(capacity: capacity * 8)
         let sectionCount = Layout.Section.allCases.count
         metaOffset = SnapshotWriter.align(Layout.headerSize + sectionCount * Layout.tableEntrySize)
         let rowsOffset = SnapshotWriter.align(metaOffset + Layout.metaSize)
@@ -142,6 +148,7 @@ struct SnapshotSections {
         rows.w.fixed(UInt64(truncatingIfNeeded: start), 4)
         rows.w.fixed(UInt64(truncatingIfNeeded: arena.length - start), 4)
         slots.insert(id, row: rowCount)
+        rowRevisions.fixed(revision(id), 8)
         rowCount += 1
     }
 
@@ -150,8 +157,8 @@ struct SnapshotSections {
     /// - Throws: ``SnapshotProblem`` when the bodies or the outbox exceed what 32-bit offsets address; what `sink`
     ///   throws.
     mutating func finish(
-        _ state: LedgerState, positions: [IndexPosition], location: RecordLocation, fileID: [UInt8],
-        to sink: SnapshotWriter.Sink
+        _ state: LedgerState, isEntry: (EntryID) -> Bool, positions: [IndexPosition], location: RecordLocation,
+        fileID: [UInt8], to sink: SnapshotWriter.Sink
     )
         throws
     {
@@ -221,8 +228,12 @@ struct SnapshotSections {
                 try stream.spill(to: sink)
             }
         }
+        try section(taking: &rowRevisions)
+        // The revisions of the entries that are no row: removed ones, and those only events about them named.
         var revisions: [(id: EntryID, revision: UInt64)] = []
-        state.revisions.forEach(at: state.seq) { revisions.append(($0, $1)) }
+        state.revisions.forEach(at: state.seq) { id, revision in
+            if !isEntry(id) { revisions.append((id, revision)) }
+        }
         revisions.sort { $0.id < $1.id }
         try section { stream in
             for (id, revision) in revisions {

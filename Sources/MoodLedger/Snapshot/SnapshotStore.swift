@@ -110,6 +110,8 @@ struct SnapshotStore: Sendable {
     ///   - state: the state.
     ///   - days: where each day's entries are, when not `state`'s own (see ``SnapshotWriter/write(_:days:rowCapacity:location:fileID:to:)``).
     ///   - rowCapacity: with `days`, at least as many rows as it gives.
+    ///   - isEntry: with `days`, whether an id is one of its entries (a row).
+    ///   - revision: with `days`, an entry's revision when not `state`'s.
     ///   - positions: the log's sparse index through `location`, kept in the snapshot (empty: none).
     ///   - location: the record the snapshot covers.
     ///   - fileID: the log's file id.
@@ -118,7 +120,8 @@ struct SnapshotStore: Sendable {
     ///   throws.
     func write(
         _ state: LedgerState, days: SnapshotWriter.Days? = nil, rowCapacity: Int? = nil,
-        positions: [IndexPosition] = [], location: RecordLocation, fileID: [UInt8]
+        isEntry: ((EntryID) -> Bool)? = nil, revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [], location: RecordLocation,
+        fileID: [UInt8]
     ) throws {
         try AtomicFile.makeDirectory(directory, io: io)
         // A cache: left out of device backups (the log and the lock are backed up).
@@ -135,8 +138,9 @@ struct SnapshotStore: Sendable {
             produce: { write in
                 do {
                     try SnapshotWriter.write(
-                        state, days: days, rowCapacity: rowCapacity, positions: positions, location: location,
-                        fileID: fileID, to: write)
+                        state, days: days, rowCapacity: rowCapacity, isEntry: isEntry, revision: revision,
+                        positions: positions,
+                        location: location, fileID: fileID, to: write)
                 } catch let error as SnapshotProblem {
                     throw EventLogError(.invalidArgument, "cannot write a snapshot: \(error.text)")
                 }

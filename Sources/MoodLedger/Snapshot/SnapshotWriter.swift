@@ -36,6 +36,9 @@ enum SnapshotWriter {
     ///   - days: where each day's entries are, when not `state`'s own (an import's entries held elsewhere).
     ///   - rowCapacity: at least as many rows as `days` gives (default: `state`'s entry count); the arena starts
     ///     after this many rows.
+    ///   - isEntry: whether an id is one of the entries `days` gives (default: one of `state`'s): the revisions of
+    ///     the others are listed apart from the rows'.
+    ///   - revision: an entry's revision (default: `state`'s; an import's held entries are not in its state).
     ///   - positions: the log's sparse index through `location` (``EventLog/indexPositions(through:)``), kept so
     ///     that an open from the snapshot need not read the records before it to find them; empty: none kept.
     ///   - location: the record the snapshot covers.
@@ -44,13 +47,16 @@ enum SnapshotWriter {
     /// - Throws: ``SnapshotProblem`` when the entries' bodies exceed the 4 GiB a row can address or `days` gave
     ///   more rows than `rowCapacity`; what `days` or `sink` throw.
     static func write(
-        _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil, positions: [IndexPosition] = [],
-        location: RecordLocation, fileID: [UInt8], to sink: Sink
+        _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil, isEntry: ((EntryID) -> Bool)? = nil,
+        revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [], location: RecordLocation, fileID: [UInt8], to sink: Sink
     ) throws {
         let forEachDay: Days = days ?? { body in try state.entries.forEachDaySource(body) }
-        var sections = SnapshotSections(capacity: rowCapacity ?? state.entries.count)
+        var sections = SnapshotSections(
+            capacity: rowCapacity ?? state.entries.count, revision: revision ?? { state.revision(of: $0) })
         try forEachDay { date, source in try sections.addDay(date, source, analytics: state.analytics, sink: sink) }
-        try sections.finish(state, positions: positions, location: location, fileID: fileID, to: sink)
+        try sections.finish(
+            state, isEntry: isEntry ?? { state.entries.contains($0) }, positions: positions, location: location,
+            fileID: fileID, to: sink)
     }
 
     /// `offset` rounded up to a multiple of 8.
