@@ -120,7 +120,8 @@ struct SnapshotStore: Sendable {
     ///   throws.
     func write(
         _ state: LedgerState, days: SnapshotWriter.Days? = nil, rowCapacity: Int? = nil,
-        isEntry: ((EntryID) -> Bool)? = nil, revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [], location: RecordLocation,
+        isEntry: ((EntryID) -> Bool)? = nil, revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [],
+        location: RecordLocation,
         fileID: [UInt8]
     ) throws {
         try AtomicFile.makeDirectory(directory, io: io)

@@ -48,7 +48,8 @@ enum SnapshotWriter {
     ///   more rows than `rowCapacity`; what `days` or `sink` throw.
     static func write(
         _ state: LedgerState, days: Days? = nil, rowCapacity: Int? = nil, isEntry: ((EntryID) -> Bool)? = nil,
-        revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [], location: RecordLocation, fileID: [UInt8], to sink: Sink
+        revision: ((EntryID) -> UInt64)? = nil, positions: [IndexPosition] = [], location: RecordLocation,
+        fileID: [UInt8], to sink: Sink
     ) throws {
         let forEachDay: Days = days ?? { body in try state.entries.forEachDaySource(body) }
         var sections = SnapshotSections(
