@@ -37,6 +37,7 @@ struct ReplayEquivalenceTests {
             #expect(travelled.outbox == expected.outbox, "time travel to seq \(seq): outbox")
             #expect(travelled.analytics == expected.analytics, "time travel to seq \(seq): analytics")
             #expect(travelled.revisions == expected.revisions, "time travel to seq \(seq): revisions")
+            #expect(travelled.conflicts == expected.conflicts, "time travel to seq \(seq): conflicts")
             #expect(
                 travelled.seq == expected.seq && travelled.recordedAt == expected.recordedAt,
                 "time travel to seq \(seq)")

@@ -10,6 +10,8 @@ public struct LedgerState: Sendable, Equatable {
     var records = RecordIndex()
     /// Each entry's revision, replacement notes and request keys (what a server answers with).
     package private(set) var revisions = RevisionsState()
+    /// The conflicts merges recorded that nobody has resolved yet.
+    public package(set) var conflicts = ConflictsFold()
     /// The last sequence number applied (0 = empty).
     public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
@@ -26,6 +28,7 @@ public struct LedgerState: Sendable, Equatable {
         outbox = OutboxState(image: image)
         records = RecordIndex(image: image)
         revisions = RevisionsState(image: image)
+        conflicts = ConflictsFold(image.openConflicts)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
@@ -67,6 +70,11 @@ public struct LedgerState: Sendable, Equatable {
         let id = entryID ?? recorded.event.entryID
         records.note(id, seq: recorded.seq)
         revisions.apply(recorded.event, entryID: id, recordedAt: recorded.recordedAt)
+        switch recorded.event {
+        case .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased:
+            conflicts.apply(recorded)
+        default: break
+        }
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {

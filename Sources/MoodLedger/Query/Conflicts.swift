@@ -19,9 +19,10 @@ public struct OpenConflict: Sendable, Equatable {
     public var winner: ConflictChoice
 }
 
-/// The open conflicts as a fold over the log: a merge opens one per conflicting field (replacing an open one of
-/// the same field), a pulled deletion of an entry changed here opens one for the entry, `conflict.resolved` closes
-/// the fields it names, a deletion here closes the entry's field conflicts, an erasure all of them.
+/// The open conflicts, a projection of the fold (``LedgerState/conflicts``): a merge opens one per conflicting field
+/// (replacing an open one of the same field), a pulled deletion of an entry changed here opens one for the entry,
+/// `conflict.resolved` closes the fields it names, a deletion here closes the entry's field conflicts, an erasure all
+/// of them.
 public struct ConflictsFold: Sendable, Equatable {
     struct Key: Hashable, Sendable {
         var entryID: EntryID
@@ -31,6 +32,11 @@ public struct ConflictsFold: Sendable, Equatable {
     private var open: [Key: OpenConflict] = [:]
 
     public init() {}
+
+    /// The fold holding `conflicts` open (a snapshot's, decoded).
+    init(_ conflicts: [OpenConflict]) {
+        for conflict in conflicts { open[Key(entryID: conflict.entryID, field: conflict.field.rawValue)] = conflict }
+    }
 
     /// The open conflicts, by entry id then field.
     public var conflicts: [OpenConflict] {
@@ -83,16 +89,10 @@ public struct ConflictsFold: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// The open conflicts as of a sequence number (default: now), folded from the log (only the records of the
-    /// types that open or close one are decoded).
-    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
+    /// The open conflicts as of a sequence number (default: now): the fold's (``LedgerState/conflicts``), read from
+    /// the published state, or from the state at that point (time travel).
+    /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event` (time travel reads the log).
     public func conflicts(through seq: UInt64 = .max) throws -> [OpenConflict] {
-        var fold = ConflictsFold()
-        try eventLog.forEach(from: 1, through: min(seq, lastSeq)) { view in
-            guard ConflictsFold.types.contains(view.type) else { return true }
-            fold.apply(try Self.decode(view))
-            return true
-        }
-        return fold.conflicts
+        try read(at: seq >= lastSeq ? nil : .seq(seq)) { $0.conflicts.conflicts }
     }
 }

@@ -22,7 +22,8 @@ enum SnapshotCodec {
     /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
     /// outbox=6: HealthKit's progress carries the anchor of the last pull (`healthkit.anchored`).
     /// outbox=5: a backend create attempted and never acknowledged, then deleted, leaves a pending delete.
-    static let schema = "moodledger-projections/entries=4/outbox=6/analytics=1/records=1/revisions=1/snapshot-payload=9"
+    static let schema =
+        "moodledger-projections/entries=4/outbox=6/analytics=1/records=1/revisions=1/conflicts=1/snapshot-payload=10"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

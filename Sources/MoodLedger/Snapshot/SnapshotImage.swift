@@ -35,6 +35,8 @@ final class SnapshotImage: @unchecked Sendable {
     /// The replacement notes and request keys (small: decoded on open).
     let replacementNotes: [EntryID: RevisionsState.Note]
     let requestKeys: [RevisionsState.Kept]
+    /// The open conflicts (few: decoded on open).
+    let openConflicts: [OpenConflict]
 
     private let rows: UnsafeRawBufferPointer
     private let arena: UnsafeRawBufferPointer
@@ -163,6 +165,11 @@ final class SnapshotImage: @unchecked Sendable {
             (replacementNotes, requestKeys) = try SnapshotCodec.decodeRequests(section(.requests), seq: seq)
         } catch {
             throw SnapshotProblem("requests: \(error.what)")
+        }
+        do throws(ByteReader.Malformed) {
+            openConflicts = try SnapshotCodec.decodeConflicts(section(.conflicts), seq: seq)
+        } catch {
+            throw SnapshotProblem("conflicts: \(error.what)")
         }
         // Allocated last: an initializer that throws after it would never run `deinit` to free it.
         if checkWhereRead {
@@ -317,7 +324,7 @@ final class SnapshotImage: @unchecked Sendable {
         case .recordFilters: filters
         case .rowRevisions: rowRevisions
         case .revisions: revisions
-        case .meta, .days, .totals, .sync, .recordIndex, .requests, .pieces:
+        case .meta, .days, .totals, .sync, .recordIndex, .requests, .conflicts, .pieces:
             UnsafeRawBufferPointer(start: nil, count: 0)
         }
     }
