@@ -187,3 +187,27 @@ struct RevisionsTests {
         #expect(state.revisions.keptKeys.first?.request.key == "k5", "oldest first")
     }
 }
+
+extension Ledger {
+    /// The walk the revisions fold replaced, kept here as its oracle: each record that names an entry through `last`
+    /// (redacted ones included, read where the codec keeps the id) gives that entry its batch's last seq; a batch
+    /// cut by `last` ends there. (`ledger.erased`, which the fold answers by forgetting, is not in these ledgers.)
+    func lastEventSeqs(through last: UInt64) throws -> [EntryID: UInt64] {
+        var seqs: [EntryID: UInt64] = [:]
+        var open: [EntryID] = []
+        try eventLog.forEach(from: 1, through: last) { view in
+            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
+                id != EntryID.none
+            {
+                open.append(id)
+            }
+            if !view.continuesBatch {
+                for id in open { seqs[id] = view.lastSeq }
+                open.removeAll(keepingCapacity: true)
+            }
+            return true
+        }
+        for id in open { seqs[id] = last }
+        return seqs
+    }
+}

@@ -120,23 +120,6 @@ extension Ledger {
         try commit(attaching: attach, decide).result
     }
 
-    /// Calls `body` for each attachment of `kind` stored from sequence number `first` on, oldest first.
-    /// - Parameters:
-    ///   - kind: which attachments.
-    ///   - first: the first sequence number to look at.
-    ///   - body: given each one's sequence number, record time (µs) and payload.
-    /// - Throws: `EventLogError` for damage met while reading, or what `body` throws.
-    package func forEachAttachment(
-        _ kind: Attachment.Kind, from first: UInt64,
-        _ body: (_ seq: UInt64, _ recordedAt: Int64, _ payload: [UInt8]) throws -> Void
-    ) throws {
-        let log = published.log
-        try log.forEach(from: first) { view in
-            if view.type == kind.recordType { try body(view.seq, view.recordedAt, Array(view.payload)) }
-            return true
-        }
-    }
-
     /// Each batch through `last` that holds an attachment of `kind`: the batch's seqs and the attachment's payload.
     /// - Throws: `EventLogError` for damage met while reading.
     package func batchAttachments(
@@ -156,30 +139,5 @@ extension Ledger {
             return true
         }
         return found
-    }
-
-    /// The last sequence number of the last batch that named each entry through `last` (redacted events included),
-    /// read where the codec keeps the id, without decoding: a server's revision of every entry. The batch's end, not
-    /// the event's own seq: a server answers a write with the seq its whole batch ends at (the change and its
-    /// idempotency record), and a revision derived on open must equal the one it answered before.
-    /// - Throws: `EventLogError` for damage met while reading.
-    package func lastEventSeqs(through last: UInt64) throws -> [EntryID: UInt64] {
-        var seqs: [EntryID: UInt64] = [:]
-        var open: [EntryID] = []
-        try eventLog.forEach(from: 1, through: last) { view in
-            if view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload),
-                id != EntryID.none
-            {
-                open.append(id)
-            }
-            if !view.continuesBatch {
-                for id in open { seqs[id] = view.lastSeq }
-                open.removeAll(keepingCapacity: true)
-            }
-            return true
-        }
-        // A batch cut by `last` ends there.
-        for id in open { seqs[id] = last }
-        return seqs
     }
 }

@@ -1,11 +1,11 @@
 import EventLogFormat
 
 /// A record stored in the same batch as a command's events — all of it durable, or none — which the folds skip:
-/// what an edge keeps beside a change (the reference server's idempotency key with its answer).
+/// what an edge keeps beside a change that no question of the fold needs (what carried a batch of sync attempts).
 ///
 /// Attachments are records whose type has the *safe to ignore* bit (`Specs/log-format.md`): a reader that does not
-/// know a kind passes over it. `Ledger.execute` stores them; `Ledger.forEachAttachment`
-/// reads them back.
+/// know a kind passes over it. `Ledger.execute` stores them after a command's events. Three kinds older versions
+/// wrote are read by the folds as the events that now carry them (``event(recordType:payload:)``).
 public struct Attachment: Sendable, Equatable {
     /// What an attachment holds; its record type.
     public struct Kind: Sendable, Hashable {
