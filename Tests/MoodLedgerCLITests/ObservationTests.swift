@@ -104,7 +104,7 @@ struct ObservationTests {
         let one = try await ledger.log(MoodDraft(valence: 0.2)).entry.id
         let two = try await ledger.log(MoodDraft(valence: -0.2)).entry.id
         var seen: [EntryID] = []
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)
         while Set(seen) != [one, two], Date() < deadline {
             seen = try await observer.wait(for: 1).flatMap(\.entryIDs)
             try await Task.sleep(for: .milliseconds(5))
@@ -115,7 +115,9 @@ struct ObservationTests {
         // Erasing everything names no entry: the change says the log was rewritten, so views read it again.
         try await ledger.eraseAll(keepingHealthKit: false, ignoringDestinations: true)
         var changes: [LedgerChange] = []
-        while !changes.contains(where: \.logRewritten), Date() < deadline {
+        // A wait of its own: under a loaded test run the observing task may get the cooperative pool's threads late.
+        let rewriteDeadline = Date().addingTimeInterval(60)
+        while !changes.contains(where: \.logRewritten), Date() < rewriteDeadline {
             changes = try await observer.wait(for: 0, seconds: 0)
             try await Task.sleep(for: .milliseconds(5))
         }
