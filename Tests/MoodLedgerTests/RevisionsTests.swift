@@ -117,15 +117,15 @@ struct RevisionsTests {
             #expect(reopened.eventLog.resumedFromCheckpoint == useSnapshots)
             let state = try reopened.state(at: .seq(before + 4))
             #expect(state.revision(of: entry.id) == before + 4, "the batch's last seq")
-            let kept = try #require(state.revisions.key("PUT /api/v1/mood/\(entry.id) k-1", now: clock.now))
+            let kept = try #require(state.requests.key("PUT /api/v1/mood/\(entry.id) k-1", now: clock.now))
             #expect(kept.request.fingerprint == "abc" && kept.request.status == 200 && kept.request.entryID == entry.id)
             #expect(kept.seq == before + 4)
-            #expect(state.revisions.keyCount(now: clock.now) == 1, "the key that breaks the rules is passed over")
+            #expect(state.requests.keyCount(now: clock.now) == 1, "the key that breaks the rules is passed over")
             let read = state.replacementNote(of: entry.id)
-            #expect(read == RevisionsState.Note(seq: before + 4, revision: 1, fields: [.mood, .notes]))
+            #expect(read == RequestRecords.Note(seq: before + 4, revision: 1, fields: [.mood, .notes]))
             // The key outlives later changes; a later change without a note makes the entry plain again.
             if !useSnapshots { try reopened.editTags(entry.id, .add("y")) }
-            #expect(reopened.state.revisions.key("PUT /api/v1/mood/\(entry.id) k-1", now: clock.now) != nil)
+            #expect(reopened.state.requests.key("PUT /api/v1/mood/\(entry.id) k-1", now: clock.now) != nil)
             #expect(reopened.state.replacementNote(of: entry.id) == nil)
             #expect(reopened.state.revision(of: entry.id) == reopened.lastSeq)
             try Self.expectEqualToWalk(reopened.state, reopened, "older records")
@@ -168,7 +168,7 @@ struct RevisionsTests {
     @Test("Request keys: a key more than a day older than the newest is dropped, and at most 20,000 are kept")
     func keyBounds() {
         var state = LedgerState()
-        let day = RevisionsState.keyWindowMilliseconds
+        let day = RequestRecords.keyWindowMilliseconds
         func keyed(_ name: String, at milliseconds: Int64) {
             let event = MoodEvent.requestKeyed(RequestKey(key: name, fingerprint: "f", status: 201, entryID: nil))
             state.apply(
@@ -176,15 +176,15 @@ struct RevisionsTests {
         }
         keyed("old", at: 1_000)
         keyed("new", at: 1_000 + day)
-        #expect(state.revisions.key("old", now: 1_000 + day) != nil, "24 hours old: still in force")
+        #expect(state.requests.key("old", now: 1_000 + day) != nil, "24 hours old: still in force")
         keyed("newer", at: 2_000 + day)
-        #expect(state.revisions.key("old", now: 1_000 + day) == nil, "dropped by the fold, whatever the time asked")
-        #expect(state.revisions.key("new", now: 1_000 + 2 * day + 1) == nil, "past its day when asked")
-        for index in 0..<(RevisionsState.keysKept + 5) { keyed("k\(index)", at: 3_000 + day) }
-        #expect(state.revisions.keyCount(now: 3_000 + day) == RevisionsState.keysKept)
+        #expect(state.requests.key("old", now: 1_000 + day) == nil, "dropped by the fold, whatever the time asked")
+        #expect(state.requests.key("new", now: 1_000 + 2 * day + 1) == nil, "past its day when asked")
+        for index in 0..<(RequestRecords.keysKept + 5) { keyed("k\(index)", at: 3_000 + day) }
+        #expect(state.requests.keyCount(now: 3_000 + day) == RequestRecords.keysKept)
         #expect(
-            state.revisions.key("k0", now: 3_000 + day) == nil && state.revisions.key("k5", now: 3_000 + day) != nil)
-        #expect(state.revisions.keptKeys.first?.request.key == "k5", "oldest first")
+            state.requests.key("k0", now: 3_000 + day) == nil && state.requests.key("k5", now: 3_000 + day) != nil)
+        #expect(state.requests.keptKeys.first?.request.key == "k5", "oldest first")
     }
 }
 

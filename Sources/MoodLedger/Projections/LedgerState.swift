@@ -8,10 +8,10 @@ public struct LedgerState: Sendable, Equatable {
     public package(set) var analytics = AnalyticsState()
     /// Which entries each block of 1,024 records names: where an entry's records are.
     var records = RecordIndex()
-    /// Each entry's revision, replacement notes and request keys (what a server answers with).
+    /// Each entry's revision (what a server answers with).
     package private(set) var revisions = RevisionsState()
-    /// The conflicts merges recorded that nobody has resolved yet.
-    public package(set) var conflicts = ConflictsFold()
+    /// The projections kept whole: the open conflicts, a server's notes and keys (``KeptProjections/types``).
+    package private(set) var kept = KeptProjections()
     /// The last sequence number applied (0 = empty).
     public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
@@ -28,7 +28,7 @@ public struct LedgerState: Sendable, Equatable {
         outbox = OutboxState(image: image)
         records = RecordIndex(image: image)
         revisions = RevisionsState(image: image)
-        conflicts = ConflictsFold(image.openConflicts)
+        kept = image.kept
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
@@ -69,12 +69,8 @@ public struct LedgerState: Sendable, Equatable {
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
         let id = entryID ?? recorded.event.entryID
         records.note(id, seq: recorded.seq)
-        revisions.apply(recorded.event, entryID: id, recordedAt: recorded.recordedAt)
-        switch recorded.event {
-        case .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased:
-            conflicts.apply(recorded)
-        default: break
-        }
+        revisions.apply(entryID: id)
+        kept.apply(recorded, entryID: id)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {
@@ -154,7 +150,16 @@ public struct LedgerState: Sendable, Equatable {
     /// Ends a batch at the last record applied or skipped: the entries its events named take its last seq as their
     /// revision. Every path that folds records calls it where a batch ends (a replay at each record that does not
     /// continue its batch, a commit after its records); a state left inside a batch answers for it at its own seq.
-    mutating func endBatch() { revisions.close(at: seq) }
+    mutating func endBatch() {
+        revisions.close(at: seq)
+        kept.endBatch(at: seq)
+    }
+
+    /// The conflicts merges recorded that nobody has resolved yet.
+    public var conflicts: ConflictsFold { kept[ConflictsFold.self] }
+
+    /// The notes and idempotency keys a server stored with its changes.
+    package var requests: RequestRecords { kept[RequestRecords.self] }
 
     /// Gives an entry the revision `seq` (an import's held entry joining the state: its batch's last seq).
     mutating func noteRevision(of id: EntryID, seq: UInt64) { revisions.set(id, seq: seq) }
@@ -170,7 +175,7 @@ public struct LedgerState: Sendable, Equatable {
     }
 
     /// The replacement note of an entry's current revision, if its last change carried one.
-    package func replacementNote(of id: EntryID) -> RevisionsState.Note? { revisions.note(of: id, at: seq) }
+    package func replacementNote(of id: EntryID) -> RequestRecords.Note? { requests.note(of: id, at: seq) }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
     mutating func skip(seq: UInt64, recordedAt: Int64) {

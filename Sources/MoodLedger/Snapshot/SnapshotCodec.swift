@@ -22,8 +22,12 @@ enum SnapshotCodec {
     /// outbox=4: each destination's progress carries the server's account (`sync.pulled` v2).
     /// outbox=6: HealthKit's progress carries the anchor of the last pull (`healthkit.anchored`).
     /// outbox=5: a backend create attempted and never acknowledged, then deleted, leaves a pending delete.
+    /// revisions=1, snapshot-payload=9..11: version-6 files: each entry's revision (beside its row from revisions=2);
+    /// the projections kept whole (``KeptProjections``: the open conflicts, a server's notes and keys) name
+    /// themselves here, in their order, and share one section.
     static let schema =
-        "moodledger-projections/entries=4/outbox=6/analytics=1/records=1/revisions=1/conflicts=1/snapshot-payload=10"
+        "moodledger-projections/entries=4/outbox=6/analytics=1/records=1/revisions=2/" + KeptProjections.schema
+        + "/snapshot-payload=11"
     static var fingerprint: UInt32 { CRC32C.checksum(Array(schema.utf8)) }
 
     /// The outbox sections of a state: the index (ids ascending, each with its pair's place in the records

@@ -32,11 +32,8 @@ final class SnapshotImage: @unchecked Sendable {
     /// `SnapshotImage+Revisions.swift`).
     let rowRevisions: UnsafeRawBufferPointer
     let revisions: UnsafeRawBufferPointer
-    /// The replacement notes and request keys (small: decoded on open).
-    let replacementNotes: [EntryID: RevisionsState.Note]
-    let requestKeys: [RevisionsState.Kept]
-    /// The open conflicts (few: decoded on open).
-    let openConflicts: [OpenConflict]
+    /// The projections kept whole (decoded on open).
+    let kept: KeptProjections
 
     private let rows: UnsafeRawBufferPointer
     private let arena: UnsafeRawBufferPointer
@@ -162,14 +159,9 @@ final class SnapshotImage: @unchecked Sendable {
             throw SnapshotProblem("revisions: length is not a multiple of 24")
         }
         do throws(ByteReader.Malformed) {
-            (replacementNotes, requestKeys) = try SnapshotCodec.decodeRequests(section(.requests), seq: seq)
+            kept = try KeptProjections(decoding: section(.projections), seq: seq)
         } catch {
-            throw SnapshotProblem("requests: \(error.what)")
-        }
-        do throws(ByteReader.Malformed) {
-            openConflicts = try SnapshotCodec.decodeConflicts(section(.conflicts), seq: seq)
-        } catch {
-            throw SnapshotProblem("conflicts: \(error.what)")
+            throw SnapshotProblem("projections: \(error.what)")
         }
         // Allocated last: an initializer that throws after it would never run `deinit` to free it.
         if checkWhereRead {
@@ -324,7 +316,7 @@ final class SnapshotImage: @unchecked Sendable {
         case .recordFilters: filters
         case .rowRevisions: rowRevisions
         case .revisions: revisions
-        case .meta, .days, .totals, .sync, .recordIndex, .requests, .conflicts, .pieces:
+        case .meta, .days, .totals, .sync, .recordIndex, .projections, .pieces:
             UnsafeRawBufferPointer(start: nil, count: 0)
         }
     }

@@ -1,5 +1,5 @@
 /// The layout of a version-6 snapshot file (`Specs/ledger.md`, *Snapshots*): an 80-byte header, a section table,
-/// then nineteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
+/// then eighteen 8-byte-aligned little-endian sections, each with its own checksum, the last holding a checksum
 /// of every 1 KiB piece of the others.
 enum SnapshotLayout {
     static let headerSize = 80
@@ -27,7 +27,7 @@ enum SnapshotLayout {
     /// The sections, in the order (and with the kind codes) they appear in the file.
     enum Section: UInt32, CaseIterable {
         case meta = 1, rows, arena, idSlots, days, valences, words, totals, sources, outboxIndex, outboxRecords, sync,
-            recordIndex, recordFilters, rowRevisions, revisions, requests, conflicts, pieces
+            recordIndex, recordFilters, rowRevisions, revisions, projections, pieces
 
         /// Whether a large snapshot checks this section a piece at a time where it is read: the sections read row
         /// by row (the others are decoded, or read whole, on open).
@@ -36,7 +36,7 @@ enum SnapshotLayout {
             case .rows, .arena, .idSlots, .valences, .words, .sources, .outboxIndex, .outboxRecords, .recordFilters,
                 .rowRevisions, .revisions:
                 true
-            case .meta, .days, .totals, .sync, .recordIndex, .requests, .conflicts, .pieces: false
+            case .meta, .days, .totals, .sync, .recordIndex, .projections, .pieces: false
             }
         }
     }

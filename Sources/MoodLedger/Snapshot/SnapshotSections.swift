@@ -243,8 +243,7 @@ struct SnapshotSections {
             }
         }
         revisions = []
-        try section { $0.w.bytes = SnapshotCodec.encodeRequests(state.revisions) }
-        try section { $0.w.bytes = SnapshotCodec.encodeConflicts(state.conflicts) }
+        try section { $0.w.bytes = state.kept.encoded() }
         var meta = SectionStream(offset: metaOffset)
         meta.w.fixed(state.seq, 8)
         meta.w.fixed(UInt64(bitPattern: state.recordedAt), 8)

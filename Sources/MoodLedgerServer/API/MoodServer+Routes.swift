@@ -275,7 +275,7 @@ extension MoodServer {
         let (seq, all, found, replaced) = try user.ledger.read { state in
             let all = state.changes(since: since)
             var found: [EntryID: MoodEntry] = [:]
-            var replaced: [EntryID: RevisionsState.Note] = [:]
+            var replaced: [EntryID: RequestRecords.Note] = [:]
             for (id, _) in all.prefix(limit) {
                 found[id] = state.entries[id]
                 if found[id] != nil { replaced[id] = state.replacementNote(of: id) }

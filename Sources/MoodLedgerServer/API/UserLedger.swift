@@ -10,9 +10,9 @@ final class UserLedger: Sendable {
     let ledger: Ledger
 
     /// How long an idempotency key is remembered: 24 hours from its recording.
-    static let idempotencyWindowMilliseconds = RevisionsState.keyWindowMilliseconds
+    static let idempotencyWindowMilliseconds = RequestRecords.keyWindowMilliseconds
     /// Most idempotency keys one user's ledger remembers (the fold's bound); past it the oldest are forgotten first.
-    static let idempotencyKeysPerUser = RevisionsState.keysKept
+    static let idempotencyKeysPerUser = RequestRecords.keysKept
     /// First answers kept in memory per user (the most recent keys'); an older key's replay rebuilds its first
     /// answer from the log as of its revision, the same bytes.
     static let rememberedAnswersPerUser = 64
@@ -244,7 +244,7 @@ final class UserLedger: Sendable {
 
     /// The key as the ledger's fold holds it (recorded within the last 24 hours), with its first answer if held.
     private func known(_ key: String, now: Int64, bodies: [String: [UInt8]]) -> Idempotent? {
-        guard let kept = try? ledger.read({ $0.revisions.key(key, now: now) }) else { return nil }
+        guard let kept = try? ledger.read({ $0.requests.key(key, now: now) }) else { return nil }
         return Idempotent(
             fingerprint: kept.request.fingerprint, status: kept.request.status, entryID: kept.request.entryID,
             seq: kept.seq, body: bodies[key])
@@ -281,14 +281,14 @@ final class UserLedger: Sendable {
     /// tests of the bounds).
     var heldKeys: (keys: Int, answers: Int) {
         let now = ledger.options.clock()
-        let keys = (try? ledger.read { $0.revisions.keyCount(now: now) }) ?? 0
+        let keys = (try? ledger.read { $0.requests.keyCount(now: now) }) ?? 0
         return (keys, state.withLock { $0.bodies.count })
     }
 
     /// Drops remembered response bodies and the rendered text of an erased entry (they hold its data); the keys
     /// stay, answered again from the ledger, which no longer has it.
     func forgetResponses(of id: EntryID) {
-        let keys = (try? ledger.read { state in state.revisions.keptKeys.filter { $0.request.entryID == id } }) ?? []
+        let keys = (try? ledger.read { state in state.requests.keptKeys.filter { $0.request.entryID == id } }) ?? []
         state.withLock { state in
             for kept in keys { state.bodies.removeValue(forKey: kept.request.key) }
         }

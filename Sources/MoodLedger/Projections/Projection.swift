@@ -1,0 +1,100 @@
+/// A projection kept whole in memory: it folds events, ends batches, and writes itself as one entry of the snapshot's
+/// projections section, decoded on open (`Specs/ledger.md`, *Where a projection goes*). A new one is a type that
+/// conforms and a line in ``KeptProjections/types``; nothing else in the ledger or the snapshot changes.
+///
+/// The projections read through a snapshot row by row — entries, analytics, the outbox, the record index and the
+/// revisions — are laid out for that reading (rows by day, aggregates beside their days, a revision beside its row)
+/// and have sections of their own.
+package protocol Projection: Sendable, Equatable {
+    /// Its name and version, as the snapshot's schema and projections section spell it: `conflicts=1`.
+    static var schema: String { get }
+    /// The projection before the first event.
+    init()
+    /// Decodes what ``encoded()`` wrote, every value checked (no seq past the covered `seq`), nothing left over.
+    init(decoding bytes: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed)
+    /// Its bytes in a snapshot.
+    func encoded() -> [UInt8]
+    /// Folds one event; `entryID` is the entry it names (all zero: none).
+    mutating func apply(_ recorded: RecordedEvent, entryID: EntryID)
+    /// The batch being folded ended at `seq`, its last record (a record the folds skip may end a batch).
+    mutating func endBatch(at seq: UInt64)
+}
+
+extension Projection {
+    package mutating func endBatch(at seq: UInt64) {}
+
+    /// Whether `other` is of this type and equal to this one.
+    fileprivate func isEqual(to other: any Projection) -> Bool { (other as? Self) == self }
+}
+
+/// The projections kept whole, listed once.
+package struct KeptProjections: Sendable, Equatable {
+    /// Every projection kept whole, in the order of the snapshot's projections section.
+    static let types: [any Projection.Type] = [
+        ConflictsFold.self,
+        RequestRecords.self
+    ]
+
+    /// Their part of the snapshot's schema string: each one's name and version, in order.
+    static var schema: String { types.map { $0.schema }.joined(separator: "/") }
+
+    private var all: [any Projection] = types.map { $0.init() }
+
+    init() {}
+
+    /// The projection of type `P`.
+    subscript<P: Projection>(_ type: P.Type) -> P {
+        for projection in all { if let found = projection as? P { return found } }
+        preconditionFailure("\(P.schema) is not listed in KeptProjections.types")
+    }
+
+    /// Folds one event into each.
+    @inline(__always)
+    mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) {
+        for index in all.indices { all[index].apply(recorded, entryID: entryID) }
+    }
+
+    /// Ends the batch being folded in each.
+    mutating func endBatch(at seq: UInt64) {
+        for index in all.indices { all[index].endBatch(at: seq) }
+    }
+
+    /// The projections section: `varint n · n × (schema string · varint length · bytes)`, in ``types`` order.
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        w.varint(UInt64(all.count))
+        for projection in all {
+            w.string(type(of: projection).schema)
+            w.bytes(projection.encoded())
+        }
+        return w.bytes
+    }
+
+    /// Decodes the projections section: exactly ``types``, in order, each decoded by its own type.
+    init(decoding bytes: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed) {
+        var r = ByteReader(bytes)
+        guard try r.varint() == UInt64(Self.types.count) else {
+            throw ByteReader.Malformed(what: "not the projections this code keeps")
+        }
+        all = []
+        for type in Self.types {
+            guard try r.string("schema") == type.schema else {
+                throw ByteReader.Malformed(what: "not the projections this code keeps")
+            }
+            let count = try r.count()  // at most the bytes left
+            let start = r.position
+            r.position += count
+            do {
+                let own = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + count)])
+                all.append(try type.init(decoding: own, seq: seq))
+            } catch {
+                throw ByteReader.Malformed(what: "\(type.schema): \(error.what)")
+            }
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
+    }
+
+    package static func == (a: KeptProjections, b: KeptProjections) -> Bool {
+        a.all.count == b.all.count && zip(a.all, b.all).allSatisfy { $0.isEqual(to: $1) }
+    }
+}

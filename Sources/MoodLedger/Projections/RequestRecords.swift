@@ -1,0 +1,179 @@
+/// What a server stores beside its changes (`Specs/server.md`): the replacement note of an entry's current revision
+/// (`edit.replaced`) and the recent requests' idempotency keys (`request.keyed`), each dated by its batch's last seq.
+/// `Specs/ledger.md`, *Revisions*.
+package struct RequestRecords: Projection {
+    package static let schema = "requests=1"
+    /// How long a request key answers for its request: 24 hours from its recording.
+    package static let keyWindowMilliseconds: Int64 = 24 * 3600 * 1000
+    /// Most request keys kept; past it the oldest go first. Above what a server's default write budget lets a user
+    /// make in a day (a burst of 10,000 and 100 an hour), so at the defaults every key lives its 24 hours.
+    package static let keysKept = 20_000
+
+    /// What a change said it replaced: another device's revision of the entry and the fields in conflict.
+    package struct Note: Sendable, Equatable {
+        /// The revision of the change that carried the note (its batch's last seq).
+        package var seq: UInt64
+        /// The revision whose values it replaced.
+        package var revision: UInt64
+        package var fields: MergeFields
+    }
+
+    /// A request key as kept: the key, when it was recorded and the revision its first answer was made at.
+    package struct Kept: Sendable, Equatable {
+        package var request: RequestKey
+        /// When it was recorded (ms since 1970).
+        package var at: Int64
+        /// Its batch's last seq: the revision the first answer was made at.
+        package var seq: UInt64
+    }
+
+    /// Replacement notes of entries whose current revision carries one.
+    package private(set) var notes: [EntryID: Note] = [:]
+    /// The kept keys by scoped key, and their order of recording (oldest first from `keysHead`).
+    private var keys: [String: Kept] = [:]
+    private var keyOrder: [String] = []
+    private var keysHead = 0
+    /// The batch being folded: the entries it names (only while some note could be dropped), its notes and keys.
+    private var openIDs: [EntryID] = []
+    private var openNotes: [(id: EntryID, revision: UInt64, fields: MergeFields)] = []
+    private var openKeys: [(key: RequestKey, at: Int64)] = []
+
+    package init() {}
+
+    package mutating func apply(_ recorded: RecordedEvent, entryID id: EntryID) {
+        switch recorded.event {
+        case .editReplaced(let id, let revision, let fields): openNotes.append((id, revision, fields))
+        case .requestKeyed(let key): openKeys.append((key, recorded.recordedAt / 1000))
+        case .ledgerErased:
+            // An erasure of every entry forgets every note and key with the revisions (`ledger.md`, *Revisions*).
+            self = RequestRecords()
+            return
+        default: break
+        }
+        if !notes.isEmpty, id.high | id.low != 0 { openIDs.append(id) }
+    }
+
+    package mutating func endBatch(at seq: UInt64) {
+        // A change without a note makes its entry plain again.
+        for id in openIDs { notes.removeValue(forKey: id) }
+        for note in openNotes { notes[note.id] = Note(seq: seq, revision: note.revision, fields: note.fields) }
+        for (key, at) in openKeys { keep(Kept(request: key, at: at, seq: seq)) }
+        openIDs.removeAll(keepingCapacity: true)
+        openNotes.removeAll(keepingCapacity: true)
+        openKeys.removeAll(keepingCapacity: true)
+    }
+
+    /// Keeps a key, forgetting those recorded more than ``keyWindowMilliseconds`` before it and the oldest past
+    /// ``keysKept``: what is kept is a function of the log, bounded whatever its length.
+    private mutating func keep(_ kept: Kept) {
+        if keys.updateValue(kept, forKey: kept.request.key) == nil { keyOrder.append(kept.request.key) }
+        let oldest = kept.at - Self.keyWindowMilliseconds
+        while keysHead < keyOrder.count {
+            let key = keyOrder[keysHead]
+            guard let known = keys[key] else {
+                keysHead += 1
+                continue
+            }
+            guard known.at < oldest || keys.count > Self.keysKept else { break }
+            keys.removeValue(forKey: key)
+            keysHead += 1
+        }
+        if keysHead > 1024, keysHead * 2 > keyOrder.count {
+            keyOrder.removeFirst(keysHead)
+            keysHead = 0
+        }
+    }
+
+    // MARK: - Questions
+
+    /// The replacement note of an entry's current revision, if its last change carried one.
+    /// - Parameter seq: the state's seq: the revision of a note carried by a batch the state ends inside.
+    package func note(of id: EntryID, at seq: UInt64) -> Note? {
+        if let open = openNotes.last(where: { $0.id == id }) {
+            return Note(seq: seq, revision: open.revision, fields: open.fields)
+        }
+        return openIDs.contains(id) ? nil : notes[id]
+    }
+
+    /// A key recorded within ``keyWindowMilliseconds`` of `now`, if kept.
+    package func key(_ key: String, now: Int64) -> Kept? {
+        if let found = keys[key], found.at >= now - Self.keyWindowMilliseconds { return found }
+        return nil
+    }
+
+    /// The keys kept, oldest first.
+    package var keptKeys: [Kept] { keyOrder[keysHead...].compactMap { keys[$0] } }
+
+    /// How many keys are recorded within ``keyWindowMilliseconds`` of `now`.
+    package func keyCount(now: Int64) -> Int { keys.values.count { $0.at >= now - Self.keyWindowMilliseconds } }
+
+    package static func == (a: RequestRecords, b: RequestRecords) -> Bool {
+        a.notes == b.notes && a.keptKeys == b.keptKeys && a.openIDs == b.openIDs
+            && a.openNotes.map(\.id) == b.openNotes.map(\.id) && a.openKeys.map(\.key) == b.openKeys.map(\.key)
+    }
+
+    // MARK: - Snapshot
+
+    /// `varint n · n × (id · varint seq · varint revision · u8 fields)`, ids ascending, then `varint k · k × (key
+    /// string · fingerprint string · varint status · id (zeros: none) · varint seq · signed at ms)`, oldest first.
+    package func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        let notes = notes.sorted { $0.key < $1.key }
+        w.varint(UInt64(notes.count))
+        for (id, note) in notes {
+            w.id(id)
+            w.varint(note.seq)
+            w.varint(note.revision)
+            w.u8(note.fields.rawValue)
+        }
+        let keys = keptKeys
+        w.varint(UInt64(keys.count))
+        for kept in keys {
+            w.string(kept.request.key)
+            w.string(kept.request.fingerprint)
+            w.varint(UInt64(kept.request.status))
+            w.id(kept.request.entryID ?? .none)
+            w.varint(kept.seq)
+            w.signed(kept.at)
+        }
+        return w.bytes
+    }
+
+    /// Decodes ``encoded()``'s bytes, every value checked: seqs within the covered `seq`, the rules of
+    /// `edit.replaced` and `request.keyed` (`Specs/events.md`), no id or key twice, nothing left over.
+    package init(decoding bytes: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed) {
+        var r = ByteReader(bytes)
+        var previous: EntryID?
+        for _ in 0..<(try r.count()) {
+            let id = try r.id()
+            guard id != .none, previous.map({ $0 < id }) ?? true else {
+                throw ByteReader.Malformed(what: "notes: ids not ascending")
+            }
+            previous = id
+            let at = try r.varint()
+            let revision = try r.varint()
+            let fields = MergeFields(rawValue: try r.u8())
+            guard at >= 1, at <= seq, revision >= 1, revision <= UInt64(Int64.max), !fields.isEmpty else {
+                throw ByteReader.Malformed(what: "notes: a seq, revision or field set out of range")
+            }
+            notes[id] = Note(seq: at, revision: revision, fields: fields)
+        }
+        for _ in 0..<(try r.count()) {
+            let key = try r.string("key")
+            let fingerprint = try r.string("fingerprint")
+            let status = try r.varint()
+            let id = try r.id()
+            let at = try r.varint()
+            let time = try r.signed()
+            guard !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes, !fingerprint.isEmpty,
+                fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes, (200...299).contains(status),
+                at >= 1, at <= seq, keys[key] == nil, keyOrder.count < Self.keysKept
+            else { throw ByteReader.Malformed(what: "keys: a key out of range, repeated or past the bound") }
+            let request = RequestKey(
+                key: key, fingerprint: fingerprint, status: Int(status), entryID: id == .none ? nil : id)
+            keys[key] = Kept(request: request, at: time, seq: at)
+            keyOrder.append(key)
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
+    }
+}
