@@ -2,12 +2,11 @@
 extension ConflictsFold: Projection {
     package static let schema = "conflicts=1"
 
-    package mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) {
-        switch recorded.event {
-        case .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased: apply(recorded)
-        default: break
-        }
-    }
+    package static let eventTypes: [EventType] = [
+        .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased
+    ]
+
+    package mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) { apply(recorded) }
 
     /// `varint k · k × (id · u8 field · varint seq · signed at ms · u8 winner · u8 versions · the versions present)`,
     /// by entry id then field; `versions` has bit 0 base, 1 here, 2 server, 3 result, each present version an entry

@@ -175,7 +175,11 @@ public struct LedgerState: Sendable, Equatable {
     }
 
     /// The replacement note of an entry's current revision, if its last change carried one.
-    package func replacementNote(of id: EntryID) -> RequestRecords.Note? { requests.note(of: id, at: seq) }
+    package func replacementNote(of id: EntryID) -> RequestRecords.Note? {
+        // A later change without a note makes the entry plain again: its revision moved past the note's.
+        guard let note = requests.note(of: id, at: seq), note.seq == revision(of: id) else { return nil }
+        return note
+    }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.
     mutating func skip(seq: UInt64, recordedAt: Int64) {

@@ -8,6 +8,8 @@
 package protocol Projection: Sendable, Equatable {
     /// Its name and version, as the snapshot's schema and projections section spell it: `conflicts=1`.
     static var schema: String { get }
+    /// The event types it folds: no other event reaches ``apply(_:entryID:)`` (a replay skips the call).
+    static var eventTypes: [EventType] { get }
     /// The projection before the first event.
     init()
     /// Decodes what ``encoded()`` wrote, every value checked (no seq past the covered `seq`), nothing left over.
@@ -38,7 +40,13 @@ package struct KeptProjections: Sendable, Equatable {
     /// Their part of the snapshot's schema string: each one's name and version, in order.
     static var schema: String { types.map { $0.schema }.joined(separator: "/") }
 
+    /// Per projection, a bit for each event type it folds; and all of them together.
+    private static let masks: [UInt64] = types.map { $0.eventTypes.reduce(0) { $0 | 1 << UInt64($1.rawValue) } }
+    private static let mask = masks.reduce(0, |)
+
     private var all: [any Projection] = types.map { $0.init() }
+    /// Whether an event reached a projection since the last batch ended (else ending the batch is skipped).
+    private var touched = false
 
     init() {}
 
@@ -48,14 +56,19 @@ package struct KeptProjections: Sendable, Equatable {
         preconditionFailure("\(P.schema) is not listed in KeptProjections.types")
     }
 
-    /// Folds one event into each.
+    /// Folds one event into each projection that folds its type: most events reach none, at the cost of one test.
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) {
-        for index in all.indices { all[index].apply(recorded, entryID: entryID) }
+        let bit: UInt64 = 1 << UInt64(recorded.event.type.rawValue)
+        guard Self.mask & bit != 0 else { return }
+        touched = true
+        for index in all.indices where Self.masks[index] & bit != 0 { all[index].apply(recorded, entryID: entryID) }
     }
 
-    /// Ends the batch being folded in each.
+    /// Ends the batch being folded in each, when an event reached one since the last.
     mutating func endBatch(at seq: UInt64) {
+        guard touched else { return }
+        touched = false
         for index in all.indices { all[index].endBatch(at: seq) }
     }
 
@@ -94,6 +107,7 @@ package struct KeptProjections: Sendable, Equatable {
         guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
     }
 
+    /// Equal when each projection is (whether a batch touched them is no part of what they answer).
     package static func == (a: KeptProjections, b: KeptProjections) -> Bool {
         a.all.count == b.all.count && zip(a.all, b.all).allSatisfy { $0.isEqual(to: $1) }
     }

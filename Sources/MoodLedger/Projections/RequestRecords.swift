@@ -1,8 +1,10 @@
-/// What a server stores beside its changes (`Specs/server.md`): the replacement note of an entry's current revision
-/// (`edit.replaced`) and the recent requests' idempotency keys (`request.keyed`), each dated by its batch's last seq.
+/// What a server stores beside its changes (`Specs/server.md`): the last replacement note of each entry
+/// (`edit.replaced`; it holds while the entry's revision is the note's batch, ``LedgerState/replacementNote(of:)``)
+/// and the recent requests' idempotency keys (`request.keyed`), each dated by its batch's last seq.
 /// `Specs/ledger.md`, *Revisions*.
 package struct RequestRecords: Projection {
     package static let schema = "requests=1"
+    package static let eventTypes: [EventType] = [.editReplaced, .requestKeyed, .ledgerErased]
     /// How long a request key answers for its request: 24 hours from its recording.
     package static let keyWindowMilliseconds: Int64 = 24 * 3600 * 1000
     /// Most request keys kept; past it the oldest go first. Above what a server's default write budget lets a user
@@ -27,14 +29,13 @@ package struct RequestRecords: Projection {
         package var seq: UInt64
     }
 
-    /// Replacement notes of entries whose current revision carries one.
+    /// The last replacement note of each entry that had one (current while the entry's revision is its seq).
     package private(set) var notes: [EntryID: Note] = [:]
     /// The kept keys by scoped key, and their order of recording (oldest first from `keysHead`).
     private var keys: [String: Kept] = [:]
     private var keyOrder: [String] = []
     private var keysHead = 0
-    /// The batch being folded: the entries it names (only while some note could be dropped), its notes and keys.
-    private var openIDs: [EntryID] = []
+    /// The batch being folded: its notes and keys.
     private var openNotes: [(id: EntryID, revision: UInt64, fields: MergeFields)] = []
     private var openKeys: [(key: RequestKey, at: Int64)] = []
 
@@ -50,15 +51,11 @@ package struct RequestRecords: Projection {
             return
         default: break
         }
-        if !notes.isEmpty, id.high | id.low != 0 { openIDs.append(id) }
     }
 
     package mutating func endBatch(at seq: UInt64) {
-        // A change without a note makes its entry plain again.
-        for id in openIDs { notes.removeValue(forKey: id) }
         for note in openNotes { notes[note.id] = Note(seq: seq, revision: note.revision, fields: note.fields) }
         for (key, at) in openKeys { keep(Kept(request: key, at: at, seq: seq)) }
-        openIDs.removeAll(keepingCapacity: true)
         openNotes.removeAll(keepingCapacity: true)
         openKeys.removeAll(keepingCapacity: true)
     }
@@ -86,13 +83,13 @@ package struct RequestRecords: Projection {
 
     // MARK: - Questions
 
-    /// The replacement note of an entry's current revision, if its last change carried one.
+    /// The last replacement note of an entry (current only while the entry's revision is its seq).
     /// - Parameter seq: the state's seq: the revision of a note carried by a batch the state ends inside.
     package func note(of id: EntryID, at seq: UInt64) -> Note? {
         if let open = openNotes.last(where: { $0.id == id }) {
             return Note(seq: seq, revision: open.revision, fields: open.fields)
         }
-        return openIDs.contains(id) ? nil : notes[id]
+        return notes[id]
     }
 
     /// A key recorded within ``keyWindowMilliseconds`` of `now`, if kept.
@@ -108,13 +105,13 @@ package struct RequestRecords: Projection {
     package func keyCount(now: Int64) -> Int { keys.values.count { $0.at >= now - Self.keyWindowMilliseconds } }
 
     package static func == (a: RequestRecords, b: RequestRecords) -> Bool {
-        a.notes == b.notes && a.keptKeys == b.keptKeys && a.openIDs == b.openIDs
-            && a.openNotes.map(\.id) == b.openNotes.map(\.id) && a.openKeys.map(\.key) == b.openKeys.map(\.key)
+        a.notes == b.notes && a.keptKeys == b.keptKeys && a.openNotes.map(\.id) == b.openNotes.map(\.id)
+            && a.openKeys.map(\.key) == b.openKeys.map(\.key)
     }
 
     // MARK: - Snapshot
 
-    /// `varint n · n × (id · varint seq · varint revision · u8 fields)`, ids ascending, then `varint k · k × (key
+    /// `varint n · n × (id · varint seq · varint revision · u8 fields)`, ids ascending (each entry's last note), then `varint k · k × (key
     /// string · fingerprint string · varint status · id (zeros: none) · varint seq · signed at ms)`, oldest first.
     package func encoded() -> [UInt8] {
         var w = ByteWriter(capacity: 64)

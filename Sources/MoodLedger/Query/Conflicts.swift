@@ -43,14 +43,6 @@ public struct ConflictsFold: Sendable, Equatable {
         open.values.sorted { ($0.entryID, $0.field.rawValue) < ($1.entryID, $1.field.rawValue) }
     }
 
-    /// The event types the fold reads (others change nothing).
-    static let types: Set<UInt16> = [
-        EventType.deleted, .remoteApplied, .entryErased, .syncMerged, .conflictResolved, .ledgerErased
-    ]
-    .reduce(into: []) {
-        $0.insert($1.rawValue)
-    }
-
     /// Applies one event.
     public mutating func apply(_ recorded: RecordedEvent) {
         switch recorded.event {
