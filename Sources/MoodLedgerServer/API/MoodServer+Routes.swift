@@ -140,7 +140,7 @@ extension MoodServer {
         let user = call.user
         let id = try Self.entryID(call.parameter)
         // The entry and its revision from one state: the ETag is the revision of the body sent.
-        let read = try user.ledger.read { state in state.entries[id].map { ($0, state.revision(of: id)) } }
+        let read = user.ledger.read { state in state.entries[id].map { ($0, state.revision(of: id)) } }
         guard let (entry, revision) = read else { throw APIFailure(404, "not_found", "no such entry") }
         // `?detail=full` (the reference server's extension): the changes feed's entry object — instants to the
         // millisecond and `typed_score` — for a client merging after a 412, which must compare like with like.
@@ -272,7 +272,7 @@ extension MoodServer {
         let since = UInt64(try Self.integer(request, "since", default: 0, range: 0...Int(Int64.max)))
         let limit = try Self.integer(request, "limit", default: 100, range: 1...1000)
         // Read inside `read`, so that an answer is never taken from a damaged snapshot piece.
-        let (seq, all, found, replaced) = try user.ledger.read { state in
+        let (seq, all, found, replaced) = user.ledger.read { state in
             let all = state.changes(since: since)
             var found: [EntryID: MoodEntry] = [:]
             var replaced: [EntryID: RequestRecords.Note] = [:]

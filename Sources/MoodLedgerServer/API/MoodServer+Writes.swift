@@ -216,7 +216,7 @@ extension MoodServer {
         guard let entry else { throw APIFailure(404, "not_found", "no such entry") }
         let shape = Self.shape(of: write)
         return APIReply.data(
-            status, headers: Self.headers(write, entryID: entry.id, revision: try user.revision(of: entry.id)),
+            status, headers: Self.headers(write, entryID: entry.id, revision: user.revision(of: entry.id)),
             errorNull: shape == .progress
         ) {
             Self.writeEntry(entry, shape: shape, user: user, to: &$0)

@@ -183,7 +183,7 @@ final class UserLedger: Sendable {
     // MARK: - Revisions
 
     /// The revision of an entry's last change (0 if the ledger never held it): the fold's, never a walk of the log.
-    func revision(of id: EntryID) throws -> UInt64 { try ledger.read { $0.revision(of: id) } }
+    func revision(of id: EntryID) -> UInt64 { ledger.read { $0.revision(of: id) } }
 
     // MARK: - Rendered entries
 
@@ -244,7 +244,7 @@ final class UserLedger: Sendable {
 
     /// The key as the ledger's fold holds it (recorded within the last 24 hours), with its first answer if held.
     private func known(_ key: String, now: Int64, bodies: [String: [UInt8]]) -> Idempotent? {
-        guard let kept = try? ledger.read({ $0.requests.key(key, now: now) }) else { return nil }
+        guard let kept = ledger.read({ $0.requests.key(key, now: now) }) else { return nil }
         return Idempotent(
             fingerprint: kept.request.fingerprint, status: kept.request.status, entryID: kept.request.entryID,
             seq: kept.seq, body: bodies[key])
@@ -281,14 +281,14 @@ final class UserLedger: Sendable {
     /// tests of the bounds).
     var heldKeys: (keys: Int, answers: Int) {
         let now = ledger.options.clock()
-        let keys = (try? ledger.read { $0.requests.keyCount(now: now) }) ?? 0
+        let keys = ledger.read { $0.requests.keyCount(now: now) }
         return (keys, state.withLock { $0.bodies.count })
     }
 
     /// Drops remembered response bodies and the rendered text of an erased entry (they hold its data); the keys
     /// stay, answered again from the ledger, which no longer has it.
     func forgetResponses(of id: EntryID) {
-        let keys = (try? ledger.read { state in state.requests.keptKeys.filter { $0.request.entryID == id } }) ?? []
+        let keys = ledger.read { state in state.requests.keptKeys.filter { $0.request.entryID == id } }
         state.withLock { state in
             for kept in keys { state.bodies.removeValue(forKey: kept.request.key) }
         }
