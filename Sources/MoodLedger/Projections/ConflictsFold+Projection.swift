@@ -6,8 +6,6 @@ extension ConflictsFold: Projection {
         .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased
     ]
 
-    package mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) { apply(recorded) }
-
     /// `varint k · k × (id · u8 field · varint seq · signed at ms · u8 winner · u8 versions · the versions present)`,
     /// by entry id then field; `versions` has bit 0 base, 1 here, 2 server, 3 result, each present version an entry
     /// body with tags (`events.md`), in that order.

@@ -70,7 +70,7 @@ public struct LedgerState: Sendable, Equatable {
         let id = entryID ?? recorded.event.entryID
         records.note(id, seq: recorded.seq)
         revisions.apply(entryID: id)
-        kept.apply(recorded, entryID: id)
+        kept.apply(recorded)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         } else if case .ledgerErased(let erasure) = recorded.event {

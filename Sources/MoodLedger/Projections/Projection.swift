@@ -8,7 +8,7 @@
 package protocol Projection: Sendable, Equatable {
     /// Its name and version, as the snapshot's schema and projections section spell it: `conflicts=1`.
     static var schema: String { get }
-    /// The event types it folds: no other event reaches ``apply(_:entryID:)`` (a replay skips the call).
+    /// The event types it folds: no other event reaches ``apply(_:)`` (a replay skips the call).
     static var eventTypes: [EventType] { get }
     /// The projection before the first event.
     init()
@@ -16,8 +16,8 @@ package protocol Projection: Sendable, Equatable {
     init(decoding bytes: UnsafeRawBufferPointer, seq: UInt64) throws(ByteReader.Malformed)
     /// Its bytes in a snapshot.
     func encoded() -> [UInt8]
-    /// Folds one event; `entryID` is the entry it names (all zero: none).
-    mutating func apply(_ recorded: RecordedEvent, entryID: EntryID)
+    /// Folds one event of a type it folds.
+    mutating func apply(_ recorded: RecordedEvent)
     /// The batch being folded ended at `seq`, its last record (a record the folds skip may end a batch).
     mutating func endBatch(at seq: UInt64)
 }
@@ -58,11 +58,11 @@ package struct KeptProjections: Sendable, Equatable {
 
     /// Folds one event into each projection that folds its type: most events reach none, at the cost of one test.
     @inline(__always)
-    mutating func apply(_ recorded: RecordedEvent, entryID: EntryID) {
+    mutating func apply(_ recorded: RecordedEvent) {
         let bit: UInt64 = 1 << UInt64(recorded.event.type.rawValue)
         guard Self.mask & bit != 0 else { return }
         touched = true
-        for index in all.indices where Self.masks[index] & bit != 0 { all[index].apply(recorded, entryID: entryID) }
+        for index in all.indices where Self.masks[index] & bit != 0 { all[index].apply(recorded) }
     }
 
     /// Ends the batch being folded in each, when an event reached one since the last.

@@ -41,7 +41,7 @@ package struct RequestRecords: Projection {
 
     package init() {}
 
-    package mutating func apply(_ recorded: RecordedEvent, entryID id: EntryID) {
+    package mutating func apply(_ recorded: RecordedEvent) {
         switch recorded.event {
         case .editReplaced(let id, let revision, let fields): openNotes.append((id, revision, fields))
         case .requestKeyed(let key): openKeys.append((key, recorded.recordedAt / 1000))
@@ -126,10 +126,7 @@ package struct RequestRecords: Projection {
         let keys = keptKeys
         w.varint(UInt64(keys.count))
         for kept in keys {
-            w.string(kept.request.key)
-            w.string(kept.request.fingerprint)
-            w.varint(UInt64(kept.request.status))
-            w.id(kept.request.entryID ?? .none)
+            EventCodec.writeRequestKey(kept.request, to: &w)
             w.varint(kept.seq)
             w.signed(kept.at)
         }
@@ -148,28 +145,22 @@ package struct RequestRecords: Projection {
             }
             previous = id
             let at = try r.varint()
-            let revision = try r.varint()
+            let revision = try EventCodec.readRevision(from: &r)
             let fields = MergeFields(rawValue: try r.u8())
-            guard at >= 1, at <= seq, revision >= 1, revision <= UInt64(Int64.max), !fields.isEmpty else {
+            guard at >= 1, at <= seq, revision >= 1, !fields.isEmpty else {
                 throw ByteReader.Malformed(what: "notes: a seq, revision or field set out of range")
             }
             notes[id] = Note(seq: at, revision: revision, fields: fields)
         }
         for _ in 0..<(try r.count()) {
-            let key = try r.string("key")
-            let fingerprint = try r.string("fingerprint")
-            let status = try r.varint()
-            let id = try r.id()
+            let request = try EventCodec.readRequestKey(from: &r)
             let at = try r.varint()
             let time = try r.signed()
-            guard !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes, !fingerprint.isEmpty,
-                fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes, (200...299).contains(status),
-                at >= 1, at <= seq, keys[key] == nil, keyOrder.count < Self.keysKept
-            else { throw ByteReader.Malformed(what: "keys: a key out of range, repeated or past the bound") }
-            let request = RequestKey(
-                key: key, fingerprint: fingerprint, status: Int(status), entryID: id == .none ? nil : id)
-            keys[key] = Kept(request: request, at: time, seq: at)
-            keyOrder.append(key)
+            guard at >= 1, at <= seq, keys[request.key] == nil, keyOrder.count < Self.keysKept else {
+                throw ByteReader.Malformed(what: "keys: a seq out of range, a key repeated or past the bound")
+            }
+            keys[request.key] = Kept(request: request, at: time, seq: at)
+            keyOrder.append(request.key)
         }
         guard r.isAtEnd else { throw ByteReader.Malformed(what: "trailing bytes") }
     }

@@ -32,12 +32,9 @@ extension MoodServer {
     /// A write: validated and appended here (on the event loop); its answer is sent once durable.
     func write(_ write: Write, request: HTTPRequest, user: UserLedger) throws -> Reply {
         let given = request.header("idempotency-key")
-        if let given, given.isEmpty || given.utf8.count > 255 {
-            throw APIFailure(
-                422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
-        }
         let (key, fingerprint) = Self.idempotency(request)
-        if let key, key.utf8.count > RequestKey.maximumKeyBytes {
+        // The scoped key (method, route, key) is stored with the change: at most `RequestKey.maximumKeyBytes`.
+        if let given, given.isEmpty || given.utf8.count > 255 || (key?.utf8.count ?? 0) > RequestKey.maximumKeyBytes {
             throw APIFailure(
                 422, "validation_error", "Idempotency-Key must be 1 to 255 characters", field: "Idempotency-Key")
         }

@@ -56,13 +56,12 @@ public struct Attachment: Sendable, Equatable {
         case Kind.healthKitAnchor.recordType: return .healthKitAnchored(Array(payload))
         case Kind.idempotencyKey.recordType:
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
-                let key = json["key"]?.stringValue, !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes,
-                let fingerprint = json["fingerprint"]?.stringValue, !fingerprint.isEmpty,
-                fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes,
-                let status = json["status"]?.intValue, (200...299).contains(status)
+                let key = json["key"]?.stringValue, let fingerprint = json["fingerprint"]?.stringValue,
+                let status = json["status"]?.intValue
             else { return nil }
             let id = json["entry_id"]?.stringValue.flatMap(EntryID.init)
-            return .requestKeyed(RequestKey(key: key, fingerprint: fingerprint, status: status, entryID: id))
+            let request = RequestKey(key: key, fingerprint: fingerprint, status: status, entryID: id)
+            return request.brokenRule == nil ? .requestKeyed(request) : nil
         case Kind.replacement.recordType:
             guard let json = try? JSONParser.parse(String(decoding: payload, as: UTF8.self)),
                 let id = json["entry_id"]?.stringValue.flatMap(EntryID.init), id != .none,

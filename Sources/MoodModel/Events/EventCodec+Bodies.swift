@@ -305,33 +305,29 @@ extension EventCodec {
 
     // MARK: - request.keyed, edit.replaced
 
-    static func writeRequestKey(_ key: RequestKey, to w: inout ByteWriter) {
+    /// A request key: key string, fingerprint string, status varint, the answer's entry id (zeros: none).
+    package static func writeRequestKey(_ key: RequestKey, to w: inout ByteWriter) {
         w.string(key.key)
         w.string(key.fingerprint)
         w.varint(UInt64(key.status))
         w.id(key.entryID ?? .none)
     }
 
-    static func readRequestKey(from r: inout ByteReader) throws(ByteReader.Malformed) -> RequestKey {
+    /// Reads ``writeRequestKey(_:to:)``'s bytes, checked against `request.keyed`'s rules.
+    package static func readRequestKey(from r: inout ByteReader) throws(ByteReader.Malformed) -> RequestKey {
         let key = try r.string("key")
-        guard !key.isEmpty, key.utf8.count <= RequestKey.maximumKeyBytes else {
-            throw ByteReader.Malformed(what: "key: 1 to \(RequestKey.maximumKeyBytes) bytes")
-        }
         let fingerprint = try r.string("fingerprint")
-        guard !fingerprint.isEmpty, fingerprint.utf8.count <= RequestKey.maximumFingerprintBytes else {
-            throw ByteReader.Malformed(what: "fingerprint: 1 to \(RequestKey.maximumFingerprintBytes) bytes")
-        }
         let status = try r.varint()
-        guard (200...299).contains(status) else { throw ByteReader.Malformed(what: "status: not 200 … 299") }
         let id = try r.id()
-        return RequestKey(key: key, fingerprint: fingerprint, status: Int(status), entryID: id == .none ? nil : id)
+        let request = RequestKey(
+            key: key, fingerprint: fingerprint, status: Int(clamping: status), entryID: id == .none ? nil : id)
+        if let broken = request.brokenRule { throw ByteReader.Malformed(what: broken) }
+        return request
     }
 
     static func readReplacement(_ id: EntryID, from r: inout ByteReader) throws(ByteReader.Malformed) -> MoodEvent {
-        let revision = try r.varint()
-        guard revision >= 1, revision <= UInt64(Int64.max) else {
-            throw ByteReader.Malformed(what: "revision: not 1 … 2⁶³ − 1")
-        }
+        let revision = try readRevision(from: &r)
+        guard revision >= 1 else { throw ByteReader.Malformed(what: "revision: not 1 … 2⁶³ − 1") }
         let fields = MergeFields(rawValue: try r.u8())
         guard !fields.isEmpty else { throw ByteReader.Malformed(what: "fields: none named") }
         return .editReplaced(id, revision: revision, fields: fields)

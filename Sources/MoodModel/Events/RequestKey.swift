@@ -22,4 +22,14 @@ public struct RequestKey: Sendable, Equatable {
     public static let maximumKeyBytes = 1_024
     /// The longest fingerprint, in bytes.
     public static let maximumFingerprintBytes = 128
+
+    /// The first rule of `request.keyed` (`Specs/events.md`, *Strict decoding*) the key breaks, naming its field;
+    /// `nil` when it keeps them all.
+    public var brokenRule: String? {
+        if key.isEmpty || key.utf8.count > Self.maximumKeyBytes { return "key: 1 to \(Self.maximumKeyBytes) bytes" }
+        if fingerprint.isEmpty || fingerprint.utf8.count > Self.maximumFingerprintBytes {
+            return "fingerprint: 1 to \(Self.maximumFingerprintBytes) bytes"
+        }
+        return (200...299).contains(status) ? nil : "status: not 200 … 299"
+    }
 }
