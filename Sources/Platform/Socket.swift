@@ -244,6 +244,36 @@ public enum Socket {
         throw failure
     }
 
+    /// A blocking connection to the Unix-domain stream socket at `path`; sends and receives time out after
+    /// `timeout` seconds; close-on-exec.
+    /// - Throws: ``Errno`` (`ENAMETOOLONG` for a path longer than the address holds, `ENOENT`, `ECONNREFUSED`).
+    public static func connectUnixBlocking(path: String, timeout: Double) throws -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Errno(rawValue: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, LibC.streamSocket, 0)
+        guard fd >= 0 else { throw lastError }
+        noSignalOnWrite(fd)
+        setTimeouts(fd, seconds: timeout)
+        while true {
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    LibC.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if result == 0 { return fd }
+            let error = lastError
+            if error.rawValue == EINTR { continue }
+            _ = LibC.close(fd)
+            throw error
+        }
+    }
+
     /// One address a name resolved to, copied out of `getaddrinfo`'s list.
     struct Address: Sendable {
         var family: Int32
