@@ -13,8 +13,11 @@ import Synchronization
 public final class MoodServer: Sendable {
     /// How the server behaves; every property documents its default.
     public struct Configuration: Sendable {
-        /// The data directory (`users/`, `accounts/`). Created 0700 when missing.
+        /// The data directory (`users/`, `accounts/`). Created 0700 when missing. Unused when ``store`` is set.
         public var dataDirectory: String
+        /// PostgreSQL as the store of every user's events and the accounts, instead of the data directory
+        /// (`Specs/server.md`, *PostgreSQL*). Default `nil`: the data directory.
+        public var store: PostgresStore?
         /// Sockets, timeouts and limits of the HTTP layer.
         public var http = HTTPServer.Configuration()
         /// The sustained write rate: entries per user per hour the write budget refills at (a batch costs its items);
@@ -56,6 +59,8 @@ public final class MoodServer: Sendable {
     /// The accounts as last replayed from the accounts log, and which log that was and how long (one `stat`): a log
     /// only grows, so a new size or file means a change.
     private let accounts: PlainLock<(credentials: Credentials, file: FileStatus?)>
+    /// With PostgreSQL: the accounts as its log's rows through `seq` leave them.
+    private let databaseAccounts: PlainLock<(book: AccountBook, seq: Int64)>
     /// The accounts in force: replayed again when the accounts log changed since (``refreshAccounts()``).
     var credentials: Credentials { accounts.withLock { $0.credentials } }
     private let stopping = Atomic<Bool>(false)
@@ -69,27 +74,37 @@ public final class MoodServer: Sendable {
     /// Credential pairs already checked: (user, token expiry in seconds).
     private let verified = PlainLock([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool
-    /// One server per data directory, held until ``close()``.
-    private let lock: ServerLock
+    /// One server per data directory, held until ``close()`` (none with PostgreSQL: any number of nodes share it).
+    private let lock: ServerLock?
 
     /// Prepares a server over `configuration.dataDirectory` (nothing listens until ``start()``).
     /// - Throws: ``ServerError`` when the credentials file is missing or malformed; ``EventLogError`` for the directory.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
-        do {
-            try AtomicFile.makeDirectory(configuration.dataDirectory)
-            // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
-            try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
-        } catch let error as EventLogError where error.code == .io {
-            // A data directory that cannot be made or written (a read-only mount, no permission): the same answer as
-            // the writability probe gives (`serve` exits 73), not an I/O error.
-            throw ServerError(
-                "cannot write the data directory \(configuration.dataDirectory): \(error)", code: "not_writable")
+        if let store = configuration.store {
+            try store.checkSchema()
+            let (book, seq) = try store.accounts(after: 0, applyingTo: AccountBook())
+            databaseAccounts = PlainLock((book, seq))
+            accounts = PlainLock((book.credentials, nil))
+            lock = nil
+        } else {
+            do {
+                try AtomicFile.makeDirectory(configuration.dataDirectory)
+                // Made once here, not on every open of a user's ledger (the pool opens one on almost every miss).
+                try AtomicFile.makeDirectory(configuration.dataDirectory + "/users")
+            } catch let error as EventLogError where error.code == .io {
+                // A data directory that cannot be made or written (a read-only mount, no permission): the same answer
+                // as the writability probe gives (`serve` exits 73), not an I/O error.
+                throw ServerError(
+                    "cannot write the data directory \(configuration.dataDirectory): \(error)", code: "not_writable")
+            }
+            lock = try ServerLock(directory: configuration.dataDirectory, io: configuration.io)
+            let loaded = try Credentials.load(
+                directory: configuration.dataDirectory, create: true, io: configuration.io)
+            let path = Credentials.logPath(in: configuration.dataDirectory)
+            accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
+            databaseAccounts = PlainLock((AccountBook(), 0))
         }
-        lock = try ServerLock(directory: configuration.dataDirectory, io: configuration.io)
-        let loaded = try Credentials.load(directory: configuration.dataDirectory, create: true, io: configuration.io)
-        let path = Credentials.logPath(in: configuration.dataDirectory)
-        accounts = PlainLock((loaded, configuration.io.status(ofPath: path)))
         limiter = RateLimiter(
             writesPerHour: configuration.writesPerHour, writeBurst: configuration.writeBurst,
             readsPerWindow: configuration.readsPerHour, erasuresPerWindow: configuration.erasuresPerHour)
@@ -128,6 +143,10 @@ public final class MoodServer: Sendable {
     /// can sign in, revoked keys and erased accounts cannot, remembered sign-ins are forgotten, and the ledgers of
     /// accounts that are gone are closed. A log that cannot be read keeps the accounts as they were (with a log line).
     func refreshAccounts() {
+        if let store = configuration.store {
+            refreshAccounts(from: store)
+            return
+        }
         let path = Credentials.logPath(in: configuration.dataDirectory)
         let file = configuration.io.status(ofPath: path)
         guard file != accounts.withLock({ $0.file }) else { return }
@@ -148,6 +167,26 @@ public final class MoodServer: Sendable {
         }
     }
 
+    /// The accounts log's rows past the last read, applied; a database that cannot be reached keeps the accounts as
+    /// they were (the next refresh tries again).
+    private func refreshAccounts(from store: PostgresStore) {
+        let (book, seq) = databaseAccounts.withLock { $0 }
+        guard let (next, last) = try? store.accounts(after: seq, applyingTo: book), last > seq else { return }
+        let loaded = next.credentials
+        let changed = databaseAccounts.withLock { current -> Bool in
+            guard last > current.seq else { return false }
+            current = (next, last)
+            return true
+        }
+        guard changed else { return }
+        accounts.withLock { $0 = (loaded, nil) }
+        verified.withLock { $0.removeAll() }
+        for user in ledgers.remove(where: { name in !loaded.has(name) }) {
+            user.ledger.close()
+            configuration.log("account \(user.name) is gone from the database: its cached events are dropped")
+        }
+    }
+
     /// Closes every open ledger cleanly (after the HTTP server stopped).
     public func close() {
         stopping.store(true, ordering: .relaxed)
@@ -157,7 +196,8 @@ public final class MoodServer: Sendable {
             user.ledger.close()
         }
         syncers.stop()
-        lock.release()
+        lock?.release()
+        configuration.store?.pool.close()
     }
 
     /// A user's directory.
@@ -207,16 +247,40 @@ public final class MoodServer: Sendable {
             return APIReply.error(
                 405, "method_not_allowed", "\(request.method) is not allowed here", headers: [("Allow", allow)])
         }
-        if case .health = route.name { return APIReply.data(200, .object([("status", .string("ok"))])) }
+        if case .health = route.name {
+            guard let store = configuration.store else {
+                return APIReply.data(200, .object([("status", .string("ok"))]))
+            }
+            // Whether the database answers and takes writes, asked on a worker (a round trip to the database).
+            responder.onWorker {
+                let (reachable, writable) = store.health()
+                let body = JSONValue.object([
+                    ("status", .string(reachable && writable ? "ok" : "unavailable")),
+                    ("database", .object([("reachable", .bool(reachable)), ("writable", .bool(writable))]))
+                ])
+                var response = APIReply.data(reachable && writable ? 200 : 503, body)
+                if !(reachable && writable) { response.headers.append(("Retry-After", "1")) }
+                responder.respond(response)
+            }
+            return nil
+        }
         let now = configuration.clock()
         let user: String
         do { user = try authenticate(request, now: now) } catch { return APIReply.from(any: error) }
-        guard let lease = ledgers.leaseIfOpen(user) else {
-            // Not open: opened on a worker (a cold replay never stalls an event loop), then answered there.
+        guard configuration.store == nil, let lease = ledgers.leaseIfOpen(user) else {
+            // Not open: opened on a worker (a cold replay never stalls an event loop), then answered there. With
+            // PostgreSQL every request goes there: the user's fold is first brought up to the database's last seq
+            // (another node's writes), a round trip no event loop waits for.
             responder.onWorker { [self] in
                 let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
                 do {
-                    let lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
+                    let lease: LedgerPool.Lease
+                    if configuration.store != nil {
+                        lease = try ledgers.lease(user)
+                        try lease.user.ledger.catchUp()
+                    } else {
+                        lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
+                    }
                     if let response = answer(
                         request, route: route, method: method, lease: lease, now: now, responder: here)
                     {
@@ -363,7 +427,8 @@ public final class MoodServer: Sendable {
     /// is remembered until its token expires, so keep-alive clients do not pay a MAC and two hashes per request.
     /// - Returns: the user.
     func authenticate(_ request: HTTPRequest, now: Int64) throws -> String {
-        refreshAccounts()
+        // The accounts log's size, one `stat`; the database's accounts are read by the background refresh instead.
+        if configuration.store == nil { refreshAccounts() }
         // One of each: with two, a proxy and this server could each act on a different one.
         for name in ["authorization", "x-api-key"] where request.headers.lazy.filter({ $0.name == name }).count > 1 {
             throw APIFailure(
@@ -372,7 +437,15 @@ public final class MoodServer: Sendable {
         }
         let pair = (request.header("authorization") ?? "") + "\n" + (request.header("x-api-key") ?? "")
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
-        let claims = try checkCredentials(request, now: now)
+        let claims: JWT.Claims
+        do {
+            claims = try checkCredentials(request, now: now)
+        } catch is APIFailure where configuration.store != nil {
+            // An account another node added moments ago: the accounts log's new rows are read once before refusing
+            // (a database round trip; the background refresh reads them every 200 ms anyway).
+            refreshAccounts()
+            claims = try checkCredentials(request, now: now)
+        }
         verified.withLock { cache in
             if cache.count >= configuration.rememberedSignIns { cache.removeAll() }
             cache[pair] = (claims.subject, claims.expiry)
@@ -439,12 +512,16 @@ public final class MoodServer: Sendable {
 
     /// Opens a user's ledger for the pool (durability batched: the server syncs in groups).
     static func openLedger(_ name: String, configuration: Configuration, syncers: WorkerPool) throws -> UserLedger {
+        if let store = configuration.store {
+            let (stream, account) = try store.openStream(name, options: ledgerOptions(configuration))
+            return UserLedger(name: name, ledger: stream, account: account, syncers: syncers)
+        }
         let directory = Self.userDirectory(name, in: configuration.dataDirectory)
         var options = ledgerOptions(configuration)
         options.useSnapshots = !replaysWhole(directory, io: configuration.io)
         let ledger = try Ledger.open(at: directory, options: options)
         for notice in ledger.notices { configuration.log("\(name): \(notice)") }
-        return UserLedger(name: name, ledger: ledger, syncers: syncers)
+        return UserLedger(name: name, ledger: ledger, account: ByteText.hex(ledger.eventLog.fileID), syncers: syncers)
     }
 
     /// How a user's ledger is opened.
@@ -492,7 +569,8 @@ public final class MoodServer: Sendable {
             ledger.close()
             return nil
         }
-        return .detached(UserLedger(name: name, ledger: ledger, syncers: syncers))
+        return .detached(
+            UserLedger(name: name, ledger: ledger, account: ByteText.hex(ledger.eventLog.fileID), syncers: syncers))
     }
 
     /// Forgets a ledger whose log refuses writes (a sync or a rewrite failed); the next request reopens it,

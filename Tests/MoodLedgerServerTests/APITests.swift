@@ -286,7 +286,8 @@ struct APITests {
         let ids = try (0..<3).map { _ in
             try #require(try h.request("POST", "/api/v1/mood", json: #"{"valence":0.2}"#).data["id"]?.stringValue)
         }
-        #expect(try h.request("DELETE", "/api/v1/mood/\(ids[0])?erase=true").status == 204)
+        let erased = try h.request("DELETE", "/api/v1/mood/\(ids[0])?erase=true")
+        #expect(erased.status == 204, "\(erased.text)")
         let refused = try h.request("DELETE", "/api/v1/mood/\(ids[1])?erase=true")
         #expect(refused.status == 429 && refused.header("Retry-After") == "3600")
         #expect(try h.request("GET", "/api/v1/mood/\(ids[1])").status == 200, "nothing erased, nothing deleted")

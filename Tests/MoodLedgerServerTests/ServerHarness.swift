@@ -22,14 +22,20 @@ final class ServerHarness: @unchecked Sendable {
     ) throws {
         self.dir = dir
         let clock = self.clock
-        var credentials = try Credentials.load(directory: dir.path, create: true)
         var keys: [String: String] = [:]
-        for user in users where !credentials.users.contains(where: { $0.name == user }) {
-            keys[user] = try credentials.addUser(user)
-        }
-        try credentials.save(directory: dir.path)
-        self.keys = keys
         var configuration = MoodServer.Configuration(dataDirectory: dir.path)
+        if let store = try Self.postgresStore(for: dir) {
+            let existing = try store.credentials()
+            for user in users where !existing.has(user) { keys[user] = try store.addUser(user) }
+            configuration.store = store
+        } else {
+            var credentials = try Credentials.load(directory: dir.path, create: true)
+            for user in users where !credentials.users.contains(where: { $0.name == user }) {
+                keys[user] = try credentials.addUser(user)
+            }
+            try credentials.save(directory: dir.path)
+        }
+        self.keys = keys
         configuration.http.port = 0
         configuration.http.workers = 16
         configuration.writesPerHour = 0
@@ -38,6 +44,27 @@ final class ServerHarness: @unchecked Sendable {
         configuration.log = { _ in }
         configure(&configuration)
         running = try InProcessServer(configuration)
+    }
+
+    /// Whether the harness runs its servers over PostgreSQL: `MOODLEDGER_SERVER_STORE=postgresql` (CI runs the route
+    /// tests once over each store).
+    static var overPostgres: Bool { ProcessInfo.processInfo.environment["MOODLEDGER_SERVER_STORE"] == "postgresql" }
+
+    /// When the harness runs over PostgreSQL: a store over a database of `dir`'s own (made on first use, its
+    /// connection string kept in the directory, so a restarted server finds the same data).
+    static func postgresStore(for dir: TemporaryDirectory) throws -> PostgresStore? {
+        guard overPostgres else { return nil }
+        let file = dir.sub("postgres-url")
+        let url: String
+        if let kept = try? String(contentsOfFile: file, encoding: .utf8) {
+            url = kept
+        } else {
+            url = try freshPostgresDatabase()
+            try url.write(toFile: file, atomically: true, encoding: .utf8)
+        }
+        let store = try PostgresStore(url: url)
+        try store.initialize()
+        return store
     }
 
     /// Stops the server and closes the ledgers.

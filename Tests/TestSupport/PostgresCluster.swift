@@ -1,6 +1,10 @@
 import Foundation
 import Platform
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A PostgreSQL cluster of the tests' own: `initdb` into a temporary directory, started with `pg_ctl` on a Unix socket
 /// in that directory and on a free loopback port, SCRAM-SHA-256 for every connection, stopped (immediate) and removed
 /// when released. Run as the `postgres` account when the tests run as root (PostgreSQL refuses root).
@@ -13,7 +17,7 @@ public final class PostgresCluster: @unchecked Sendable {
     public let directory: String
     /// The loopback TCP port.
     public let port: UInt16
-    /// The superuser's name and password.
+    /// The superuser's name and password (a standby's are its primary's).
     public let user = "moodledger"
     public let password = "correct horse battery staple"
     private var running = false
@@ -47,6 +51,50 @@ public final class PostgresCluster: @unchecked Sendable {
         }
         return cluster
     }()
+
+    /// A hot standby of `primary` (`pg_basebackup -R`, streaming, named `application_name` to the primary), started.
+    public init(standbyOf primary: PostgresCluster, name: String) throws {
+        guard let binaries = Self.binaries else { throw Failure("no PostgreSQL binaries (apt-get install postgresql)") }
+        directory = NSTemporaryDirectory() + "pg-" + UUID().uuidString.prefix(8)
+        port = try Self.freePort()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if getuid() == 0 { try Self.run("/bin/chown", ["-R", "postgres", directory]) }
+        try runAsOwner(
+            binaries + "/pg_basebackup",
+            [
+                "-D", directory + "/data", "-R", "-X", "stream", "--no-sync", "-d",
+                "host=\(primary.directory) port=\(primary.port) user=\(primary.user) "
+                    + "password='\(primary.password)' application_name=\(name)"
+            ])
+        // The primary's postgresql.conf came with the backup: a promoted standby must not wait for a standby of its
+        // own that does not exist (an operator gives it one, or none, after a failover).
+        let conf = [
+            "port = \(port)", "unix_socket_directories = '\(directory)'", "hot_standby = on",
+            "synchronous_standby_names = ''"
+        ]
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/data/postgresql.conf"))
+        handle.seekToEndOfFile()
+        handle.write(Data(("\n" + conf.joined(separator: "\n") + "\n").utf8))
+        try handle.close()
+        try start()
+    }
+
+    /// Promotes a standby to a primary, waiting until it takes writes.
+    public func promote() throws {
+        guard let binaries = Self.binaries else { return }
+        try runAsOwner(binaries + "/pg_ctl", ["-D", directory + "/data", "-w", "promote"])
+    }
+
+    /// Kills the postmaster with SIGKILL, as a lost machine would stop it (its backends follow).
+    public func kill() throws {
+        let pidText = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        guard let pid = pidText.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw Failure("no postmaster pid")
+        }
+        Glibc.kill(pid, SIGKILL)
+        // Its backends notice the postmaster gone and exit; the standby's WAL receiver loses its sender.
+        running = false
+    }
 
     /// A fresh cluster, started. `settings` are extra `postgresql.conf` lines.
     public init(settings: [String] = []) throws {

@@ -26,6 +26,23 @@ public struct RecordView {
     public var isLost: Bool { type == LogFormat.lostRecordType }
 }
 
+extension RecordView {
+    /// A view of a record held elsewhere than a log file (a database row): `offset` and `crc` are 0.
+    public init(
+        seq: UInt64, type: UInt16, recordedAt: Int64, payload: UnsafeRawBufferPointer, continuesBatch: Bool,
+        offset: Int64 = 0, crc: UInt32 = 0
+    ) {
+        self.seq = seq
+        self.type = type
+        self.recordedAt = recordedAt
+        self.offset = offset
+        self.crc = crc
+        self.payload = payload
+        self.continuesBatch = continuesBatch
+        lastSeq = seq
+    }
+}
+
 /// A record with its payload copied out.
 public struct LogRecord: Sendable, Equatable {
     public var seq: UInt64

@@ -251,7 +251,7 @@ extension Ledger {
 
     /// An event as the record that carries it, recorded at `nowMilliseconds` (the ledger's clock), or at
     /// `recordedAtMicroseconds` (the log's unit) when that is not given.
-    static func record(
+    package static func record(
         _ event: MoodEvent, command: EntryID, nowMilliseconds: Int64? = nil, recordedAtMicroseconds: Int64 = 0
     ) -> PendingRecord {
         PendingRecord(

@@ -40,6 +40,14 @@ public struct CommandResult: Sendable, Equatable {
 
     /// Whether anything was appended.
     public var appended: Bool { appendedEvents > 0 }
+
+    /// A result (a store other than the ledger's log makes one for its commands).
+    package init(entry: MoodEntry?, created: Bool, appendedEvents: Int, lastSeq: UInt64) {
+        self.entry = entry
+        self.created = created
+        self.appendedEvents = appendedEvents
+        self.lastSeq = lastSeq
+    }
 }
 
 extension Ledger {

@@ -17,6 +17,19 @@ public struct EraseReport: Sendable, Equatable {
     /// Repair backups (`events.log.broken-*`) still in the directory: erasure does not reach them.
     public var backups: [String]
 
+    /// A report (a store other than the ledger's log makes one for its erasures).
+    package init(
+        erased: [EntryID], erasedAll: Int? = nil, kept: Int = 0, recordsRedacted: Int, bytesWritten: Int64,
+        backups: [String]
+    ) {
+        self.erased = erased
+        self.erasedAll = erasedAll
+        self.kept = kept
+        self.recordsRedacted = recordsRedacted
+        self.bytesWritten = bytesWritten
+        self.backups = backups
+    }
+
     /// The report as JSON (`moodledger erase --json`).
     public var json: JSONValue {
         .object([
@@ -232,7 +245,7 @@ extension Ledger {
     ///   - pending: each entry's pending erasure: the seq of its `entry.erased`.
     ///   - everything: the seq of a pending `ledger.erased`, if one is.
     ///   - current: the current entries (those an erasure of everything keeps).
-    static func redaction(
+    package static func redaction(
         of view: RecordView, pending: [EntryID: UInt64], everything: UInt64?, current: EntriesState
     ) throws -> [UInt8]? {
         guard view.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: view.payload)

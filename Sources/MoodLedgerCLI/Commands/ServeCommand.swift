@@ -9,18 +9,28 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "serve", summary: "run the reference backend (the seed API over one ledger per user)",
         usage:
-            "serve --data DIR [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--write-burst 10000] [--reads-per-hour 500] [--erasures-per-hour 20] [--max-open-ledgers N]\n"
-            + "       serve user add NAME --data DIR\n       serve user rotate-key NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]",
+            "serve --data DIR | --store postgresql://USER@HOST:PORT/DB [--host 127.0.0.1] [--port 8080] [--writes-per-hour 100] [--write-burst 10000] [--reads-per-hour 500] [--erasures-per-hour 20] [--max-open-ledgers N]\n"
+            + "       serve user add NAME --data DIR\n       serve user rotate-key NAME --data DIR\n       serve user import FILE --data DIR\n       serve user erase NAME --data DIR --yes\n       serve token --user NAME --data DIR [--ttl 1h]\n"
+            + "       serve --store URL init\n       serve migrate --from DIR --to URL (or --from URL --to DIR)",
         values: [
             "data", "host", "port", "writes-per-hour", "write-burst", "reads-per-hour", "erasures-per-hour", "user",
             "ttl", "workers",
             "max-connections",
-            "max-open-ledgers"
+            "max-open-ledgers", "store", "from", "to"
         ],
         flags: ["yes"],
         printsData: false
     ) { context in
-        guard let data = context.arguments.value("data") else { throw UsageError("serve needs --data DIR") }
+        if context.arguments.positionals.first == "migrate" { return try ServePostgresCommands.migrate(context) }
+        if let url = context.arguments.value("store") {
+            guard context.arguments.value("data") == nil else {
+                throw UsageError("serve takes --data DIR or --store URL, not both")
+            }
+            return try ServePostgresCommands.run(context, url: url)
+        }
+        guard let data = context.arguments.value("data") else {
+            throw UsageError("serve needs --data DIR (or --store postgresql://…)")
+        }
         switch context.arguments.positionals.first {
         case nil: return try run(context, data: data)
         case "user":
@@ -165,7 +175,22 @@ enum ServeCommand {
     }
 
     private static func run(_ context: Context, data: String) throws -> Int32 {
-        var configuration = MoodServer.Configuration(dataDirectory: data)
+        try serve(context, configuration: MoodServer.Configuration(dataDirectory: data), label: "data \(data)")
+    }
+
+    /// Runs the server over PostgreSQL.
+    static func serve(_ context: Context, store: PostgresStore) throws -> Int32 {
+        var configuration = MoodServer.Configuration(dataDirectory: "")
+        configuration.store = store
+        return try ServePostgresCommands.failing {
+            try serve(context, configuration: configuration, label: "store \(store.label)")
+        }
+    }
+
+    private static func serve(
+        _ context: Context, configuration: MoodServer.Configuration, label: String
+    ) throws -> Int32 {
+        var configuration = configuration
         if let host = context.arguments.value("host") { configuration.http.host = host }
         if let text = context.arguments.value("port") {
             configuration.http.port = try Context.integer(text, "port", in: UInt16.min...UInt16.max)
@@ -199,7 +224,7 @@ enum ServeCommand {
         // SIGINT/SIGTERM: stop accepting, finish in-flight requests, close every ledger.
         let signals = TerminationSignals.observe { server.stop() }
         let host = configuration.http.host.contains(":") ? "[\(configuration.http.host)]" : configuration.http.host
-        console.line("moodledger serve: listening on http://\(host):\(server.port) (data \(data))")
+        console.line("moodledger serve: listening on http://\(host):\(server.port) (\(label))")
         server.run(grace: 10)
         backend.close()
         signals.cancel()

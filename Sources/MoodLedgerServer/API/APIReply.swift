@@ -63,6 +63,20 @@ enum APIReply {
     static func from(any error: Error) -> HTTPResponse {
         if let error = error as? APIFailure { return error.response }
         if let error = error as? MoodError { return from(error) }
+        if let error = error as? PostgresError, error.outcomeUnknown {
+            // The connection was lost while the change's transaction was being committed: it may have been made.
+            return Self.error(
+                503, "outcome_unknown",
+                "the database went away while the change was being committed: it may or may not have been made; "
+                    + "send it again with the same Idempotency-Key to learn which", headers: [("Retry-After", "1")])
+        }
+        if let error = error as? PostgresError, error.isUnavailable {
+            // The database is away (down, restarting, failing over) or another writer kept winning: nothing was
+            // acknowledged, and the same request later may succeed.
+            return Self.error(
+                503, "database_unavailable", "the database is not available now; nothing was changed, try again",
+                headers: [("Retry-After", "1")])
+        }
         return Self.error(500, "internal_error", "the request could not be completed; nothing was acknowledged")
     }
 }

@@ -58,7 +58,7 @@ extension MoodServer {
         // If-Match, the change and its revision are one step per user, so a stale precondition never slips through.
         let (result, status) = try user.writing { () throws -> (CommandResult, Int) in
             var status = 200
-            let result = try user.ledger.execute { state, now in
+            let result = try user.ledger.appendCommand { state, now in
                 let (events, id, created): ([MoodEvent], EntryID, Bool)
                 switch write {
                 case .create(let draft, _):
@@ -261,7 +261,7 @@ extension MoodServer {
         try user.waitDurable(known.seq)
         var body = known.body
         if body == nil {
-            let entry = try known.entryID.flatMap { id in try user.ledger.read(at: .seq(known.seq)) { $0.entries[id] } }
+            let entry = try known.entryID.flatMap { id in try user.ledger.entry(id, asOf: known.seq) }
             guard let entry else {
                 // The request was applied and acknowledged; the entry it wrote has been erased since, so its first
                 // answer (the entry's data) no longer exists anywhere (Specs/server.md, Idempotency).

@@ -2,12 +2,13 @@ import Foundation
 import MoodLedger
 import Synchronization
 
-/// One user's open ledger on the server, with what the API keeps beside it: group commit, keyed requests in flight and
-/// the first answers of the most recent keys. The ledger is the only storage: revisions, replacement notes and
-/// idempotency keys are its fold's (``LedgerState/revision(of:)``); what is here is coordination and a cache.
+/// One user's open stream on the server (a ledger in the data directory, or rows in PostgreSQL), with what the API
+/// keeps beside it: group commit, keyed requests in flight and the first answers of the most recent keys. The stream
+/// is the only storage: revisions, replacement notes and idempotency keys are its fold's
+/// (``LedgerState/revision(of:)``); what is here is coordination and a cache.
 final class UserLedger: Sendable {
     let name: String
-    let ledger: Ledger
+    let ledger: any UserStream
 
     /// How long an idempotency key is remembered: 24 hours from its recording.
     static let idempotencyWindowMilliseconds = RequestRecords.keyWindowMilliseconds
@@ -80,10 +81,10 @@ final class UserLedger: Sendable {
     /// added again under the same name has a new ledger, so a new identity (`Specs/server.md`, *The account*).
     let account: String
 
-    init(name: String, ledger: Ledger, syncers: WorkerPool) {
+    init(name: String, ledger: any UserStream, account: String, syncers: WorkerPool) {
         self.name = name
         self.ledger = ledger
-        account = ByteText.hex(ledger.eventLog.fileID)
+        self.account = account
         self.syncers = syncers
         state = Mutex(State(durable: ledger.lastSeq))
     }
@@ -143,7 +144,7 @@ final class UserLedger: Sendable {
         var last = UInt64.max
         assert(
             {
-                last = ledger.eventLog.lastSeq
+                last = (ledger as? Ledger)?.eventLog.lastSeq ?? .max
                 return true
             }())
         let (ready, error, more) = state.withLock { state -> ([@Sendable (Error?) -> Void], Error?, Bool) in

@@ -108,6 +108,12 @@ public struct Credentials: Sendable {
         pending.removeAll()
     }
 
+    /// The changes made since loading, handed to a store other than the accounts log (PostgreSQL's), and forgotten.
+    mutating func takeChanges() -> [AccountsLog.Change] {
+        defer { pending.removeAll() }
+        return pending
+    }
+
     /// Puts back an account exactly as it was (its key hash), e.g. when its erasure could not finish.
     public mutating func restoreUser(_ user: User) {
         guard !has(user.name) else { return }

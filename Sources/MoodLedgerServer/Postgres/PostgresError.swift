@@ -22,6 +22,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var sqlState: String?
     /// A sentence a person can read.
     public var message: String
+    /// Whether a commit was under way when the connection was lost: the change may have been made or not, and only
+    /// reading the rows again (or replaying the request's Idempotency-Key) tells.
+    public var outcomeUnknown = false
 
     /// The error's code, as the server's and the CLI's errors have one.
     public var code: String { kind.rawValue }

@@ -6,6 +6,8 @@ public enum PostgresValue: Sendable, Equatable {
     case bool(Bool)
     case bytes([UInt8])
     case text(String)
+    /// A one-dimensional `bytea[]` without NULLs.
+    case byteaArray([[UInt8]])
 
     /// The type's OID (`pg_type`): int8, int4, bool, bytea, text; 0 (the server infers it) for a null.
     var typeOID: UInt32 {
@@ -16,6 +18,7 @@ public enum PostgresValue: Sendable, Equatable {
         case .bool: 16
         case .bytes: 17
         case .text: 25
+        case .byteaArray: 1001
         }
     }
 
@@ -28,6 +31,22 @@ public enum PostgresValue: Sendable, Equatable {
         case .bool(let value): [value ? 1 : 0]
         case .bytes(let value): value
         case .text(let value): Array(value.utf8)
+        case .byteaArray(let items):
+            // PostgreSQL's binary array: dimensions, has-nulls, element type, then length and lower bound per
+            // dimension, then each element's length and bytes.
+            {
+                var writer = PostgresWriter()
+                writer.int32(Int32(1))
+                writer.int32(Int32(0))
+                writer.int32(UInt32(17))
+                writer.int32(Int32(items.count))
+                writer.int32(Int32(1))
+                for item in items {
+                    writer.int32(Int32(item.count))
+                    writer.raw(item)
+                }
+                return writer.bytes
+            }()
         }
     }
 }
@@ -37,10 +56,11 @@ public struct PostgresRow: Sendable {
     /// The columns' bytes.
     public var columns: [[UInt8]?]
 
-    /// A column as an integer: int2, int4 or int8 by its width.
+    /// A column as an integer: bool (0 or 1), int2, int4 or int8 by its width.
     /// - Throws: ``PostgresError`` `postgres_protocol` for NULL or another width.
     public func int(_ index: Int) throws(PostgresError) -> Int64 {
         guard index < columns.count, let bytes = columns[index] else { throw Self.missing(index) }
+        if bytes.count == 1 { return bytes[0] == 0 ? 0 : 1 }
         guard [2, 4, 8].contains(bytes.count) else {
             throw PostgresError(.protocolViolation, "column \(index) is \(bytes.count) bytes, not an integer")
         }

@@ -167,7 +167,7 @@ final class LedgerPool: Sendable {
 
     /// Syncs and closes a ledger taken out to make room, then lets requests for its user open it again.
     private func close(_ user: UserLedger) {
-        do { try user.ledger.flush() } catch { log("\(user.name): a sync before closing failed: \(error)") }
+        do { _ = try user.ledger.flush() } catch { log("\(user.name): a sync before closing failed: \(error)") }
         user.ledger.close()
         state.withLock { _ = $0.closing.remove(user.name) }
     }

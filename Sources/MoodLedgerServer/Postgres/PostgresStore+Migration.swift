@@ -1,0 +1,188 @@
+import EventLog
+import EventLogFormat
+import MoodLedger
+import Platform
+
+extension PostgresStore {
+    /// One row of the `events` table, as a migration copies it.
+    struct EventRow {
+        var seq: UInt64
+        var type: UInt16
+        var continuesBatch: Bool
+        var recordedAt: Int64
+        var payload: [UInt8]
+
+        /// The `entry_id` column: the entry an event's payload names (none for a record the folds skip, or for an
+        /// event about no entry).
+        var entryID: PostgresValue {
+            let named = payload.withUnsafeBytes { bytes -> EntryID? in
+                guard type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes), id != .none
+                else { return nil }
+                return id
+            }
+            return named.map { .bytes(PostgresStream.bytes(of: $0)) } ?? .null
+        }
+
+        /// The statement that inserts it for `user`.
+        func insert(for user: String) -> (String, [PostgresValue]) {
+            (
+                "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
+                    + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                [
+                    .text(user), .int64(Int64(seq)), .int32(Int32(type)), .bool(continuesBatch), .int64(recordedAt),
+                    entryID, .bytes(payload)
+                ]
+            )
+        }
+    }
+
+    /// Copies a data directory into the database (`Specs/server.md`, *Moving between stores*): the schema made if
+    /// missing, the token secret and every account's key hash (keys and tokens keep working), then each user's log,
+    /// record for record, in one transaction per user. Idempotent: a user whose rows already match the log (same
+    /// last seq, same count) is left alone; one whose rows differ is refused, naming it. The counts are checked after.
+    /// - Returns: a line per user.
+    /// - Throws: ``ServerError``; ``PostgresError``; `EventLogError` for a log that cannot be read.
+    public func migrate(from directory: String) throws -> [String] {
+        try initialize()
+        let credentials = try Credentials.load(directory: directory, create: false)
+        let (book, _) = try accounts(after: 0, applyingTo: AccountBook())
+        var changes: [AccountsLog.Change] = []
+        if book.secret != credentials.secret { changes.append(.secret(credentials.secret)) }
+        let present = book.credentials
+        for user in credentials.users where present.users.first(where: { $0.name == user.name }) != user {
+            changes.append(.added(user.name, keyHash: user.keyHash))
+        }
+        try append(changes)
+        var lines: [String] = []
+        for user in credentials.users {
+            let path = MoodServer.userDirectory(user.name, in: directory)
+            guard Ledger.exists(at: path) else {
+                lines.append("\(user.name): no events")
+                continue
+            }
+            lines.append(try migrateLog(of: user.name, at: path))
+        }
+        return lines
+    }
+
+    private func migrateLog(of name: String, at path: String) throws -> String {
+        var configuration = EventLog.Configuration()
+        configuration.access = .readOnly
+        configuration.createIfMissing = false
+        let log = try EventLog.open(directory: path, configuration: configuration)
+        defer { log.close() }
+        let last = log.lastSeq
+        let (rows, maximum) = try pool.withConnection { connection in
+            let row = try connection.query(
+                "SELECT count(*), coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)]
+            ).rows[0]
+            return (try row.int(0), try row.int(1))
+        }
+        if rows > 0 {
+            guard maximum == Int64(last), rows == Int64(last) else {
+                throw ServerError(
+                    "\(name): the database holds \(rows) events through seq \(maximum), the directory \(last): they "
+                        + "have diverged; nothing was copied for this user", code: "diverged")
+            }
+            return "\(name): already in the database (\(last) events)"
+        }
+        var batch: [(String, [PostgresValue])] = [
+            (
+                "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
+                [.text(name), .bytes(log.fileID)]
+            )
+        ]
+        var copied: UInt64 = 0
+        try pool.withConnection { connection in
+            try connection.execute(script: "BEGIN")
+            do {
+                try log.forEach(from: 1, through: last) { view in
+                    guard !view.isLost, view.seq == copied + 1 else {
+                        throw ServerError(
+                            "\(name): record \(view.seq) is a lost record left by repair; the database keeps "
+                                + "contiguous seqs only", code: "not_contiguous")
+                    }
+                    copied = view.seq
+                    batch.append(
+                        EventRow(
+                            seq: view.seq, type: view.type, continuesBatch: view.continuesBatch,
+                            recordedAt: view.recordedAt, payload: Array(view.payload)
+                        ).insert(for: name))
+                    if batch.count >= 512 {
+                        _ = try connection.pipeline(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                    return true
+                }
+                if !batch.isEmpty { _ = try connection.pipeline(batch) }
+                let count = try connection.query(
+                    "SELECT count(*) FROM events WHERE user_name = $1", [.text(name)]
+                ).rows[0].int(0)
+                guard count == Int64(last) else {
+                    throw ServerError("\(name): \(count) rows after copying \(last) events", code: "count_mismatch")
+                }
+                try connection.execute(script: "COMMIT")
+            } catch {
+                try? connection.execute(script: "ROLLBACK")
+                throw error
+            }
+        }
+        return "\(name): \(last) events copied"
+    }
+
+    /// Writes every account's events back into a data directory (`Specs/server.md`, *Moving between stores*): one
+    /// ledger a user, its records the rows' bytes with their seqs and batches, and the accounts with their key
+    /// hashes (keys keep working; the directory has its own token secret, so tokens are issued again). A user whose
+    /// ledger exists already is refused, naming it.
+    /// - Returns: a line per user.
+    public func export(to directory: String) throws -> [String] {
+        try checkSchema()
+        let credentials = try self.credentials()
+        try AtomicFile.makeDirectory(directory)
+        try AtomicFile.makeDirectory(directory + "/users")
+        var local = try Credentials.load(directory: directory, create: true)
+        var lines: [String] = []
+        for user in credentials.users {
+            let path = MoodServer.userDirectory(user.name, in: directory)
+            guard !Ledger.exists(at: path) else {
+                throw ServerError("\(user.name): \(path) holds a ledger already; nothing was written for this user")
+            }
+            try AtomicFile.makeDirectory(path)
+            let log = try EventLog.open(directory: path)
+            defer { log.close() }
+            var batch: [PendingRecord] = []
+            var count = 0
+            var after: Int64 = 0
+            while true {
+                let rows = try pool.withConnection { connection in
+                    try connection.query(
+                        "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
+                            + "WHERE user_name = $1 AND seq > $2 ORDER BY seq LIMIT 10000",
+                        [.text(user.name), .int64(after)]
+                    ).rows
+                }
+                guard !rows.isEmpty else { break }
+                for row in rows {
+                    after = try row.int(0)
+                    batch.append(
+                        PendingRecord(
+                            type: UInt16(truncatingIfNeeded: try row.int(1)), payload: try row.bytes(4),
+                            recordedAt: try row.int(3)))
+                    if try row.int(2) == 0 {
+                        let seqs = try log.append(batch)
+                        guard seqs.upperBound == UInt64(after) else {
+                            throw ServerError("\(user.name): the rows' seqs are not contiguous at \(after)")
+                        }
+                        count += batch.count
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            _ = try log.sync()
+            local.restoreUser(user)
+            lines.append("\(user.name): \(count) events written to \(path)")
+        }
+        try local.save(directory: directory)
+        return lines
+    }
+}

@@ -1,0 +1,271 @@
+import EventLog
+import Foundation
+import MoodLedger
+import Platform
+import Synchronization
+
+/// One user's events in PostgreSQL, with the fold a node keeps of them (`Specs/server.md`, *PostgreSQL*): the rows
+/// are the truth; the fold is a cache brought up to the user's last seq (``catchUp()``) before a request is answered.
+/// A command is decided against the caught-up fold and its events inserted at the next seqs in one transaction; a
+/// unique violation on (user, seq) means another node wrote first: the fold catches up and the command is decided
+/// again (an `If-Match` that no longer holds then fails, so no update is lost). The answer is made only after the
+/// transaction's commit returned.
+final class PostgresStream: UserStream, Sendable {
+    let name: String
+    let store: PostgresStore
+    let options: Ledger.Options
+    private let state: Mutex<LedgerState>
+    /// One command of this node's at a time for this user (others on other nodes are ordered by the database).
+    private let writer = NSLock()
+    /// How many times a command is decided again after losing a race before the request is answered 503.
+    static let attempts = 8
+
+    init(name: String, store: PostgresStore, options: Ledger.Options) {
+        self.name = name
+        self.store = store
+        self.options = options
+        state = Mutex(LedgerState())
+    }
+
+    var lastSeq: UInt64 { state.withLock { $0.seq } }
+
+    var unfinishedErasures: Set<EntryID> { Set(state.withLock { $0.pendingErasures.keys }) }
+
+    func read<T>(_ body: (LedgerState) throws -> T) rethrows -> T {
+        let current = state.withLock { $0 }
+        return try body(current)
+    }
+
+    /// Folds the rows past the fold's seq; a fold that meets a row it cannot decode is left as it was.
+    /// - Throws: ``PostgresError``; ``MoodError`` `corrupt_event`.
+    ///
+    /// A database whose last seq is behind the fold (a failover to a standby that had not received rows this node
+    /// had read from the old primary before their commit was confirmed) is folded again from its first row: the
+    /// fold never holds what the database does not.
+    func catchUp() throws {
+        let current = state.withLock { $0 }
+        let (rows, last) = try store.pool.withConnection { connection in
+            let results = try connection.pipeline([
+                (
+                    "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
+                        + "WHERE user_name = $1 AND seq > $2 ORDER BY seq",
+                    [.text(name), .int64(Int64(current.seq))]
+                ), ("SELECT coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)])
+            ])
+            return (results[0].rows, UInt64(try results[1].rows[0].int(0)))
+        }
+        if last < current.seq {
+            var fresh = LedgerState()
+            try Self.fold(try self.rows(after: 0), into: &fresh)
+            state.withLock { $0 = fresh }
+            return
+        }
+        guard !rows.isEmpty else { return }
+        var next = current
+        try Self.fold(rows, into: &next)
+        state.withLock { published in
+            // Another thread may have caught up meanwhile: keep whichever fold is further.
+            if next.seq > published.seq { published = next }
+        }
+    }
+
+    private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [PostgresRow] {
+        try store.pool.withConnection { connection in
+            try connection.query(
+                "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
+                    + "WHERE user_name = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+                [.text(name), .int64(Int64(seq)), .int64(Int64(last))]
+            ).rows
+        }
+    }
+
+    private static func fold(_ rows: [PostgresRow], into state: inout LedgerState) throws {
+        for row in rows {
+            let seq = UInt64(try row.int(0))
+            guard seq == state.seq + 1 else {
+                throw PostgresError(.protocolViolation, "the events' seqs skip from \(state.seq) to \(seq)")
+            }
+            let type = try row.int(1)
+            guard (0...Int64(UInt16.max)).contains(type) else {
+                throw PostgresError(.protocolViolation, "an event row's type \(type) is not a record type")
+            }
+            let payload = try row.bytes(4)
+            let recordedAt = try row.int(3)
+            let continues = try row.int(2) != 0
+            try payload.withUnsafeBytes { bytes in
+                try state.fold(
+                    RecordView(
+                        seq: seq, type: UInt16(type), recordedAt: recordedAt, payload: bytes, continuesBatch: continues)
+                )
+            }
+        }
+    }
+
+    func entry(_ id: EntryID, asOf seq: UInt64) throws -> MoodEntry? {
+        var past = LedgerState()
+        try Self.fold(try rows(after: 0, through: seq), into: &past)
+        return past.entries[id]
+    }
+
+    // MARK: - Writes
+
+    func appendCommand(
+        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+    ) throws -> CommandResult {
+        try writing { current, now in
+            let (events, id, created) = try decide(current, now)
+            let command = options.newID()
+            let records = events.map { Ledger.record($0, command: command, nowMilliseconds: now) }
+            return (
+                records, [],
+                { state in
+                    CommandResult(
+                        entry: state.entries[id], created: created, appendedEvents: events.count, lastSeq: state.seq)
+                }
+            )
+        }
+    }
+
+    func delete(_ id: EntryID) throws {
+        _ = try appendCommand { state, _ in (try Ledger.events(deleting: id, in: state), id, false) }
+    }
+
+    /// Erasure in one transaction: `entry.erased` appended, already complete, and every earlier row about the entries
+    /// rewritten as redacted (`Specs/erasure.md`): nothing is ever left half done, so nothing is left to finish.
+    @discardableResult
+    func erase(
+        _ ids: [EntryID], reason: String, requestedBy: String, ignoringDestinations: Bool
+    ) throws
+        -> EraseReport
+    {
+        var redacted = 0
+        try writing { current, now in
+            // An id the fold holds, or one the rows name that no `entry.erased` has erased yet (a deleted entry).
+            let erasable = try store.pool.withConnection { connection in
+                try ids.filter { id in
+                    if current.entries[id] != nil { return true }
+                    let row = try connection.query(
+                        "SELECT count(*), count(*) FILTER (WHERE type = $3) FROM events "
+                            + "WHERE user_name = $1 AND entry_id = $2",
+                        [.text(name), .bytes(Self.bytes(of: id)), .int32(Int32(EventType.entryErased.rawValue))]
+                    ).rows[0]
+                    return try row.int(0) > 0 && row.int(1) == 0
+                }
+            }
+            for id in ids where !erasable.contains(id) {
+                throw MoodError(
+                    code: .notFound, field: "entry_id",
+                    rule: "no entry \(id) to erase (never logged, or already erased)")
+            }
+            let command = options.newID()
+            let records = ids.map {
+                Ledger.record(
+                    .entryErased($0, Erasure(reason: reason, requestedBy: requestedBy, complete: true)),
+                    command: command, nowMilliseconds: now)
+            }
+            var updates: [(String, [PostgresValue])] = []
+            let pending = Dictionary(uniqueKeysWithValues: ids.map { ($0, current.seq + 1) })
+            let earlier = try store.pool.withConnection { connection in
+                try connection.query(
+                    "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
+                        + "WHERE user_name = $1 AND entry_id = ANY($2) ORDER BY seq",
+                    [.text(name), .byteaArray(ids.map(Self.bytes(of:)))]
+                ).rows
+            }
+            for row in earlier {
+                let payload = try row.bytes(4)
+                let seq = UInt64(try row.int(0))
+                let replacement = try payload.withUnsafeBytes { bytes in
+                    try Ledger.redaction(
+                        of: RecordView(
+                            seq: seq, type: UInt16(truncatingIfNeeded: try row.int(1)), recordedAt: try row.int(3),
+                            payload: bytes, continuesBatch: try row.int(2) != 0),
+                        pending: pending, everything: nil, current: current.entries)
+                }
+                guard let replacement else { continue }
+                updates.append(
+                    (
+                        "UPDATE events SET payload = $3 WHERE user_name = $1 AND seq = $2",
+                        [.text(name), .int64(Int64(seq)), .bytes(replacement)]
+                    ))
+            }
+            redacted = updates.count
+            return (records, updates, { _ in () })
+        }
+        return EraseReport(erased: ids, recordsRedacted: redacted, bytesWritten: 0, backups: [])
+    }
+
+    /// An entry id as the `entry_id` column holds it: its 16 bytes, high half first.
+    static func bytes(of id: EntryID) -> [UInt8] {
+        withUnsafeBytes(of: id.high.bigEndian, Array.init) + withUnsafeBytes(of: id.low.bigEndian, Array.init)
+    }
+
+    func finishErasures() throws -> EraseReport {
+        EraseReport(erased: [], recordsRedacted: 0, bytesWritten: 0, backups: [])
+    }
+
+    /// Rows are committed before they are answered: nothing is ever waiting for a sync here.
+    func flush() throws -> UInt64 { lastSeq }
+
+    func close() {}
+
+    /// One command's write: caught up, decided, inserted at the next seqs with `extra` statements in one transaction,
+    /// folded; decided again when another node took those seqs first.
+    private func writing<T>(
+        _ decide: (LedgerState, Int64) throws -> (
+            records: [PendingRecord], extra: [(String, [PostgresValue])], result: (LedgerState) -> T
+        )
+    ) throws -> T {
+        writer.lock()
+        defer { writer.unlock() }
+        try catchUp()
+        for _ in 0..<Self.attempts {
+            let current = state.withLock { $0 }
+            let now = options.clock()
+            let (records, extra, result) = try decide(current, now)
+            guard !records.isEmpty else { return result(current) }
+            var statements = extra
+            for (index, record) in records.enumerated() {
+                let named = record.payload.withUnsafeBytes { bytes -> EntryID? in
+                    guard record.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes),
+                        id != .none
+                    else { return nil }
+                    return id
+                }
+                let entryID: PostgresValue = named.map { .bytes(Self.bytes(of: $0)) } ?? .null
+                let recordedAt = record.recordedAt ?? now * 1000
+                statements.append(
+                    (
+                        "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
+                            + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        [
+                            .text(name), .int64(Int64(current.seq) + Int64(index) + 1), .int32(Int32(record.type)),
+                            .bool(index < records.count - 1), .int64(recordedAt), entryID, .bytes(record.payload)
+                        ]
+                    ))
+            }
+            do {
+                _ = try store.pool.withConnection { try $0.pipeline(statements) }
+            } catch let error as PostgresError where error.isUniqueViolation {
+                try catchUp()
+                continue
+            } catch var error as PostgresError where error.kind == .unavailable {
+                // The transaction was sent: the server may have committed it before the connection was lost.
+                error.outcomeUnknown = true
+                throw error
+            }
+            var next = current
+            try Self.fold(
+                records.enumerated().map { index, record in
+                    PostgresRow(columns: [
+                        PostgresValue.int64(Int64(current.seq) + Int64(index) + 1).binary,
+                        PostgresValue.int32(Int32(record.type)).binary, [index < records.count - 1 ? 1 : 0],
+                        PostgresValue.int64(record.recordedAt ?? now * 1000).binary, record.payload
+                    ])
+                }, into: &next)
+            state.withLock { published in if next.seq > published.seq { published = next } }
+            return result(next)
+        }
+        throw PostgresError(.unavailable, "other nodes kept writing this user's events first; try again")
+    }
+}

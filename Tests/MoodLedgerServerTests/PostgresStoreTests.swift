@@ -1,0 +1,263 @@
+import Foundation
+import MoodLedger
+import Platform
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MoodLedgerServer
+
+/// The server over PostgreSQL where it differs from one machine: several nodes on one database, a database that goes
+/// away and comes back, the move from a data directory and back. (The route tests run over both stores: CI runs them
+/// again with `MOODLEDGER_SERVER_STORE=postgresql`.)
+@Suite(.enabled(if: PostgresCluster.isAvailable, "PostgreSQL is not installed"))
+struct PostgresStoreTests {
+    /// A node over `url` on a loopback port.
+    static func node(_ url: String, clock: ManualClock? = nil) throws -> InProcessServer {
+        var configuration = MoodServer.Configuration(dataDirectory: "")
+        configuration.store = try PostgresStore(url: url)
+        configuration.http.port = 0
+        configuration.writesPerHour = 0
+        configuration.readsPerHour = 0
+        if let clock { configuration.clock = { clock.now } }
+        configuration.log = { _ in }
+        return try InProcessServer(configuration)
+    }
+
+    /// One request to `port` as `user`.
+    static func request(
+        _ port: UInt16, _ method: String, _ target: String, auth: [(String, String)], headers: [(String, String)] = [],
+        json: String? = nil
+    ) throws -> RawResponse {
+        var lines = ["\(method) \(target) HTTP/1.1", "Host: localhost", "Connection: close"]
+        lines += (auth + headers).map { "\($0.0): \($0.1)" }
+        let body = Array((json ?? "").utf8)
+        if json != nil { lines += ["Content-Type: application/json", "Content-Length: \(body.count)"] }
+        let client = try RawClient(port: port, timeout: 30)
+        defer { client.close() }
+        try client.send(Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body)
+        return try client.readResponse()
+    }
+
+    /// A database with the schema and one account; its connection string and the account's headers.
+    static func database(_ url: String? = nil) throws -> (url: String, auth: [(String, String)]) {
+        let url = try url ?? freshPostgresDatabase()
+        let store = try PostgresStore(url: url)
+        defer { store.pool.close() }
+        try store.initialize()
+        let key = try store.addUser("alice")
+        let token = try store.credentials().token(
+            for: "alice", now: SystemIO().nowMicroseconds() / 1_000_000, ttl: 3600)!
+        return (url, [("Authorization", "Bearer \(token)"), ("X-API-Key", key)])
+    }
+
+    @Test(
+        "Two nodes on one database: writes alternate, a read on one sees the other's 201, If-Match races lose no update"
+    )
+    func twoNodes() throws {
+        let (url, auth) = try Self.database()
+        let a = try Self.node(url)
+        let b = try Self.node(url)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        var ids: [String] = []
+        for index in 0..<20 {
+            let (writer, reader) = index % 2 == 0 ? (a, b) : (b, a)
+            let created = try Self.request(
+                writer.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.\#(index % 10)}"#)
+            #expect(created.status == 201)
+            let id = try #require(created.data["id"]?.stringValue)
+            ids.append(id)
+            let read = try Self.request(reader.port, "GET", "/api/v1/mood/\(id)", auth: auth)
+            #expect(read.status == 200, "the other node sees the write at once")
+            #expect(read.header("ETag") == created.header("ETag"))
+        }
+        let list = try Self.request(a.port, "GET", "/api/v1/mood?from=2000-01-01&limit=100", auth: auth)
+        #expect(list.data["total"] == .int(20))
+        // Eight writers, four on each node, each replacing the same entry under the same ETag: one wins.
+        let target = ids[0]
+        let etag = try #require(try Self.request(a.port, "GET", "/api/v1/mood/\(target)", auth: auth).header("ETag"))
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let node = index % 2 == 0 ? a : b
+            let status =
+                (try? Self.request(
+                    node.port, "PUT", "/api/v1/mood/\(target)", auth: auth, headers: [("If-Match", etag)],
+                    json: #"{"valence":-0.\#(index + 1)}"#
+                ).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        let answered = statuses.withLock { $0 }
+        #expect(answered.filter { $0 == 200 }.count == 1, "\(answered)")
+        #expect(answered.filter { $0 == 412 }.count == 7, "\(answered)")
+        let audit = try PostgresStore(url: url)
+        defer { audit.pool.close() }
+        let rows = try audit.pool.withConnection {
+            try $0.query("SELECT count(*), max(seq) FROM events WHERE user_name = 'alice'").rows[0]
+        }
+        #expect(try rows.int(0) == rows.int(1), "seqs contiguous, none doubled")
+    }
+
+    @Test("The database stopped under load: 503 with Retry-After while it is down, no 500, nothing answered 201 lost")
+    func databaseAway() throws {
+        let cluster = try PostgresCluster()
+        let (url, auth) = try Self.database(cluster.socketURL())
+        let node = try Self.node(url)
+        defer { node.stop() }
+        let created = Mutex<[String]>([])
+        let statuses = Mutex<[Int: Int]>([:])
+        let running = Atomic<Bool>(true)
+        let writers = DispatchGroup()
+        for _ in 0..<4 {
+            DispatchQueue.global().async(group: writers) {
+                while running.load(ordering: .relaxed) {
+                    guard
+                        let response = try? Self.request(
+                            node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.3}"#)
+                    else { continue }
+                    statuses.withLock { $0[response.status, default: 0] += 1 }
+                    if response.status == 201, let id = response.data["id"]?.stringValue {
+                        created.withLock { $0.append(id) }
+                    }
+                    if response.status == 503 {
+                        #expect(response.header("Retry-After") == "1")
+                        if response.json["error"]?["code"] == .string("outcome_unknown") {
+                            statuses.withLock { $0[-1, default: 0] += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        func waitFor(_ status: Int) {
+            let start = statuses.withLock { $0[status, default: 0] }
+            while statuses.withLock({ $0[status, default: 0] }) < start + 5 { sched_yield() }
+        }
+        waitFor(201)
+        cluster.stop(mode: "immediate")
+        waitFor(503)
+        let health = try Self.request(node.port, "GET", "/health", auth: [])
+        #expect(health.status == 503)
+        #expect(health.data["database"]?["reachable"] == .bool(false), "\(health.text)")
+        try cluster.start()
+        waitFor(201)
+        running.store(false, ordering: .relaxed)
+        writers.wait()
+        let seen = statuses.withLock { $0 }
+        #expect(seen[500] == nil, "\(seen)")
+        #expect(Set(seen.keys).isSubset(of: [201, 503, -1]), "\(seen)")
+        #expect(try Self.request(node.port, "GET", "/health", auth: []).status == 200)
+        let list = try Self.request(node.port, "GET", "/api/v1/mood?from=2000-01-01&limit=1", auth: auth)
+        let ids = created.withLock { $0 }
+        // Every 201 is there; beyond them only writes answered "outcome unknown" (committed as the server went away).
+        let total = try #require(list.data["total"]?.intValue)
+        #expect(total >= ids.count && total <= ids.count + seen[-1, default: 0], "\(total) entries, \(seen)")
+        for id in ids.suffix(20) {
+            #expect(try Self.request(node.port, "GET", "/api/v1/mood/\(id)", auth: auth).status == 200)
+        }
+    }
+
+    @Test("A data directory moves into PostgreSQL and back: same events, seqs, batches and keys; again changes nothing")
+    func migration() throws {
+        let dir = TemporaryDirectory("migrate")
+        let h = try ServerHarness(dir: dir)
+        for index in 0..<30 {
+            let created = try h.request(
+                "POST", "/api/v1/mood", json: #"{"valence":0.\#(index % 10),"notes":"n\#(index)"}"#)
+            #expect(created.status == 201)
+            if index % 3 == 0, let id = created.data["id"]?.stringValue {
+                #expect(try h.request("DELETE", "/api/v1/mood/\(id)").status == 204)
+            }
+        }
+        let before = try h.request("GET", "/api/v1/mood?from=2000-01-01&limit=100")
+        let keys = h.keys
+        h.stop()
+        guard !ServerHarness.overPostgres else { return }
+        let url = try freshPostgresDatabase()
+        let store = try PostgresStore(url: url)
+        defer { store.pool.close() }
+        let report = try store.migrate(from: dir.path)
+        #expect(report.contains { $0.hasPrefix("alice: ") && $0.hasSuffix("events copied") }, "\(report)")
+        #expect(try store.migrate(from: dir.path).contains { $0.contains("already in the database") })
+        // The server over the database answers as the directory's did, with the same key and token.
+        let node = try Self.node(url, clock: h.clock)
+        let auth = [("Authorization", "Bearer \(h.token("alice"))"), ("X-API-Key", keys["alice"]!)]
+        let after = try Self.request(node.port, "GET", "/api/v1/mood?from=2000-01-01&limit=100", auth: auth)
+        node.stop()
+        #expect(after.status == 200)
+        #expect(after.data == before.data)
+        // And back into a directory: a ledger whose records are the rows.
+        let back = TemporaryDirectory("exported")
+        let lines = try store.export(to: back.path)
+        #expect(lines.count == 2, "\(lines)")
+        let original = try Ledger.open(at: MoodServer.userDirectory("alice", in: dir.path))
+        let exported = try Ledger.open(at: MoodServer.userDirectory("alice", in: back.path))
+        defer {
+            original.close()
+            exported.close()
+        }
+        #expect(exported.lastSeq == original.lastSeq)
+        #expect(exported.read { $0.entries.count } == original.read { $0.entries.count })
+        #expect(throws: ServerError.self) { try store.export(to: back.path) }
+    }
+
+    @Test(
+        "A primary with a synchronous standby killed under load: the standby promoted, every 201 is there, writes resume"
+    )
+    func failover() throws {
+        let primary = try PostgresCluster(settings: ["synchronous_standby_names = 'standby1'"])
+        let standby = try PostgresCluster(standbyOf: primary, name: "standby1")
+        let url =
+            "host=\(primary.directory),\(standby.directory) port=\(primary.port),\(standby.port) "
+            + "user=\(primary.user) password='\(primary.password)' dbname=postgres "
+            + "target_session_attrs=read-write connect_timeout=2"
+        let (_, auth) = try Self.database(url)
+        let a = try Self.node(url)
+        let b = try Self.node(url)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let created = Mutex<[String]>([])
+        let statuses = Mutex<[Int: Int]>([:])
+        let running = Atomic<Bool>(true)
+        let writers = DispatchGroup()
+        for writer in 0..<4 {
+            DispatchQueue.global().async(group: writers) {
+                let node = writer % 2 == 0 ? a : b
+                while running.load(ordering: .relaxed) {
+                    guard
+                        let response = try? Self.request(
+                            node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.6}"#)
+                    else { continue }
+                    statuses.withLock { $0[response.status, default: 0] += 1 }
+                    if response.status == 201, let id = response.data["id"]?.stringValue {
+                        created.withLock { $0.append(id) }
+                    }
+                }
+            }
+        }
+        func waitForCreated(_ more: Int) {
+            let start = created.withLock { $0.count }
+            while created.withLock({ $0.count }) < start + more { sched_yield() }
+        }
+        waitForCreated(10)
+        try primary.kill()
+        try standby.promote()
+        waitForCreated(10)
+        running.store(false, ordering: .relaxed)
+        writers.wait()
+        let seen = statuses.withLock { $0 }
+        #expect(seen[500] == nil, "\(seen)")
+        #expect(
+            Set(seen.keys).isSubset(of: [201, 503]), "answered 201 or 503 (with Retry-After), nothing else: \(seen)")
+        let ids = created.withLock { $0 }
+        for (index, id) in ids.enumerated() {
+            let node = index % 2 == 0 ? a : b
+            #expect(
+                try Self.request(node.port, "GET", "/api/v1/mood/\(id)", auth: auth).status == 200,
+                "a write answered 201 before the failover is on the promoted standby")
+        }
+    }
+}
