@@ -55,6 +55,23 @@ enum BenchmarkCommand {
                 {
                     seconds = s
                 }
+                if let i = arguments.firstIndex(of: "--store"), i + 1 < arguments.count {
+                    var users = 1_000
+                    if let u = arguments.firstIndex(of: "--users"), u + 1 < arguments.count,
+                        let n = Int(arguments[u + 1]), n > 0
+                    {
+                        users = n
+                    }
+                    var nodes = 2
+                    if let n = arguments.firstIndex(of: "--nodes"), n + 1 < arguments.count,
+                        let count = Int(arguments[n + 1]), count > 0
+                    {
+                        nodes = count
+                    }
+                    return PostgresServerBench.run(
+                        url: arguments[i + 1], users: users, nodes: nodes, seconds: seconds,
+                        json: arguments.contains("--json"))
+                }
                 if let i = arguments.firstIndex(of: "--users"), i + 1 < arguments.count,
                     let users = Int(arguments[i + 1]), users > 0
                 {
@@ -139,6 +156,7 @@ enum BenchmarkCommand {
                         + "       moodledger-bench --server [--seconds 3] [--json]   (the reference backend under loopback load)\n"
                         + "       moodledger-bench --app [--entries 100000] [--json]   (reads, observation and processes as an app sees them)\n"
                         + "       moodledger-bench --server --users N [--seconds 3]   (many accounts, a random user per request)\n"
+                        + "       moodledger-bench --server --store postgresql://… [--users 1000] [--nodes 2] [--seconds 3]   (over PostgreSQL)\n"
                         + "       moodledger-bench --sync [--entries 10000] [--concurrency N] [--conflicts | --restarts] [--json]   (pushing pending entries to the reference backend; --conflicts: two devices merging; --restarts: two devices across server restarts)"
                 )
                 return 0

@@ -183,7 +183,8 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Sends every statement at once, then one `Sync`, and reads their answers: one round trip, and PostgreSQL runs
     /// them as one implicit transaction — all committed when the `Sync`'s `ReadyForQuery` arrives, or none if any
-    /// failed (the first failure is thrown).
+    /// failed (the first failure is thrown). The answers are read once everything is sent: keep a pipeline to a few
+    /// hundred statements (``PostgresStore/pipelineLimit``), or the two sides' socket buffers can fill and stall.
     /// - Throws: ``PostgresError``.
     public func pipeline(_ statements: [(String, [PostgresValue])]) throws(PostgresError) -> [PostgresResult] {
         guard isUsable else { throw PostgresError(.unavailable, "the connection was lost") }

@@ -108,7 +108,7 @@ extension PostgresStore {
                             seq: view.seq, type: view.type, continuesBatch: view.continuesBatch,
                             recordedAt: view.recordedAt, payload: Array(view.payload)
                         ).insert(for: name))
-                    if batch.count >= 512 {
+                    if batch.count >= Self.pipelineLimit {
                         _ = try connection.pipeline(batch)
                         batch.removeAll(keepingCapacity: true)
                     }

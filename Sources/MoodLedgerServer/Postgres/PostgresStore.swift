@@ -115,6 +115,10 @@ public final class PostgresStore: Sendable {
 
     // MARK: - Accounts
 
+    /// Most statements sent in one pipeline: the answers are read once all are sent, so a longer one could fill both
+    /// sockets' buffers and stall (512 answers are about 15 KB).
+    static let pipelineLimit = 512
+
     /// The accounts as the log's changes after `seq` leave `accounts` (nil: from the beginning), and the log's last
     /// seq.
     /// - Throws: ``PostgresError``; ``ServerError`` for a malformed row.
@@ -162,7 +166,24 @@ public final class PostgresStore: Sendable {
                 case .erased(let name): statements.append((insert, [.int32(3), .text(name), .null]))
                 }
             }
-            _ = try connection.pipeline(statements + extra)
+            statements += extra
+            if statements.count <= Self.pipelineLimit {
+                _ = try connection.pipeline(statements)
+                return
+            }
+            // Many accounts at once: one explicit transaction, sent a bounded pipeline at a time.
+            try connection.execute(script: "BEGIN")
+            do {
+                var rest = statements[...]
+                while !rest.isEmpty {
+                    _ = try connection.pipeline(Array(rest.prefix(Self.pipelineLimit)))
+                    rest = rest.dropFirst(Self.pipelineLimit)
+                }
+                try connection.execute(script: "COMMIT")
+            } catch {
+                try? connection.execute(script: "ROLLBACK")
+                throw error
+            }
         }
     }
 
@@ -173,6 +194,16 @@ public final class PostgresStore: Sendable {
         let key = try credentials.addUser(name)
         try append(credentials.takeChanges())
         return key
+    }
+
+    /// Adds accounts with new random API keys, all in one transaction or none (a bad or taken name refuses them
+    /// all). - Returns: the keys, in the names' order (shown once).
+    /// - Throws: ``ServerError`` for an invalid or taken name; ``PostgresError``.
+    public func addUsers(_ names: [String]) throws -> [String] {
+        var credentials = try credentials()
+        let keys = try names.map { try credentials.addUser($0) }
+        try append(credentials.takeChanges())
+        return keys
     }
 
     /// Gives an account a new random API key. - Returns: the key (shown once).
@@ -194,20 +225,26 @@ public final class PostgresStore: Sendable {
 
     // MARK: - Streams
 
-    /// Opens a user's stream: its identity made on first use, its rows folded.
+    /// Opens a user's stream: its identity read (made on first use) and its rows folded in one round trip; a second
+    /// only the first time.
     func openStream(_ name: String, options: Ledger.Options) throws -> (stream: PostgresStream, account: String) {
-        let fresh = SystemIO().randomBytes(16)
-        let account = try pool.withConnection { connection in
-            let results = try connection.pipeline([
-                (
-                    "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
-                    [.text(name), .bytes(fresh)]
-                ), ("SELECT account FROM streams WHERE user_name = $1", [.text(name)])
-            ])
-            return try results[1].rows[0].bytes(0)
-        }
         let stream = PostgresStream(name: name, store: self, options: options)
-        try stream.catchUp()
+        let known = try stream.catchUp(reading: "SELECT account FROM streams WHERE user_name = $1").first
+        let account: [UInt8]
+        if let known {
+            account = try known.bytes(0)
+        } else {
+            let fresh = SystemIO().randomBytes(16)
+            account = try pool.withConnection { connection in
+                let results = try connection.pipeline([
+                    (
+                        "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
+                        [.text(name), .bytes(fresh)]
+                    ), ("SELECT account FROM streams WHERE user_name = $1", [.text(name)])
+                ])
+                return try results[1].rows[0].bytes(0)
+            }
+        }
         return (stream, ByteText.hex(account))
     }
 }

@@ -42,31 +42,37 @@ final class PostgresStream: UserStream, Sendable {
     /// A database whose last seq is behind the fold (a failover to a standby that had not received rows this node
     /// had read from the old primary before their commit was confirmed) is folded again from its first row: the
     /// fold never holds what the database does not.
-    func catchUp() throws {
+    func catchUp() throws { _ = try catchUp(reading: nil) }
+
+    /// ``catchUp()`` with one more query about this user (`$1` is the user's name) in the same round trip.
+    /// - Returns: that query's rows.
+    func catchUp(reading extra: String?) throws -> [PostgresRow] {
         let current = state.withLock { $0 }
-        let (rows, last) = try store.pool.withConnection { connection in
-            let results = try connection.pipeline([
-                (
-                    "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
-                        + "WHERE user_name = $1 AND seq > $2 ORDER BY seq",
-                    [.text(name), .int64(Int64(current.seq))]
-                ), ("SELECT coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)])
-            ])
-            return (results[0].rows, UInt64(try results[1].rows[0].int(0)))
+        let (rows, last, extraRows) = try store.pool.withConnection { connection in
+            let results = try connection.pipeline(
+                [
+                    (
+                        "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
+                            + "WHERE user_name = $1 AND seq > $2 ORDER BY seq",
+                        [.text(name), .int64(Int64(current.seq))]
+                    ), ("SELECT coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)])
+                ] + (extra.map { [($0, [.text(name)])] } ?? []))
+            return (results[0].rows, UInt64(try results[1].rows[0].int(0)), results.count > 2 ? results[2].rows : [])
         }
         if last < current.seq {
             var fresh = LedgerState()
             try Self.fold(try self.rows(after: 0), into: &fresh)
             state.withLock { $0 = fresh }
-            return
+            return extraRows
         }
-        guard !rows.isEmpty else { return }
+        guard !rows.isEmpty else { return extraRows }
         var next = current
         try Self.fold(rows, into: &next)
         state.withLock { published in
             // Another thread may have caught up meanwhile: keep whichever fold is further.
             if next.seq > published.seq { published = next }
         }
+        return extraRows
     }
 
     private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [PostgresRow] {
