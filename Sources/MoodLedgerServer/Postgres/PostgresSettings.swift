@@ -59,12 +59,12 @@ public struct PostgresSettings: Sendable, Equatable {
         let hostList = values["host"] ?? environment["PGHOST"] ?? "/var/run/postgresql"
         let portList = values["port"] ?? environment["PGPORT"] ?? "5432"
         let names = hostList.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        let ports = try portList.split(separator: ",", omittingEmptySubsequences: false).map {
-            (text: Substring) throws(PostgresError) -> UInt16 in
+        var ports: [UInt16] = []
+        for text in portList.split(separator: ",", omittingEmptySubsequences: false) {
             guard let port = UInt16(text), port > 0 else {
                 throw PostgresError(.configuration, "port must be a number from 1 to 65535")
             }
-            return port
+            ports.append(port)
         }
         guard ports.count == 1 || ports.count == names.count else {
             throw PostgresError(.configuration, "give one port, or one port for each host")
