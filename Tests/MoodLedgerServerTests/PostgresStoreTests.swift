@@ -260,4 +260,32 @@ struct PostgresStoreTests {
                 "a write answered 201 before the failover is on the promoted standby")
         }
     }
+
+    @Test("One user's concurrent writes on one node share commits: every one answered once, in order, seqs contiguous")
+    func groupCommit() throws {
+        let (url, auth) = try Self.database()
+        let node = try Self.node(url)
+        defer { node.stop() }
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 48) { index in
+            let response = try? Self.request(
+                node.port, "POST", "/api/v1/mood", auth: auth,
+                headers: index % 3 == 0 ? [("Idempotency-Key", "k\(index)")] : [],
+                json: #"{"valence":0.\#(index % 10)}"#)
+            statuses.withLock { $0.append(response?.status ?? 0) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 201, count: 48))
+        let list = try Self.request(node.port, "GET", "/api/v1/mood?from=2000-01-01&limit=1", auth: auth)
+        #expect(list.data["total"] == .int(48))
+        let audit = try PostgresStore(url: url)
+        defer { audit.pool.close() }
+        let rows = try audit.pool.withConnection {
+            try $0.query(
+                "SELECT count(*), max(seq), count(*) FILTER (WHERE NOT continues_batch) FROM events "
+                    + "WHERE user_name = 'alice'"
+            ).rows[0]
+        }
+        #expect(try rows.int(0) == rows.int(1), "seqs contiguous, none doubled")
+        #expect(try rows.int(2) == 48, "one batch per request, however they were grouped into transactions")
+    }
 }

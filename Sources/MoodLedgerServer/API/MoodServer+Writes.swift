@@ -58,7 +58,7 @@ extension MoodServer {
         // If-Match, the change and its revision are one step per user, so a stale precondition never slips through.
         let (result, status) = try user.writing { () throws -> (CommandResult, Int) in
             var status = 200
-            let result = try user.ledger.appendCommand { state, now in
+            let result = try user.ledger.appendCommand { [self] state, now in
                 let (events, id, created): ([MoodEvent], EntryID, Bool)
                 switch write {
                 case .create(let draft, _):

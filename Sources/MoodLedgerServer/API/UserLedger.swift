@@ -58,8 +58,11 @@ final class UserLedger: Sendable {
     /// The threads that run group commits (shared by every ledger of the server; they only ever wait on a sync).
     private let syncers: WorkerPool
 
-    /// Runs one write (precondition, append, revision) while no other API write to this ledger runs.
+    /// Runs one write (precondition, append, revision) while no other API write to this ledger runs — or, for a
+    /// stream that puts its writes in order itself (``UserStream/ordersItsOwnWrites``), as it does: each is still
+    /// decided on the state the one before it left, and several share a commit.
     func writing<T>(_ body: () throws -> T) rethrows -> T {
+        if ledger.ordersItsOwnWrites { return try body() }
         writer.lock()
         defer { writer.unlock() }
         return try body()

@@ -15,8 +15,6 @@ final class PostgresStream: UserStream, Sendable {
     let store: PostgresStore
     let options: Ledger.Options
     private let state: Mutex<LedgerState>
-    /// One command of this node's at a time for this user (others on other nodes are ordered by the database).
-    private let writer = NSLock()
     /// How many times a command is decided again after losing a race before the request is answered 503.
     static let attempts = 8
 
@@ -28,6 +26,9 @@ final class PostgresStream: UserStream, Sendable {
     }
 
     var lastSeq: UInt64 { state.withLock { $0.seq } }
+
+    /// Commands are decided one after another by the group's leader (``writing(exclusive:_:)``).
+    var ordersItsOwnWrites: Bool { true }
 
     var unfinishedErasures: Set<EntryID> { Set(state.withLock { $0.pendingErasures.keys }) }
 
@@ -116,9 +117,9 @@ final class PostgresStream: UserStream, Sendable {
     // MARK: - Writes
 
     func appendCommand(
-        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+        _ decide: @escaping (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> CommandResult {
-        try writing { current, now in
+        try writing { [self] current, now in
             let (events, id, created) = try decide(current, now)
             let command = options.newID()
             let records = events.map { Ledger.record($0, command: command, nowMilliseconds: now) }
@@ -145,7 +146,7 @@ final class PostgresStream: UserStream, Sendable {
         -> EraseReport
     {
         var redacted = 0
-        try writing { current, now in
+        try writing(exclusive: true) { [self] current, now in
             // An id the fold holds, or one the rows name that no `entry.erased` has erased yet (a deleted entry).
             let erasable = try store.pool.withConnection { connection in
                 try ids.filter { id in
@@ -215,63 +216,163 @@ final class PostgresStream: UserStream, Sendable {
 
     func close() {}
 
-    /// One command's write: caught up, decided, inserted at the next seqs with `extra` statements in one transaction,
-    /// folded; decided again when another node took those seqs first.
+    /// What a command decides: its records, statements to run in its transaction, and how to make its result from
+    /// the fold once its records are in it.
+    typealias Decision<T> = (records: [PendingRecord], extra: [(String, [PostgresValue])], result: (LedgerState) -> T)
+
+    /// A command waiting for a leader to decide and commit it.
+    ///
+    /// `@unchecked Sendable`: `decide` is its caller's closure, run by whichever thread leads while the caller waits
+    /// on `done`; `error` is written by the leader before `done` is signalled and read by the caller after.
+    private final class Job: @unchecked Sendable {
+        let decide: (LedgerState, Int64) throws -> Decision<Void>
+        /// Runs alone in its transaction (an erasure: it reads the committed rows it redacts).
+        let exclusive: Bool
+        var error: Error?
+        let done = DispatchSemaphore(value: 0)
+
+        init(exclusive: Bool, decide: @escaping (LedgerState, Int64) throws -> Decision<Void>) {
+            self.exclusive = exclusive
+            self.decide = decide
+        }
+    }
+
+    /// Commands waiting, and whether a thread is leading (deciding and committing them).
+    private let queue = Mutex<(jobs: [Job], leading: Bool)>(([], false))
+    /// Most commands in one transaction.
+    static let groupLimit = 64
+
+    /// One command's write, in turn with this node's other writes of this user: queued; the first writer to find no
+    /// leader leads — it catches up, decides every waiting command in order against the fold as the ones before it
+    /// leave it, inserts all their events at the next seqs in one transaction, folds them and answers each. Writes
+    /// that arrive during a commit go into the next group: one `COMMIT` (one WAL flush) per group, not per request.
+    /// Another node taking those seqs first (a unique violation) has the whole group decided again on the caught-up
+    /// fold.
     private func writing<T>(
-        _ decide: (LedgerState, Int64) throws -> (
-            records: [PendingRecord], extra: [(String, [PostgresValue])], result: (LedgerState) -> T
-        )
+        exclusive: Bool = false, _ decide: @escaping (LedgerState, Int64) throws -> Decision<T>
     ) throws -> T {
-        writer.lock()
-        defer { writer.unlock() }
-        try catchUp()
+        // Set by the leader before `done` is signalled, read after; the closure may outlive this call in the
+        // leader's hands (it is escaping for that reason), never its use.
+        nonisolated(unsafe) var output: T?
+        let job = Job(exclusive: exclusive) { state, now in
+            let (records, extra, result) = try decide(state, now)
+            return (records, extra, { output = result($0) })
+        }
+        let leads = queue.withLock { queue -> Bool in
+            queue.jobs.append(job)
+            if queue.leading { return false }
+            queue.leading = true
+            return true
+        }
+        if leads { lead() }
+        job.done.wait()
+        if let error = job.error { throw error }
+        return output!
+    }
+
+    /// Commits groups until none waits.
+    private func lead() {
+        while true {
+            let group = queue.withLock { queue -> [Job] in
+                guard let first = queue.jobs.first else {
+                    queue.leading = false
+                    return []
+                }
+                if first.exclusive {
+                    queue.jobs.removeFirst()
+                    return [first]
+                }
+                let end = min(queue.jobs.firstIndex(where: \.exclusive) ?? queue.jobs.count, Self.groupLimit)
+                defer { queue.jobs.removeFirst(end) }
+                return Array(queue.jobs[..<end])
+            }
+            guard !group.isEmpty else { return }
+            commit(group)
+            for job in group { job.done.signal() }
+        }
+    }
+
+    /// Decides and commits one group; each job ends with its result made or its error set.
+    private func commit(_ group: [Job]) {
+        do { try catchUp() } catch {
+            for job in group { job.error = error }
+            return
+        }
         for _ in 0..<Self.attempts {
             let current = state.withLock { $0 }
             let now = options.clock()
-            let (records, extra, result) = try decide(current, now)
-            guard !records.isEmpty else { return result(current) }
-            var statements = extra
-            for (index, record) in records.enumerated() {
-                let named = record.payload.withUnsafeBytes { bytes -> EntryID? in
-                    guard record.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes),
-                        id != .none
-                    else { return nil }
-                    return id
-                }
-                let entryID: PostgresValue = named.map { .bytes(Self.bytes(of: $0)) } ?? .null
-                let recordedAt = record.recordedAt ?? now * 1000
-                statements.append(
-                    (
-                        "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
-                            + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                        [
-                            .text(name), .int64(Int64(current.seq) + Int64(index) + 1), .int32(Int32(record.type)),
-                            .bool(index < records.count - 1), .int64(recordedAt), entryID, .bytes(record.payload)
-                        ]
-                    ))
-            }
-            do {
-                _ = try store.pool.withConnection { try $0.pipeline(statements) }
-            } catch let error as PostgresError where error.isUniqueViolation {
-                try catchUp()
-                continue
-            } catch var error as PostgresError where error.kind == .unavailable {
-                // The transaction was sent: the server may have committed it before the connection was lost.
-                error.outcomeUnknown = true
-                throw error
-            }
             var next = current
-            try Self.fold(
-                records.enumerated().map { index, record in
-                    PostgresRow(columns: [
-                        PostgresValue.int64(Int64(current.seq) + Int64(index) + 1).binary,
-                        PostgresValue.int32(Int32(record.type)).binary, [index < records.count - 1 ? 1 : 0],
-                        PostgresValue.int64(record.recordedAt ?? now * 1000).binary, record.payload
-                    ])
-                }, into: &next)
-            state.withLock { published in if next.seq > published.seq { published = next } }
-            return result(next)
+            var statements: [(String, [PostgresValue])] = []
+            var decided: [(job: Job, finish: (LedgerState) -> Void, state: LedgerState, wrote: Bool)] = []
+            for job in group {
+                job.error = nil
+                do {
+                    let (records, extra, finish) = try job.decide(next, now)
+                    statements += extra
+                    let rows = records.enumerated().map { index, record in
+                        Self.row(record, seq: next.seq + UInt64(index) + 1, last: index == records.count - 1, now: now)
+                    }
+                    statements += rows.map { insert(record: $0.record, row: $0.row) }
+                    try Self.fold(rows.map(\.row), into: &next)
+                    decided.append((job, finish, next, !records.isEmpty || !extra.isEmpty))
+                } catch {
+                    job.error = error
+                }
+            }
+            if !statements.isEmpty {
+                do {
+                    _ = try store.pool.withConnection { try $0.pipeline(statements) }
+                } catch let error as PostgresError where error.isUniqueViolation {
+                    if (try? catchUp()) == nil { break }
+                    continue
+                } catch {
+                    var failure = error
+                    if var lost = error as? PostgresError, lost.kind == .unavailable {
+                        // The transaction was sent: the server may have committed it before the connection was lost.
+                        lost.outcomeUnknown = true
+                        failure = lost
+                    }
+                    for entry in decided where entry.wrote { entry.job.error = failure }
+                    for entry in decided where !entry.wrote { entry.finish(entry.state) }
+                    return
+                }
+                state.withLock { published in if next.seq > published.seq { published = next } }
+            }
+            for entry in decided { entry.finish(entry.state) }
+            return
         }
-        throw PostgresError(.unavailable, "other nodes kept writing this user's events first; try again")
+        for job in group where job.error == nil {
+            job.error = PostgresError(.unavailable, "other nodes kept writing this user's events first; try again")
+        }
+    }
+
+    /// A record as the row it becomes at `seq` (`last`: it ends its command's batch).
+    private static func row(
+        _ record: PendingRecord, seq: UInt64, last: Bool, now: Int64
+    ) -> (record: PendingRecord, row: PostgresRow) {
+        let row = PostgresRow(columns: [
+            PostgresValue.int64(Int64(seq)).binary, PostgresValue.int32(Int32(record.type)).binary, [last ? 0 : 1],
+            PostgresValue.int64(record.recordedAt ?? now * 1000).binary, record.payload
+        ])
+        return (record, row)
+    }
+
+    /// The statement that inserts a record's row.
+    private func insert(record: PendingRecord, row: PostgresRow) -> (String, [PostgresValue]) {
+        let named = record.payload.withUnsafeBytes { bytes -> EntryID? in
+            guard record.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes),
+                id != .none
+            else { return nil }
+            return id
+        }
+        return (
+            "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
+                + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            [
+                .text(name), .int64((try? row.int(0)) ?? 0), .int32(Int32(record.type)),
+                .bool((try? row.int(2)) == 1), .int64((try? row.int(3)) ?? 0),
+                named.map { .bytes(Self.bytes(of: $0)) } ?? .null, .bytes(record.payload)
+            ]
+        )
     }
 }

@@ -7,6 +7,9 @@ import MoodLedger
 protocol UserStream: AnyObject, Sendable {
     /// The options the commands are decided with (the clock, the bounds of `logged_at`, new ids).
     var options: Ledger.Options { get }
+    /// Whether the stream puts this node's writes in order itself, deciding each on the fold the one before left
+    /// (PostgreSQL's, which commits them in groups); a ledger's are put in order by ``UserLedger/writing(_:)``.
+    var ordersItsOwnWrites: Bool { get }
     /// The last sequence number folded.
     var lastSeq: UInt64 { get }
     /// Entries whose erasure is recorded but whose records are not all redacted yet.
@@ -16,10 +19,11 @@ protocol UserStream: AnyObject, Sendable {
     /// An entry as it was once the stream's records through `seq` were folded (time travel).
     func entry(_ id: EntryID, asOf seq: UInt64) throws -> MoodEntry?
     /// Decides a command against the current fold and appends its events as one batch (nothing when `decide` throws
-    /// or decides nothing).
+    /// or decides nothing). `decide` may be run by another thread (a store that commits several writes at once runs
+    /// them all on the thread that leads the group), always before this returns; it may be held a little longer.
     /// - Throws: what `decide` throws; the store's failure (nothing appended).
     func appendCommand(
-        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+        _ decide: @escaping (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> CommandResult
     /// Deletes an entry.
     func delete(_ id: EntryID) throws
@@ -45,8 +49,10 @@ extension UserStream {
 }
 
 extension Ledger: UserStream {
+    var ordersItsOwnWrites: Bool { false }
+
     func appendCommand(
-        _ decide: (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
+        _ decide: @escaping (LedgerState, Int64) throws -> (events: [MoodEvent], entryID: EntryID, created: Bool)
     ) throws -> CommandResult {
         try execute(decide)
     }
