@@ -277,7 +277,8 @@ public final class MoodServer: Sendable {
                     let lease: LedgerPool.Lease
                     if configuration.store != nil {
                         lease = try ledgers.lease(user)
-                        try lease.user.ledger.catchUp()
+                        // A user this call opened was read whole just now, after the request arrived.
+                        if !lease.opened { try lease.user.ledger.catchUp() }
                     } else {
                         lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
                     }

@@ -14,9 +14,13 @@ final class LedgerPool: Sendable {
         let user: UserLedger
         /// nil: a ledger opened for this request alone (read-only), closed when the lease ends.
         private let pool: LedgerPool?
-        fileprivate init(_ user: UserLedger, pool: LedgerPool?) {
+        /// Whether the call that made this lease opened the ledger (after the request arrived: what it read is as
+        /// fresh as the request needs).
+        let opened: Bool
+        fileprivate init(_ user: UserLedger, pool: LedgerPool?, opened: Bool = false) {
             self.user = user
             self.pool = pool
+            self.opened = opened
         }
 
         /// A lease of a ledger outside the pool, opened for one request: closed when the lease ends.
@@ -139,7 +143,7 @@ final class LedgerPool: Sendable {
                         state.opening.remove(name)
                         state.slots[name] = Slot(user: user, leases: 1)
                     }
-                    return Lease(user, pool: self)
+                    return Lease(user, pool: self, opened: true)
                 } catch let error as EventLogError
                     where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem
                 {
