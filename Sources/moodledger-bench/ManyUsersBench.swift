@@ -33,18 +33,8 @@ enum ManyUsersBench {
             let keys = try String(contentsOfFile: data + "/bench-keys.txt", encoding: .utf8).split(separator: "\n").map(
                 String.init)
             let now = Int64(Date().timeIntervalSince1970)
-            let body = #"{"valence":0.5,"labels":["calm"]}"#
             func requests(_ count: Int, post: Bool) -> [[UInt8]] {
-                (0..<count).map { index in
-                    let user = "u\(index)"
-                    let auth =
-                        "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
-                        + credentials.token(for: user, now: now, ttl: 3600)! + "\r\n"
-                    return Array(
-                        (post
-                            ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-                            : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
-                }
+                Self.requests(count, post: post, keys: keys, credentials: credentials, now: now) { "u\($0)" }
             }
             var unexpected = 0
             var descriptors = 0
@@ -76,6 +66,23 @@ enum ManyUsersBench {
         }
         bench.printSideResults(json: json)
         return 0
+    }
+
+    /// One request per user (POST an entry, or GET the first page), each with its user's key and a token.
+    static func requests(
+        _ count: Int, post: Bool, keys: [String], credentials: Credentials, now: Int64, user: (Int) -> String
+    ) -> [[UInt8]] {
+        let body = #"{"valence":0.5,"labels":["calm"]}"#
+        return (0..<count).map { index in
+            let auth =
+                "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
+                + credentials.token(for: user(index), now: now, ttl: 3600)! + "\r\n"
+            return Array(
+                (post
+                    ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\n"
+                        + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
+        }
     }
 
     /// The child's side of the setup: `--make-users DATA N`: N accounts (`u0` …) added in one batch, their keys in

@@ -29,20 +29,15 @@ enum PostgresServerBench {
             bench.record("users", Double(users), places: 0)
             bench.record("accounts_add_s", Benchmark.seconds(since: start), places: 2)
             let now = Int64(Date().timeIntervalSince1970)
-            let body = #"{"valence":0.5,"labels":["calm"]}"#
             func requests(_ count: Int, post: Bool) -> [[UInt8]] {
-                (0..<count).map { index in
-                    let auth =
-                        "X-API-Key: \(keys[index])\r\nAuthorization: Bearer "
-                        + credentials.token(for: "b\(run)-\(index)", now: now, ttl: 3600)! + "\r\n"
-                    return Array(
-                        (post
-                            ? "POST /api/v1/mood HTTP/1.1\r\nHost: bench\r\n\(auth)Content-Type: application/json\r\n"
-                                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-                            : "GET /api/v1/mood?from=2000-01-01&limit=30 HTTP/1.1\r\nHost: bench\r\n\(auth)\r\n").utf8)
+                ManyUsersBench.requests(count, post: post, keys: keys, credentials: credentials, now: now) {
+                    "b\(run)-\($0)"
                 }
             }
-            let servers = try (0..<max(1, nodes)).map { _ in try node(url) }
+            let servers = try (0..<max(1, nodes)).map { _ in
+                try LoopbackServer(
+                    data: "", store: try PostgresStore(url: url, environment: ProcessInfo.processInfo.environment))
+            }
             defer { for server in servers { server.stop() } }
             var unexpected = 0
             var getUsersN = 1.0
@@ -101,42 +96,5 @@ enum PostgresServerBench {
         }
         bench.printSideResults(json: json)
         return 0
-    }
-
-    /// A node over the store on a loopback port, with limits off.
-    private static func node(_ url: String) throws -> InProcessNode {
-        var configuration = MoodServer.Configuration(dataDirectory: "")
-        configuration.store = try PostgresStore(url: url, environment: ProcessInfo.processInfo.environment)
-        configuration.http.port = 0
-        configuration.writesPerHour = 0
-        configuration.readsPerHour = 0
-        configuration.log = { _ in }
-        return try InProcessNode(configuration)
-    }
-
-    /// A server running on a thread of its own until ``stop()``.
-    final class InProcessNode {
-        let backend: MoodServer
-        let server: HTTPServer
-        private let done = DispatchSemaphore(value: 0)
-
-        init(_ configuration: MoodServer.Configuration) throws {
-            backend = try MoodServer(configuration: configuration)
-            server = try backend.start()
-            let server = self.server
-            let done = self.done
-            Thread {
-                server.run(grace: 5)
-                done.signal()
-            }.start()
-        }
-
-        var port: UInt16 { server.port }
-
-        func stop() {
-            server.stop()
-            done.wait()
-            backend.close()
-        }
     }
 }

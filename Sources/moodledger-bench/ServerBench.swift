@@ -164,14 +164,15 @@ enum ServerBench {
     }
 }
 
-/// The reference backend over a data directory on a loopback ephemeral port, rate limits off, serving on a thread of
-/// its own (what every server-side benchmark measures).
+/// The reference backend over a data directory (or `store`) on a loopback ephemeral port, rate limits off, serving
+/// on a thread of its own (what every server-side benchmark measures).
 final class LoopbackServer {
     let backend: MoodServer
     let server: HTTPServer
 
-    init(data: String, quiet: Bool = true, port: UInt16 = 0) throws {
+    init(data: String, store: PostgresStore? = nil, quiet: Bool = true, port: UInt16 = 0) throws {
         var configuration = MoodServer.Configuration(dataDirectory: data)
+        configuration.store = store
         configuration.http.port = port
         configuration.writesPerHour = 0
         configuration.readsPerHour = 0

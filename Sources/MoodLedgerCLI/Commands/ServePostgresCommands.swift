@@ -58,21 +58,14 @@ enum ServePostgresCommands {
         guard let from = context.arguments.value("from"), let to = context.arguments.value("to") else {
             throw UsageError("usage: serve migrate --from DIR --to postgresql://… (or --from postgresql://… --to DIR)")
         }
-        if isURL(to), !isURL(from) {
-            let store = try open(context, to)
-            defer { store.pool.close() }
-            let report = try failing { try store.migrate(from: from) }
-            for line in report { context.console.line(line) }
-            return ExitCode.ok
+        guard isURL(from) != isURL(to) else {
+            throw UsageError("serve migrate moves between a data directory and a postgresql:// store")
         }
-        if isURL(from), !isURL(to) {
-            let store = try open(context, from)
-            defer { store.pool.close() }
-            let report = try failing { try store.export(to: to) }
-            for line in report { context.console.line(line) }
-            return ExitCode.ok
-        }
-        throw UsageError("serve migrate moves between a data directory and a postgresql:// store")
+        let store = try open(context, isURL(to) ? to : from)
+        defer { store.pool.close() }
+        let report = try failing { isURL(to) ? try store.migrate(from: from) : try store.export(to: to) }
+        for line in report { context.console.line(line) }
+        return ExitCode.ok
     }
 
     static func isURL(_ text: String) -> Bool {

@@ -109,16 +109,28 @@ public struct SHA256: Sendable {
 /// HMAC (RFC 2104) over SHA-256, tested against RFC 4231.
 public enum HMACSHA256 {
     /// The 32-byte MAC of `message` under `key`.
-    public static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var key = key.count > 64 ? SHA256.hash(key) : key
-        key += [UInt8](repeating: 0, count: 64 - key.count)
-        var inner = SHA256()
-        inner.update(key.map { $0 ^ 0x36 })
-        inner.update(message)
-        var outer = SHA256()
-        outer.update(key.map { $0 ^ 0x5c })
-        outer.update(inner.finalize())
-        return outer.finalize()
+    public static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] { Key(key).mac(message) }
+
+    /// A key with its padded inner and outer blocks hashed once: each MAC under it then costs the message's
+    /// compressions and two more (PBKDF2's thousands of MACs under one key).
+    struct Key {
+        private var inner = SHA256()
+        private var outer = SHA256()
+
+        init(_ key: [UInt8]) {
+            var block = key.count > 64 ? SHA256.hash(key) : key
+            block += [UInt8](repeating: 0, count: 64 - block.count)
+            inner.update(block.map { $0 ^ 0x36 })
+            outer.update(block.map { $0 ^ 0x5c })
+        }
+
+        func mac(_ message: [UInt8]) -> [UInt8] {
+            var first = inner
+            first.update(message)
+            var second = outer
+            second.update(first.finalize())
+            return second.finalize()
+        }
     }
 }
 

@@ -4,38 +4,6 @@ import MoodLedger
 import Platform
 
 extension PostgresStore {
-    /// One row of the `events` table, as a migration copies it.
-    struct EventRow {
-        var seq: UInt64
-        var type: UInt16
-        var continuesBatch: Bool
-        var recordedAt: Int64
-        var payload: [UInt8]
-
-        /// The `entry_id` column: the entry an event's payload names (none for a record the folds skip, or for an
-        /// event about no entry).
-        var entryID: PostgresValue {
-            let named = payload.withUnsafeBytes { bytes -> EntryID? in
-                guard type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes), id != .none
-                else { return nil }
-                return id
-            }
-            return named.map { .bytes(PostgresStream.bytes(of: $0)) } ?? .null
-        }
-
-        /// The statement that inserts it for `user`.
-        func insert(for user: String) -> (String, [PostgresValue]) {
-            (
-                "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
-                    + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                [
-                    .text(user), .int64(Int64(seq)), .int32(Int32(type)), .bool(continuesBatch), .int64(recordedAt),
-                    entryID, .bytes(payload)
-                ]
-            )
-        }
-    }
-
     /// Copies a data directory into the database (`Specs/server.md`, *Moving between stores*): the schema made if
     /// missing, the token secret and every account's key hash (keys and tokens keep working), then each user's log,
     /// record for record, in one transaction per user. Idempotent: a user whose rows already match the log (same
@@ -156,22 +124,18 @@ extension PostgresStore {
             while true {
                 let rows = try pool.withConnection { connection in
                     try connection.query(
-                        "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
-                            + "WHERE user_name = $1 AND seq > $2 ORDER BY seq LIMIT 10000",
+                        "SELECT \(EventRow.columns) FROM events WHERE user_name = $1 AND seq > $2 ORDER BY seq LIMIT 10000",
                         [.text(user.name), .int64(after)]
                     ).rows
                 }
                 guard !rows.isEmpty else { break }
-                for row in rows {
-                    after = try row.int(0)
-                    batch.append(
-                        PendingRecord(
-                            type: UInt16(truncatingIfNeeded: try row.int(1)), payload: try row.bytes(4),
-                            recordedAt: try row.int(3)))
-                    if try row.int(2) == 0 {
+                for row in try rows.map(EventRow.init) {
+                    after = Int64(row.seq)
+                    batch.append(PendingRecord(type: row.type, payload: row.payload, recordedAt: row.recordedAt))
+                    if !row.continuesBatch {
                         let seqs = try log.append(batch)
-                        guard seqs.upperBound == UInt64(after) else {
-                            throw ServerError("\(user.name): the rows' seqs are not contiguous at \(after)")
+                        guard seqs.upperBound == row.seq else {
+                            throw ServerError("\(user.name): the rows' seqs are not contiguous at \(row.seq)")
                         }
                         count += batch.count
                         batch.removeAll(keepingCapacity: true)

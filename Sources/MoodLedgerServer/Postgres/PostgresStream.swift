@@ -53,12 +53,14 @@ final class PostgresStream: UserStream, Sendable {
             let results = try connection.pipeline(
                 [
                     (
-                        "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
-                            + "WHERE user_name = $1 AND seq > $2 ORDER BY seq",
+                        "SELECT \(EventRow.columns) FROM events WHERE user_name = $1 AND seq > $2 ORDER BY seq",
                         [.text(name), .int64(Int64(current.seq))]
                     ), ("SELECT coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)])
                 ] + (extra.map { [($0, [.text(name)])] } ?? []))
-            return (results[0].rows, UInt64(try results[1].rows[0].int(0)), results.count > 2 ? results[2].rows : [])
+            return (
+                try results[0].rows.map(EventRow.init), UInt64(try results[1].rows[0].int(0)),
+                results.count > 2 ? results[2].rows : []
+            )
         }
         if last < current.seq {
             var fresh = LedgerState()
@@ -76,35 +78,22 @@ final class PostgresStream: UserStream, Sendable {
         return extraRows
     }
 
-    private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [PostgresRow] {
+    private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [EventRow] {
         try store.pool.withConnection { connection in
             try connection.query(
-                "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
-                    + "WHERE user_name = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+                "SELECT \(EventRow.columns) FROM events WHERE user_name = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
                 [.text(name), .int64(Int64(seq)), .int64(Int64(last))]
-            ).rows
+            ).rows.map(EventRow.init)
         }
     }
 
-    private static func fold(_ rows: [PostgresRow], into state: inout LedgerState) throws {
+    /// Folds rows in order; they must continue the state's seqs.
+    private static func fold(_ rows: [EventRow], into state: inout LedgerState) throws {
         for row in rows {
-            let seq = UInt64(try row.int(0))
-            guard seq == state.seq + 1 else {
-                throw PostgresError(.protocolViolation, "the events' seqs skip from \(state.seq) to \(seq)")
+            guard row.seq == state.seq + 1 else {
+                throw PostgresError(.protocolViolation, "the events' seqs skip from \(state.seq) to \(row.seq)")
             }
-            let type = try row.int(1)
-            guard (0...Int64(UInt16.max)).contains(type) else {
-                throw PostgresError(.protocolViolation, "an event row's type \(type) is not a record type")
-            }
-            let payload = try row.bytes(4)
-            let recordedAt = try row.int(3)
-            let continues = try row.int(2) != 0
-            try payload.withUnsafeBytes { bytes in
-                try state.fold(
-                    RecordView(
-                        seq: seq, type: UInt16(type), recordedAt: recordedAt, payload: bytes, continuesBatch: continues)
-                )
-            }
+            try row.withView { try state.fold($0) }
         }
     }
 
@@ -154,7 +143,7 @@ final class PostgresStream: UserStream, Sendable {
                     let row = try connection.query(
                         "SELECT count(*), count(*) FILTER (WHERE type = $3) FROM events "
                             + "WHERE user_name = $1 AND entry_id = $2",
-                        [.text(name), .bytes(Self.bytes(of: id)), .int32(Int32(EventType.entryErased.rawValue))]
+                        [.text(name), .bytes(EventRow.bytes(of: id)), .int32(Int32(EventType.entryErased.rawValue))]
                     ).rows[0]
                     return try row.int(0) > 0 && row.int(1) == 0
                 }
@@ -174,37 +163,25 @@ final class PostgresStream: UserStream, Sendable {
             let pending = Dictionary(uniqueKeysWithValues: ids.map { ($0, current.seq + 1) })
             let earlier = try store.pool.withConnection { connection in
                 try connection.query(
-                    "SELECT seq, type, continues_batch, recorded_at, payload FROM events "
-                        + "WHERE user_name = $1 AND entry_id = ANY($2) ORDER BY seq",
-                    [.text(name), .byteaArray(ids.map(Self.bytes(of:)))]
-                ).rows
+                    "SELECT \(EventRow.columns) FROM events WHERE user_name = $1 AND entry_id = ANY($2) ORDER BY seq",
+                    [.text(name), .byteaArray(ids.map(EventRow.bytes(of:)))]
+                ).rows.map(EventRow.init)
             }
             for row in earlier {
-                let payload = try row.bytes(4)
-                let seq = UInt64(try row.int(0))
-                let replacement = try payload.withUnsafeBytes { bytes in
-                    try Ledger.redaction(
-                        of: RecordView(
-                            seq: seq, type: UInt16(truncatingIfNeeded: try row.int(1)), recordedAt: try row.int(3),
-                            payload: bytes, continuesBatch: try row.int(2) != 0),
-                        pending: pending, everything: nil, current: current.entries)
+                let replacement = try row.withView { view in
+                    try Ledger.redaction(of: view, pending: pending, everything: nil, current: current.entries)
                 }
                 guard let replacement else { continue }
                 updates.append(
                     (
                         "UPDATE events SET payload = $3 WHERE user_name = $1 AND seq = $2",
-                        [.text(name), .int64(Int64(seq)), .bytes(replacement)]
+                        [.text(name), .int64(Int64(row.seq)), .bytes(replacement)]
                     ))
             }
             redacted = updates.count
             return (records, updates, { _ in () })
         }
         return EraseReport(erased: ids, recordsRedacted: redacted, bytesWritten: 0, backups: [])
-    }
-
-    /// An entry id as the `entry_id` column holds it: its 16 bytes, high half first.
-    static func bytes(of id: EntryID) -> [UInt8] {
-        withUnsafeBytes(of: id.high.bigEndian, Array.init) + withUnsafeBytes(of: id.low.bigEndian, Array.init)
     }
 
     func finishErasures() throws -> EraseReport {
@@ -310,10 +287,10 @@ final class PostgresStream: UserStream, Sendable {
                     let (records, extra, finish) = try job.decide(next, now)
                     statements += extra
                     let rows = records.enumerated().map { index, record in
-                        Self.row(record, seq: next.seq + UInt64(index) + 1, last: index == records.count - 1, now: now)
+                        EventRow(record, seq: next.seq + UInt64(index) + 1, last: index == records.count - 1, now: now)
                     }
-                    statements += rows.map { insert(record: $0.record, row: $0.row) }
-                    try Self.fold(rows.map(\.row), into: &next)
+                    statements += rows.map { $0.insert(for: name) }
+                    try Self.fold(rows, into: &next)
                     decided.append((job, finish, next, !records.isEmpty || !extra.isEmpty))
                 } catch {
                     job.error = error
@@ -344,35 +321,5 @@ final class PostgresStream: UserStream, Sendable {
         for job in group where job.error == nil {
             job.error = PostgresError(.unavailable, "other nodes kept writing this user's events first; try again")
         }
-    }
-
-    /// A record as the row it becomes at `seq` (`last`: it ends its command's batch).
-    private static func row(
-        _ record: PendingRecord, seq: UInt64, last: Bool, now: Int64
-    ) -> (record: PendingRecord, row: PostgresRow) {
-        let row = PostgresRow(columns: [
-            PostgresValue.int64(Int64(seq)).binary, PostgresValue.int32(Int32(record.type)).binary, [last ? 0 : 1],
-            PostgresValue.int64(record.recordedAt ?? now * 1000).binary, record.payload
-        ])
-        return (record, row)
-    }
-
-    /// The statement that inserts a record's row.
-    private func insert(record: PendingRecord, row: PostgresRow) -> (String, [PostgresValue]) {
-        let named = record.payload.withUnsafeBytes { bytes -> EntryID? in
-            guard record.type & LogFormat.safeToIgnoreBit == 0, let id = EventCodec.entryID(inPayload: bytes),
-                id != .none
-            else { return nil }
-            return id
-        }
-        return (
-            "INSERT INTO events (user_name, seq, type, continues_batch, recorded_at, entry_id, payload) "
-                + "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            [
-                .text(name), .int64((try? row.int(0)) ?? 0), .int32(Int32(record.type)),
-                .bool((try? row.int(2)) == 1), .int64((try? row.int(3)) ?? 0),
-                named.map { .bytes(Self.bytes(of: $0)) } ?? .null, .bytes(record.payload)
-            ]
-        )
     }
 }

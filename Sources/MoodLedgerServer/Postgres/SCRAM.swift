@@ -76,7 +76,7 @@ struct SCRAM: Sendable {
 
     /// PBKDF2-HMAC-SHA-256 (RFC 8018), one block: the 32-byte key SCRAM's salted password is.
     static func pbkdf2(password: [UInt8], salt: [UInt8], iterations: Int) -> [UInt8] {
-        let key = HMACKey(password)
+        let key = HMACSHA256.Key(password)
         var block = key.mac(salt + [0, 0, 0, 1])
         var result = block
         for _ in 1..<max(1, iterations) {
@@ -84,27 +84,5 @@ struct SCRAM: Sendable {
             for index in 0..<32 { result[index] ^= block[index] }
         }
         return result
-    }
-
-    /// An HMAC-SHA-256 key with its padded inner and outer states hashed once, so each of PBKDF2's thousands of MACs
-    /// costs two compressions of the message, not four.
-    struct HMACKey {
-        private var inner = SHA256()
-        private var outer = SHA256()
-
-        init(_ key: [UInt8]) {
-            var block = key.count > 64 ? SHA256.hash(key) : key
-            block += [UInt8](repeating: 0, count: 64 - block.count)
-            inner.update(block.map { $0 ^ 0x36 })
-            outer.update(block.map { $0 ^ 0x5c })
-        }
-
-        func mac(_ message: [UInt8]) -> [UInt8] {
-            var first = inner
-            first.update(message)
-            var second = outer
-            second.update(first.finalize())
-            return second.finalize()
-        }
     }
 }
