@@ -288,4 +288,43 @@ struct PostgresStoreTests {
         #expect(try rows.int(0) == rows.int(1), "seqs contiguous, none doubled")
         #expect(try rows.int(2) == 48, "one batch per request, however they were grouped into transactions")
     }
+
+    @Test("A write decided on a fold that is not the database's is decided again: seqs stay contiguous, none doubled")
+    func aStaleFoldNeverCommits() throws {
+        let (url, auth) = try Self.database()
+        let node = try Self.node(url)
+        defer { node.stop() }
+        var ids: [EntryID] = []
+        for index in 0..<3 {
+            let created = try Self.request(
+                node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.\#(index)}"#)
+            #expect(created.status == 201)
+            ids.append(try #require(EntryID(created.data["id"]?.stringValue ?? "")))
+        }
+        let store = try PostgresStore(url: url)
+        defer { store.pool.close() }
+        func seqs() throws -> [Int64] {
+            try store.pool.withConnection {
+                try $0.query("SELECT seq FROM events WHERE user_name = 'alice' ORDER BY seq").rows.map { try $0.int(0) }
+            }
+        }
+        // Ahead of the database: the last row gone under a fold that holds it (a failover to a standby that lacked
+        // it). The write is refused by the transaction's guard, the fold rebuilt, and the write decided again.
+        let ahead = try store.openStream("alice", options: Ledger.Options()).stream
+        #expect(ahead.lastSeq == 3)
+        _ = try store.pool.withConnection { try $0.query("DELETE FROM events WHERE user_name = 'alice' AND seq = 3") }
+        try ahead.delete(ids[0])
+        #expect(try seqs() == [1, 2, 3])
+        #expect(ahead.lastSeq == 3)
+        #expect(ahead.read { $0.entries[ids[0]] } == nil)
+        #expect(ahead.read { $0.entries[ids[2]] } == nil, "the row the database lost is gone from the fold too")
+        // Behind the database: another node wrote since this fold was read.
+        let behind = try store.openStream("alice", options: Ledger.Options()).stream
+        let created = try Self.request(node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5}"#)
+        #expect(created.status == 201)
+        #expect(behind.lastSeq == 3)
+        try behind.delete(ids[1])
+        #expect(try seqs() == [1, 2, 3, 4, 5])
+        #expect(behind.read { $0.entries.count } == 1)
+    }
 }

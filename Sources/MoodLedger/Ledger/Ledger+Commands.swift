@@ -292,7 +292,7 @@ extension Ledger {
     }
 
     /// The longest batch folded in place under the published state's lock; a longer one is folded into a copy.
-    static let foldInPlaceLimit = 4_096
+    package static let foldInPlaceLimit = 4_096
 
     /// Refuses the first word outside Apple's vocabulary that `events` would add to an entry (``WordPolicy/apple``),
     /// naming it and Apple's closest word. A word the entry already has (from an import, say) stays.

@@ -13,6 +13,13 @@ struct EventRow {
 
     /// The columns a row is selected with, in the order ``init(_:)`` reads them.
     static let columns = "seq, type, continues_batch, recorded_at, payload"
+    /// How many columns ``columns`` names.
+    static let width = 5
+
+    /// ``columns`` of the table aliased `alias`.
+    static func columns(of alias: String) -> String {
+        columns.split(separator: ", ").map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
 
     init(seq: UInt64, type: UInt16, continuesBatch: Bool, recordedAt: Int64, payload: [UInt8]) {
         self.seq = seq

@@ -56,7 +56,9 @@ extension PostgresStore {
         }
         var batch: [(String, [PostgresValue])] = [
             (
-                "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
+                // The ledger's identity, also over the one an account added here before its events came was given.
+                "INSERT INTO streams (user_name, account) VALUES ($1, $2) "
+                    + "ON CONFLICT (user_name) DO UPDATE SET account = excluded.account",
                 [.text(name), .bytes(log.fileID)]
             )
         ]

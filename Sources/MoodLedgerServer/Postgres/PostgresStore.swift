@@ -190,10 +190,7 @@ public final class PostgresStore: Sendable {
     /// Adds an account with a new random API key. - Returns: the key (shown once).
     /// - Throws: ``ServerError`` for an invalid or taken name; ``PostgresError``.
     public func addUser(_ name: String) throws -> String {
-        var credentials = try credentials()
-        let key = try credentials.addUser(name)
-        try append(credentials.takeChanges())
-        return key
+        try addUsers([name])[0]
     }
 
     /// Adds accounts with new random API keys, all in one transaction or none (a bad or taken name refuses them
@@ -202,7 +199,7 @@ public final class PostgresStore: Sendable {
     public func addUsers(_ names: [String]) throws -> [String] {
         var credentials = try credentials()
         let keys = try names.map { try credentials.addUser($0) }
-        try append(credentials.takeChanges())
+        try append(credentials.takeChanges(), alsoRunning: names.map(Self.streamRow))
         return keys
     }
 
@@ -225,22 +222,25 @@ public final class PostgresStore: Sendable {
 
     // MARK: - Streams
 
-    /// Opens a user's stream: its identity read (made on first use) and its rows folded in one round trip; a second
-    /// only the first time.
+    /// The statement that makes a user's stream row (its identity, 16 random bytes) unless it has one.
+    static func streamRow(_ name: String) -> (String, [PostgresValue]) {
+        (
+            "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
+            [.text(name), .bytes(SystemIO().randomBytes(16))]
+        )
+    }
+
+    /// Opens a user's stream: its identity read and its rows folded in one statement. The identity is made with the
+    /// account (``addUsers(_:)``), so a first read writes nothing; a stream row found missing is made here.
     func openStream(_ name: String, options: Ledger.Options) throws -> (stream: PostgresStream, account: String) {
         let stream = PostgresStream(name: name, store: self, options: options)
-        let known = try stream.catchUp(reading: "SELECT account FROM streams WHERE user_name = $1").first
         let account: [UInt8]
-        if let known {
-            account = try known.bytes(0)
+        if let known = try stream.catchUp(alsoSelecting: "SELECT account FROM streams WHERE user_name = $1") {
+            account = known
         } else {
-            let fresh = SystemIO().randomBytes(16)
             account = try pool.withConnection { connection in
                 let results = try connection.pipeline([
-                    (
-                        "INSERT INTO streams (user_name, account) VALUES ($1, $2) ON CONFLICT (user_name) DO NOTHING",
-                        [.text(name), .bytes(fresh)]
-                    ), ("SELECT account FROM streams WHERE user_name = $1", [.text(name)])
+                    Self.streamRow(name), ("SELECT account FROM streams WHERE user_name = $1", [.text(name)])
                 ])
                 return try results[1].rows[0].bytes(0)
             }

@@ -37,45 +37,65 @@ final class PostgresStream: UserStream, Sendable {
         return try body(current)
     }
 
-    /// Folds the rows past the fold's seq; a fold that meets a row it cannot decode is left as it was.
+    /// Folds the rows past the fold's seq.
     /// - Throws: ``PostgresError``; ``MoodError`` `corrupt_event`.
     ///
     /// A database whose last seq is behind the fold (a failover to a standby that had not received rows this node
     /// had read from the old primary before their commit was confirmed) is folded again from its first row: the
     /// fold never holds what the database does not.
-    func catchUp() throws { _ = try catchUp(reading: nil) }
+    func catchUp() throws { _ = try catchUp(alsoSelecting: nil) }
 
-    /// ``catchUp()`` with one more query about this user (`$1` is the user's name) in the same round trip.
-    /// - Returns: that query's rows.
-    func catchUp(reading extra: String?) throws -> [PostgresRow] {
-        let current = state.withLock { $0 }
-        let (rows, last, extraRows) = try store.pool.withConnection { connection in
-            let results = try connection.pipeline(
-                [
-                    (
-                        "SELECT \(EventRow.columns) FROM events WHERE user_name = $1 AND seq > $2 ORDER BY seq",
-                        [.text(name), .int64(Int64(current.seq))]
-                    ), ("SELECT coalesce(max(seq), 0) FROM events WHERE user_name = $1", [.text(name)])
-                ] + (extra.map { [($0, [.text(name)])] } ?? []))
-            return (
-                try results[0].rows.map(EventRow.init), UInt64(try results[1].rows[0].int(0)),
-                results.count > 2 ? results[2].rows : []
-            )
+    /// ``catchUp()`` with one more value about this user selected by the same statement: `expression` is a scalar
+    /// SQL expression in which `$1` is the user's name.
+    /// - Returns: that value's bytes (nil for NULL).
+    ///
+    /// One statement, one round trip: the rows past the fold's seq, each beside the user's last seq (one row of NULLs
+    /// and the last seq when there are none), so a held user's catch-up costs the database one statement.
+    func catchUp(alsoSelecting expression: String?) throws -> [UInt8]? {
+        // Only the seq is kept: a reference to the fold held across the fold below would make it a copy.
+        let seq = state.withLock { $0.seq }
+        let statement =
+            "SELECT \(EventRow.columns(of: "e")), m.last\(expression.map { ", (\($0))" } ?? "") "
+            + "FROM (SELECT coalesce(max(seq), 0) AS last FROM events WHERE user_name = $1) m "
+            + "LEFT JOIN events e ON e.user_name = $1 AND e.seq > $2 ORDER BY e.seq"
+        let selected = try store.pool.withConnection { connection in
+            try connection.query(statement, [.text(name), .int64(Int64(seq))]).rows
         }
-        if last < current.seq {
+        guard let first = selected.first else {
+            throw PostgresError(.protocolViolation, "the catch-up returned no row")
+        }
+        let last = UInt64(try first.int(EventRow.width))
+        let extra = expression == nil || first.isNull(EventRow.width + 1) ? nil : try first.bytes(EventRow.width + 1)
+        if last < seq {
             var fresh = LedgerState()
             try Self.fold(try self.rows(after: 0), into: &fresh)
             state.withLock { $0 = fresh }
-            return extraRows
+            return extra
         }
-        guard !rows.isEmpty else { return extraRows }
-        var next = current
+        guard !first.isNull(0) else { return extra }
+        let rows = try selected.map(EventRow.init)
+        if rows.count <= Ledger.foldInPlaceLimit {
+            // In place, in one step, unless another thread caught up meanwhile: nothing is copied while no reader
+            // holds the fold, and readers see the rows whole. A fold that cannot take them is dropped (the next
+            // catch-up folds the rows again from the first, and fails the same way).
+            try state.withLock { published in
+                guard published.seq == seq else { return }
+                do { try Self.fold(rows, into: &published) } catch {
+                    published = LedgerState()
+                    throw error
+                }
+            }
+            return extra
+        }
+        // Many rows: folded into a copy, then published, so readers never wait for the fold.
+        var next = state.withLock { $0 }
+        guard next.seq == seq else { return extra }
         try Self.fold(rows, into: &next)
         state.withLock { published in
             // Another thread may have caught up meanwhile: keep whichever fold is further.
             if next.seq > published.seq { published = next }
         }
-        return extraRows
+        return extra
     }
 
     private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [EventRow] {
@@ -200,12 +220,14 @@ final class PostgresStream: UserStream, Sendable {
     /// A command waiting for a leader to decide and commit it.
     ///
     /// `@unchecked Sendable`: `decide` is its caller's closure, run by whichever thread leads while the caller waits
-    /// on `done`; `error` is written by the leader before `done` is signalled and read by the caller after.
+    /// on `done`; `error` and `leads` are written by a leader before `done` is signalled and read by the caller after.
     private final class Job: @unchecked Sendable {
         let decide: (LedgerState, Int64) throws -> Decision<Void>
         /// Runs alone in its transaction (an erasure: it reads the committed rows it redacts).
         let exclusive: Bool
         var error: Error?
+        /// Set by a leader before `done` is signalled: this command's thread leads the next group.
+        var leads = false
         let done = DispatchSemaphore(value: 0)
 
         init(exclusive: Bool, decide: @escaping (LedgerState, Int64) throws -> Decision<Void>) {
@@ -235,72 +257,108 @@ final class PostgresStream: UserStream, Sendable {
             let (records, extra, result) = try decide(state, now)
             return (records, extra, { output = result($0) })
         }
-        let leads = queue.withLock { queue -> Bool in
+        var leads = queue.withLock { queue -> Bool in
             queue.jobs.append(job)
             if queue.leading { return false }
             queue.leading = true
             return true
         }
-        if leads { lead() }
-        job.done.wait()
+        if !leads {
+            job.done.wait()
+            leads = job.leads
+        }
+        if leads {
+            lead()
+            job.done.wait()
+        }
         if let error = job.error { throw error }
         return output!
     }
 
-    /// Commits groups until none waits.
+    /// Commits one group, the leader's own command first in it; the next group is led by its first command's thread,
+    /// so no writer waits on groups after its own.
     private func lead() {
-        while true {
-            let group = queue.withLock { queue -> [Job] in
-                guard let first = queue.jobs.first else {
-                    queue.leading = false
-                    return []
-                }
-                if first.exclusive {
-                    queue.jobs.removeFirst()
-                    return [first]
-                }
-                let end = min(queue.jobs.firstIndex(where: \.exclusive) ?? queue.jobs.count, Self.groupLimit)
-                defer { queue.jobs.removeFirst(end) }
-                return Array(queue.jobs[..<end])
-            }
-            guard !group.isEmpty else { return }
-            commit(group)
-            for job in group { job.done.signal() }
+        // The leader's own command is first: a leader starts when no command waited, or is the first that waits.
+        let group = queue.withLock { queue -> [Job] in
+            if queue.jobs[0].exclusive { return [queue.jobs.removeFirst()] }
+            let end = min(queue.jobs.firstIndex(where: \.exclusive) ?? queue.jobs.count, Self.groupLimit)
+            defer { queue.jobs.removeFirst(end) }
+            return Array(queue.jobs[..<end])
         }
+        commit(group)
+        let next = queue.withLock { queue -> Job? in
+            guard let next = queue.jobs.first else {
+                queue.leading = false
+                return nil
+            }
+            next.leads = true
+            return next
+        }
+        for job in group { job.done.signal() }
+        next?.done.signal()
     }
 
-    /// Decides and commits one group; each job ends with its result made or its error set.
+    /// The first statement of every write's transaction: it fails the transaction (division by zero, SQLSTATE
+    /// 22012) unless the user's last seq in the database is `$2`, the seq of the fold the group was decided on. A
+    /// fold behind the database (another node wrote) or ahead of it (a failover to a standby that lacks rows this node
+    /// had read) never has its decisions committed: the fold catches up, and the group is decided again.
+    static let expectLastSeq = "SELECT 1 / (coalesce(max(seq), 0) = $2)::int FROM events WHERE user_name = $1"
+
+    /// Whether a write's transaction failed because the fold it was decided on was not the database's: the guard
+    /// (``expectLastSeq``) or a unique violation on (user, seq) when another node's rows landed meanwhile.
+    static func lostRace(_ error: PostgresError) -> Bool {
+        error.isUniqueViolation || (error.kind == .server && error.sqlState == "22012")
+    }
+
+    /// Decides and commits one group; each job ends with its result made or its error set. The fold was caught up
+    /// by the request that leads (its lease); the guard in the transaction makes sure it still is.
     private func commit(_ group: [Job]) {
-        do { try catchUp() } catch {
-            for job in group { job.error = error }
-            return
-        }
         for _ in 0..<Self.attempts {
-            let current = state.withLock { $0 }
             let now = options.clock()
-            var next = current
-            var statements: [(String, [PostgresValue])] = []
-            var decided: [(job: Job, finish: (LedgerState) -> Void, state: LedgerState, wrote: Bool)] = []
+            // The fold the group is decided on, each command on the fold the ones before it leave, its result made
+            // there. A group of one is decided on the published fold itself and its rows folded into that in place
+            // once committed: `base` is optional so that it can let go of it then (a fold held by nothing else is not
+            // copied). A longer group folds into one copy of its own, `next`.
+            var base: LedgerState? = state.withLock { $0 }
+            let baseSeq = base!.seq
+            let alone = group.count == 1
+            var next: LedgerState?
+            var rows: [EventRow] = []
+            var statements: [(String, [PostgresValue])] = [
+                (Self.expectLastSeq, [.text(name), .int64(Int64(baseSeq))])
+            ]
+            var writers: [Job] = []
+            var finishes: [(job: Job, finish: (LedgerState) -> Void)] = []
             for job in group {
                 job.error = nil
                 do {
-                    let (records, extra, finish) = try job.decide(next, now)
-                    statements += extra
-                    let rows = records.enumerated().map { index, record in
-                        EventRow(record, seq: next.seq + UInt64(index) + 1, last: index == records.count - 1, now: now)
+                    let (records, extra, finish) = try job.decide(next ?? base!, now)
+                    let seq = baseSeq + UInt64(rows.count)
+                    let mine = records.enumerated().map { index, record in
+                        EventRow(record, seq: seq + UInt64(index) + 1, last: index == records.count - 1, now: now)
                     }
-                    statements += rows.map { $0.insert(for: name) }
-                    try Self.fold(rows, into: &next)
-                    decided.append((job, finish, next, !records.isEmpty || !extra.isEmpty))
+                    if alone {
+                        finishes.append((job, finish))
+                    } else {
+                        if next == nil { next = base }
+                        try Self.fold(mine, into: &next!)
+                        finish(next!)
+                    }
+                    statements += extra + mine.map { $0.insert(for: name) }
+                    rows += mine
+                    if !records.isEmpty || !extra.isEmpty { writers.append(job) }
                 } catch {
                     job.error = error
                 }
             }
-            if !statements.isEmpty {
+            if statements.count > 1 {
                 do {
                     _ = try store.pool.withConnection { try $0.pipeline(statements) }
-                } catch let error as PostgresError where error.isUniqueViolation {
-                    if (try? catchUp()) == nil { break }
+                } catch let error as PostgresError where Self.lostRace(error) {
+                    do { try catchUp() } catch {
+                        for job in group { job.error = error }
+                        return
+                    }
                     continue
                 } catch {
                     var failure = error
@@ -309,13 +367,40 @@ final class PostgresStream: UserStream, Sendable {
                         lost.outcomeUnknown = true
                         failure = lost
                     }
-                    for entry in decided where entry.wrote { entry.job.error = failure }
-                    for entry in decided where !entry.wrote { entry.finish(entry.state) }
+                    for job in writers { job.error = failure }
+                    for (job, finish) in finishes where !writers.contains(where: { $0 === job }) { finish(base!) }
                     return
                 }
-                state.withLock { published in if next.seq > published.seq { published = next } }
             }
-            for entry in decided { entry.finish(entry.state) }
+            guard alone else {
+                if let next { state.withLock { if next.seq > $0.seq { $0 = next } } }
+                return
+            }
+            var failed: Error?
+            let published = state.withLock { published -> LedgerState? in
+                guard published.seq == baseSeq else { return nil }
+                base = nil
+                do { try Self.fold(rows, into: &published) } catch {
+                    // Committed, but not foldable: the fold is dropped (the next catch-up reads the rows again).
+                    published = LedgerState()
+                    failed = error
+                    return nil
+                }
+                return published
+            }
+            if let failed {
+                for job in writers { job.error = failed }
+                return
+            }
+            // A catch-up moved the published fold meanwhile: the result is made from a fold of its own.
+            let made =
+                published
+                ?? {
+                    var exact = base!
+                    try? Self.fold(rows, into: &exact)
+                    return exact
+                }()
+            for (_, finish) in finishes { finish(made) }
             return
         }
         for job in group where job.error == nil {
