@@ -72,6 +72,8 @@ public final class MoodServer: Sendable {
     /// How many user ledgers are open now.
     public var openLedgerCount: Int { ledgers.count }
     /// Credential pairs already checked: (user, token expiry in seconds).
+    /// The accounts log read again for requests about to be refused 401 (PostgreSQL), shared among them.
+    private let accountsRead = SharedRun()
     private let verified = PlainLock([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool
     /// One server per data directory, held until ``close()`` (none with PostgreSQL: any number of nodes share it).
@@ -266,34 +268,58 @@ public final class MoodServer: Sendable {
         }
         let now = configuration.clock()
         let user: String
-        do { user = try authenticate(request, now: now) } catch { return APIReply.from(any: error) }
+        do {
+            user = try authenticate(request, now: now)
+        } catch let refused as APIFailure where configuration.store != nil && refused.response.status == 401 {
+            // An account another node added moments ago: the accounts log's new rows are read once before refusing,
+            // on a worker (a database round trip no event loop waits for), in a read shared by every request refused
+            // meanwhile (the background refresh reads them every 200 ms anyway).
+            responder.onWorker { [self] in
+                accountsRead.run { refreshAccounts() }
+                do {
+                    let user = try authenticate(request, now: now)
+                    answerOnWorker(request, route: route, method: method, user: user, now: now, responder: responder)
+                } catch {
+                    responder.respond(APIReply.from(any: error))
+                }
+            }
+            return nil
+        } catch {
+            return APIReply.from(any: error)
+        }
         guard configuration.store == nil, let lease = ledgers.leaseIfOpen(user) else {
             // Not open: opened on a worker (a cold replay never stalls an event loop), then answered there. With
             // PostgreSQL every request goes there: the user's fold is first brought up to the database's last seq
             // (another node's writes), a round trip no event loop waits for.
             responder.onWorker { [self] in
-                let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
-                do {
-                    let lease: LedgerPool.Lease
-                    if configuration.store != nil {
-                        lease = try ledgers.lease(user)
-                        // A user this call opened was read whole just now, after the request arrived.
-                        if !lease.opened { try lease.user.ledger.catchUp() }
-                    } else {
-                        lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
-                    }
-                    if let response = answer(
-                        request, route: route, method: method, lease: lease, now: now, responder: here)
-                    {
-                        here.respond(response)
-                    }
-                } catch {
-                    here.respond(failed(error, user: user))
-                }
+                answerOnWorker(request, route: route, method: method, user: user, now: now, responder: responder)
             }
             return nil
         }
         return answer(request, route: route, method: method, lease: lease, now: now, responder: responder)
+    }
+
+    /// Answers an authenticated request on a worker: the user's ledger leased (opened if need be; with PostgreSQL,
+    /// its fold caught up first).
+    private func answerOnWorker(
+        _ request: HTTPRequest, route: Route, method: String, user: String, now: Int64, responder: HTTPResponder
+    ) {
+        let here = HTTPResponder(pool: nil, quiet: true, deliver: responder.respond)
+        do {
+            let lease: LedgerPool.Lease
+            if configuration.store != nil {
+                lease = try ledgers.lease(user)
+                // A user this call opened was read whole just now, after the request arrived.
+                if !lease.opened { try lease.user.ledger.catchUp() }
+            } else {
+                lease = try readOnlyLease(user, route: route, method: method) ?? ledgers.lease(user)
+            }
+            if let response = answer(request, route: route, method: method, lease: lease, now: now, responder: here) {
+                here.respond(response)
+            }
+        } catch {
+            here.respond(failed(error, user: user))
+        }
     }
 
     /// Answers an authenticated request with its user's ledger leased: now, or later through `responder`. The lease
@@ -438,15 +464,7 @@ public final class MoodServer: Sendable {
         }
         let pair = (request.header("authorization") ?? "") + "\n" + (request.header("x-api-key") ?? "")
         if let known = verified.withLock({ $0[pair] }), known.expiry > now / 1000 { return known.user }
-        let claims: JWT.Claims
-        do {
-            claims = try checkCredentials(request, now: now)
-        } catch is APIFailure where configuration.store != nil {
-            // An account another node added moments ago: the accounts log's new rows are read once before refusing
-            // (a database round trip; the background refresh reads them every 200 ms anyway).
-            refreshAccounts()
-            claims = try checkCredentials(request, now: now)
-        }
+        let claims = try checkCredentials(request, now: now)
         verified.withLock { cache in
             if cache.count >= configuration.rememberedSignIns { cache.removeAll() }
             cache[pair] = (claims.subject, claims.expiry)

@@ -327,4 +327,36 @@ struct PostgresStoreTests {
         #expect(try seqs() == [1, 2, 3, 4, 5])
         #expect(behind.read { $0.entries.count } == 1)
     }
+
+    @Test("An account added through another node signs in at once; refused sign-ins are answered 401, each once")
+    func accountsAddedElsewhere() throws {
+        let (url, _) = try Self.database()
+        let node = try Self.node(url)
+        defer { node.stop() }
+        // Added as another node would, between the node's 200 ms reads of the accounts log: the first request is not
+        // refused (the log is read again, on a worker, before a 401).
+        let store = try PostgresStore(url: url)
+        defer { store.pool.close() }
+        for name in ["bob", "carol", "dave"] {
+            let key = try store.addUser(name)
+            let token = try #require(
+                try store.credentials().token(for: name, now: SystemIO().nowMicroseconds() / 1_000_000, ttl: 3600))
+            let auth = [("Authorization", "Bearer \(token)"), ("X-API-Key", key)]
+            let created = try Self.request(node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.5}"#)
+            #expect(created.status == 201, "\(name)")
+        }
+        // A burst of wrong keys: every one refused, none waiting on another's read for long.
+        let token = try #require(
+            try store.credentials().token(for: "bob", now: SystemIO().nowMicroseconds() / 1_000_000, ttl: 3600))
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 32) { index in
+            let status =
+                (try? Self.request(
+                    node.port, "GET", "/api/v1/mood",
+                    auth: [("Authorization", "Bearer \(token)"), ("X-API-Key", "wrong-\(index)")]
+                ).status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 401, count: 32))
+    }
 }
