@@ -212,6 +212,7 @@ enum ServeCommand {
             switch error.code {
             case "locked": throw CLIError(ExitCode.locked, error.description)
             case "not_writable": throw CLIError(ExitCode.cannotCreate, error.description)
+            case "schema_missing", "schema_older", "schema_newer": throw CLIError(ExitCode.config, error.description)
             default: throw CLIError(ExitCode.invalidInput, error.description)
             }
         }

@@ -13,9 +13,13 @@ enum ServePostgresCommands {
         switch positionals.first {
         case nil: return try ServeCommand.serve(context, store: store)
         case "init":
-            try failing { try store.initialize() }
-            context.console.line(
-                "moodledger serve: schema version \(PostgresStore.schemaVersion) ready in \(store.label)")
+            let before = try failing { try store.initialize() }
+            let ready = "schema version \(PostgresStore.schemaVersion) ready in \(store.label)"
+            switch before {
+            case 0: context.console.line("moodledger serve: \(ready) (created)")
+            case PostgresStore.schemaVersion: context.console.line("moodledger serve: \(ready) (unchanged)")
+            default: context.console.line("moodledger serve: \(ready) (migrated from version \(before))")
+            }
             return ExitCode.ok
         case "user":
             guard positionals.count == 3, ["add", "erase", "rotate-key"].contains(positionals[1]) else {
@@ -90,7 +94,7 @@ enum ServePostgresCommands {
             }
         } catch let error as ServerError {
             switch error.code {
-            case "schema_missing", "schema_newer": throw CLIError(ExitCode.config, error.description)
+            case "schema_missing", "schema_older", "schema_newer": throw CLIError(ExitCode.config, error.description)
             case "not_found": throw CLIError(ExitCode.noInput, error.description)
             default: throw CLIError(ExitCode.invalidInput, error.description)
             }

@@ -8,8 +8,8 @@ import Synchronization
 /// memory as a cache, brought up to the user's last seq before each request, and appends with optimistic
 /// concurrency on (user, seq) inside one transaction.
 public final class PostgresStore: Sendable {
-    /// The schema this build reads and writes (`moodledger_schema.version`).
-    public static let schemaVersion: Int64 = 1
+    /// The schema this build reads and writes (`moodledger_schema.version`): version 1 and every migration after it.
+    public static var schemaVersion: Int64 { migrations.last?.version ?? 1 }
     /// The connections.
     public let pool: PostgresPool
 
@@ -54,23 +54,56 @@ public final class PostgresStore: Sendable {
         INSERT INTO moodledger_schema (version) VALUES (1);
         """
 
-    /// Creates the schema in an empty database, or leaves one of this version as it is; one transaction, under an
-    /// advisory lock, so two nodes initialising at once make it once. A token secret is made with it.
+    /// The schema's versions after 1, in order: each takes a database from the version before (`Specs/server.md`,
+    /// *Schema*, *Migrations*). A migration keeps what nodes of the version before read and write working, so nodes
+    /// are upgraded one at a time once `init` has run.
+    static let migrations: [(version: Int64, script: String)] = [
+        // 2: every account in force has its `streams` row (its identity), so a user's first visit to a node reads
+        // it and writes nothing. Accounts are made with theirs; this makes the rows accounts lacked.
+        (
+            2,
+            """
+            INSERT INTO streams (user_name, account)
+            SELECT name, uuid_send(gen_random_uuid()) FROM (
+                SELECT DISTINCT ON (name) name, kind FROM accounts_log WHERE name IS NOT NULL ORDER BY name, seq DESC
+            ) latest
+            WHERE kind = 2
+            ON CONFLICT (user_name) DO NOTHING;
+            INSERT INTO moodledger_schema (version) VALUES (2);
+            """
+        )
+    ]
+
+    /// Creates the schema in an empty database, or migrates an older one to this build's version, or leaves one of
+    /// this version as it is; one transaction, under an advisory lock, so two nodes initialising at once make or
+    /// migrate it once. A token secret is made with a new schema.
+    /// - Returns: the version the database had before (0: none).
     /// - Throws: ``PostgresError``; ``ServerError`` `schema_newer` for a schema a newer version made.
-    public func initialize() throws {
+    @discardableResult
+    public func initialize() throws -> Int64 { try initialize(upTo: Self.schemaVersion) }
+
+    /// ``initialize()`` to `target` (an older version: the migration tests).
+    @discardableResult
+    func initialize(upTo target: Int64) throws -> Int64 {
         try pool.withConnection { connection in
             try connection.execute(script: "BEGIN; SELECT pg_advisory_xact_lock(7244501)")
             do {
                 let exists = try connection.query("SELECT to_regclass('moodledger_schema') IS NOT NULL").rows[0]
+                var version: Int64 = 0
                 if try exists.int(0) == 0 {
                     try connection.execute(script: Self.schema)
                     try connection.query(
                         "INSERT INTO accounts_log (seq, kind, bytes) VALUES (1, 1, $1)",
                         [.bytes(SystemIO().randomBytes(32))])
                 } else {
-                    try checkVersion(connection)
+                    version = try checkVersion(connection)
+                }
+                for migration in Self.migrations
+                where migration.version > max(version, 1) && migration.version <= target {
+                    try connection.execute(script: migration.script)
                 }
                 try connection.execute(script: "COMMIT")
+                return version
             } catch {
                 try? connection.execute(script: "ROLLBACK")
                 throw error
@@ -78,8 +111,8 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// Refuses a database without the schema, or with a newer one.
-    /// - Throws: ``ServerError`` `schema_missing` or `schema_newer`; ``PostgresError``.
+    /// Refuses a database without the schema, or with another version than this build's.
+    /// - Throws: ``ServerError`` `schema_missing`, `schema_older` or `schema_newer`; ``PostgresError``.
     public func checkSchema() throws {
         try pool.withConnection { connection in
             let exists = try connection.query("SELECT to_regclass('moodledger_schema') IS NOT NULL").rows[0]
@@ -88,17 +121,25 @@ public final class PostgresStore: Sendable {
                     "the database \(label) has no MoodLedger schema: run `moodledger serve --store URL init` first",
                     code: "schema_missing")
             }
-            try checkVersion(connection)
+            let version = try checkVersion(connection)
+            guard version == Self.schemaVersion else {
+                throw ServerError(
+                    "the database's MoodLedger schema is version \(version), older than this build's "
+                        + "\(Self.schemaVersion): run `moodledger serve --store URL init` to migrate it",
+                    code: "schema_older")
+            }
         }
     }
 
-    private func checkVersion(_ connection: PostgresConnection) throws {
+    /// The database's schema version, refused when newer than this build's.
+    private func checkVersion(_ connection: PostgresConnection) throws -> Int64 {
         let version = try connection.query("SELECT max(version) FROM moodledger_schema").rows[0].int(0)
         guard version <= Self.schemaVersion else {
             throw ServerError(
                 "the database's MoodLedger schema is version \(version), newer than this build's "
                     + "\(Self.schemaVersion): run a newer moodledger", code: "schema_newer")
         }
+        return version
     }
 
     /// Whether the database answers and takes writes (a primary, not a standby): `/health`.
