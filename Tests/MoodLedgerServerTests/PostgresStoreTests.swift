@@ -359,4 +359,29 @@ struct PostgresStoreTests {
         }
         #expect(statuses.withLock { $0 } == Array(repeating: 401, count: 32))
     }
+
+    @Test("Two catch-ups of one fold folded in either order: the fold ends where the one that read further did")
+    func catchUpsRacing() throws {
+        let (url, auth) = try Self.database()
+        let node = try Self.node(url)
+        defer { node.stop() }
+        func post() throws {
+            let created = try Self.request(node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.25}"#)
+            #expect(created.status == 201)
+        }
+        let store = try PostgresStore(url: url)
+        defer { store.pool.close() }
+        for shorterFirst in [true, false] {
+            let stream = try store.openStream("alice", options: Ledger.Options()).stream
+            let start = stream.lastSeq
+            try post()
+            let shorter = try stream.readPast()  // one row
+            try post()
+            let longer = try stream.readPast()  // both, read after the second write was answered
+            #expect(shorter.rows.count == 1 && longer.rows.count == 2)
+            for read in shorterFirst ? [shorter, longer] : [longer, shorter] { #expect(try stream.fold(read)) }
+            #expect(stream.lastSeq == start + 2, "the fold ends where the longer read did")
+            #expect(stream.read { $0.entries.count } == Int(start) + 2)
+        }
+    }
 }

@@ -52,7 +52,23 @@ final class PostgresStream: UserStream, Sendable {
     /// One statement, one round trip: the rows past the fold's seq, each beside the user's last seq (one row of NULLs
     /// and the last seq when there are none), so a held user's catch-up costs the database one statement.
     func catchUp(alsoSelecting expression: String?) throws -> [UInt8]? {
-        // Only the seq is kept: a reference to the fold held across the fold below would make it a copy.
+        let read = try readPast(alsoSelecting: expression)
+        guard try fold(read) else { return try catchUp(alsoSelecting: expression) }
+        return read.extra
+    }
+
+    /// What a catch-up read: the rows past `seq` (the fold's when it was read), the user's last seq, and the extra
+    /// value.
+    struct CatchUpRead {
+        var seq: UInt64
+        var rows: [EventRow]
+        var last: UInt64
+        var extra: [UInt8]?
+    }
+
+    /// A catch-up's statement: the rows past the fold's seq, each beside the user's last seq.
+    func readPast(alsoSelecting expression: String? = nil) throws -> CatchUpRead {
+        // Only the seq is kept: a reference to the fold held until it is folded into would make it a copy.
         let seq = state.withLock { $0.seq }
         let statement =
             "SELECT \(EventRow.columns(of: "e")), m.last\(expression.map { ", (\($0))" } ?? "") "
@@ -66,36 +82,46 @@ final class PostgresStream: UserStream, Sendable {
         }
         let last = UInt64(try first.int(EventRow.width))
         let extra = expression == nil || first.isNull(EventRow.width + 1) ? nil : try first.bytes(EventRow.width + 1)
-        if last < seq {
+        let rows = first.isNull(0) ? [] : try selected.map(EventRow.init)
+        return CatchUpRead(seq: seq, rows: rows, last: last, extra: extra)
+    }
+
+    /// Folds what a catch-up read into the published fold.
+    /// - Returns: false when the fold was set back since the read (folded again from the first row): read again.
+    ///
+    /// Another thread's catch-up may have folded some of these rows meanwhile (it read the same history, perhaps
+    /// less of it): only the rows past the published fold are folded, so the fold ends at least where this read did.
+    func fold(_ read: CatchUpRead) throws -> Bool {
+        if read.last < read.seq {
+            // The database is behind the fold (a failover): folded again from its first row.
             var fresh = LedgerState()
-            try Self.fold(try self.rows(after: 0), into: &fresh)
+            try Self.fold(try rows(after: 0), into: &fresh)
             state.withLock { $0 = fresh }
-            return extra
+            return true
         }
-        guard !first.isNull(0) else { return extra }
-        let rows = try selected.map(EventRow.init)
-        if rows.count <= Ledger.foldInPlaceLimit {
-            // In place, in one step, unless another thread caught up meanwhile: nothing is copied while no reader
-            // holds the fold, and readers see the rows whole. A fold that cannot take them is dropped (the next
-            // catch-up folds the rows again from the first, and fails the same way).
-            try state.withLock { published in
-                guard published.seq == seq else { return }
-                do { try Self.fold(rows, into: &published) } catch {
+        guard !read.rows.isEmpty else { return true }
+        if read.rows.count <= Ledger.foldInPlaceLimit {
+            // In place, in one step: nothing is copied while no reader holds the fold, and readers see the rows
+            // whole. A fold that cannot take them is dropped (the next catch-up folds the rows again from the first,
+            // and fails the same way).
+            return try state.withLock { published -> Bool in
+                guard published.seq >= read.seq else { return false }
+                do { try Self.fold(read.rows.filter { $0.seq > published.seq }, into: &published) } catch {
                     published = LedgerState()
                     throw error
                 }
+                return true
             }
-            return extra
         }
         // Many rows: folded into a copy, then published, so readers never wait for the fold.
         var next = state.withLock { $0 }
-        guard next.seq == seq else { return extra }
-        try Self.fold(rows, into: &next)
+        guard next.seq >= read.seq else { return false }
+        try Self.fold(read.rows.filter { $0.seq > next.seq }, into: &next)
         state.withLock { published in
             // Another thread may have caught up meanwhile: keep whichever fold is further.
             if next.seq > published.seq { published = next }
         }
-        return extra
+        return true
     }
 
     private func rows(after seq: UInt64, through last: UInt64 = UInt64(Int64.max)) throws -> [EventRow] {
@@ -392,12 +418,14 @@ final class PostgresStream: UserStream, Sendable {
                 for job in writers { job.error = failed }
                 return
             }
-            // A catch-up moved the published fold meanwhile: the result is made from a fold of its own.
+            // A catch-up moved the published fold meanwhile (it read these rows): the result is made from a fold of
+            // its own, published too if the published fold is behind it.
             let made =
                 published
                 ?? {
                     var exact = base!
                     try? Self.fold(rows, into: &exact)
+                    state.withLock { if exact.seq > $0.seq { $0 = exact } }
                     return exact
                 }()
             for (_, finish) in finishes { finish(made) }
