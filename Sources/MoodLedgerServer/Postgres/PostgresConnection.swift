@@ -266,7 +266,11 @@ public final class PostgresConnection: @unchecked Sendable {
                 results.append(current)
                 current = PostgresResult()
             case UInt8(ascii: "E"):
-                failure = failure ?? PostgresReader.serverError(body)
+                if failure == nil {
+                    failure = PostgresReader.serverError(body)
+                    // Statements answer in order: the error is the answer of the first one not yet complete.
+                    if results.count < statements.count { failure?.failedStatement = results.count }
+                }
             case UInt8(ascii: "Z"):
                 if let failure {
                     // Statements whose Parse the server did not confirm are not prepared.

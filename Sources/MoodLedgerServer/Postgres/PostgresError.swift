@@ -25,6 +25,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     /// Whether a commit was under way when the connection was lost: the change may have been made or not, and only
     /// reading the rows again (or replaying the request's Idempotency-Key) tells.
     public var outcomeUnknown = false
+    /// For a server's error in a pipeline: the index of the statement it answered (the statements before it had
+    /// completed, within the transaction it rolled back); nil for an error at `COMMIT` or outside a pipeline.
+    public var failedStatement: Int?
 
     /// The error's code, as the server's and the CLI's errors have one.
     public var code: String { kind.rawValue }

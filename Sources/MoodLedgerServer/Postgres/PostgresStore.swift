@@ -12,12 +12,15 @@ public final class PostgresStore: Sendable {
     public static var schemaVersion: Int64 { migrations.last?.version ?? 1 }
     /// The connections.
     public let pool: PostgresPool
+    /// The write transactions, several users' writes in each.
+    let commits: PostgresCommits
 
     /// A store over the database `url` names (libpq's URI or keyword form), with at most `connections` connections.
     /// Nothing is connected until first use.
     /// - Throws: ``PostgresError`` `postgres_configuration`.
     public init(url: String, environment: [String: String] = [:], connections: Int = 16) throws {
         pool = PostgresPool(settings: try PostgresSettings.parse(url, environment: environment), capacity: connections)
+        commits = PostgresCommits(pool: pool)
     }
 
     /// Where the store is, for log lines (the hosts, never the password).

@@ -379,7 +379,7 @@ final class PostgresStream: UserStream, Sendable {
             }
             if statements.count > 1 {
                 do {
-                    _ = try store.pool.withConnection { try $0.pipeline(statements) }
+                    try store.commits.commit(user: name, statements)
                 } catch let error as PostgresError where Self.lostRace(error) {
                     do { try catchUp() } catch {
                         for job in group { job.error = error }
