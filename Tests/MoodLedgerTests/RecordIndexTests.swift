@@ -143,20 +143,34 @@ struct RecordIndexTests {
         let all = Set(workload.ids)
         #expect(all.count > 64, "more than 64 ids read the whole log")
         let bases = try ledger.syncBases(of: all)
-        let streaks = try ledger.failureStreaks(of: all)
+        let streaks = try ledger.failureStreaksFromLog(of: all)
         let versions = try ledger.attemptedVersions(of: all)
         #expect(attempted.allSatisfy { streaks[$0]?.boot?.milliseconds == 777 || streaks[$0]?.boot == nil })
         #expect(attempted.contains { streaks[$0]?.boot?.milliseconds == 777 }, "some streak began in the batch")
+        // The fold (FailureStreaks) answers what the walk reads: live, after a reopen from a snapshot, cold.
+        #expect(try ledger.failureStreaks(of: all) == streaks, "the fold equals the walk")
+        for (useSnapshots, threshold) in [(true, UInt64.max), (false, UInt64.max), (false, 1)] {
+            var reading = options
+            reading.readOnly = true
+            reading.useSnapshots = useSnapshots
+            reading.parallelReplayThreshold = threshold  // 1: the replay decodes on a second thread
+            let reopened = try Ledger.open(at: dir.path, options: reading)
+            #expect(
+                try reopened.failureStreaks(of: all) == streaks,
+                "reopened, snapshots \(useSnapshots), pipelined from \(threshold)")
+            reopened.close()
+        }
         // One id at a time: the ids attempted before the boundary have no record in the carrier's block.
         for id in attempted {
-            #expect(try ledger.failureStreaks(of: [id]) == streaks.filter { $0.key == id }, "the streak of \(id)")
+            #expect(
+                try ledger.failureStreaksFromLog(of: [id]) == streaks.filter { $0.key == id }, "the streak of \(id)")
         }
         let ordered = workload.ids
         for start in stride(from: 0, to: ordered.count, by: 60) {
             let chunk = Set(ordered[start..<min(ordered.count, start + 60)])
             #expect(try ledger.syncBases(of: chunk) == bases.filter { chunk.contains($0.key) }, "bases from \(start)")
             #expect(
-                try ledger.failureStreaks(of: chunk) == streaks.filter { chunk.contains($0.key) },
+                try ledger.failureStreaksFromLog(of: chunk) == streaks.filter { chunk.contains($0.key) },
                 "streaks from \(start)")
             #expect(
                 try ledger.attemptedVersions(of: chunk) == versions.filter { chunk.contains($0.key) },

@@ -227,7 +227,7 @@ extension Ledger {
             + attachments.map { PendingRecord(type: $0.type, payload: $0.payload, recordedAt: now * 1000) }
         let seqs = try core.log.append(records)
         precondition(seqs.count == records.count, "the log numbered every record of the batch")
-        fold(events, at: seqs, command: command, attachments: attachments.count, into: &core)
+        fold(events, at: seqs, command: command, attachments: attachments, into: &core)
         // The state covers exactly the log: every record folded (attachments skipped), nothing beyond.
         assert(core.state.seq == seqs.upperBound, "the state folded the whole batch")
         assert(core.state.seq == core.log.lastSeq, "the state covers exactly the log")
@@ -260,20 +260,23 @@ extension Ledger {
     }
 
     /// Folds events just appended at `seqs` into the state; `attachments` safe-to-ignore records after them (the
-    /// folds skip them) end the batch.
+    /// folds skip them, but for the kept projections that read one: a sync batch's carrier) end the batch.
     private func fold<S: Sequence<MoodEvent>>(
         _ events: S, at seqs: ClosedRange<UInt64>, command: EntryID,
-        attachments: Int = 0, into core: inout Core
+        attachments: [PendingRecord] = [], into core: inout Core
     ) {
         let recordedAt = core.log.lastRecordedAt
         let foldAll = { (state: inout LedgerState) -> Int in
-            var count = attachments
+            var count = attachments.count
             for (seq, event) in zip(seqs, events) {
                 state.apply(
                     RecordedEvent(seq: seq, recordedAt: recordedAt, commandID: command, event: event), analytics: true)
                 count += 1
             }
-            if attachments > 0 { state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
+            for attachment in attachments where KeptProjections.reads(attachment: attachment.type) {
+                attachment.payload.withUnsafeBytes { state.attached(type: attachment.type, payload: $0) }
+            }
+            if !attachments.isEmpty { state.skip(seq: seqs.upperBound, recordedAt: recordedAt) }
             state.endBatch()
             return count
         }

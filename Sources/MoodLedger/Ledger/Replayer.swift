@@ -19,6 +19,7 @@ enum Replayer {
         if let kept = Ledger.keptRecord(view) {
             state.apply(kept, analytics: analytics)
         } else if view.type & LogFormat.safeToIgnoreBit != 0 {
+            if KeptProjections.reads(attachment: view.type) { state.attached(type: view.type, payload: view.payload) }
             state.skip(seq: view.lastSeq, recordedAt: view.recordedAt)
         } else {
             state.apply(try Ledger.decode(view), analytics: analytics)
@@ -44,6 +45,8 @@ enum Replayer {
             @exclusivity(unchecked) private(set) var count = 0
             @exclusivity(unchecked) private var applied = 0
             @exclusivity(unchecked) var ids: [EntryID] = []
+            /// The records the folds skip that a kept projection reads (a sync batch's carrier), by position.
+            @exclusivity(unchecked) private var attachments: [Int: (type: UInt16, payload: [UInt8])] = [:]
 
             init() {
                 ids.reserveCapacity(Channel.batchSize)
@@ -67,6 +70,9 @@ enum Replayer {
                     ids.append(kept.event.entryID)
                     (records + count).initialize(to: kept)
                 } else if skip {
+                    if KeptProjections.reads(attachment: view.type) {
+                        attachments[count] = (view.type, Array(view.payload))
+                    }
                     let none = EntryID(high: 0, low: 0)
                     (records + count).initialize(
                         to: RecordedEvent(
@@ -92,6 +98,9 @@ enum Replayer {
                 let next = records + applied
                 applied += 1
                 if skips[applied - 1] {
+                    if let attachment = attachments.removeValue(forKey: applied - 1) {
+                        attachment.payload.withUnsafeBytes { state.attached(type: attachment.type, payload: $0) }
+                    }
                     state.skip(seq: next.pointee.seq, recordedAt: next.pointee.recordedAt)
                     next.deinitialize(count: 1)
                 } else {

@@ -161,6 +161,9 @@ public struct LedgerState: Sendable, Equatable {
     /// The notes and idempotency keys a server stored with its changes.
     package var requests: RequestRecords { kept[RequestRecords.self] }
 
+    /// When each entry's streak of sync attempts began (``FailureStreaks``).
+    package var failureStreaks: FailureStreaks { kept[FailureStreaks.self] }
+
     /// Gives an entry the revision `seq` (an import's held entry joining the state: its batch's last seq).
     mutating func noteRevision(of id: EntryID, seq: UInt64) { revisions.set(id, seq: seq) }
 
@@ -179,6 +182,12 @@ public struct LedgerState: Sendable, Equatable {
         // A later change without a note makes the entry plain again: its revision moved past the note's.
         guard let note = requests.note(of: id, at: seq), note.seq == revision(of: id) else { return nil }
         return note
+    }
+
+    /// Hands a record the folds skip to the kept projections that read its type (a sync batch's carrier), before
+    /// ``skip(seq:recordedAt:)`` moves past it.
+    mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer) {
+        kept.attached(type: type, payload: payload)
     }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.

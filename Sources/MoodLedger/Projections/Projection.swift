@@ -18,11 +18,18 @@ package protocol Projection: Sendable, Equatable {
     func encoded() -> [UInt8]
     /// Folds one event of a type it folds.
     mutating func apply(_ recorded: RecordedEvent)
+    /// The record types it reads beside events: records the other folds skip (a sync batch's carrier), each handed
+    /// to ``attached(type:payload:)`` in its place in the batch. Empty for most.
+    static var attachmentTypes: [UInt16] { get }
+    /// Reads a record of one of ``attachmentTypes``.
+    mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer)
     /// The batch being folded ended at `seq`, its last record (a record the folds skip may end a batch).
     mutating func endBatch(at seq: UInt64)
 }
 
 extension Projection {
+    package static var attachmentTypes: [UInt16] { [] }
+    package mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer) {}
     package mutating func endBatch(at seq: UInt64) {}
 
     /// Whether `other` is of this type and equal to this one.
@@ -34,8 +41,16 @@ package struct KeptProjections: Sendable, Equatable {
     /// Every projection kept whole, in the order of the snapshot's projections section.
     static let types: [any Projection.Type] = [
         ConflictsFold.self,
-        RequestRecords.self
+        RequestRecords.self,
+        FailureStreaks.self
     ]
+
+    /// Every record type beside events that one of them reads.
+    static let attachmentTypes: [UInt16] = types.flatMap { $0.attachmentTypes }
+
+    /// Whether a record the folds skip is read by one of them (the replay keeps such a record's payload).
+    @inline(__always)
+    static func reads(attachment type: UInt16) -> Bool { attachmentTypes.contains(type) }
 
     /// Their part of the snapshot's schema string: each one's name and version, in order.
     static var schema: String { types.map { $0.schema }.joined(separator: "/") }
@@ -63,6 +78,14 @@ package struct KeptProjections: Sendable, Equatable {
         guard Self.mask & bit != 0 else { return }
         touched = true
         for index in all.indices where Self.masks[index] & bit != 0 { all[index].apply(recorded) }
+    }
+
+    /// Hands a record the folds skip to each projection that reads its type.
+    mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer) {
+        guard Self.reads(attachment: type) else { return }
+        for index in all.indices where Swift.type(of: all[index]).attachmentTypes.contains(type) {
+            all[index].attached(type: type, payload: payload)
+        }
     }
 
     /// Ends the batch being folded in each, when an event reached one since the last.
