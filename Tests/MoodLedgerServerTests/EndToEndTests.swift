@@ -81,21 +81,18 @@ struct EndToEndTests {
         let acknowledged = Mutex<Set<String>>([])
         let sent = Mutex<Set<String>>([])
         let stop = Atomic<Bool>(false)
-        let group = DispatchGroup()
         let loadPort = port
-        for thread in 0..<8 {
-            DispatchQueue.global().async(group: group) {
-                var n = 0
-                while !stop.load(ordering: .relaxed) {
-                    let source = "load-\(thread)-\(n)"
-                    n += 1
-                    sent.withLock { _ = $0.insert(source) }
-                    let body = #"{"valence":0.1,"labels":["calm"],"source":"import","source_id":"\#(source)"}"#
-                    guard let response = try? Self.call(loadPort, "POST", "/api/v1/mood", auth: auth, json: body) else {
-                        continue
-                    }
-                    if response.status == 201 { acknowledged.withLock { _ = $0.insert(source) } }
+        let group = onDedicatedThreads(8) { thread in
+            var n = 0
+            while !stop.load(ordering: .relaxed) {
+                let source = "load-\(thread)-\(n)"
+                n += 1
+                sent.withLock { _ = $0.insert(source) }
+                let body = #"{"valence":0.1,"labels":["calm"],"source":"import","source_id":"\#(source)"}"#
+                guard let response = try? Self.call(loadPort, "POST", "/api/v1/mood", auth: auth, json: body) else {
+                    continue
                 }
+                if response.status == 201 { acknowledged.withLock { _ = $0.insert(source) } }
             }
         }
         // Kill once the load is well under way (a busy CI machine gets up to 30 s to get there).

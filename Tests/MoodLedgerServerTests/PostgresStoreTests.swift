@@ -109,23 +109,21 @@ struct PostgresStoreTests {
         let created = Mutex<[String]>([])
         let statuses = Mutex<[Int: Int]>([:])
         let running = Atomic<Bool>(true)
-        let writers = DispatchGroup()
-        for _ in 0..<4 {
-            DispatchQueue.global().async(group: writers) {
-                while running.load(ordering: .relaxed) {
-                    guard
-                        let response = try? Self.request(
-                            node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.3}"#)
-                    else { continue }
-                    statuses.withLock { $0[response.status, default: 0] += 1 }
-                    if response.status == 201, let id = response.data["id"]?.stringValue {
-                        created.withLock { $0.append(id) }
-                    }
-                    if response.status == 503 {
-                        #expect(response.header("Retry-After") == "1")
-                        if response.json["error"]?["code"] == .string("outcome_unknown") {
-                            statuses.withLock { $0[-1, default: 0] += 1 }
-                        }
+        // Writers on threads of their own: the waits below spin on this test's thread.
+        let writers = onDedicatedThreads(4) { _ in
+            while running.load(ordering: .relaxed) {
+                guard
+                    let response = try? Self.request(
+                        node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.3}"#)
+                else { continue }
+                statuses.withLock { $0[response.status, default: 0] += 1 }
+                if response.status == 201, let id = response.data["id"]?.stringValue {
+                    created.withLock { $0.append(id) }
+                }
+                if response.status == 503 {
+                    #expect(response.header("Retry-After") == "1")
+                    if response.json["error"]?["code"] == .string("outcome_unknown") {
+                        statuses.withLock { $0[-1, default: 0] += 1 }
                     }
                 }
             }
@@ -222,19 +220,17 @@ struct PostgresStoreTests {
         let created = Mutex<[String]>([])
         let statuses = Mutex<[Int: Int]>([:])
         let running = Atomic<Bool>(true)
-        let writers = DispatchGroup()
-        for writer in 0..<4 {
-            DispatchQueue.global().async(group: writers) {
-                let node = writer % 2 == 0 ? a : b
-                while running.load(ordering: .relaxed) {
-                    guard
-                        let response = try? Self.request(
-                            node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.6}"#)
-                    else { continue }
-                    statuses.withLock { $0[response.status, default: 0] += 1 }
-                    if response.status == 201, let id = response.data["id"]?.stringValue {
-                        created.withLock { $0.append(id) }
-                    }
+        // Writers on threads of their own: the waits below spin on this test's thread.
+        let writers = onDedicatedThreads(4) { writer in
+            let node = writer % 2 == 0 ? a : b
+            while running.load(ordering: .relaxed) {
+                guard
+                    let response = try? Self.request(
+                        node.port, "POST", "/api/v1/mood", auth: auth, json: #"{"valence":0.6}"#)
+                else { continue }
+                statuses.withLock { $0[response.status, default: 0] += 1 }
+                if response.status == 201, let id = response.data["id"]?.stringValue {
+                    created.withLock { $0.append(id) }
                 }
             }
         }
