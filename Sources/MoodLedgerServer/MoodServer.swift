@@ -73,7 +73,7 @@ public final class MoodServer: Sendable {
     public var openLedgerCount: Int { ledgers.count }
     /// Credential pairs already checked: (user, token expiry in seconds).
     /// The accounts log read again for requests about to be refused 401 (PostgreSQL), shared among them.
-    private let accountsRead = SharedRun()
+    private let accountsRead = Turns<Void>()
     private let verified = PlainLock([String: (user: String, expiry: Int64)]())
     private let syncers: WorkerPool
     /// One server per data directory, held until ``close()`` (none with PostgreSQL: any number of nodes share it).

@@ -36,25 +36,11 @@ enum ManyUsersBench {
             func requests(_ count: Int, post: Bool) -> [[UInt8]] {
                 Self.requests(count, post: post, keys: keys, credentials: credentials, now: now) { "u\($0)" }
             }
-            var unexpected = 0
             var descriptors = 0
-            for (name, post) in [("post", true), ("get", false)] {
-                var rates: [Double] = []
-                for (label, count) in [("users1", 1), ("usersN", users)] {
-                    var generator = LoadGenerator(
-                        port: server.port, requests: requests(count, post: post), connections: connections,
-                        seconds: seconds, expect: post ? 201 : 200)
-                    generator.tolerant = true
-                    let result = try generator.runInChild(directory: directory)
-                    let rate = Double(result.requests) / result.seconds
-                    rates.append(rate)
-                    unexpected += result.unexpected
-                    bench.record("\(name)_\(label)_per_s", rate, places: 0)
-                    bench.record("\(name)_\(label)_p99_us", result.p99, places: 0)
-                    descriptors = max(descriptors, SystemIO.openDescriptorCount() ?? 0)
-                }
-                bench.record("\(name)_users_ratio", rates[1] / rates[0], places: 2)
-            }
+            let (unexpected, _) = try phases(
+                port: server.port, users: users, seconds: seconds, directory: directory, requests: requests,
+                medians: false, into: &bench
+            ) { descriptors = max(descriptors, SystemIO.openDescriptorCount() ?? 0) }
             bench.record("non_2xx", Double(unexpected), places: 0)
             bench.record("open_descriptors", Double(descriptors), places: 0)
             bench.record("open_ledgers", Double(backend.openLedgerCount), places: 0)
@@ -69,6 +55,38 @@ enum ManyUsersBench {
     }
 
     /// One request per user (POST an entry, or GET the first page), each with its user's key and a token.
+    /// POST then GET against `port` at ``connections`` keep-alive connections, one user and then a random one of
+    /// `users` per request, each phase `seconds` long in a child load generator: `{post,get}_{users1,usersN}_per_s`,
+    /// their `_p99_us` (and `_p50_us` with `medians`), and `{post,get}_users_ratio`; `afterEach` runs after each phase.
+    /// - Returns: the answers other than the expected status, and the GET rate with random users.
+    static func phases(
+        port: UInt16, users: Int, seconds: Double, directory: String, requests: (Int, Bool) -> [[UInt8]],
+        medians: Bool, into bench: inout Benchmark, afterEach: () -> Void = {}
+    ) throws -> (unexpected: Int, getUsersN: Double) {
+        var unexpected = 0
+        var getUsersN = 0.0
+        for (name, post) in [("post", true), ("get", false)] {
+            var rates: [Double] = []
+            for (label, count) in [("users1", 1), ("usersN", users)] {
+                var generator = LoadGenerator(
+                    port: port, requests: requests(count, post), connections: connections, seconds: seconds,
+                    expect: post ? 201 : 200)
+                generator.tolerant = true
+                let result = try generator.runInChild(directory: directory)
+                let rate = Double(result.requests) / result.seconds
+                rates.append(rate)
+                unexpected += result.unexpected
+                bench.record("\(name)_\(label)_per_s", rate, places: 0)
+                if medians { bench.record("\(name)_\(label)_p50_us", result.p50, places: 0) }
+                bench.record("\(name)_\(label)_p99_us", result.p99, places: 0)
+                afterEach()
+            }
+            bench.record("\(name)_users_ratio", rates[1] / rates[0], places: 2)
+            if !post { getUsersN = rates[1] }
+        }
+        return (unexpected, getUsersN)
+    }
+
     static func requests(
         _ count: Int, post: Bool, keys: [String], credentials: Credentials, now: Int64, user: (Int) -> String
     ) -> [[UInt8]] {

@@ -9,7 +9,7 @@ import Synchronization
 /// node, one user and then a random user per request, and GET against two nodes on the same database (8 connections
 /// each, one load generator a node). The database is the caller's (`init` is run; each run adds accounts of its own).
 enum PostgresServerBench {
-    static let connections = 16
+    static let connections = ManyUsersBench.connections
 
     static func run(url: String, users: Int, nodes: Int, seconds: Double, json: Bool) -> Int32 {
         let directory =
@@ -39,26 +39,9 @@ enum PostgresServerBench {
                     data: "", store: try PostgresStore(url: url, environment: ProcessInfo.processInfo.environment))
             }
             defer { for server in servers { server.stop() } }
-            var unexpected = 0
-            var getUsersN = 1.0
-            for (name, post) in [("post", true), ("get", false)] {
-                var rates: [Double] = []
-                for (label, count) in [("users1", 1), ("usersN", users)] {
-                    var generator = LoadGenerator(
-                        port: servers[0].port, requests: requests(count, post: post), connections: connections,
-                        seconds: seconds, expect: post ? 201 : 200)
-                    generator.tolerant = true
-                    let result = try generator.runInChild(directory: directory)
-                    let rate = Double(result.requests) / result.seconds
-                    rates.append(rate)
-                    unexpected += result.unexpected
-                    bench.record("\(name)_\(label)_per_s", rate, places: 0)
-                    bench.record("\(name)_\(label)_p50_us", result.p50, places: 0)
-                    bench.record("\(name)_\(label)_p99_us", result.p99, places: 0)
-                }
-                bench.record("\(name)_users_ratio", rates[1] / rates[0], places: 2)
-                if !post { getUsersN = rates[1] }
-            }
+            var (unexpected, getUsersN) = try ManyUsersBench.phases(
+                port: servers[0].port, users: users, seconds: seconds, directory: directory, requests: requests,
+                medians: true, into: &bench)
             if servers.count > 1 {
                 // Both nodes at once, a load generator each, half the connections each, random users.
                 let pool = requests(users, post: false)

@@ -87,11 +87,7 @@ package struct FailureStreaks: Projection {
         var r = ByteReader(bytes)
         var previous: EntryID?
         for _ in 0..<(try r.count()) {
-            let id = try r.id()
-            guard id != .none, previous.map({ $0 < id }) ?? true else {
-                throw ByteReader.Malformed(what: "streak ids not ascending")
-            }
-            previous = id
+            let id = try r.ascendingID(after: &previous, in: "streaks")
             var start = Ledger.StreakStart(wallMilliseconds: try r.signed())
             switch try r.u8() {
             case 0: break

@@ -139,11 +139,7 @@ package struct RequestRecords: Projection {
         var r = ByteReader(bytes)
         var previous: EntryID?
         for _ in 0..<(try r.count()) {
-            let id = try r.id()
-            guard id != .none, previous.map({ $0 < id }) ?? true else {
-                throw ByteReader.Malformed(what: "notes: ids not ascending")
-            }
-            previous = id
+            let id = try r.ascendingID(after: &previous, in: "notes")
             let at = try r.varint()
             let revision = try EventCodec.readRevision(from: &r)
             let fields = MergeFields(rawValue: try r.u8())

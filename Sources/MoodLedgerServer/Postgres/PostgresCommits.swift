@@ -1,7 +1,5 @@
-import Dispatch
-
-/// The node's write transactions, several users' writes in each: a user's group of writes waits while a transaction
-/// is under way, and every group waiting when it ends goes into the next one — one `COMMIT` (one WAL flush) for many
+/// The node's write transactions, several users' writes in each (in ``Turns``): a user's group of writes waits while
+/// a transaction is under way, and every group waiting when it ends goes into the next one — one `COMMIT` (one WAL flush) for many
 /// users' writes, as a user's own writes already share one (`Specs/server.md`, *Writes, reads and several nodes*).
 ///
 /// A transaction holds the groups in the order of their users' names, so two nodes' transactions take the rows' locks
@@ -11,16 +9,14 @@ import Dispatch
 final class PostgresCommits: Sendable {
     typealias Statement = (String, [PostgresValue])
 
-    /// One user's group of writes, waiting to be committed, or for its turn to lead a transaction.
+    /// One user's group of writes, and its outcome.
     ///
-    /// `@unchecked Sendable`: `error` and `leads` are written by a leader before `done` is signalled, and read by the
-    /// group's thread after.
+    /// `@unchecked Sendable`: `error` is written by the round that commits the group before the group's thread is
+    /// woken, and read by that thread after.
     final class Group: @unchecked Sendable {
         let user: String
         let statements: [Statement]
         var error: Error?
-        var leads = false
-        let done = DispatchSemaphore(value: 0)
 
         init(user: String, statements: [Statement]) {
             self.user = user
@@ -32,56 +28,27 @@ final class PostgresCommits: Sendable {
     static let groupLimit = 64
 
     private let pool: PostgresPool
-    private let queue = PlainLock<(waiting: [Group], leading: Bool)>(([], false))
+    private let turns = Turns<Group>()
 
     init(pool: PostgresPool) { self.pool = pool }
 
     /// Commits `statements`, one user's, in a transaction with whatever other users' groups wait at the time.
     /// - Throws: the error of a statement of these, or of the transaction (``PostgresError``).
     func commit(user: String, _ statements: [Statement]) throws {
-        let me = Group(user: user, statements: statements)
-        var leads = queue.withLock { queue -> Bool in
-            queue.waiting.append(me)
-            if queue.leading { return false }
-            queue.leading = true
-            return true
-        }
-        if !leads {
-            me.done.wait()
-            leads = me.leads
-        }
-        if leads {
-            lead()
-            me.done.wait()
-        }
-        if let error = me.error { throw error }
+        let group = Group(user: user, statements: statements)
+        turns.submit(group, take: Self.transaction, run: run)
+        if let error = group.error { throw error }
     }
 
-    /// Runs one transaction of the waiting groups, the leader's own first among them to be taken; the next is led by
-    /// the first group that waits for it, so no group waits on transactions after its own.
-    private func lead() {
-        let batch = queue.withLock { queue -> [Group] in
-            var taken = [queue.waiting.removeFirst()]
-            var statements = taken[0].statements.count
-            while let next = queue.waiting.first, taken.count < Self.groupLimit,
-                statements + next.statements.count <= PostgresStore.pipelineLimit
-            {
-                taken.append(queue.waiting.removeFirst())
-                statements += next.statements.count
-            }
-            return taken
+    /// How many of the waiting groups, oldest first, one transaction holds: at most ``groupLimit`` groups and
+    /// ``PostgresStore/pipelineLimit`` statements (a larger group goes alone).
+    private static func transaction(_ waiting: [Group]) -> Int {
+        var statements = 0
+        for (index, group) in waiting.enumerated() {
+            statements += group.statements.count
+            if index == groupLimit || (index > 0 && statements > PostgresStore.pipelineLimit) { return index }
         }
-        run(batch)
-        let next = queue.withLock { queue -> Group? in
-            guard let next = queue.waiting.first else {
-                queue.leading = false
-                return nil
-            }
-            next.leads = true
-            return next
-        }
-        for group in batch { group.done.signal() }
-        next?.done.signal()
+        return waiting.count
     }
 
     /// Commits groups in one transaction; each ends with its error set, or nil once committed.

@@ -245,16 +245,13 @@ final class PostgresStream: UserStream, Sendable {
 
     /// A command waiting for a leader to decide and commit it.
     ///
-    /// `@unchecked Sendable`: `decide` is its caller's closure, run by whichever thread leads while the caller waits
-    /// on `done`; `error` and `leads` are written by a leader before `done` is signalled and read by the caller after.
+    /// `@unchecked Sendable`: `decide` is its caller's closure, run by whichever thread leads the round while the
+    /// caller waits; `error` is written by that round before the caller is woken, and read by the caller after.
     private final class Job: @unchecked Sendable {
         let decide: (LedgerState, Int64) throws -> Decision<Void>
         /// Runs alone in its transaction (an erasure: it reads the committed rows it redacts).
         let exclusive: Bool
         var error: Error?
-        /// Set by a leader before `done` is signalled: this command's thread leads the next group.
-        var leads = false
-        let done = DispatchSemaphore(value: 0)
 
         init(exclusive: Bool, decide: @escaping (LedgerState, Int64) throws -> Decision<Void>) {
             self.exclusive = exclusive
@@ -262,66 +259,36 @@ final class PostgresStream: UserStream, Sendable {
         }
     }
 
-    /// Commands waiting, and whether a thread is leading (deciding and committing them).
-    private let queue = Mutex<(jobs: [Job], leading: Bool)>(([], false))
+    /// This node's commands for this user, committed a group at a time.
+    private let turns = Turns<Job>()
     /// Most commands in one transaction.
     static let groupLimit = 64
 
-    /// One command's write, in turn with this node's other writes of this user: queued; the first writer to find no
-    /// leader leads — it catches up, decides every waiting command in order against the fold as the ones before it
-    /// leave it, inserts all their events at the next seqs in one transaction, folds them and answers each. Writes
-    /// that arrive during a commit go into the next group: one `COMMIT` (one WAL flush) per group, not per request.
-    /// Another node taking those seqs first (a unique violation) has the whole group decided again on the caught-up
-    /// fold.
+    /// One command's write, in turn with this node's other writes of this user (``Turns``): the writer that leads a
+    /// round decides every command it holds in order against the fold as the ones before it leave it, inserts all
+    /// their events at the next seqs in one transaction, folds them and answers each. Writes that arrive during a
+    /// commit go into the next group: one `COMMIT` (one WAL flush) per group, not per request. Another node taking
+    /// those seqs first has the whole group decided again on the caught-up fold.
     private func writing<T>(
         exclusive: Bool = false, _ decide: @escaping (LedgerState, Int64) throws -> Decision<T>
     ) throws -> T {
-        // Set by the leader before `done` is signalled, read after; the closure may outlive this call in the
-        // leader's hands (it is escaping for that reason), never its use.
+        // Set by the round's leader before this thread is woken, read after; the closure may outlive this call in
+        // the leader's hands (it is escaping for that reason), never its use.
         nonisolated(unsafe) var output: T?
         let job = Job(exclusive: exclusive) { state, now in
             let (records, extra, result) = try decide(state, now)
             return (records, extra, { output = result($0) })
         }
-        var leads = queue.withLock { queue -> Bool in
-            queue.jobs.append(job)
-            if queue.leading { return false }
-            queue.leading = true
-            return true
-        }
-        if !leads {
-            job.done.wait()
-            leads = job.leads
-        }
-        if leads {
-            lead()
-            job.done.wait()
-        }
+        turns.submit(job, take: Self.group, run: commit)
         if let error = job.error { throw error }
         return output!
     }
 
-    /// Commits one group, the leader's own command first in it; the next group is led by its first command's thread,
-    /// so no writer waits on groups after its own.
-    private func lead() {
-        // The leader's own command is first: a leader starts when no command waited, or is the first that waits.
-        let group = queue.withLock { queue -> [Job] in
-            if queue.jobs[0].exclusive { return [queue.jobs.removeFirst()] }
-            let end = min(queue.jobs.firstIndex(where: \.exclusive) ?? queue.jobs.count, Self.groupLimit)
-            defer { queue.jobs.removeFirst(end) }
-            return Array(queue.jobs[..<end])
-        }
-        commit(group)
-        let next = queue.withLock { queue -> Job? in
-            guard let next = queue.jobs.first else {
-                queue.leading = false
-                return nil
-            }
-            next.leads = true
-            return next
-        }
-        for job in group { job.done.signal() }
-        next?.done.signal()
+    /// How many of the waiting commands, oldest first, one group holds: an erasure alone, else the commands before
+    /// the next erasure, at most ``groupLimit``.
+    private static func group(_ waiting: [Job]) -> Int {
+        if waiting[0].exclusive { return 1 }
+        return min(waiting.firstIndex(where: \.exclusive) ?? waiting.count, groupLimit)
     }
 
     /// The first statement of every write's transaction: it fails the transaction (division by zero, SQLSTATE

@@ -148,6 +148,17 @@ package struct ByteReader {
         return EntryID(high: high, low: low)
     }
 
+    /// The next id of a list kept in strictly ascending id order, never the zero id; `previous` is the one read
+    /// before it (nil at the list's start), and becomes this one. `list` names the list in the error.
+    package mutating func ascendingID(after previous: inout EntryID?, in list: String) throws(Malformed) -> EntryID {
+        let id = try id()
+        guard id != .none, previous.map({ $0 < id }) ?? true else {
+            throw Malformed(what: "\(list): ids not ascending")
+        }
+        previous = id
+        return id
+    }
+
     /// A count that must be plausible for the bytes left (each element takes at least one byte).
     package mutating func count() throws(Malformed) -> Int {
         let count = try varint()
