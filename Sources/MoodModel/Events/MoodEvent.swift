@@ -286,7 +286,9 @@ public enum MoodEvent: Sendable, Equatable {
     /// The destination acknowledged; `revision` is its revision of the change (0 = unknown).
     case syncSucceeded(EntryID, SyncDestination, remoteID: String, revision: UInt64)
     case syncFailed(EntryID, SyncDestination, SyncFailure)
-    case remoteApplied(RemoteChange)
+    /// Held out of line, as `sync.merged` is: the two are the largest payloads (a whole entry and more), and an
+    /// inline one would make every event, however small, as large as they are.
+    indirect case remoteApplied(RemoteChange)
     /// A pull finished (entry id: all zero).
     case syncPulled(SyncPull)
     /// The backend was configured (entry id: all zero).
@@ -303,7 +305,7 @@ public enum MoodEvent: Sendable, Equatable {
     /// A record whose payload was redacted by an erasure: only its type, entry id and (sync events) destination remain.
     case redacted(EntryID, Redaction)
     /// The entry was merged three ways with a destination's version (`Specs/sync.md`, *Merging*).
-    case syncMerged(SyncMerge)
+    indirect case syncMerged(SyncMerge)
     /// The user chose a side for the entry's open conflicts on these fields (any value change is its own edit event).
     case conflictResolved(EntryID, MergeFields, ConflictChoice)
     /// The user released the entry's parked item for the destination (`moodledger sync --retry-parked`): due now,
