@@ -102,12 +102,16 @@ struct EraseAllTests {
         #expect(third.erasedAll == 0 && third.recordsRedacted == 0 && again.lastSeq == seq + 1, "nothing to erase")
     }
 
-    @Test("Erasures of everything in the middle of a random workload keep every equivalence (seeded)")
-    func workload() throws {
+    @Test(
+        "Erasures of everything in the middle of a random workload keep every equivalence (seeded), replayed on one thread or two",
+        arguments: [false, true])
+    func workload(pipelined: Bool) throws {
         let dir = TemporaryDirectory("erase-all-workload")
         let clock = ManualClock()
         var workload = Workload(random: SeededRandom(), clock: clock)
-        let options = ledgerOptions(clock: clock, snapshotInterval: 53)
+        var options = ledgerOptions(clock: clock, snapshotInterval: 53)
+        // Two threads: the reading one folds the record folds and hands them back at each `ledger.erased`.
+        if pipelined { options.parallelReplayThreshold = 0 }
         let ledger = try Ledger.open(at: dir.path, options: options)
         for round in 0..<3 {
             for _ in 0..<150 { try workload.step(ledger) }

@@ -31,8 +31,8 @@ enum Replayer {
     private final class Channel: Sendable {
         /// Decoded records and, beside them, the entry each is about (what the fold prefetches ahead).
         final class Batch: @unchecked Sendable {
-            /// The records, initialized in `applied..<count`, each moved out in turn to be folded (a decoded event
-            /// is 100 to 180 bytes: an enum around it was taken apart with a copy). A record the ledger skips holds
+            /// The records, initialized in `applied..<count`, each moved out in turn to be folded (a recorded event
+            /// is 136 bytes: an enum around it was taken apart with a copy). A record the ledger skips holds
             /// its last seq and time beside a placeholder event, and is marked in `skips`.
             ///
             /// One thread at a time owns a batch (the reader fills it, the channel's lock hands it over, the fold
@@ -45,11 +45,22 @@ enum Replayer {
             @exclusivity(unchecked) private(set) var count = 0
             @exclusivity(unchecked) private var applied = 0
             @exclusivity(unchecked) var ids: [EntryID] = []
+            /// Each event's type (that of a record the ledger skips is not read).
+            @exclusivity(unchecked) private var types: [EventType] = []
             /// The records the folds skip that a kept projection reads (a sync batch's carrier), by position.
             @exclusivity(unchecked) private var attachments: [Int: (type: UInt16, payload: [UInt8])] = [:]
+            /// The position of the batch's first `ledger.erased`, if it holds one: the record folds stop before it.
+            @exclusivity(unchecked) private var firstErasure: Int?
+            /// How many records, from the first, the reading thread folded into the record folds
+            /// (``foldRecords(into:)``): the folding thread folds only their entries' part.
+            @exclusivity(unchecked) private var recordsFolded = 0
+            /// The record folds, handed back at position ``recordsFolded`` when the reading thread stopped folding
+            /// them there (before a `ledger.erased`).
+            @exclusivity(unchecked) private var handover: RecordFolds?
 
             init() {
                 ids.reserveCapacity(Channel.batchSize)
+                types.reserveCapacity(Channel.batchSize)
                 skips.reserveCapacity(Channel.batchSize)
                 ends.reserveCapacity(Channel.batchSize)
             }
@@ -61,6 +72,23 @@ enum Replayer {
 
             var isFull: Bool { count == Channel.batchSize }
 
+            /// Empties a batch whose records were all applied, for the reading thread to fill again: a replay reuses
+            /// its few batches instead of allocating and freeing ~170 KB a thousand records (each free of that size
+            /// made the allocator consolidate its free lists).
+            func reuse() {
+                precondition(applied == count, "a batch reused before its records were applied")
+                count = 0
+                applied = 0
+                ids.removeAll(keepingCapacity: true)
+                types.removeAll(keepingCapacity: true)
+                skips.removeAll(keepingCapacity: true)
+                ends.removeAll(keepingCapacity: true)
+                attachments.removeAll()
+                firstErasure = nil
+                recordsFolded = 0
+                handover = nil
+            }
+
             /// Decodes a record into the batch.
             func append(_ view: RecordView) throws(MoodError) {
                 precondition(count < Channel.batchSize, "a full batch")
@@ -68,6 +96,7 @@ enum Replayer {
                 let skip = kept == nil && view.type & LogFormat.safeToIgnoreBit != 0
                 if let kept {
                     ids.append(kept.event.entryID)
+                    types.append(kept.event.type)
                     (records + count).initialize(to: kept)
                 } else if skip {
                     if KeptProjections.reads(attachment: view.type) {
@@ -79,11 +108,14 @@ enum Replayer {
                             seq: view.lastSeq, recordedAt: view.recordedAt,
                             commandID: none, event: .deleted(none)))
                     ids.append(none)
+                    types.append(.deleted)
                 } else {
                     // The id read from the decoded value before it is moved in: read through the pointer, the whole
                     // event was copied (its references retained) and released again.
                     let recorded = try Ledger.decode(view)
                     ids.append(recorded.event.entryID)
+                    types.append(recorded.event.type)
+                    if firstErasure == nil, case .ledgerErased = recorded.event { firstErasure = count }
                     (records + count).initialize(to: recorded)
                 }
                 skips.append(skip)
@@ -91,14 +123,52 @@ enum Replayer {
                 count += 1
             }
 
-            /// Folds the next record (in order) into `state`.
+            /// Folds the batch's records into `folds` on the reading thread, before the batch is handed over, up to
+            /// its first `ledger.erased` (whose fold reads the entries too). The revision slots are asked for a few
+            /// records ahead, as the folding thread does for the entries'.
+            /// - Returns: whether it folded them all; if not, `folds` is handed back to the folding thread with the
+            ///   batch, at the erasure, and the folding thread folds everything from there.
+            func foldRecords(into folds: inout RecordFolds) -> Bool {
+                let end = firstErasure ?? count
+                let ahead = 16
+                let valuesAhead = 8
+                for index in 0..<end {
+                    if index + ahead < end { folds.prefetch(ids[index + ahead]) }
+                    if index + valuesAhead < end { folds.prefetchValue(ids[index + valuesAhead]) }
+                    let record = records + index
+                    if skips[index] {
+                        if let attachment = attachments.removeValue(forKey: index) {
+                            attachment.payload.withUnsafeBytes { folds.attached(type: attachment.type, payload: $0) }
+                        }
+                    } else {
+                        folds.apply(UnsafePointer(record), type: types[index], entryID: ids[index])
+                    }
+                    if ends[index] { folds.endBatch(at: record.pointee.seq) }
+                }
+                recordsFolded = end
+                guard end == count else {
+                    handover = folds
+                    folds = RecordFolds()
+                    return false
+                }
+                return true
+            }
+
+            /// Folds the next record (in order) into `state`: only its entries' part when the reading thread folded
+            /// its record folds.
             @inline(__always)
             func applyNext(to state: inout LedgerState, analytics: Bool) {
                 precondition(applied < count, "every record applied")
-                let next = records + applied
+                let index = applied
+                let next = records + index
                 applied += 1
-                if skips[applied - 1] {
-                    if let attachment = attachments.removeValue(forKey: applied - 1) {
+                if index == recordsFolded, let folds = handover {
+                    handover = nil
+                    state.recordFolds = folds
+                }
+                let split = index < recordsFolded
+                if skips[index] {
+                    if !split, let attachment = attachments.removeValue(forKey: index) {
                         attachment.payload.withUnsafeBytes { state.attached(type: attachment.type, payload: $0) }
                     }
                     state.skip(seq: next.pointee.seq, recordedAt: next.pointee.recordedAt)
@@ -107,29 +177,44 @@ enum Replayer {
                     // Moved out (its bytes, no reference counted): the pointee itself would be copied, references
                     // retained, for the call, which could otherwise see it changed under it.
                     let recorded = next.move()
-                    state.apply(recorded, analytics: analytics, entryID: ids[applied - 1])
+                    if split {
+                        state.applyToEntries(recorded, analytics: analytics)
+                    } else {
+                        state.apply(recorded, analytics: analytics, entryID: ids[index])
+                    }
                 }
-                if ends[applied - 1] { state.endBatch() }
+                if ends[index], !split { state.endBatch() }
             }
+
+            /// Whether the folding thread folds only the entries' part of the record at `index`.
+            func foldsEntriesOnly(at index: Int) -> Bool { index < recordsFolded }
         }
         /// The batch the reading thread fills, held where its closures reach it without the dynamic exclusivity
-        /// checks a captured variable gets (two a record): only that thread touches it.
+        /// checks a captured variable gets (two a record): only that thread touches it; and the record folds that
+        /// thread folds, until it hands them back.
         final class Filling: @unchecked Sendable {
             @exclusivity(unchecked) var batch = Batch()
+            @exclusivity(unchecked) var folds: RecordFolds?
+
+            init(folds: RecordFolds) { self.folds = folds }
         }
 
         struct State {
             var batches: [Batch] = []
+            /// Batches applied, for the reading thread to fill again.
+            var spare: [Batch] = []
             var finished = false
             var failure: (any Error)?
             /// The log the producer opened, if it opened one.
             var log: EventLog?
+            /// The record folds, when the reading thread folded them to the end.
+            var folds: RecordFolds?
         }
         let state = Mutex(State())
         let ready = DispatchSemaphore(value: 0)
         let space = DispatchSemaphore(value: 4)
-        /// Records a batch holds: at most six batches are alive (four waiting, one filling, one folding), 176 bytes a
-        /// record, so batches in flight hold about 1 MiB.
+        /// Records a batch holds: at most six batches are alive (four waiting, one filling, one folding), reused
+        /// until the replay ends, 136 bytes a record and ~40 beside it, so they hold about 1 MiB.
         static let batchSize = 1_024
     }
 
@@ -295,13 +380,20 @@ enum Replayer {
         throws -> (log: EventLog?, count: Int)
     {
         let channel = Channel()
+        // The record folds go to the reading thread, which folds them as it hands each batch over (the two threads
+        // share the fold's work), and come back with the last batch or at a `ledger.erased`.
+        let filling = Channel.Filling(folds: state.recordFolds)
+        state.recordFolds = RecordFolds()
         DispatchQueue.global(qos: .userInitiated).async {
-            let filling = Channel.Filling()
             func hand() {
+                if filling.folds != nil, !filling.batch.foldRecords(into: &filling.folds!) { filling.folds = nil }
                 channel.space.wait()
-                channel.state.withLock { $0.batches.append(filling.batch) }
+                let spare = channel.state.withLock { state -> Channel.Batch? in
+                    state.batches.append(filling.batch)
+                    return state.spare.popLast()
+                }
                 channel.ready.signal()
-                filling.batch = Channel.Batch()
+                filling.batch = spare ?? Channel.Batch()
             }
             do {
                 let log = try produce { view throws(MoodError) in
@@ -311,9 +403,16 @@ enum Replayer {
                 if filling.batch.count > 0 { hand() }
                 channel.state.withLock { $0.log = log }
             } catch {
+                // The records read before the failure are folded, as a replay on one thread folds them.
+                if filling.batch.count > 0 { hand() }
                 channel.state.withLock { $0.failure = error }
             }
-            channel.state.withLock { $0.finished = true }
+            let folds = filling.folds
+            filling.folds = nil
+            channel.state.withLock {
+                $0.folds = folds
+                $0.finished = true
+            }
             channel.ready.signal()
         }
         var count = 0
@@ -325,6 +424,7 @@ enum Replayer {
             }
             guard let batch else {
                 guard finished else { continue }
+                if let folds = channel.state.withLock({ $0.folds }) { state.recordFolds = folds }
                 if let failure { throw failure }
                 return (channel.state.withLock { $0.log }, count)
             }
@@ -334,11 +434,18 @@ enum Replayer {
             let ahead = 16
             let valuesAhead = 8
             for index in 0..<batch.count {
-                if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
-                if index + valuesAhead < batch.ids.count { state.prefetchValues(batch.ids[index + valuesAhead]) }
+                let entriesOnly = batch.foldsEntriesOnly(at: index)
+                if index + ahead < batch.ids.count {
+                    state.prefetch(batch.ids[index + ahead], entriesOnly: entriesOnly)
+                }
+                if index + valuesAhead < batch.ids.count {
+                    state.prefetchValues(batch.ids[index + valuesAhead], entriesOnly: entriesOnly)
+                }
                 batch.applyNext(to: &state, analytics: analytics)
             }
             count += batch.count
+            batch.reuse()
+            channel.state.withLock { $0.spare.append(batch) }
         }
     }
 }

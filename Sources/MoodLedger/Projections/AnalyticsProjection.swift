@@ -284,15 +284,15 @@ public struct AnalyticsState: Sendable, Equatable {
             let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
             guard days.contains(day) else { return }
             let index = Int(day) - Int(low)
-            let q = entry.pointee.valenceGrid
+            let (q, labels, associations) = MoodEntry.analyticsFields(of: entry)
             aggregates[index].count += 1
             if let q {
                 aggregates[index].valences.append(q)
                 aggregates[index].valenceSum += q
                 aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
             }
-            entry.pointee.labelList.forEach { add(q, 1, to: &aggregates[index].labels, $0) }
-            entry.pointee.associationList.forEach { add(q, 1, to: &aggregates[index].associations, $0) }
+            labels.forEach { add(q, 1, to: &aggregates[index].labels, $0) }
+            associations.forEach { add(q, 1, to: &aggregates[index].associations, $0) }
         }
         state.slots.reserveCapacity(aggregates.count)
         // Sorted where they are: a copy taken out of `aggregates` would share its array, and sorting it would copy it.

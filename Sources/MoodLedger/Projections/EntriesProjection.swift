@@ -328,13 +328,14 @@ public struct EntriesState: Sendable, Equatable {
             change.keep(EntryChange(before: nil, after: entry))
             return .created
         case .updated(let id, let update):
-            return modify(id, at: time, &change) { update.apply(to: &$0) }
+            let staysInPlace = update.loggedAt == nil && update.kind == nil
+            return modify(id, at: time, &change, staysInPlace: staysInPlace) { update.apply(to: &$0) }
         case .labelsEdited(let id, let labels):
-            return modify(id, at: time, &change) { $0.labels = labels }
+            return modify(id, at: time, &change, staysInPlace: true) { $0.labels = labels }
         case .associationsEdited(let id, let associations):
-            return modify(id, at: time, &change) { $0.associations = associations }
+            return modify(id, at: time, &change, staysInPlace: true) { $0.associations = associations }
         case .tagsEdited(let id, let tags):
-            return modify(id, at: time, &change) { $0.tags = tags }
+            return modify(id, at: time, &change, staysInPlace: true) { $0.tags = tags }
         case .deleted(let id), .entryErased(let id, _):
             guard let entry = self[id] else { return nil }
             remove(entry)
@@ -399,10 +400,19 @@ public struct EntriesState: Sendable, Equatable {
         return before == nil ? .created : .changed
     }
 
+    /// - Parameter staysInPlace: whether the change leaves the entry's instant and kind as they are (its day and
+    ///   its place in the day): an entry held here is then edited where it is when `Sink` keeps no change.
     private mutating func modify<Sink: EntryChange.Sink>(
-        _ id: EntryID, at time: Int64, _ result: inout Sink,
+        _ id: EntryID, at time: Int64, _ result: inout Sink, staysInPlace: Bool = false,
         _ change: (inout MoodEntry) -> Void
     ) -> EntryChange.Kind? {
+        if !Sink.keepsChanges, staysInPlace, let position = changed.position(of: id) {
+            changed.modify(at: position) { entry in
+                change(&entry)
+                entry.updatedAt = time
+            }
+            return .changed
+        }
         guard let before = self[id] else { return nil }
         var after = before
         change(&after)

@@ -12,12 +12,16 @@ public struct EntryChange: Sendable, Equatable {
 
     /// Where the entries' fold hands a change: one that keeps it, or one that never builds it.
     protocol Sink {
+        /// Whether it keeps changes: a sink that does not lets the fold edit an entry where it is held, without the
+        /// copy of it as it was before.
+        static var keepsChanges: Bool { get }
         /// Takes a change (`change` is evaluated only by a sink that keeps it).
         mutating func keep(_ change: @autoclosure () -> EntryChange)
     }
 
     /// Keeps the change.
     struct Kept: Sink {
+        static var keepsChanges: Bool { true }
         var change: EntryChange?
         @inline(__always)
         mutating func keep(_ change: @autoclosure () -> EntryChange) { self.change = change() }
@@ -25,6 +29,7 @@ public struct EntryChange: Sendable, Equatable {
 
     /// Builds nothing: a replay that leaves the analytics to its end.
     struct Discarded: Sink {
+        static var keepsChanges: Bool { false }
         @inline(__always)
         func keep(_ change: @autoclosure () -> EntryChange) {}
     }

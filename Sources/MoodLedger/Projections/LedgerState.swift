@@ -6,12 +6,15 @@ public struct LedgerState: Sendable, Equatable {
     public package(set) var outbox = OutboxState()
     /// Per-day analytics.
     public package(set) var analytics = AnalyticsState()
+    /// The projections that read only the records: which entries each block names, each entry's revision and the
+    /// projections kept whole.
+    var recordFolds = RecordFolds()
     /// Which entries each block of 1,024 records names: where an entry's records are.
-    var records = RecordIndex()
+    var records: RecordIndex { recordFolds.records }
     /// Each entry's revision (what a server answers with).
-    package private(set) var revisions = RevisionsState()
+    package var revisions: RevisionsState { recordFolds.revisions }
     /// The projections kept whole: the open conflicts, a server's notes and keys (``KeptProjections/types``).
-    package private(set) var kept = KeptProjections()
+    package var kept: KeptProjections { recordFolds.kept }
     /// The last sequence number applied (0 = empty).
     public package(set) var seq: UInt64 = 0
     /// The recorded-at of the last event applied (µs), 0 if none.
@@ -26,9 +29,7 @@ public struct LedgerState: Sendable, Equatable {
         entries = EntriesState(image: image)
         analytics = AnalyticsState(image: image)
         outbox = OutboxState(image: image)
-        records = RecordIndex(image: image)
-        revisions = RevisionsState(image: image)
-        kept = image.kept
+        recordFolds = RecordFolds(image: image)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
@@ -47,6 +48,19 @@ public struct LedgerState: Sendable, Equatable {
     ///   (a replay reads it ahead, to prefetch): taking it out of the event again copies the event's payload.
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID: EntryID? = nil) {
+        let id = entryID ?? recorded.event.entryID
+        applyToEntries(recorded, analytics: withAnalytics)
+        recordFolds.apply(recorded, entryID: id)
+        if case .ledgerErased(let erasure) = recorded.event {
+            eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
+        }
+    }
+
+    /// Folds one recorded event into the projections that read the entries (the entries, the outbox, the analytics,
+    /// the pending erasures) and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
+    /// ``recordFolds``, which a replay folds on its reading thread. Never for `ledger.erased`, whose fold reads both.
+    @inline(__always)
+    mutating func applyToEntries(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
         let time = recorded.recordedAtMilliseconds
         let kind: EntryChange.Kind?
         if withAnalytics {
@@ -61,20 +75,11 @@ public struct LedgerState: Sendable, Equatable {
         let exists: Bool
         switch recorded.event {
         case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(recorded.event.entryID)
-        case .remoteConfigured:
-            exists = true
-            records.noteEveryEntryEvent(seq: recorded.seq)
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
-        let id = entryID ?? recorded.event.entryID
-        records.note(id, seq: recorded.seq)
-        revisions.apply(entryID: id)
-        kept.apply(recorded)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
-        } else if case .ledgerErased(let erasure) = recorded.event {
-            eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
         }
         seq = recorded.seq
         recordedAt = recorded.recordedAt
@@ -87,7 +92,7 @@ public struct LedgerState: Sendable, Equatable {
     mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
-        records.note(entry.id, seq: recorded.seq)
+        recordFolds.records.note(entry.id, seq: recorded.seq)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -98,30 +103,32 @@ public struct LedgerState: Sendable, Equatable {
     private mutating func eraseAll(_ erasure: Erasure, seq: UInt64, analytics withAnalytics: Bool) {
         let kept = entries.removeAll(keptBy: erasure)
         outbox.removeAll(keeping: Set(kept.lazy.map(\.id)))
-        revisions.eraseAll(keeping: kept.map(\.id), at: seq)
+        recordFolds.revisions.eraseAll(keeping: kept.map(\.id), at: seq)
         if withAnalytics {
             analytics = AnalyticsState()
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
-        records.noteEveryEntryEvent(seq: seq)
+        recordFolds.records.noteEveryEntryEvent(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and
     /// the outbox's indexes): a replay calls it a few events ahead, so those lookups do not wait on memory.
+    /// - Parameter entriesOnly: only the projections that read the entries (a replay's folding thread, while the
+    ///   reading thread folds ``recordFolds``).
     @inline(__always)
-    func prefetch(_ id: EntryID) {
+    func prefetch(_ id: EntryID, entriesOnly: Bool = false) {
         entries.prefetch(id)
         outbox.prefetch(id)
-        revisions.prefetch(id)
+        if !entriesOnly { recordFolds.prefetch(id) }
     }
 
     /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name.
     @inline(__always)
-    func prefetchValues(_ id: EntryID) {
+    func prefetchValues(_ id: EntryID, entriesOnly: Bool = false) {
         entries.prefetchValue(id)
         outbox.prefetchValue(id)
-        revisions.prefetchValue(id)
+        if !entriesOnly { recordFolds.prefetchValue(id) }
     }
 
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
@@ -151,8 +158,7 @@ public struct LedgerState: Sendable, Equatable {
     /// revision. Every path that folds records calls it where a batch ends (a replay at each record that does not
     /// continue its batch, a commit after its records); a state left inside a batch answers for it at its own seq.
     mutating func endBatch() {
-        revisions.close(at: seq)
-        kept.endBatch(at: seq)
+        recordFolds.endBatch(at: seq)
     }
 
     /// The conflicts merges recorded that nobody has resolved yet.
@@ -165,7 +171,7 @@ public struct LedgerState: Sendable, Equatable {
     package var failureStreaks: FailureStreaks { kept[FailureStreaks.self] }
 
     /// Gives an entry the revision `seq` (an import's held entry joining the state: its batch's last seq).
-    mutating func noteRevision(of id: EntryID, seq: UInt64) { revisions.set(id, seq: seq) }
+    mutating func noteRevision(of id: EntryID, seq: UInt64) { recordFolds.revisions.set(id, seq: seq) }
 
     /// The revision of an entry's last change: the last seq of the last batch that named it (0: never named).
     package func revision(of id: EntryID) -> UInt64 { revisions.revision(of: id, at: seq) }
@@ -187,7 +193,7 @@ public struct LedgerState: Sendable, Equatable {
     /// Hands a record the folds skip to the kept projections that read its type (a sync batch's carrier), before
     /// ``skip(seq:recordedAt:)`` moves past it.
     mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer) {
-        kept.attached(type: type, payload: payload)
+        recordFolds.attached(type: type, payload: payload)
     }
 
     /// Marks a record the ledger skips (a *lost* record left by salvage) as applied.

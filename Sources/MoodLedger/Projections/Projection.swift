@@ -71,6 +71,10 @@ package struct KeptProjections: Sendable, Equatable {
         preconditionFailure("\(P.schema) is not listed in KeptProjections.types")
     }
 
+    /// Whether one of them folds events of `type`.
+    @inline(__always)
+    static func folds(_ type: EventType) -> Bool { mask & 1 << UInt64(type.rawValue) != 0 }
+
     /// Folds one event into each projection that folds its type: most events reach none, at the cost of one test.
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent) {

@@ -66,6 +66,14 @@ struct IdentifiedTable<Element: EntryKeyed> {
         }
     }
 
+    /// Edits the value at a position where it is held (no copy of it is made); the edit must keep the value's id.
+    @inline(__always)
+    mutating func modify(at position: Int, _ body: (inout Element) -> Void) {
+        let id = values[position].id
+        body(&values[position])
+        precondition(values[position].id == id, "a write changed the id of an indexed value")
+    }
+
     /// Starts loading the slot where a lookup of `id` begins into the CPU's caches (a hint: replay gives it a few
     /// events ahead, so the lookup does not wait on memory).
     @inline(__always)

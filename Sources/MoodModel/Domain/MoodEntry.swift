@@ -50,6 +50,24 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The valence's grid value, if any (what analytics sum).
     package var valenceGrid: Int64? { grid == .min ? nil : grid }
 
+    /// The valence's grid value and both word lists of the entry `entry` points to, read where it is held: a getter
+    /// called on `entry.pointee` from another module is handed a copy of the whole entry (its extras retained and
+    /// released), and the analytics' bulk build reads these three of every entry.
+    @inline(__always)
+    package static func analyticsFields(
+        of entry: UnsafePointer<MoodEntry>
+    ) -> (grid: Int64?, labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>) {
+        let grid = entry.pointee.grid
+        let words = entry.pointee.packedWords
+        var labels = WordList<LabelDomain>(compact: words & labelMask, width: labelWidth)
+        var associations = WordList<AssociationDomain>(compact: words >> associationShift, width: associationWidth)
+        if let extras = entry.pointee.extras {
+            if let spilled = extras.spilledLabels { labels = WordList(spilled) }
+            if let spilled = extras.spilledAssociations { associations = WordList(spilled) }
+        }
+        return (grid == .min ? nil : grid, labels, associations)
+    }
+
     /// The 1–10 score the user typed, if they typed one (never adjusted by labels).
     public var enteredScore: Int? {
         get { typedScore == 0 ? nil : Int(typedScore) }
