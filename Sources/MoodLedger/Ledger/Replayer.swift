@@ -178,7 +178,7 @@ enum Replayer {
                     // retained, for the call, which could otherwise see it changed under it.
                     let recorded = next.move()
                     if split {
-                        state.applyToEntries(recorded, analytics: analytics)
+                        state.applyExceptRecordFolds(recorded, analytics: analytics, entryID: ids[index])
                     } else {
                         state.apply(recorded, analytics: analytics, entryID: ids[index])
                     }

@@ -6,11 +6,10 @@ public struct LedgerState: Sendable, Equatable {
     public package(set) var outbox = OutboxState()
     /// Per-day analytics.
     public package(set) var analytics = AnalyticsState()
-    /// The projections that read only the records: which entries each block names, each entry's revision and the
-    /// projections kept whole.
+    /// The revisions and the projections kept whole, which read only the records (``RecordFolds``).
     var recordFolds = RecordFolds()
     /// Which entries each block of 1,024 records names: where an entry's records are.
-    var records: RecordIndex { recordFolds.records }
+    var records = RecordIndex()
     /// Each entry's revision (what a server answers with).
     package var revisions: RevisionsState { recordFolds.revisions }
     /// The projections kept whole: the open conflicts, a server's notes and keys (``KeptProjections/types``).
@@ -30,6 +29,7 @@ public struct LedgerState: Sendable, Equatable {
         analytics = AnalyticsState(image: image)
         outbox = OutboxState(image: image)
         recordFolds = RecordFolds(image: image)
+        records = RecordIndex(image: image)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
@@ -49,18 +49,19 @@ public struct LedgerState: Sendable, Equatable {
     @inline(__always)
     mutating func apply(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID: EntryID? = nil) {
         let id = entryID ?? recorded.event.entryID
-        applyToEntries(recorded, analytics: withAnalytics)
+        applyExceptRecordFolds(recorded, analytics: withAnalytics, entryID: id)
         recordFolds.apply(recorded, entryID: id)
         if case .ledgerErased(let erasure) = recorded.event {
             eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
         }
     }
 
-    /// Folds one recorded event into the projections that read the entries (the entries, the outbox, the analytics,
-    /// the pending erasures) and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
+    /// Folds one recorded event about entry `id` into the entries, the outbox, the analytics, the pending erasures
+    /// and the record index, and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
     /// ``recordFolds``, which a replay folds on its reading thread. Never for `ledger.erased`, whose fold reads both.
     @inline(__always)
-    mutating func applyToEntries(_ recorded: RecordedEvent, analytics withAnalytics: Bool) {
+    mutating func applyExceptRecordFolds(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID id: EntryID)
+    {
         let time = recorded.recordedAtMilliseconds
         let kind: EntryChange.Kind?
         if withAnalytics {
@@ -74,10 +75,14 @@ public struct LedgerState: Sendable, Equatable {
         // Only the outcome events ask whether their entry still exists (one lookup, not one per event).
         let exists: Bool
         switch recorded.event {
-        case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(recorded.event.entryID)
+        case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(id)
+        case .remoteConfigured:
+            exists = true
+            records.noteEveryEntryEvent(seq: recorded.seq)
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
+        records.note(id, seq: recorded.seq)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         }
@@ -92,7 +97,7 @@ public struct LedgerState: Sendable, Equatable {
     mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
-        recordFolds.records.note(entry.id, seq: recorded.seq)
+        records.note(entry.id, seq: recorded.seq)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -109,7 +114,7 @@ public struct LedgerState: Sendable, Equatable {
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
-        recordFolds.records.noteEveryEntryEvent(seq: seq)
+        records.noteEveryEntryEvent(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and
