@@ -9,12 +9,17 @@ struct TimeTravel {
 
     /// The state after event `target`: from the newest snapshot at or before it (sparse older snapshots are kept
     /// for this; each is checked whole), unless `fromSnapshots` is false, then a replay of the events after it.
+    ///
+    /// A snapshot that covers less than half of the events up to `target` is not used: the events after a snapshot
+    /// are folded one by one into a state read through it (each day's analytics kept in order), which at 1,000,000
+    /// events costs about 1.7 times a replay from the first event, whose analytics and days are built once at its end.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     func state(through target: UInt64, fromSnapshots: Bool) throws -> LedgerState {
         var state = LedgerState()
         var after: RecordLocation?
         if options.useSnapshots, fromSnapshots {
             for seq in store.list() where seq <= target {
+                guard seq >= target - seq else { break }  // the older ones cover even less
                 guard case .success(let image) = store.load(seq: seq, fileID: log.fileID) else { continue }
                 state = LedgerState(image: image)
                 after = image.header.location
