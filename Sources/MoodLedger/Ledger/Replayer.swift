@@ -446,7 +446,12 @@ enum Replayer {
             }
             guard let batch else {
                 guard finished else { continue }
-                if let folds = channel.state.withLock({ $0.folds }) { state.recordFolds = folds }
+                // Taken out, not copied: a copy left in the channel would make the state's next change copy them.
+                let folds = channel.state.withLock { state -> RecordFolds? in
+                    defer { state.folds = nil }
+                    return state.folds
+                }
+                if let folds { state.recordFolds = folds }
                 if let failure { throw failure }
                 return (channel.state.withLock { $0.log }, count)
             }
