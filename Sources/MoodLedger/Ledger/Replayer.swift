@@ -52,7 +52,8 @@ enum Replayer {
             /// The position of the batch's first `ledger.erased`, if it holds one: the record folds stop before it.
             @exclusivity(unchecked) private var firstErasure: Int?
             /// How many records, from the first, the reading thread folded into the record folds
-            /// (``foldRecords(into:)``): the folding thread folds only their entries' part.
+            /// (``foldRecords(into:)``): the folding thread folds the rest of each of them
+            /// (``LedgerState/applyExceptRecordFolds(_:analytics:entryID:)``).
             @exclusivity(unchecked) private var recordsFolded = 0
             /// The record folds, handed back at position ``recordsFolded`` when the reading thread stopped folding
             /// them there (before a `ledger.erased`).
@@ -154,8 +155,8 @@ enum Replayer {
                 return true
             }
 
-            /// Folds the next record (in order) into `state`: only its entries' part when the reading thread folded
-            /// its record folds.
+            /// Folds the next record (in order) into `state`: all but the record folds when the reading thread
+            /// folded those.
             @inline(__always)
             func applyNext(to state: inout LedgerState, analytics: Bool) {
                 precondition(applied < count, "every record applied")
@@ -166,7 +167,7 @@ enum Replayer {
                     handover = nil
                     state.recordFolds = folds
                 }
-                let split = index < recordsFolded
+                let split = readerFolded(index)
                 if skips[index] {
                     if !split, let attachment = attachments.removeValue(forKey: index) {
                         attachment.payload.withUnsafeBytes { state.attached(type: attachment.type, payload: $0) }
@@ -186,8 +187,8 @@ enum Replayer {
                 if ends[index], !split { state.endBatch() }
             }
 
-            /// Whether the folding thread folds only the entries' part of the record at `index`.
-            func foldsEntriesOnly(at index: Int) -> Bool { index < recordsFolded }
+            /// Whether the reading thread folded the record folds of the record at `index`.
+            func readerFolded(_ index: Int) -> Bool { index < recordsFolded }
         }
         /// The batch the reading thread fills, held where its closures reach it without the dynamic exclusivity
         /// checks a captured variable gets (two a record): only that thread touches it; and the record folds that
@@ -461,12 +462,12 @@ enum Replayer {
             let ahead = 16
             let valuesAhead = 8
             for index in 0..<batch.count {
-                let entriesOnly = batch.foldsEntriesOnly(at: index)
+                let exceptRecordFolds = batch.readerFolded(index)
                 if index + ahead < batch.ids.count {
-                    state.prefetch(batch.ids[index + ahead], entriesOnly: entriesOnly)
+                    state.prefetch(batch.ids[index + ahead], exceptRecordFolds: exceptRecordFolds)
                 }
                 if index + valuesAhead < batch.ids.count {
-                    state.prefetchValues(batch.ids[index + valuesAhead], entriesOnly: entriesOnly)
+                    state.prefetchValues(batch.ids[index + valuesAhead], exceptRecordFolds: exceptRecordFolds)
                 }
                 batch.applyNext(to: &state, analytics: analytics)
             }

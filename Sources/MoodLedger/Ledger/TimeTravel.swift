@@ -12,7 +12,7 @@ struct TimeTravel {
     ///
     /// A snapshot that covers less than half of the events up to `target` is not used: the events after a snapshot
     /// are folded one by one into a state read through it (each day's analytics kept in order), which at 1,000,000
-    /// events costs about 1.7 times a replay from the first event, whose analytics and days are built once at its end.
+    /// events costs about 1.8 times a replay from the first event, whose analytics and days are built once at its end.
     /// - Throws: `EventLogError` or ``MoodError`` `corrupt_event`.
     func state(through target: UInt64, fromSnapshots: Bool) throws -> LedgerState {
         var state = LedgerState()

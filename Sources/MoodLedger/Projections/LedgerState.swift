@@ -119,21 +119,21 @@ public struct LedgerState: Sendable, Equatable {
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and
     /// the outbox's indexes): a replay calls it a few events ahead, so those lookups do not wait on memory.
-    /// - Parameter entriesOnly: only the projections that read the entries (a replay's folding thread, while the
-    ///   reading thread folds ``recordFolds``).
+    /// - Parameter exceptRecordFolds: not ``recordFolds`` (a replay's folding thread, while the reading thread folds
+    ///   them).
     @inline(__always)
-    func prefetch(_ id: EntryID, entriesOnly: Bool = false) {
+    func prefetch(_ id: EntryID, exceptRecordFolds: Bool = false) {
         entries.prefetch(id)
         outbox.prefetch(id)
-        if !entriesOnly { recordFolds.prefetch(id) }
+        if !exceptRecordFolds { recordFolds.prefetch(id) }
     }
 
     /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name.
     @inline(__always)
-    func prefetchValues(_ id: EntryID, entriesOnly: Bool = false) {
+    func prefetchValues(_ id: EntryID, exceptRecordFolds: Bool = false) {
         entries.prefetchValue(id)
         outbox.prefetchValue(id)
-        if !entriesOnly { recordFolds.prefetchValue(id) }
+        if !exceptRecordFolds { recordFolds.prefetchValue(id) }
     }
 
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.

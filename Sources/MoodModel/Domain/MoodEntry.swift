@@ -58,14 +58,22 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         of entry: UnsafePointer<MoodEntry>
     ) -> (grid: Int64?, labels: WordList<LabelDomain>, associations: WordList<AssociationDomain>) {
         let grid = entry.pointee.grid
-        let words = entry.pointee.packedWords
-        var labels = WordList<LabelDomain>(compact: words & labelMask, width: labelWidth)
-        var associations = WordList<AssociationDomain>(compact: words >> associationShift, width: associationWidth)
-        if let extras = entry.pointee.extras {
-            if let spilled = extras.spilledLabels { labels = WordList(spilled) }
-            if let spilled = extras.spilledAssociations { associations = WordList(spilled) }
-        }
-        return (grid == .min ? nil : grid, labels, associations)
+        let (words, extras) = (entry.pointee.packedWords, entry.pointee.extras)
+        return (grid == .min ? nil : grid, labels(words, extras), associations(words, extras))
+    }
+
+    /// The labels held in `words` (their part of ``packedWords``), or spilled into `extras`.
+    @inline(__always)
+    private static func labels(_ words: UInt64, _ extras: EntryExtras?) -> WordList<LabelDomain> {
+        if let spilled = extras?.spilledLabels { return WordList(spilled) }
+        return WordList(compact: words & labelMask, width: labelWidth)
+    }
+
+    /// The associations held in `words` (their part of ``packedWords``), or spilled into `extras`.
+    @inline(__always)
+    private static func associations(_ words: UInt64, _ extras: EntryExtras?) -> WordList<AssociationDomain> {
+        if let spilled = extras?.spilledAssociations { return WordList(spilled) }
+        return WordList(compact: words >> associationShift, width: associationWidth)
     }
 
     /// The 1–10 score the user typed, if they typed one (never adjusted by labels).
@@ -76,10 +84,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Labels, packed inline when they can be (see ``WordList``).
     package var labelList: WordList<LabelDomain> {
-        get {
-            if let spilled = extras?.spilledLabels { return WordList(spilled) }
-            return WordList(compact: packedWords & Self.labelMask, width: Self.labelWidth)
-        }
+        get { Self.labels(packedWords, extras) }
         set {
             let compact = newValue.compact(width: Self.labelWidth)
             packedWords = packedWords & ~Self.labelMask | (compact ?? 0)
@@ -91,10 +96,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Associations, packed inline when they can be.
     package var associationList: WordList<AssociationDomain> {
-        get {
-            if let spilled = extras?.spilledAssociations { return WordList(spilled) }
-            return WordList(compact: packedWords >> Self.associationShift, width: Self.associationWidth)
-        }
+        get { Self.associations(packedWords, extras) }
         set {
             let compact = newValue.compact(width: Self.associationWidth)
             packedWords = packedWords & Self.labelMask | (compact ?? 0) << Self.associationShift
