@@ -125,17 +125,12 @@ enum Replayer {
             }
 
             /// Folds the batch's records into `folds` on the reading thread, before the batch is handed over, up to
-            /// its first `ledger.erased` (whose fold reads the entries too). The revision slots are asked for a few
-            /// records ahead, as the folding thread does for the entries'.
+            /// its first `ledger.erased` (whose fold reads the entries too).
             /// - Returns: whether it folded them all; if not, `folds` is handed back to the folding thread with the
             ///   batch, at the erasure, and the folding thread folds everything from there.
             func foldRecords(into folds: inout RecordFolds) -> Bool {
                 let end = firstErasure ?? count
-                let ahead = 16
-                let valuesAhead = 8
                 for index in 0..<end {
-                    if index + ahead < end { folds.prefetch(ids[index + ahead]) }
-                    if index + valuesAhead < end { folds.prefetchValue(ids[index + valuesAhead]) }
                     let record = records + index
                     if skips[index] {
                         if let attachment = attachments.removeValue(forKey: index) {
@@ -184,7 +179,9 @@ enum Replayer {
                         state.apply(recorded, analytics: analytics, entryID: ids[index])
                     }
                 }
-                if ends[index], !split { state.endBatch() }
+                if ends[index] {
+                    if split { state.endBatchExceptRecordFolds() } else { state.endBatch() }
+                }
             }
 
             /// Whether the reading thread folded the record folds of the record at `index`.
@@ -462,13 +459,8 @@ enum Replayer {
             let ahead = 16
             let valuesAhead = 8
             for index in 0..<batch.count {
-                let exceptRecordFolds = batch.readerFolded(index)
-                if index + ahead < batch.ids.count {
-                    state.prefetch(batch.ids[index + ahead], exceptRecordFolds: exceptRecordFolds)
-                }
-                if index + valuesAhead < batch.ids.count {
-                    state.prefetchValues(batch.ids[index + valuesAhead], exceptRecordFolds: exceptRecordFolds)
-                }
+                if index + ahead < batch.ids.count { state.prefetch(batch.ids[index + ahead]) }
+                if index + valuesAhead < batch.ids.count { state.prefetchValues(batch.ids[index + valuesAhead]) }
                 batch.applyNext(to: &state, analytics: analytics)
             }
             count += batch.count

@@ -1,25 +1,3 @@
-/// An entry's place in its day: by instant, then id (what a day's list is ordered by, kept beside the id so that
-/// ordering never looks an entry up).
-struct DayKey: Sendable, Comparable {
-    var ms: Int64
-    var id: EntryID
-
-    static func < (a: DayKey, b: DayKey) -> Bool { (a.ms, a.id) < (b.ms, b.id) }
-}
-
-/// The key of the source-id index: a source id is unique per source.
-struct SourceKey: Hashable, Sendable {
-    var source: MoodSource
-    var sourceID: String
-}
-
-extension SourceKey {
-    /// A key from a source id's UTF-8 bytes (as an entry's extras hold them).
-    init(source: MoodSource, bytes: UnsafeRawBufferPointer) {
-        self.init(source: source, sourceID: String(decoding: bytes, as: UTF8.self))
-    }
-}
-
 /// The current entries by id, with the indexes the queries and commands need. A pure fold over events.
 ///
 /// A state opened from a snapshot reads through its `SnapshotImage` (rows decoded only when read) and keeps here
@@ -30,6 +8,9 @@ public struct EntriesState: Sendable, Equatable {
     private(set) var image: SnapshotImage?
     /// Entries added or changed since the image (every entry, without one), by id.
     private var changed = IdentifiedTable<MoodEntry>()
+    /// The revision of each entry in ``changed``, at its position: beside the entry, as a snapshot's rows hold them,
+    /// not in a table of their own that keys them by the id a second time (``RevisionsState``).
+    private var changedRevisions = ChunkedArray<UInt64>()
     /// Image rows no longer current: removed, or superseded by an entry in ``changed``.
     private var hidden = IdentifiedTable<HiddenRow>()
     /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end. With an
@@ -141,7 +122,43 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Starts loading the entry of `id` that the slot ``prefetch(_:)`` loaded names (the lookup's second read).
     @inline(__always)
-    func prefetchValue(_ id: EntryID) { changed.prefetchValue(id) }
+    func prefetchValue(_ id: EntryID) {
+        guard let position = changed.likelyPosition(of: id) else { return }
+        changed.values.prefetch(position)
+        changedRevisions.prefetch(position)
+    }
+
+    /// Whether the entry of `id` is held here as a value (added or changed since the snapshot, if any).
+    func holds(_ id: EntryID) -> Bool { changed.position(of: id) != nil }
+
+    /// The revision beside a held entry (``holds(_:)``), else nil.
+    func heldRevision(of id: EntryID) -> UInt64? { changed.position(of: id).map { changedRevisions[$0] } }
+
+    /// Sets the revision beside a held entry; false (nothing set) when the entry is not held here.
+    mutating func setHeldRevision(of id: EntryID, to revision: UInt64) -> Bool {
+        guard let position = changed.position(of: id) else { return false }
+        changedRevisions[position] = revision
+        return true
+    }
+
+    /// Calls `body` with each held entry's id and revision, in no particular order.
+    func forEachHeldRevision(_ body: (EntryID, UInt64) -> Void) {
+        for position in 0..<changed.count { body(changed[position: position].id, changedRevisions[position]) }
+    }
+
+    /// Adds an entry to ``changed`` or replaces it there; a new one gets revision 0 until its batch closes.
+    private mutating func setChanged(_ entry: MoodEntry) {
+        if changed.set(entry) == changedRevisions.count { changedRevisions.append(0) }
+    }
+
+    /// Removes an entry from ``changed`` (the last takes its position, and its revision with it).
+    private mutating func removeChanged(_ id: EntryID) -> MoodEntry? {
+        guard let position = changed.position(of: id) else { return nil }
+        let last = changed.count - 1
+        if position < last { changedRevisions[position] = changedRevisions[last] }
+        changedRevisions.removeLast()
+        return changed.remove(id)
+    }
 
     /// Whether an entry with this id is current (without decoding it).
     func contains(_ id: EntryID) -> Bool {
@@ -427,7 +444,7 @@ public struct EntriesState: Sendable, Equatable {
             let day = after.localDate
             if overridden[day] == nil { replaced[day] = true }
             hidden.set(HiddenRow(id: id))
-            changed.set(after)
+            setChanged(after)
         } else {
             remove(before)
             insert(after)
@@ -446,7 +463,7 @@ public struct EntriesState: Sendable, Equatable {
                 keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
             }
         }
-        changed.set(entry)
+        setChanged(entry)
         if entry.kind == .dailyMood, !daysDeferred {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
@@ -468,7 +485,7 @@ public struct EntriesState: Sendable, Equatable {
     private mutating func remove(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
-        if changed.remove(entry.id) == nil, let image, image.row(of: entry.id) != nil {
+        if removeChanged(entry.id) == nil, let image, image.row(of: entry.id) != nil {
             hidden.set(HiddenRow(id: entry.id))
         }
         removeFromSourceIndex(entry)
@@ -575,9 +592,4 @@ public struct EntriesState: Sendable, Equatable {
                     && a.entries(on: $0) == b.entries(on: $0)
             }
     }
-}
-
-/// The id of a snapshot row that is no longer current (its entry removed, or changed and held as a value).
-struct HiddenRow: EntryKeyed, Sendable {
-    var id: EntryID
 }

@@ -1,17 +1,17 @@
 /// The projections together, as of one sequence number: what queries read, live or time-travelled.
-public struct LedgerState: Sendable, Equatable {
+public struct LedgerState: Sendable {
     /// Current entries and their indexes.
     public package(set) var entries = EntriesState()
     /// What still has to reach each destination.
     public package(set) var outbox = OutboxState()
     /// Per-day analytics.
     public package(set) var analytics = AnalyticsState()
-    /// The revisions and the projections kept whole, which read only the records (``RecordFolds``).
+    /// The record index and the projections kept whole, which read only the records (``RecordFolds``).
     var recordFolds = RecordFolds()
     /// Which entries each block of 1,024 records names: where an entry's records are.
-    var records = RecordIndex()
-    /// Each entry's revision (what a server answers with).
-    package var revisions: RevisionsState { recordFolds.revisions }
+    var records: RecordIndex { recordFolds.records }
+    /// Each id's revision (what a server answers with): those of held entries are kept beside them (``RevisionsState``).
+    private var revisionFold = RevisionsState()
     /// The projections kept whole: the open conflicts, a server's notes and keys (``KeptProjections/types``).
     package var kept: KeptProjections { recordFolds.kept }
     /// The last sequence number applied (0 = empty).
@@ -29,7 +29,7 @@ public struct LedgerState: Sendable, Equatable {
         analytics = AnalyticsState(image: image)
         outbox = OutboxState(image: image)
         recordFolds = RecordFolds(image: image)
-        records = RecordIndex(image: image)
+        revisionFold = RevisionsState(image: image)
         pendingErasures = image.pendingErasures
         seq = image.seq
         recordedAt = image.recordedAt
@@ -56,8 +56,8 @@ public struct LedgerState: Sendable, Equatable {
         }
     }
 
-    /// Folds one recorded event about entry `id` into the entries, the outbox, the analytics, the pending erasures
-    /// and the record index, and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
+    /// Folds one recorded event about entry `id` into the entries, the outbox, the analytics, the revisions and the
+    /// pending erasures, and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
     /// ``recordFolds``, which a replay folds on its reading thread. Never for `ledger.erased`, whose fold reads both.
     @inline(__always)
     mutating func applyExceptRecordFolds(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID id: EntryID)
@@ -76,13 +76,10 @@ public struct LedgerState: Sendable, Equatable {
         let exists: Bool
         switch recorded.event {
         case .syncAttempted, .syncSucceeded, .syncFailed: exists = entries.contains(id)
-        case .remoteConfigured:
-            exists = true
-            records.noteEveryEntryEvent(seq: recorded.seq)
         default: exists = true
         }
         outbox.apply(recorded.event, change: kind, at: time, entryExists: exists)
-        records.note(id, seq: recorded.seq)
+        revisionFold.name(id)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
         }
@@ -97,7 +94,7 @@ public struct LedgerState: Sendable, Equatable {
     mutating func applyCreation(_ recorded: RecordedEvent, of entry: MoodEntry) {
         analytics.apply(EntryChange(before: nil, after: entry))
         outbox.apply(recorded.event, change: .created, at: recorded.recordedAtMilliseconds)
-        records.note(entry.id, seq: recorded.seq)
+        recordFolds.records.note(entry.id, seq: recorded.seq)
         seq = recorded.seq
         recordedAt = recorded.recordedAt
     }
@@ -106,34 +103,34 @@ public struct LedgerState: Sendable, Equatable {
     /// with their outbox records and analytics; until the rewrite completes it, the erasure is pending under the
     /// all-zero id (`Specs/erasure.md`, *Erasing everything*).
     private mutating func eraseAll(_ erasure: Erasure, seq: UInt64, analytics withAnalytics: Bool) {
+        let before = (revisions: revisionFold, entries: entries)
         let kept = entries.removeAll(keptBy: erasure)
         outbox.removeAll(keeping: Set(kept.lazy.map(\.id)))
-        recordFolds.revisions.eraseAll(keeping: kept.map(\.id), at: seq)
+        revisionFold.eraseAll(
+            keeping: kept.map { ($0.id, before.revisions.revision(of: $0.id, at: seq, entries: before.entries)) },
+            entries: &entries)
         if withAnalytics {
             analytics = AnalyticsState()
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
-        records.noteEveryEntryEvent(seq: seq)
+        recordFolds.records.noteEveryEntryEvent(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and
     /// the outbox's indexes): a replay calls it a few events ahead, so those lookups do not wait on memory.
-    /// - Parameter exceptRecordFolds: not ``recordFolds`` (a replay's folding thread, while the reading thread folds
-    ///   them).
     @inline(__always)
-    func prefetch(_ id: EntryID, exceptRecordFolds: Bool = false) {
+    func prefetch(_ id: EntryID) {
         entries.prefetch(id)
         outbox.prefetch(id)
-        if !exceptRecordFolds { recordFolds.prefetch(id) }
     }
 
-    /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name.
+    /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name (an entry's, with
+    /// its revision beside it).
     @inline(__always)
-    func prefetchValues(_ id: EntryID, exceptRecordFolds: Bool = false) {
+    func prefetchValues(_ id: EntryID) {
         entries.prefetchValue(id)
         outbox.prefetchValue(id)
-        if !exceptRecordFolds { recordFolds.prefetchValue(id) }
     }
 
     /// Whether the snapshot this state reads through was found damaged: what was read may be wrong.
@@ -163,7 +160,13 @@ public struct LedgerState: Sendable, Equatable {
     /// revision. Every path that folds records calls it where a batch ends (a replay at each record that does not
     /// continue its batch, a commit after its records); a state left inside a batch answers for it at its own seq.
     mutating func endBatch() {
+        endBatchExceptRecordFolds()
         recordFolds.endBatch(at: seq)
+    }
+
+    /// ``endBatch()`` but for ``recordFolds``, which a replay's reading thread ends itself.
+    mutating func endBatchExceptRecordFolds() {
+        revisionFold.close(at: seq, entries: &entries)
     }
 
     /// The conflicts merges recorded that nobody has resolved yet.
@@ -176,15 +179,28 @@ public struct LedgerState: Sendable, Equatable {
     package var failureStreaks: FailureStreaks { kept[FailureStreaks.self] }
 
     /// Gives an entry the revision `seq` (an import's held entry joining the state: its batch's last seq).
-    mutating func noteRevision(of id: EntryID, seq: UInt64) { recordFolds.revisions.set(id, seq: seq) }
+    mutating func noteRevision(of id: EntryID, seq: UInt64) { revisionFold.set(id, seq: seq, entries: &entries) }
 
     /// The revision of an entry's last change: the last seq of the last batch that named it (0: never named).
-    package func revision(of id: EntryID) -> UInt64 { revisions.revision(of: id, at: seq) }
+    package func revision(of id: EntryID) -> UInt64 { revisionFold.revision(of: id, at: seq, entries: entries) }
+
+    /// Calls `body` with every id the ledger named and its revision, in no particular order.
+    func forEachRevision(_ body: (EntryID, UInt64) -> Void) {
+        revisionFold.forEach(at: seq, entries: entries, body)
+    }
+
+    /// Every id's revision, and the ids the batch the state ends inside named: what states are compared by.
+    package var revisions: RevisionTable {
+        var table = RevisionTable()
+        forEachRevision { table.revisions[$0] = $1 }
+        table.open = revisionFold.opened
+        return table
+    }
 
     /// Every entry changed after revision `since`, with its revision, oldest change first (then by id).
     package func changes(since: UInt64) -> [(id: EntryID, revision: UInt64)] {
         var found: [(id: EntryID, revision: UInt64)] = []
-        revisions.forEach(at: seq) { id, revision in if revision > since { found.append((id, revision)) } }
+        forEachRevision { id, revision in if revision > since { found.append((id, revision)) } }
         return found.sorted { ($0.revision, $0.id) < ($1.revision, $1.id) }
     }
 
@@ -205,5 +221,15 @@ public struct LedgerState: Sendable, Equatable {
     mutating func skip(seq: UInt64, recordedAt: Int64) {
         self.seq = seq
         self.recordedAt = recordedAt
+    }
+}
+
+extension LedgerState: Equatable {
+    /// Equal when every projection answers alike (the revisions compared as the ids' answers, wherever each is
+    /// kept).
+    public static func == (a: LedgerState, b: LedgerState) -> Bool {
+        a.seq == b.seq && a.recordedAt == b.recordedAt && a.pendingErasures == b.pendingErasures
+            && a.entries == b.entries && a.outbox == b.outbox && a.analytics == b.analytics
+            && a.recordFolds == b.recordFolds && a.revisions == b.revisions
     }
 }

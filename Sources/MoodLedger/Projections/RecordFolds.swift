@@ -1,23 +1,21 @@
 import EventLog
 
-/// Two projections that read only the records — each entry's revision (``RevisionsState``) and the projections kept
-/// whole (``KeptProjections``) — folded apart from the entries, the outbox, the analytics and the record index.
+/// The projections that read only the records — which entries each block names (``RecordIndex``) and the projections
+/// kept whole (``KeptProjections``) — folded apart from the rest of the state.
 ///
 /// Being a fold of the records alone, a replay folds them on the thread that reads and decodes the records while
 /// the other thread folds the rest (`Specs/ledger.md`, *State is a fold*); ``LedgerState`` folds both, one record at
-/// a time, everywhere else. The record index reads only the records too, but stays with the other thread: its
-/// block's filter is in cache, and the split that balances the two threads' work is this one (a 1,000,000-event
-/// cold open: ~15 ms faster with the index on the folding thread). `ledger.erased` is the one event whose fold
-/// reads both (it keeps the revisions of the entries it keeps), so it is folded by ``LedgerState`` alone.
+/// a time, everywhere else. `ledger.erased` is the one event whose fold reads both (it keeps the revisions of the
+/// entries it keeps), so it is folded by ``LedgerState`` alone.
 struct RecordFolds: Sendable, Equatable {
-    var revisions = RevisionsState()
+    var records = RecordIndex()
     var kept = KeptProjections()
 
     init() {}
 
     /// The folds a snapshot holds, read through it.
     init(image: SnapshotImage) {
-        revisions = RevisionsState(image: image)
+        records = RecordIndex(image: image)
         kept = image.kept
     }
 
@@ -31,7 +29,8 @@ struct RecordFolds: Sendable, Equatable {
     /// batch), so that an event no kept projection folds is not copied for the call.
     @inline(__always)
     mutating func apply(_ recorded: UnsafePointer<RecordedEvent>, type: EventType, entryID id: EntryID) {
-        revisions.apply(entryID: id)
+        if type == .remoteConfigured { records.noteEveryEntryEvent(seq: recorded.pointee.seq) }
+        records.note(id, seq: recorded.pointee.seq)
         if KeptProjections.folds(type) { kept.apply(recorded.pointee) }
     }
 
@@ -40,17 +39,8 @@ struct RecordFolds: Sendable, Equatable {
         kept.attached(type: type, payload: payload)
     }
 
-    /// Ends the batch being folded at `seq`, its last record: the entries it named take that revision.
+    /// Ends the batch being folded at `seq`, its last record.
     mutating func endBatch(at seq: UInt64) {
-        revisions.close(at: seq)
         kept.endBatch(at: seq)
     }
-
-    /// Starts loading the revision slot of entry `id`, a few events ahead of its fold.
-    @inline(__always)
-    func prefetch(_ id: EntryID) { revisions.prefetch(id) }
-
-    /// The second step of ``prefetch(_:)``: the value the slot names.
-    @inline(__always)
-    func prefetchValue(_ id: EntryID) { revisions.prefetchValue(id) }
 }

@@ -231,7 +231,7 @@ struct SnapshotSections {
         try section(taking: &rowRevisions)
         // The revisions of the entries that are no row: removed ones, and those only events about them named.
         var revisions: [(id: EntryID, revision: UInt64)] = []
-        state.revisions.forEach(at: state.seq) { id, revision in
+        state.forEachRevision { id, revision in
             if !isEntry(id) { revisions.append((id, revision)) }
         }
         revisions.sort { $0.id < $1.id }

@@ -86,11 +86,18 @@ struct IdentifiedTable<Element: EntryKeyed> {
     /// id's fingerprint: the second of a lookup's two dependent reads.
     @inline(__always)
     func prefetchValue(_ id: EntryID) {
-        guard bits > 0 else { return }
+        if let position = likelyPosition(of: id) { values.prefetch(position) }
+    }
+
+    /// The position its home slot names when that slot holds the id's fingerprint (the value is then most likely
+    /// the id's, unchecked): what a replay prefetches, and what it prefetches beside the value.
+    @inline(__always)
+    func likelyPosition(of id: EntryID) -> Int? {
+        guard bits > 0 else { return nil }
         let fingerprint = Self.fingerprint(id)
         let value = slots[home(fingerprint)]
-        guard value >> 32 == fingerprint else { return }
-        values.prefetch(Int(truncatingIfNeeded: value & 0xFFFF_FFFF) - 1)
+        guard value >> 32 == fingerprint else { return nil }
+        return Int(truncatingIfNeeded: value & 0xFFFF_FFFF) - 1
     }
 
     /// Adds a value, or replaces the value with the same id.
