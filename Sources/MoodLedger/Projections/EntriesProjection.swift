@@ -13,9 +13,10 @@ public struct EntriesState: Sendable, Equatable {
     private var changedRevisions = ChunkedArray<UInt64>()
     /// Image rows no longer current: removed, or superseded by an entry in ``changed``.
     private var hidden = IdentifiedTable<HiddenRow>()
-    /// Entry keys per local day, oldest first (by instant, then id): a page of the newest is the array's end. With an
-    /// image, only the days in ``overridden`` (the image's rows answer for the others).
-    private(set) var byDay = DayTable<[DayKey]>(empty: [])
+    /// Each local day's entries, oldest first (by instant, then id): a page of the newest is the array's end. With an
+    /// image, only the days in ``overridden`` (the image's rows answer for the others). Held as references to where
+    /// each entry is (``DayRef``), ordered by the key each one's entry has (``key(of:)``).
+    private(set) var byDay = DayTable<[DayRef]>(empty: [])
     /// The daily-mood entry of each local day (with an image: of the overridden days).
     private(set) var dailyMoodByDay = DayTable<EntryID>(empty: EntryID(high: 0, low: 0))
     /// Days changed since the image: ``byDay`` and ``dailyMoodByDay`` answer for them.
@@ -147,15 +148,27 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     /// Adds an entry to ``changed`` or replaces it there; a new one gets revision 0 until its batch closes.
-    private mutating func setChanged(_ entry: MoodEntry) {
-        if changed.set(entry) == changedRevisions.count { changedRevisions.append(0) }
+    /// - Returns: its position.
+    @discardableResult
+    private mutating func setChanged(_ entry: MoodEntry) -> Int {
+        let position = changed.set(entry)
+        if position == changedRevisions.count { changedRevisions.append(0) }
+        return position
     }
 
-    /// Removes an entry from ``changed`` (the last takes its position, and its revision with it).
+    /// Removes an entry from ``changed``: the last takes its position, with its revision, and its day's list refers
+    /// to it there.
     private mutating func removeChanged(_ id: EntryID) -> MoodEntry? {
         guard let position = changed.position(of: id) else { return nil }
         let last = changed.count - 1
-        if position < last { changedRevisions[position] = changedRevisions[last] }
+        if position < last {
+            changedRevisions[position] = changedRevisions[last]
+            let moved = DayRef(position: last)
+            let day = changed[position: last].localDate
+            if !daysDeferred, let at = listIndex(of: key(of: moved), on: day), byDay[day]?[at] == moved {
+                byDay.modify(day, default: [], removeIf: { _ in false }) { $0[at] = DayRef(position: position) }
+            }
+        }
         changedRevisions.removeLast()
         return changed.remove(id)
     }
@@ -202,7 +215,24 @@ public struct EntriesState: Sendable, Equatable {
     /// A day's keys, oldest first.
     func keys(on day: LocalDate) -> [DayKey] {
         if let image, let record = imageDay(day) { return record.rows.map(image.key(ofRow:)) }
-        return readsImage(day) ? [] : byDay[day] ?? []
+        return readsImage(day) ? [] : (byDay[day] ?? []).map(key(of:))
+    }
+
+    /// The key (instant, id) of the entry a day's list refers to.
+    @inline(__always)
+    private func key(of ref: DayRef) -> DayKey {
+        if let position = ref.position {
+            return DayKey(ms: changed[position: position].loggedAt.milliseconds, id: changed[position: position].id)
+        }
+        guard let image, let row = ref.imageRow else { preconditionFailure("a snapshot's row without a snapshot") }
+        return image.key(ofRow: row)
+    }
+
+    /// The entry a day's list refers to (a snapshot's row: the entry held here if one replaced it).
+    private func entry(of ref: DayRef) -> MoodEntry? {
+        if let position = ref.position { return changed[position: position] }
+        guard let image, let row = ref.imageRow else { return nil }
+        return self[image.id(ofRow: row)]
     }
 
     /// The entry of an image row of a day the image orders: the changed entry where one replaced the row. (On such
@@ -240,8 +270,8 @@ public struct EntriesState: Sendable, Equatable {
             guard let rows = imageDay(day)?.rows else { return [] }
             return rows.suffix(k).reversed().compactMap { entry(atRow: $0, of: image, on: day) }
         }
-        guard let keys = byDay[day] else { return [] }
-        return keys.suffix(k).reversed().compactMap { self[$0.id] }
+        guard let refs = byDay[day] else { return [] }
+        return refs.suffix(k).reversed().compactMap(entry(of:))
     }
 
     /// The days with entries, ascending.
@@ -281,7 +311,7 @@ public struct EntriesState: Sendable, Equatable {
                             dailyMood: dailyMood(on: day)?.id))
             } else {
                 try body(
-                    day, .entries((byDay[day] ?? []).compactMap { self[$0.id] }, dailyMood: dailyMood(on: day)?.id))
+                    day, .entries((byDay[day] ?? []).compactMap(entry(of:)), dailyMood: dailyMood(on: day)?.id))
             }
         }
     }
@@ -292,26 +322,35 @@ public struct EntriesState: Sendable, Equatable {
         overridden[day] = true
         guard let index = image.dayIndex(of: day) else { return }
         let record = image.day(at: index)
-        byDay[day] = record.rows.map(image.key(ofRow:))
+        byDay[day] = record.rows.map { DayRef(imageRow: $0) }
         dailyMoodByDay[day] = record.dailyMoodRow.map(image.id(ofRow:))
     }
 
-    /// Where `key` goes in a day's ordered keys (after every smaller one). Entries mostly arrive in order: the end
+    /// Where `key` goes in a day's ordered list (after every smaller one). Entries mostly arrive in order: the end
     /// is tried first.
-    private static func insertionIndex(of key: DayKey, in keys: [DayKey]) -> Int {
-        guard let last = keys.last, key < last else { return keys.count }
-        return lowerBound(of: key, in: keys)
+    private func insertionIndex(of key: DayKey, in refs: [DayRef]) -> Int {
+        guard let last = refs.last, key < self.key(of: last) else { return refs.count }
+        return lowerBound(of: key, in: refs)
     }
 
-    /// The first index whose key is not below `key`.
-    private static func lowerBound(of key: DayKey, in keys: [DayKey]) -> Int {
+    /// The first index whose entry's key is not below `key`.
+    private func lowerBound(of key: DayKey, in refs: [DayRef]) -> Int {
         var low = 0
-        var high = keys.count
+        var high = refs.count
         while low < high {
             let mid = (low + high) / 2
-            if keys[mid] < key { low = mid + 1 } else { high = mid }
+            if self.key(of: refs[mid]) < key { low = mid + 1 } else { high = mid }
         }
         return low
+    }
+
+    /// Where in a day's list the entry with `key` is, if there (found by its key; a list left unordered, never
+    /// expected, is searched whole).
+    private func listIndex(of key: DayKey, on day: LocalDate) -> Int? {
+        guard let refs = byDay[day] else { return nil }
+        let at = lowerBound(of: key, in: refs)
+        if at < refs.count, self.key(of: refs[at]) == key { return at }
+        return refs.firstIndex { self.key(of: $0) == key }
     }
 
     /// Applies one event; returns the entry before and after, when the event changed an entry.
@@ -457,13 +496,15 @@ public struct EntriesState: Sendable, Equatable {
     mutating func insert(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
+        let position = setChanged(entry)
         if !daysDeferred {
-            let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
-            byDay.modify(day, default: [], removeIf: { _ in false }) { keys in
-                keys.insert(key, at: Self.insertionIndex(of: key, in: keys))
+            let at = byDay[day].map {
+                insertionIndex(of: DayKey(ms: entry.loggedAt.milliseconds, id: entry.id), in: $0)
+            }
+            byDay.modify(day, default: [], removeIf: { _ in false }) {
+                $0.insert(DayRef(position: position), at: at ?? 0)
             }
         }
-        setChanged(entry)
         if entry.kind == .dailyMood, !daysDeferred {
             // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
             let current = dailyMoodByDay[day].flatMap { self[$0] }
@@ -485,23 +526,18 @@ public struct EntriesState: Sendable, Equatable {
     private mutating func remove(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
+        // Out of its day's list first, while the list's references still name where each entry is.
+        if !daysDeferred, let at = listIndex(of: DayKey(ms: entry.loggedAt.milliseconds, id: entry.id), on: day) {
+            byDay.modify(day, default: [], removeIf: \.isEmpty) { $0.remove(at: at) }
+        }
         if removeChanged(entry.id) == nil, let image, image.row(of: entry.id) != nil {
             hidden.set(HiddenRow(id: entry.id))
         }
         removeFromSourceIndex(entry)
         guard !daysDeferred else { return }
-        let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
-        byDay.modify(day, default: [], removeIf: \.isEmpty) { keys in
-            let at = Self.lowerBound(of: key, in: keys)
-            if at < keys.count, keys[at] == key {
-                keys.remove(at: at)
-            } else if let found = keys.firstIndex(of: key) {
-                keys.remove(at: found)  // only if a day was left unordered (never expected): still removed
-            }
-        }
         if dailyMoodByDay[day] == entry.id {
             dailyMoodByDay[day] =
-                byDay[day]?.compactMap { self[$0.id] }.filter { $0.kind == .dailyMood }
+                byDay[day]?.compactMap(entry(of:)).filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
         }
     }
@@ -541,41 +577,12 @@ public struct EntriesState: Sendable, Equatable {
         let values = changed.values
         guard let range = MoodEntry.dayRange(of: values.forEachInPlace) else { return }
         let parts = range.mapHalves(parallel: parallel ?? (values.count >= AnalyticsState.parallelThreshold)) {
-            Self.days($0, of: values)
+            DayRef.lists(of: $0, in: values)
         }
         let base = LocalDate(daysSinceEpoch: range.lowerBound)
-        byDay = DayTable(empty: [], base: base, slots: parts.flatMap { $0.keys.map { $0.isEmpty ? nil : $0 } })
+        byDay = DayTable(empty: [], base: base, slots: parts.flatMap { $0.refs.map { $0.isEmpty ? nil : $0 } })
         dailyMoodByDay = DayTable(
             empty: EntryID(high: 0, low: 0), base: base, slots: parts.flatMap { $0.daily.map { $0?.id } })
-    }
-
-    /// The ordered keys and the daily mood of each day of `days`, from the entries logged on them.
-    private static func days(
-        _ days: ClosedRange<Int32>, of values: ChunkedArray<MoodEntry>
-    ) -> (keys: [[DayKey]], daily: [DayKey?]) {
-        let low = days.lowerBound
-        var counts = [Int](repeating: 0, count: Int(days.upperBound) - Int(low) + 1)
-        values.forEachInPlace { entry in
-            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
-            if days.contains(day) { counts[Int(day) - Int(low)] += 1 }
-        }
-        var keys = counts.map { count -> [DayKey] in
-            var keys: [DayKey] = []
-            keys.reserveCapacity(count)
-            return keys
-        }
-        counts = []
-        var daily = [DayKey?](repeating: nil, count: keys.count)
-        values.forEachInPlace { entry in
-            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
-            guard days.contains(day) else { return }
-            let index = Int(day) - Int(low)
-            let key = DayKey(ms: entry.pointee.loggedAt.milliseconds, id: entry.pointee.id)
-            keys[index].append(key)
-            if entry.pointee.kind == .dailyMood, daily[index].map({ key < $0 }) ?? true { daily[index] = key }
-        }
-        for index in keys.indices where keys[index].count > 1 { keys[index].sort() }
-        return (keys, daily)
     }
 
     /// The first-wins order of entries sharing a source key: created first, then the smaller id.
