@@ -165,6 +165,27 @@ struct RevisionsTests {
         }
     }
 
+    @Test("A revision past 32 bits is kept by the revisions' table, not beside its entry; a later small one beside it")
+    func revisionPastThirtyTwoBits() {
+        var state = LedgerState()
+        let id = EntryID(high: 7, low: 7)
+        let other = EntryID(high: 8, low: 8)
+        state.apply(
+            RecordedEvent(
+                seq: 1, recordedAt: 1_000, commandID: id,
+                event: .created(MoodEntry(id: id, loggedAt: LoggedAt(milliseconds: 0)))))
+        #expect(state.revision(of: id) == 1)
+        let wide: UInt64 = 5_000_000_000
+        state.noteRevision(of: id, seq: wide)
+        state.noteRevision(of: other, seq: 3)
+        #expect(state.revision(of: id) == wide, "held entry, wide revision")
+        #expect(state.revisions.revisions == [id: wide, other: 3], "each id once, at its revision")
+        #expect(state.changes(since: 3).map(\.id) == [id])
+        state.noteRevision(of: id, seq: 9)
+        #expect(state.revision(of: id) == 9, "beside the entry again: the table's wider one is older")
+        #expect(state.revisions.revisions == [id: 9, other: 3])
+    }
+
     @Test("Request keys: a key more than a day older than the newest is dropped, and at most 20,000 are kept")
     func keyBounds() {
         var state = LedgerState()

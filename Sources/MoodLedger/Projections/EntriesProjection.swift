@@ -10,7 +10,9 @@ public struct EntriesState: Sendable, Equatable {
     private var changed = IdentifiedTable<MoodEntry>()
     /// The revision of each entry in ``changed``, at its position: beside the entry, as a snapshot's rows hold them,
     /// not in a table of their own that keys them by the id a second time (``RevisionsState``).
-    private var changedRevisions = ChunkedArray<UInt64>()
+    /// In 32 bits: a revision of 2³² − 1 or more (a ledger past four billion events) is kept by ``RevisionsState``
+    /// instead, and its place here holds `UInt32.max`.
+    private var changedRevisions = ChunkedArray<UInt32>()
     /// Image rows no longer current: removed, or superseded by an entry in ``changed``.
     private var hidden = IdentifiedTable<HiddenRow>()
     /// Each local day's entries, oldest first (by instant, then id): a page of the newest is the array's end. With an
@@ -129,22 +131,27 @@ public struct EntriesState: Sendable, Equatable {
         changedRevisions.prefetch(position)
     }
 
-    /// Whether the entry of `id` is held here as a value (added or changed since the snapshot, if any).
-    func holds(_ id: EntryID) -> Bool { changed.position(of: id) != nil }
-
-    /// The revision beside a held entry (``holds(_:)``), else nil.
-    func heldRevision(of id: EntryID) -> UInt64? { changed.position(of: id).map { changedRevisions[$0] } }
-
-    /// Sets the revision beside a held entry; false (nothing set) when the entry is not held here.
-    mutating func setHeldRevision(of id: EntryID, to revision: UInt64) -> Bool {
-        guard let position = changed.position(of: id) else { return false }
-        changedRevisions[position] = revision
-        return true
+    /// The revision beside a held entry, else nil (not held, or a revision kept by ``RevisionsState``).
+    func heldRevision(of id: EntryID) -> UInt64? {
+        guard let position = changed.position(of: id) else { return nil }
+        let revision = changedRevisions[position]
+        return revision == .max ? nil : UInt64(revision)
     }
 
-    /// Calls `body` with each held entry's id and revision, in no particular order.
+    /// Sets the revision beside a held entry; false when it is not kept here (the entry is not held, or the revision
+    /// needs more than 32 bits): the caller keeps it.
+    mutating func setHeldRevision(of id: EntryID, to revision: UInt64) -> Bool {
+        guard let position = changed.position(of: id) else { return false }
+        let fits = revision < UInt64(UInt32.max)
+        changedRevisions[position] = fits ? UInt32(revision) : .max
+        return fits
+    }
+
+    /// Calls `body` with each revision kept beside a held entry, with the entry's id, in no particular order.
     func forEachHeldRevision(_ body: (EntryID, UInt64) -> Void) {
-        for position in 0..<changed.count { body(changed[position: position].id, changedRevisions[position]) }
+        for position in 0..<changed.count where changedRevisions[position] != .max {
+            body(changed[position: position].id, UInt64(changedRevisions[position]))
+        }
     }
 
     /// Adds an entry to ``changed`` or replaces it there; a new one gets revision 0 until its batch closes.

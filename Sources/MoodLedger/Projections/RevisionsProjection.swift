@@ -17,7 +17,8 @@ package struct RevisionsState: Sendable {
 
     /// The snapshot the revisions of ids not named since are read through.
     private(set) var image: SnapshotImage?
-    /// The revisions of ids named since the snapshot (all of them without one) that no held entry carries.
+    /// The revisions of ids named since the snapshot (all of them without one) that no held entry carries (those of
+    /// held entries past 32 bits included).
     private var others = IdentifiedTable<Revision>()
     /// The ids named by the batch being folded (an id may be here more than once).
     private var open: [EntryID] = []
@@ -67,14 +68,15 @@ package struct RevisionsState: Sendable {
     /// Every id with its revision, in no particular order (an open one at `seq`).
     func forEach(at seq: UInt64, entries: EntriesState, _ body: (EntryID, UInt64) -> Void) {
         let opened = Set(open)
+        func besideEntry(_ id: EntryID) -> Bool { entries.heldRevision(of: id) != nil }
         entries.forEachHeldRevision { id, revision in body(id, opened.contains(id) ? seq : revision) }
         others.values.forEachInPlace { revision in
             let id = revision.pointee.id
-            if !entries.holds(id) { body(id, opened.contains(id) ? seq : revision.pointee.seq) }
+            if !besideEntry(id) { body(id, opened.contains(id) ? seq : revision.pointee.seq) }
         }
-        for id in opened where !entries.holds(id) && others.position(of: id) == nil { body(id, seq) }
+        for id in opened where !besideEntry(id) && others.position(of: id) == nil { body(id, seq) }
         image?.forEachRevision { id, revision in
-            if !opened.contains(id), !entries.holds(id), others.position(of: id) == nil { body(id, revision) }
+            if !opened.contains(id), !besideEntry(id), others.position(of: id) == nil { body(id, revision) }
         }
     }
 
