@@ -1,7 +1,7 @@
 /// The fields of an entry that need the heap, in one immutable object shared by the entry's copies.
 ///
 /// The notes' and the source id's UTF-8 bytes live in the object's own tail, so an entry with notes or a source id
-/// costs one allocation (32 bytes and the text), not a box and strings (80 bytes, then a string of 32 bytes and the
+/// costs one allocation (24 bytes and the text), not a box and strings (80 bytes, then a string of 32 bytes and the
 /// text for each): a third of the entries of a large ledger have notes, and each entry from HealthKit a source id of
 /// 44 bytes. Tags and word lists that do not pack are rare and share one more object.
 final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
@@ -35,16 +35,21 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         }
     }
 
-    /// What precedes the tail (the notes' bytes, then the source id's). Never changed after creation (the object is
-    /// shared). Sixteen bytes: the lengths are 32-bit (the codec's strings are bounded by the record's size, far
-    /// below 2³¹).
+    /// What precedes the tail: the ``Rare`` object's reference when there is one (held retained, released by
+    /// `deinit`), the notes' bytes, then the source id's. Never changed after creation (the object is shared). Eight
+    /// bytes, the lengths 32-bit (the codec's strings are bounded by the record's size, far below 2³⁰), so the tail
+    /// starts 24 bytes into the object: the reference in the header of every object, present in few, made most of
+    /// them a malloc size class larger.
     struct Header {
-        var rare: Rare?
         /// The notes' byte count; −1: no notes.
         var notesCount: Int32
-        /// The source id's byte count; −1: no source id.
-        var sourceIDCount: Int32
+        /// The source id's byte count + 1 (0: no source id), with ``EntryExtras/rareBit`` set when the tail starts
+        /// with a ``Rare`` reference.
+        var sourceIDField: Int32
     }
+
+    /// The bit of ``Header/sourceIDField`` that says the tail starts with a ``Rare`` reference.
+    private static let rareBit: Int32 = 1 << 30
 
     /// An object for the fields, or `nil` when they are all empty (so that an entry's representation is canonical).
     static func make(_ fields: Fields) -> EntryExtras? {
@@ -77,41 +82,66 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
         let notesCount = notes?.count ?? 0
         let sourceIDCount = sourceID?.count ?? 0
         precondition(notesCount < Int(Int32.max), "notes of 2 GB in an entry")
-        precondition(sourceIDCount < Int(Int32.max), "a source id of 2 GB in an entry")
-        let object = create(minimumCapacity: notesCount + sourceIDCount) { _ in
+        precondition(sourceIDCount < Int(rareBit) - 1, "a source id of 1 GB in an entry")
+        let rareBytes = rare == nil ? 0 : MemoryLayout<UnsafeRawPointer>.size
+        let object = create(minimumCapacity: rareBytes + notesCount + sourceIDCount) { _ in
             Header(
-                rare: rare, notesCount: notes == nil ? -1 : Int32(notesCount),
-                sourceIDCount: sourceID == nil ? -1 : Int32(sourceIDCount))
+                notesCount: notes == nil ? -1 : Int32(notesCount),
+                sourceIDField: (rare == nil ? 0 : rareBit) | (sourceID == nil ? 0 : Int32(sourceIDCount) + 1))
         }
         object.withUnsafeMutablePointerToElements { tail in
+            if let rare {
+                UnsafeMutableRawPointer(tail).storeBytes(
+                    of: Unmanaged.passRetained(rare).toOpaque(), as: UnsafeMutableRawPointer.self)
+            }
             if let notes, notesCount > 0 {
-                tail.update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: notesCount)
+                (tail + rareBytes).update(from: notes.bindMemory(to: UInt8.self).baseAddress!, count: notesCount)
             }
             if let sourceID, sourceIDCount > 0 {
-                (tail + notesCount).update(from: sourceID.bindMemory(to: UInt8.self).baseAddress!, count: sourceIDCount)
+                (tail + rareBytes + notesCount).update(
+                    from: sourceID.bindMemory(to: UInt8.self).baseAddress!, count: sourceIDCount)
             }
         }
         return unsafeDowncast(object, to: EntryExtras.self)
     }
 
+    deinit {
+        if hasRare { withUnsafeMutablePointerToElements { Self.rareReference(in: $0).release() } }
+    }
+
+    /// The reference at the start of a tail that holds one.
+    private static func rareReference(in tail: UnsafeMutablePointer<UInt8>) -> Unmanaged<Rare> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(tail).load(as: UnsafeRawPointer.self))
+    }
+
     // The header never changes after `make`: its fields are read through its pointer, as reading `header` (a class
     // property) paid a dynamic exclusivity check each time, once an event for a third of a replay's events.
     private var notesCount: Int32 { withUnsafeMutablePointerToHeader { $0.pointee.notesCount } }
-    private var sourceIDCount: Int32 { withUnsafeMutablePointerToHeader { $0.pointee.sourceIDCount } }
-    private var rare: Rare? { withUnsafeMutablePointerToHeader { $0.pointee.rare } }
+    private var sourceIDField: Int32 { withUnsafeMutablePointerToHeader { $0.pointee.sourceIDField } }
+    private var sourceIDCount: Int32 { (sourceIDField & ~Self.rareBit) - 1 }
+    private var hasRare: Bool { sourceIDField & Self.rareBit != 0 }
+    /// Where the notes start in the tail (after the ``Rare`` reference, if any).
+    private var notesStart: Int { hasRare ? MemoryLayout<UnsafeRawPointer>.size : 0 }
+    private var rare: Rare? {
+        guard hasRare else { return nil }
+        return withUnsafeMutablePointerToElements { Self.rareReference(in: $0).takeUnretainedValue() }
+    }
 
     /// The notes' bytes (`nil`: no notes), for as long as `body` runs.
     func withNotesBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
         let count = Int(notesCount)
         guard count >= 0 else { return try body(nil) }
-        return try withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
+        let start = notesStart
+        return try withUnsafeMutablePointerToElements {
+            try body(UnsafeRawBufferPointer(start: $0 + start, count: count))
+        }
     }
 
     /// The source id's bytes (`nil`: none), for as long as `body` runs.
     func withSourceIDBytes<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
         let count = Int(sourceIDCount)
         guard count >= 0 else { return try body(nil) }
-        let start = max(0, Int(notesCount))
+        let start = notesStart + max(0, Int(notesCount))
         return try withUnsafeMutablePointerToElements {
             try body(UnsafeRawBufferPointer(start: $0 + start, count: count))
         }
@@ -132,15 +162,15 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
 
     static func == (a: EntryExtras, b: EntryExtras) -> Bool {
         if a === b { return true }
-        guard a.notesCount == b.notesCount, a.sourceIDCount == b.sourceIDCount,
+        guard a.notesCount == b.notesCount, a.sourceIDField == b.sourceIDField,
             a.rare == b.rare
         else { return false }
-        // Same counts: the tails are the same length, notes then source id.
-        let length = max(0, Int(a.notesCount)) + max(0, Int(a.sourceIDCount))
+        // Same counts and both with a reference or neither: the texts are at the same place, notes then source id.
+        let (start, length) = (a.notesStart, max(0, Int(a.notesCount)) + max(0, Int(a.sourceIDCount)))
         return a.withUnsafeMutablePointerToElements { x in
             b.withUnsafeMutablePointerToElements { y in
-                UnsafeRawBufferPointer(start: x, count: length).elementsEqual(
-                    UnsafeRawBufferPointer(start: y, count: length))
+                UnsafeRawBufferPointer(start: x + start, count: length).elementsEqual(
+                    UnsafeRawBufferPointer(start: y + start, count: length))
             }
         }
     }
