@@ -153,6 +153,33 @@ struct ErasureTests {
     }
 
     @Test(
+        "An erased entry's replacement note goes with it: live, after the rewrite, equals a replay of the rewritten log"
+    )
+    func erasedEntryNote() throws {
+        let dir = TemporaryDirectory("erase-note")
+        let clock = ManualClock()
+        var options = ledgerOptions(clock: clock, snapshotInterval: 0)
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        let kept = try ledger.log(MoodDraft(valence: 0.1)).entry.id
+        let erased = try ledger.log(MoodDraft(valence: 0.2)).entry.id
+        for id in [kept, erased] {
+            _ = try ledger.execute { _, _ in
+                ([.tagsEdited(id, ["t"]), .editReplaced(id, revision: 2, fields: [.tags])], id, false)
+            }
+        }
+        #expect(ledger.state.requests.notes.keys.sorted() == [kept, erased].sorted())
+        try ledger.erase([erased], ignoringDestinations: true)
+        let live = ledger.state
+        #expect(live.requests.notes.keys.sorted() == [kept], "the erased entry's note is gone, the other's stays")
+        ledger.close()
+        options.useSnapshots = false
+        let replayed = try Ledger.open(at: dir.path, options: options)
+        #expect(replayed.state.requests == live.requests)
+        #expect(replayed.state == live)
+        replayed.close()
+    }
+
+    @Test(
         "Erasures in the middle of a random workload: live == snapshot + tail == full replay == time travel (over the rewritten log)"
     )
     func workload() throws {

@@ -3,8 +3,8 @@
 /// and the recent requests' idempotency keys (`request.keyed`), each dated by its batch's last seq.
 /// `Specs/ledger.md`, *Revisions*.
 package struct RequestRecords: Projection {
-    package static let schema = "requests=1"
-    package static let eventTypes: [EventType] = [.editReplaced, .requestKeyed, .ledgerErased]
+    package static let schema = "requests=2"
+    package static let eventTypes: [EventType] = [.editReplaced, .requestKeyed, .entryErased, .ledgerErased]
     /// How long a request key answers for its request: 24 hours from its recording.
     package static let keyWindowMilliseconds: Int64 = 24 * 3600 * 1000
     /// Most request keys kept; past it the oldest go first. Above what a server's default write budget lets a user
@@ -45,6 +45,11 @@ package struct RequestRecords: Projection {
         switch recorded.event {
         case .editReplaced(let id, let revision, let fields): openNotes.append((id, revision, fields))
         case .requestKeyed(let key): openKeys.append((key, recorded.recordedAt / 1000))
+        case .entryErased(let id, _):
+            // An erased entry's notes go with it: the erasure redacts the `edit.replaced` records that named it, so a
+            // replay of the rewritten log never folds them (its request keys name no entry, and stay).
+            notes[id] = nil
+            openNotes.removeAll { $0.id == id }
         case .ledgerErased:
             // An erasure of every entry forgets every note and key with the revisions (`ledger.md`, *Revisions*).
             self = RequestRecords()
