@@ -50,7 +50,9 @@ final class EventLoop: @unchecked Sendable {
             }
             deliverCompleted(&connections, now: now)
             var fds: [Socket.Watch] = [Socket.Watch(fd: wakePipe.read, interest: .readable)]
-            if stopDeadline == nil { fds.append(Socket.Watch(fd: server.listener, interest: .readable)) }
+            if stopDeadline == nil, !holdsMoreThanItsShare(connections) {
+                fds.append(Socket.Watch(fd: server.listener, interest: .readable))
+            }
             for (fd, connection) in connections {
                 var events: Socket.Readiness = []
                 // A full input buffer is not read further until it drains (its requests answered): asking for more would
@@ -111,8 +113,17 @@ final class EventLoop: @unchecked Sendable {
         var isIdle: Bool { !busy && input.isEmpty && output.isEmpty && requestStarted == nil && !closing }
     }
 
+    /// Whether this loop holds more than its share of the open connections (a loop of several): it then leaves new
+    /// ones to the others, so that the connections, and the idle ones among them that make room at the cap, are
+    /// spread over the loops — one loop that took them all left the others nothing to close for a newcomer, which
+    /// then got a 503 while hundreds of connections sat idle.
+    private func holdsMoreThanItsShare(_ connections: [Int32: Connection]) -> Bool {
+        server.loopCount > 1
+            && connections.count > server.openConnections.load(ordering: .relaxed) / server.loopCount + 1
+    }
+
     private func acceptAll(_ connections: inout [Int32: Connection], now: Double) {
-        while let fd = try? Socket.accept(server.listener) {
+        while !holdsMoreThanItsShare(connections), let fd = try? Socket.accept(server.listener) {
             if server.openConnections.load(ordering: .relaxed) >= configuration.maxConnections {
                 // Full: the keep-alive connection idle longest makes room (as nginx does), so idle clients cannot lock
                 // new ones out; with none idle here, a 503 and a close the client can read it before.

@@ -58,6 +58,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// counts on every slot being busy.
     package let requestsUnderway = Atomic<Int>(0)
     private let loops: [EventLoop]
+    /// How many event loops share the listener.
+    var loopCount: Int { loops.count }
     let stopping = Atomic<Bool>(false)
 
     /// Binds the socket (nothing is accepted until ``run(grace:)``).
