@@ -115,8 +115,8 @@ final class EventLoop: @unchecked Sendable {
 
     /// Whether this loop holds more than its share of the open connections (a loop of several): it then leaves new
     /// ones to the others, so that the connections, and the idle ones among them that make room at the cap, are
-    /// spread over the loops — one loop that took them all left the others nothing to close for a newcomer, which
-    /// then got a 503 while hundreds of connections sat idle.
+    /// spread over the loops: a loop that took them all would leave the others nothing to close for a newcomer, which
+    /// would get a 503 while hundreds of connections sat idle.
     private func holdsMoreThanItsShare(_ connections: [Int32: Connection]) -> Bool {
         server.loopCount > 1
             && connections.count > server.openConnections.load(ordering: .relaxed) / server.loopCount + 1

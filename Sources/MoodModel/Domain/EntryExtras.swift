@@ -38,8 +38,8 @@ final class EntryExtras: ManagedBuffer<EntryExtras.Header, UInt8>, Equatable {
     /// What precedes the tail: the ``Rare`` object's reference when there is one (held retained, released by
     /// `deinit`), the notes' bytes, then the source id's. Never changed after creation (the object is shared). Eight
     /// bytes, the lengths 32-bit (the codec's strings are bounded by the record's size, far below 2³⁰), so the tail
-    /// starts 24 bytes into the object: the reference in the header of every object, present in few, made most of
-    /// them a malloc size class larger.
+    /// starts 24 bytes into the object: a reference in every object's header, where few have one, would put about
+    /// half of them a malloc size class higher.
     struct Header {
         /// The notes' byte count; −1: no notes.
         var notesCount: Int32
