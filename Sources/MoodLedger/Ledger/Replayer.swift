@@ -49,15 +49,6 @@ enum Replayer {
             @exclusivity(unchecked) private var types: [EventType] = []
             /// The records the folds skip that a kept projection reads (a sync batch's carrier), by position.
             @exclusivity(unchecked) private var attachments: [Int: (type: UInt16, payload: [UInt8])] = [:]
-            /// The position of the batch's first `ledger.erased`, if it holds one: the record folds stop before it.
-            @exclusivity(unchecked) private var firstErasure: Int?
-            /// How many records, from the first, the reading thread folded into the record folds
-            /// (``foldRecords(into:)``): the folding thread folds the rest of each of them
-            /// (``LedgerState/applyExceptRecordFolds(_:analytics:entryID:)``).
-            @exclusivity(unchecked) private var recordsFolded = 0
-            /// The record folds, handed back at position ``recordsFolded`` when the reading thread stopped folding
-            /// them there (before a `ledger.erased`).
-            @exclusivity(unchecked) private var handover: RecordFolds?
 
             init() {
                 ids.reserveCapacity(Channel.batchSize)
@@ -85,9 +76,6 @@ enum Replayer {
                 skips.removeAll(keepingCapacity: true)
                 ends.removeAll(keepingCapacity: true)
                 attachments.removeAll()
-                firstErasure = nil
-                recordsFolded = 0
-                handover = nil
             }
 
             /// Decodes a record into the batch.
@@ -116,7 +104,6 @@ enum Replayer {
                     let recorded = try Ledger.decode(view)
                     ids.append(recorded.event.entryID)
                     types.append(recorded.event.type)
-                    if firstErasure == nil, case .ledgerErased = recorded.event { firstErasure = count }
                     (records + count).initialize(to: recorded)
                 }
                 skips.append(skip)
@@ -124,13 +111,10 @@ enum Replayer {
                 count += 1
             }
 
-            /// Folds the batch's records into `folds` on the reading thread, before the batch is handed over, up to
-            /// its first `ledger.erased` (whose fold reads the entries too).
-            /// - Returns: whether it folded them all; if not, `folds` is handed back to the folding thread with the
-            ///   batch, at the erasure, and the folding thread folds everything from there.
-            func foldRecords(into folds: inout RecordFolds) -> Bool {
-                let end = firstErasure ?? count
-                for index in 0..<end {
+            /// Folds the batch's records into `folds` on the reading thread, before the batch is handed over: the
+            /// folding thread folds the rest of each (``LedgerState/applyExceptRecordFolds(_:analytics:entryID:)``).
+            func foldRecords(into folds: inout RecordFolds) {
+                for index in 0..<count {
                     let record = records + index
                     if skips[index] {
                         if let attachment = attachments.removeValue(forKey: index) {
@@ -141,55 +125,31 @@ enum Replayer {
                     }
                     if ends[index] { folds.endBatch(at: record.pointee.seq) }
                 }
-                recordsFolded = end
-                guard end == count else {
-                    handover = folds
-                    folds = RecordFolds()
-                    return false
-                }
-                return true
             }
 
-            /// Folds the next record (in order) into `state`: all but the record folds when the reading thread
-            /// folded those.
+            /// Folds the next record (in order) into `state`, but for the record folds, which the reading thread
+            /// folded (``foldRecords(into:)``).
             @inline(__always)
             func applyNext(to state: inout LedgerState, analytics: Bool) {
                 precondition(applied < count, "every record applied")
                 let index = applied
                 let next = records + index
                 applied += 1
-                if index == recordsFolded, let folds = handover {
-                    handover = nil
-                    state.recordFolds = folds
-                }
-                let split = readerFolded(index)
                 if skips[index] {
-                    if !split, let attachment = attachments.removeValue(forKey: index) {
-                        attachment.payload.withUnsafeBytes { state.attached(type: attachment.type, payload: $0) }
-                    }
                     state.skip(seq: next.pointee.seq, recordedAt: next.pointee.recordedAt)
                     next.deinitialize(count: 1)
                 } else {
                     // Moved out (its bytes, no reference counted): the pointee itself would be copied, references
                     // retained, for the call, which could otherwise see it changed under it.
                     let recorded = next.move()
-                    if split {
-                        state.applyExceptRecordFolds(recorded, analytics: analytics, entryID: ids[index])
-                    } else {
-                        state.apply(recorded, analytics: analytics, entryID: ids[index])
-                    }
+                    state.applyExceptRecordFolds(recorded, analytics: analytics, entryID: ids[index])
                 }
-                if ends[index] {
-                    if split { state.endBatchExceptRecordFolds() } else { state.endBatch() }
-                }
+                if ends[index] { state.endBatchExceptRecordFolds() }
             }
-
-            /// Whether the reading thread folded the record folds of the record at `index`.
-            func readerFolded(_ index: Int) -> Bool { index < recordsFolded }
         }
         /// The batch the reading thread fills, held where its closures reach it without the dynamic exclusivity
         /// checks a captured variable gets (two a record): only that thread touches it; and the record folds that
-        /// thread folds, until it hands them back.
+        /// thread folds.
         final class Filling: @unchecked Sendable {
             @exclusivity(unchecked) var batch = Batch() {
                 didSet { current = Unmanaged.passUnretained(batch) }
@@ -197,7 +157,7 @@ enum Replayer {
             /// ``batch``, reached without the retain and release a load of a class reference costs (~30 ms of a
             /// 1,000,000-record replay): ``batch`` keeps it alive.
             @exclusivity(unchecked) private var current: Unmanaged<Batch>
-            @exclusivity(unchecked) var folds: RecordFolds?
+            @exclusivity(unchecked) var folds: RecordFolds
 
             init(folds: RecordFolds) {
                 self.folds = folds
@@ -228,7 +188,7 @@ enum Replayer {
             var failure: (any Error)?
             /// The log the producer opened, if it opened one.
             var log: EventLog?
-            /// The record folds, when the reading thread folded them to the end.
+            /// The record folds, once the reading thread folded them to the end.
             var folds: RecordFolds?
         }
         let state = Mutex(State())
@@ -402,12 +362,12 @@ enum Replayer {
     {
         let channel = Channel()
         // The record folds go to the reading thread, which folds them as it hands each batch over (the two threads
-        // share the fold's work), and come back with the last batch or at a `ledger.erased`.
+        // share the fold's work), and come back once it has read the last record.
         let filling = Channel.Filling(folds: state.recordFolds)
         state.recordFolds = RecordFolds()
         DispatchQueue.global(qos: .userInitiated).async {
             func hand() {
-                if filling.folds != nil, !filling.batch.foldRecords(into: &filling.folds!) { filling.folds = nil }
+                filling.batch.foldRecords(into: &filling.folds)
                 channel.space.wait()
                 let spare = channel.state.withLock { state -> Channel.Batch? in
                     state.batches.append(filling.batch)
@@ -427,8 +387,9 @@ enum Replayer {
                 if filling.batch.count > 0 { hand() }
                 channel.state.withLock { $0.failure = error }
             }
+            // Moved out, not copied: a copy left here would make the state's next change copy them.
             let folds = filling.folds
-            filling.folds = nil
+            filling.folds = RecordFolds()
             channel.state.withLock {
                 $0.folds = folds
                 $0.finished = true

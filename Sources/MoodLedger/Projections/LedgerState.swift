@@ -51,14 +51,11 @@ public struct LedgerState: Sendable {
         let id = entryID ?? recorded.event.entryID
         applyExceptRecordFolds(recorded, analytics: withAnalytics, entryID: id)
         recordFolds.apply(recorded, entryID: id)
-        if case .ledgerErased(let erasure) = recorded.event {
-            eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
-        }
     }
 
     /// Folds one recorded event about entry `id` into the entries, the outbox, the analytics, the revisions and the
     /// pending erasures, and moves the state's seq to it: the fold of ``apply(_:analytics:entryID:)`` without
-    /// ``recordFolds``, which a replay folds on its reading thread. Never for `ledger.erased`, whose fold reads both.
+    /// ``recordFolds``, which a replay folds on its reading thread.
     @inline(__always)
     mutating func applyExceptRecordFolds(_ recorded: RecordedEvent, analytics withAnalytics: Bool, entryID id: EntryID)
     {
@@ -82,6 +79,8 @@ public struct LedgerState: Sendable {
         revisionFold.name(id)
         if case .entryErased(let id, let erasure) = recorded.event {
             pendingErasures[id] = erasure.complete ? nil : recorded.seq
+        } else if case .ledgerErased(let erasure) = recorded.event {
+            eraseAll(erasure, seq: recorded.seq, analytics: withAnalytics)
         }
         seq = recorded.seq
         recordedAt = recorded.recordedAt
@@ -114,7 +113,6 @@ public struct LedgerState: Sendable {
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
-        recordFolds.records.noteEveryEntryEvent(seq: seq)
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and

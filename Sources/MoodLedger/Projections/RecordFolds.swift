@@ -5,8 +5,7 @@ import EventLog
 ///
 /// Being a fold of the records alone, a replay folds them on the thread that reads and decodes the records while
 /// the other thread folds the rest (`Specs/ledger.md`, *State is a fold*); ``LedgerState`` folds both, one record at
-/// a time, everywhere else. `ledger.erased` is the one event whose fold reads both (it keeps the revisions of the
-/// entries it keeps), so it is folded by ``LedgerState`` alone.
+/// a time, everywhere else.
 struct RecordFolds: Sendable, Equatable {
     var records = RecordIndex()
     var kept = KeptProjections()
@@ -29,7 +28,7 @@ struct RecordFolds: Sendable, Equatable {
     /// batch), so that an event no kept projection folds is not copied for the call.
     @inline(__always)
     mutating func apply(_ recorded: UnsafePointer<RecordedEvent>, type: EventType, entryID id: EntryID) {
-        if type == .remoteConfigured { records.noteEveryEntryEvent(seq: recorded.pointee.seq) }
+        if type == .remoteConfigured || type == .ledgerErased { records.noteEveryEntryEvent(seq: recorded.pointee.seq) }
         records.note(id, seq: recorded.pointee.seq)
         if KeptProjections.folds(type) { kept.apply(recorded.pointee) }
     }
