@@ -284,10 +284,38 @@ public final class Ledger: Sendable {
                 seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
                 offset: view.offset, size: view.size)
         } catch {
-            throw MoodError(
-                code: error.code, field: error.field,
-                rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
+            throw located(error, view)
         }
+    }
+
+    /// Decodes one record of an event into `slot` (uninitialized; left so if the record does not decode).
+    /// - Returns: the event's entry id and type, and whether it is an `entry.created` (a redacted one is not: its
+    ///   event is `.redacted`, of type `created`).
+    @inline(__always)
+    static func decode(
+        _ view: RecordView, into slot: UnsafeMutablePointer<RecordedEvent>
+    ) throws(MoodError)
+        -> (id: EntryID, type: EventType, creates: Bool)
+    {
+        do {
+            let (command, event) = try EventCodec.decode(type: view.type, payload: view.payload)
+            var creates = false
+            if case .created = event { creates = true }
+            let described = (id: event.entryID, type: event.type, creates: creates)
+            slot.initialize(
+                to: RecordedEvent(
+                    seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,
+                    offset: view.offset, size: view.size))
+            return described
+        } catch {
+            throw located(error, view)
+        }
+    }
+
+    /// A decoding error, with where the record is.
+    private static func located(_ error: MoodError, _ view: RecordView) -> MoodError {
+        MoodError(
+            code: error.code, field: error.field, rule: "\(error.rule) at seq \(view.seq), byte offset \(view.offset)")
     }
 
     /// The current state of all projections (a value: later commands do not change it), for the package's own

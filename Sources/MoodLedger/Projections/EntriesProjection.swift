@@ -387,8 +387,8 @@ public struct EntriesState: Sendable, Equatable {
             guard !contains(entry.id) else { return nil }
             entry.createdAt = time
             entry.updatedAt = time
-            insert(entry)
             change.keep(EntryChange(before: nil, after: entry))
+            insert(entry)
             return .created
         case .updated(let id, let update):
             let staysInPlace = update.loggedAt == nil && update.kind == nil
@@ -419,6 +419,16 @@ public struct EntriesState: Sendable, Equatable {
             // An erasure of every entry is applied by `LedgerState` to all projections at once.
             return nil
         }
+    }
+
+    /// Applies an `entry.created` whose change nobody keeps (a bulk replay's), its entry moved in rather than copied.
+    mutating func create(_ event: consuming MoodEvent, at time: Int64) -> EntryChange.Kind? {
+        guard case .created(var entry) = consume event else { preconditionFailure("not an entry.created") }
+        guard !contains(entry.id) else { return nil }
+        entry.createdAt = time
+        entry.updatedAt = time
+        insert(entry)
+        return .created
     }
 
     /// A destination's version of an entry becomes the entry (`nil`: the entry is deleted); the entry's source,
@@ -499,24 +509,35 @@ public struct EntriesState: Sendable, Equatable {
         return .changed
     }
 
-    /// Adds an entry.
-    mutating func insert(_ entry: MoodEntry) {
+    /// Adds an entry this state does not hold among its changed entries, moved in (a replay's creation is not copied:
+    /// a copy retained the entry's extras, made on the reading thread, and released them again).
+    mutating func insert(_ entry: consuming MoodEntry) {
+        assert(changed.position(of: entry.id) == nil, "an entry inserted twice")
         let day = entry.localDate
         materialize(day)
-        let position = setChanged(entry)
+        let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
+        let position = changed.add(entry)
+        if position == changedRevisions.count { changedRevisions.append(0) }
         if !daysDeferred {
-            let at = byDay[day].map {
-                insertionIndex(of: DayKey(ms: entry.loggedAt.milliseconds, id: entry.id), in: $0)
-            }
+            let at = byDay[day].map { insertionIndex(of: key, in: $0) }
             byDay.modify(day, default: [], removeIf: { _ in false }) {
                 $0.insert(DayRef(position: position), at: at ?? 0)
             }
+            if changed[position: position].kind == .dailyMood {
+                // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
+                let current = dailyMoodByDay[day].flatMap { self[$0] }
+                if current.map({ MoodEntry.loggedEarlier(changed[position: position], $0) }) ?? true {
+                    dailyMoodByDay[day] = key.id
+                }
+            }
         }
-        if entry.kind == .dailyMood, !daysDeferred {
-            // The day's daily mood is the earliest one logged (then the smallest id): independent of history.
-            let current = dailyMoodByDay[day].flatMap { self[$0] }
-            if current.map({ MoodEntry.loggedEarlier(entry, $0) }) ?? true { dailyMoodByDay[day] = entry.id }
-        }
+        indexSourceID(at: position)
+    }
+
+    /// Indexes the source id of the changed entry at `position`, if it has one.
+    private mutating func indexSourceID(at position: Int) {
+        guard changed[position: position].hasSourceID else { return }
+        let entry = changed[position: position]
         entry.withSourceIDBytes { bytes in
             guard let bytes else { return }
             if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }),

@@ -86,6 +86,18 @@ public struct LedgerState: Sendable {
         recordedAt = recorded.recordedAt
     }
 
+    /// ``applyExceptRecordFolds(_:analytics:entryID:)`` of an `entry.created` in a bulk replay (analytics left for
+    /// ``finishBulkReplay()``): the same fold, with the entry moved from the event into the entries' table.
+    @inline(__always)
+    mutating func applyBulkCreation(_ recorded: consuming RecordedEvent, entryID id: EntryID) {
+        let (time, seq, recordedAt) = (recorded.recordedAtMilliseconds, recorded.seq, recorded.recordedAt)
+        let kind = entries.create((consume recorded).event, at: time)
+        outbox.localChange(of: id, kind)
+        revisionFold.name(id)
+        self.seq = seq
+        self.recordedAt = recordedAt
+    }
+
     /// Applies the `entry.created` of a new entry held elsewhere (an import's, ``ImportScratch``): the analytics, the
     /// outbox and the numbering take it as ``apply(_:)`` would; the entries and the revisions do not (its revision is
     /// its batch's last seq while it is held: ``ImportScratch/revision(of:)``, ``noteRevision(of:seq:)``).

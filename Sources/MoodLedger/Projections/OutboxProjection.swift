@@ -316,7 +316,7 @@ public struct OutboxState: Sendable, Equatable {
     mutating func apply(_ event: MoodEvent, change: EntryChange.Kind?, at time: Int64, entryExists: Bool = true) {
         switch event {
         case .created, .updated, .labelsEdited, .associationsEdited, .tagsEdited, .deleted:
-            if let change { entryChanged(event.entryID, change, except: nil) }
+            localChange(of: event.entryID, change)
         case .syncAttempted(let id, let destination, let operation, let idempotencyKey):
             let key = OutboxKey(entryID: id, destination: destination)
             if !entryExists && self[key] == nil { return }
@@ -469,6 +469,11 @@ public struct OutboxState: Sendable, Equatable {
         case .ledgerErased:
             break  // applied by `LedgerState` to all projections at once (``removeAll(keeping:)``)
         }
+    }
+
+    /// Applies a local change to an entry (an entry event with what it did to the entry, if anything).
+    mutating func localChange(of id: EntryID, _ change: EntryChange.Kind?) {
+        if let change { entryChanged(id, change, except: nil) }
     }
 
     /// An entry was created, changed or deleted locally (or from `except`): update the other destinations.

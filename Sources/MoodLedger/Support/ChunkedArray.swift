@@ -41,7 +41,7 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
     }
 
     /// Adds an element at the end. A chunk after the first is allocated whole, once.
-    mutating func append(_ element: Element) {
+    mutating func append(_ element: consuming Element) {
         if count & (Self.chunkSize - 1) == 0, count >> Self.shift == chunks.count {
             var chunk: [Element] = []
             if !chunks.isEmpty { chunk.reserveCapacity(Self.chunkSize) }

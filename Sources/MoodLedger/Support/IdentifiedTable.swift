@@ -108,6 +108,13 @@ struct IdentifiedTable<Element: EntryKeyed> {
             values[position] = element
             return position
         }
+        return add(element)
+    }
+
+    /// Adds the value of an id the table does not hold (the caller has just looked), moved in: no second lookup,
+    /// and no copy of the value to retain and release.
+    /// - Returns: its position.
+    mutating func add(_ element: consuming Element) -> Int {
         if bits == 0 || (values.count + 1) * 10 > (1 << bits) * 7 { grow() }  // keep the load at or below 0.7
         place(Self.fingerprint(element.id), at: values.count)
         values.append(element)

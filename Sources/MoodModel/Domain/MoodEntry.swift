@@ -156,6 +156,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         set { if newValue != nil || extras?.hasSourceID == true { update { $0.sourceID = newValue } } }
     }
 
+    /// Whether the entry has a source id (no `String` built).
+    package var hasSourceID: Bool { extras?.hasSourceID == true }
+
     /// Replaces the extras box by a changed copy (the box is shared by every copy of the entry, so it never changes
     /// in place), or by nothing when all its fields are empty.
     private mutating func update(_ change: (inout EntryExtras.Fields) -> Void) {
