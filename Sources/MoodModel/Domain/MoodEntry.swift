@@ -62,18 +62,24 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         return (grid == .min ? nil : grid, labels(words, extras), associations(words, extras))
     }
 
-    /// The labels held in `words` (their part of ``packedWords``), or spilled into `extras`.
+    /// The labels held in `words` (their part of ``packedWords``), or spilled into `extras`. A compact list that is
+    /// not empty is never zero (its count is in its low bits) and a spilled one leaves zero behind, so `extras` is
+    /// read only for zero: an entry's extras are far from it in memory, and a bulk read of every entry then
+    /// waited on them.
     @inline(__always)
     private static func labels(_ words: UInt64, _ extras: EntryExtras?) -> WordList<LabelDomain> {
-        if let spilled = extras?.spilledLabels { return WordList(spilled) }
-        return WordList(compact: words & labelMask, width: labelWidth)
+        let compact = words & labelMask
+        if compact == 0, let spilled = extras?.spilledLabels { return WordList(spilled) }
+        return WordList(compact: compact, width: labelWidth)
     }
 
-    /// The associations held in `words` (their part of ``packedWords``), or spilled into `extras`.
+    /// The associations held in `words` (their part of ``packedWords``), or spilled into `extras` (read only for
+    /// zero, as ``labels(_:_:)``).
     @inline(__always)
     private static func associations(_ words: UInt64, _ extras: EntryExtras?) -> WordList<AssociationDomain> {
-        if let spilled = extras?.spilledAssociations { return WordList(spilled) }
-        return WordList(compact: words >> associationShift, width: associationWidth)
+        let compact = words >> associationShift
+        if compact == 0, let spilled = extras?.spilledAssociations { return WordList(spilled) }
+        return WordList(compact: compact, width: associationWidth)
     }
 
     /// The 1–10 score the user typed, if they typed one (never adjusted by labels).
@@ -87,8 +93,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         get { Self.labels(packedWords, extras) }
         set {
             let compact = newValue.compact(width: Self.labelWidth)
+            let wasCompact = packedWords & Self.labelMask != 0  // then nothing is spilled
             packedWords = packedWords & ~Self.labelMask | (compact ?? 0)
-            if compact == nil || extras?.spilledLabels != nil {
+            if compact == nil || (!wasCompact && extras?.spilledLabels != nil) {
                 update { $0.labels = compact == nil ? newValue.array : nil }
             }
         }
@@ -99,8 +106,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         get { Self.associations(packedWords, extras) }
         set {
             let compact = newValue.compact(width: Self.associationWidth)
+            let wasCompact = packedWords >> Self.associationShift != 0
             packedWords = packedWords & Self.labelMask | (compact ?? 0) << Self.associationShift
-            if compact == nil || extras?.spilledAssociations != nil {
+            if compact == nil || (!wasCompact && extras?.spilledAssociations != nil) {
                 update { $0.associations = compact == nil ? newValue.array : nil }
             }
         }
