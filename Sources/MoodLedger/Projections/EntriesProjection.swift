@@ -537,6 +537,12 @@ public struct EntriesState: Sendable, Equatable {
     /// Indexes the source id of the changed entry at `position`, if it has one.
     private mutating func indexSourceID(at position: Int) {
         guard changed[position: position].hasSourceID else { return }
+        // A key whose hash nobody holds needs no holder found (nearly every key): one insertion, the key read where
+        // the entry is held. The long way copies the entry and hands the entries' table to the index from inside a
+        // closure over `self`, which retains and releases the entry's extras and the table's buffers.
+        let (source, id) = (changed[position: position].source, changed[position: position].id)
+        let hash = changed[position: position].withSourceIDBytes { $0.map { SourceIndex.hash(source, $0) } }
+        if let hash, bySourceID.setIfFree(hash: hash, to: id) { return }
         let entry = changed[position: position]
         entry.withSourceIDBytes { bytes in
             guard let bytes else { return }

@@ -70,6 +70,17 @@ struct SourceIndex: Sendable {
         }
     }
 
+    /// Indexes `id` under a key of hash `hash` when no key with that hash is indexed (nearly always) and none is
+    /// kept beside the hashes: no other entry then holds the key, and ``set(_:_:to:in:)`` would do the same.
+    /// - Returns: whether it did (if not, the caller indexes the key with ``set(_:_:to:in:)``).
+    mutating func setIfFree(hash: UInt64, to id: EntryID) -> Bool {
+        guard overflow.isEmpty else { return false }
+        let h = hash & hashMask
+        guard let held = byHash.updateValue(id, forKey: h) else { return true }
+        byHash[h] = held
+        return false
+    }
+
     /// Removes a key if `id` is the entry indexed under it.
     /// - Returns: whether it was.
     mutating func remove(_ source: MoodSource, _ bytes: UnsafeRawBufferPointer, heldBy id: EntryID) -> Bool {
