@@ -427,7 +427,7 @@ public struct EntriesState: Sendable, Equatable {
         guard !contains(entry.id) else { return nil }
         entry.createdAt = time
         entry.updatedAt = time
-        insert(entry)
+        insert(consume entry)
         return .created
     }
 
