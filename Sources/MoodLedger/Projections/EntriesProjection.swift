@@ -7,14 +7,14 @@ public struct EntriesState: Sendable, Equatable {
     /// The snapshot this state starts from (nil: built by replay alone).
     private(set) var image: SnapshotImage?
     /// Entries added or changed since the image (every entry, without one), by id.
-    private var changed = IdentifiedTable<MoodEntry>()
+    private(set) var changed = IdentifiedTable<MoodEntry>()
     /// The revision of each entry in ``changed``, at its position: beside the entry, as a snapshot's rows hold them,
     /// not in a table of their own that keys them by the id a second time (``RevisionsState``).
     /// In 32 bits: a revision of 2³² − 1 or more (a ledger past four billion events) is kept by ``RevisionsState``
     /// instead, and its place here holds `UInt32.max`.
     private var changedRevisions = ChunkedArray<UInt32>()
     /// Image rows no longer current: removed, or superseded by an entry in ``changed``.
-    private var hidden = IdentifiedTable<HiddenRow>()
+    private(set) var hidden = IdentifiedTable<HiddenRow>()
     /// Each local day's entries, oldest first (by instant, then id): a page of the newest is the array's end. With an
     /// image, only the days in ``overridden`` (the image's rows answer for the others). Held as references to where
     /// each entry is (``DayRef``), ordered by the key each one's entry has (``key(of:)``).
@@ -28,10 +28,10 @@ public struct EntriesState: Sendable, Equatable {
     private var replaced = DayTable<Bool>(empty: false)
     /// (source, source id) → entry, among ``changed``. Should two entries share a key (only a crafted log can hold
     /// that: imports refuse it), the first wins: the one created first, then the smaller id — a rule of the entries
-    /// themselves, so replay and snapshot + tail agree whatever order they insert in.
-    private var bySourceID = SourceIndex()
+    /// themselves, so replay and snapshot + tail agree whatever order they insert in. Kept by `EntriesState+Sources`.
+    var bySourceID = SourceIndex()
     /// Keys that more than one entry has held (empty unless a crafted log duplicated a key).
-    private var sharedSourceKeys: Set<SourceKey> = []
+    var sharedSourceKeys: Set<SourceKey> = []
     /// A replay from the first event is under way: ``byDay`` and ``dailyMoodByDay`` are left empty until
     /// ``buildDeferredDays()`` builds them from the entries at the end (nothing reads them during a replay).
     private var daysDeferred = false
@@ -163,6 +163,13 @@ public struct EntriesState: Sendable, Equatable {
         return position
     }
 
+    /// ``setChanged(_:)`` of an entry ``changed`` does not hold, moved in (``IdentifiedTable/add(_:)``).
+    private mutating func addChanged(_ entry: consuming MoodEntry) -> Int {
+        let position = changed.add(entry)
+        if position == changedRevisions.count { changedRevisions.append(0) }
+        return position
+    }
+
     /// Removes an entry from ``changed``: the last takes its position, with its revision, and its day's list refers
     /// to it there.
     private mutating func removeChanged(_ id: EntryID) -> MoodEntry? {
@@ -184,29 +191,6 @@ public struct EntriesState: Sendable, Equatable {
     func contains(_ id: EntryID) -> Bool {
         changed.position(of: id) != nil
             || (image.map { $0.row(of: id) != nil && hidden.position(of: id) == nil } ?? false)
-    }
-
-    /// The entry with this (source, source id), if any.
-    public func entry(source: MoodSource, sourceID: String) -> MoodEntry? {
-        holder(of: SourceKey(source: source, sourceID: sourceID)).flatMap { self[$0] }
-    }
-
-    /// The entry holding a source key: the one created first (then the smaller id) among the image's current rows
-    /// and the changed entries.
-    private func holder(of key: SourceKey) -> EntryID? {
-        var text = key.sourceID
-        var best = text.withUTF8 { bySourceID.entry(key.source, UnsafeRawBufferPointer($0), in: changed) }.flatMap {
-            self[$0]
-        }
-        if let image {
-            for row in image.rows(source: key.source, sourceID: key.sourceID)
-            where hidden.position(of: image.id(ofRow: row)) == nil {
-                guard let entry = image.entry(atRow: row), entry.source == key.source, entry.sourceID == key.sourceID
-                else { continue }
-                if best.map({ Self.createdFirst(entry, $0) }) ?? true { best = entry }
-            }
-        }
-        return best?.id
     }
 
     /// Whether the image's rows answer for a day.
@@ -513,12 +497,13 @@ public struct EntriesState: Sendable, Equatable {
     /// a copy retained the entry's extras, made on the reading thread, and released them again).
     mutating func insert(_ entry: consuming MoodEntry) {
         assert(changed.position(of: entry.id) == nil, "an entry inserted twice")
-        let day = entry.localDate
-        materialize(day)
+        // The day only where a day's list or the snapshot's rows are kept as entries come (a bulk replay builds the
+        // lists at its end).
+        let day = daysDeferred && image == nil ? nil : entry.localDate
+        if let day { materialize(day) }
         let key = DayKey(ms: entry.loggedAt.milliseconds, id: entry.id)
-        let position = changed.add(entry)
-        if position == changedRevisions.count { changedRevisions.append(0) }
-        if !daysDeferred {
+        let position = addChanged(entry)
+        if !daysDeferred, let day {
             let at = byDay[day].map { insertionIndex(of: key, in: $0) }
             byDay.modify(day, default: [], removeIf: { _ in false }) {
                 $0.insert(DayRef(position: position), at: at ?? 0)
@@ -534,35 +519,12 @@ public struct EntriesState: Sendable, Equatable {
         indexSourceID(at: position)
     }
 
-    /// Indexes the source id of the changed entry at `position`, if it has one.
-    private mutating func indexSourceID(at position: Int) {
-        guard changed[position: position].hasSourceID else { return }
-        // A key whose hash nobody holds needs no holder found (nearly every key): one insertion, the key read where
-        // the entry is held. The long way copies the entry and hands the entries' table to the index from inside a
-        // closure over `self`, which retains and releases the entry's extras and the table's buffers.
-        let (source, id) = (changed[position: position].source, changed[position: position].id)
-        let hash = changed[position: position].withSourceIDBytes { $0.map { SourceIndex.hash(source, $0) } }
-        if let hash, bySourceID.setIfFree(hash: hash, to: id) { return }
-        let entry = changed[position: position]
-        entry.withSourceIDBytes { bytes in
-            guard let bytes else { return }
-            if let holder = bySourceID.entry(entry.source, bytes, in: changed).flatMap({ self[$0] }),
-                holder.id != entry.id
-            {
-                sharedSourceKeys.insert(SourceKey(source: entry.source, bytes: bytes))
-                if Self.createdFirst(entry, holder) { bySourceID.set(entry.source, bytes, to: entry.id, in: changed) }
-            } else {
-                bySourceID.set(entry.source, bytes, to: entry.id, in: changed)
-            }
-        }
-    }
-
     private mutating func remove(_ entry: MoodEntry) {
         let day = entry.localDate
         materialize(day)
         // Out of its day's list first, while the list's references still name where each entry is.
         if !daysDeferred, let at = listIndex(of: DayKey(ms: entry.loggedAt.milliseconds, id: entry.id), on: day) {
-            byDay.modify(day, default: [], removeIf: \.isEmpty) { $0.remove(at: at) }
+            byDay.modify(day, default: [], removeIf: \.isEmpty) { _ = $0.remove(at: at) }
         }
         if removeChanged(entry.id) == nil, let image, image.row(of: entry.id) != nil {
             hidden.set(HiddenRow(id: entry.id))
@@ -573,22 +535,6 @@ public struct EntriesState: Sendable, Equatable {
             dailyMoodByDay[day] =
                 byDay[day]?.compactMap(entry(of:)).filter { $0.kind == .dailyMood }
                 .min(by: MoodEntry.loggedEarlier)?.id
-        }
-    }
-
-    /// Drops a removed entry from the source-id index (another holder of a shared key takes over).
-    private mutating func removeFromSourceIndex(_ entry: MoodEntry) {
-        entry.withSourceIDBytes { bytes in
-            guard let bytes, bySourceID.remove(entry.source, bytes, heldBy: entry.id), !sharedSourceKeys.isEmpty else {
-                return
-            }
-            let key = SourceKey(source: entry.source, bytes: bytes)
-            guard sharedSourceKeys.contains(key) else { return }
-            let holders = changed.values.filter { $0.hasSourceKey(entry.source, bytes) }
-            if let first = holders.min(by: Self.createdFirst) {
-                bySourceID.set(entry.source, bytes, to: first.id, in: changed)
-            }
-            if holders.count <= 1 { sharedSourceKeys.remove(key) }
         }
     }
 
@@ -618,9 +564,6 @@ public struct EntriesState: Sendable, Equatable {
         dailyMoodByDay = DayTable(
             empty: EntryID(high: 0, low: 0), base: base, slots: parts.flatMap { $0.daily.map { $0?.id } })
     }
-
-    /// The first-wins order of entries sharing a source key: created first, then the smaller id.
-    static func createdFirst(_ a: MoodEntry, _ b: MoodEntry) -> Bool { (a.createdAt, a.id) < (b.createdAt, b.id) }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {
         // The indexes are derived from the entries: equal entries, days in the same order and the same daily moods
