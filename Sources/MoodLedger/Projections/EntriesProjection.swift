@@ -407,11 +407,9 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Applies an `entry.created` whose change nobody keeps (a bulk replay's), its entry moved in rather than copied.
     mutating func create(_ event: consuming MoodEvent, at time: Int64) -> EntryChange.Kind? {
-        guard case .created(var entry) = consume event else { preconditionFailure("not an entry.created") }
+        guard case .created(let entry) = consume event else { preconditionFailure("not an entry.created") }
         guard !contains(entry.id) else { return nil }
-        entry.createdAt = time
-        entry.updatedAt = time
-        insert(consume entry)
+        insert(entry, createdAt: time)
         return .created
     }
 
@@ -495,8 +493,14 @@ public struct EntriesState: Sendable, Equatable {
 
     /// Adds an entry this state does not hold among its changed entries, moved in (a replay's creation is not copied:
     /// a copy retained the entry's extras, made on the reading thread, and released them again).
-    mutating func insert(_ entry: consuming MoodEntry) {
+    /// - Parameter time: when given, the entry's creation and last change (an `entry.created`'s fold stamps it here,
+    ///   where the entry is already its own to change: a variable bound to it outside was copied to be passed on).
+    mutating func insert(_ entry: consuming MoodEntry, createdAt time: Int64? = nil) {
         assert(changed.position(of: entry.id) == nil, "an entry inserted twice")
+        if let time {
+            entry.createdAt = time
+            entry.updatedAt = time
+        }
         // The day only where a day's list or the snapshot's rows are kept as entries come (a bulk replay builds the
         // lists at its end).
         let day = daysDeferred && image == nil ? nil : entry.localDate
