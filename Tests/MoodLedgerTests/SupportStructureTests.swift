@@ -260,8 +260,15 @@ struct SourceIndexTests {
                 var text = key.sourceID
                 text.withUTF8 { bytes in
                     let bytes = UnsafeRawBufferPointer(bytes)
-                    if Bool.random(using: &random) {
+                    let action = Int.random(in: 0..<3, using: &random)
+                    if action == 0 {
                         index.set(key.source, bytes, to: ids[j], in: values)
+                        model[key] = ids[j]
+                    } else if action == 1 {
+                        // As an insertion indexes: by the hash alone when it is free, else the long way.
+                        if !index.setIfFree(hash: SourceIndex.hash(key.source, bytes), to: ids[j]) {
+                            index.set(key.source, bytes, to: ids[j], in: values)
+                        }
                         model[key] = ids[j]
                     } else {
                         let held = model[key] == ids[j]
