@@ -188,6 +188,18 @@ struct SupportStructureTests {
                 edited.labels == labels && edited.associations == associations && edited.tags == tags
                     && edited.notes == notes && edited.sourceID == sourceID)
             #expect(edited.labelList == WordList(labels) && edited.associationList == WordList(associations))
+            // Straight from one list to another, through no empty one (a spilled list replaced by a packed one, and
+            // back): the word and the box agree with a fresh entry, and so do the analytics' reads in place.
+            var hopping = direct
+            hopping.labels = words(upTo: 10)
+            hopping.associations = words(upTo: 8)
+            hopping.labels = labels
+            hopping.associations = associations
+            #expect(hopping == direct && hopping.labels == labels && hopping.associations == associations)
+            withUnsafePointer(to: hopping) { entry in
+                let fields = MoodEntry.analyticsFields(of: entry)
+                #expect(fields.labels == WordList(labels) && fields.associations == WordList(associations))
+            }
             // The codec writes the notes' bytes and reads them back into the box without a string in between.
             var writer = ByteWriter()
             EventCodec.writeEntryBody(edited, to: &writer, withTags: true)
