@@ -208,9 +208,16 @@ struct SupportStructureTests {
                 return try? EventCodec.readEntryBody(id: id, from: &reader, withTags: true)
             }
             #expect(decoded == direct && decoded?.notes == notes)
+            // The flag kept beside the box (what a replay's source-id index reads) says what the box holds, however
+            // the entry was made, and stays through an edit of another of the box's fields.
+            let hasSourceID = sourceID != nil
+            #expect(
+                direct.hasSourceID == hasSourceID && edited.hasSourceID == hasSourceID
+                    && hopping.hasSourceID == hasSourceID && decoded?.hasSourceID == hasSourceID)
             let copy = edited
             edited.notes = "changed"
             #expect(copy.notes == notes, "a copy keeps its own box")
+            #expect(edited.hasSourceID == hasSourceID)
             if let notes, !notes.isEmpty {
                 var other = direct
                 other.notes = String(notes.dropLast()) + "!"

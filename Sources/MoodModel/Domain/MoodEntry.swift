@@ -15,6 +15,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var source: MoodSource
     /// The typed score in one byte (0: none); see ``enteredScore``.
     private var typedScore: UInt8
+    /// Whether ``extras`` holds a source id, kept beside it in the padding after ``typedScore`` (the entry stays 72
+    /// bytes): a stored field another module reads in place, where a getter reaching into the extras is handed a copy
+    /// of the entry (its extras retained and released) and waits on the extras, far away in memory. A replay asks
+    /// it of every entry it creates, and most hold no source id.
+    package private(set) var hasSourceID: Bool
     /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none: eight bytes where an optional `Double` takes sixteen.
     private var grid: Int64
     /// Both word lists when each is at most five of Apple's words: the labels' ``WordList/compact(width:)`` form in
@@ -171,11 +176,8 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     /// The source's own identifier, unique per source.
     public var sourceID: String? {
         get { extras?.sourceID }
-        set { if newValue != nil || extras?.hasSourceID == true { update { $0.sourceID = newValue } } }
+        set { if newValue != nil || hasSourceID { update { $0.sourceID = newValue } } }
     }
-
-    /// Whether the entry has a source id (no `String` built).
-    package var hasSourceID: Bool { extras?.hasSourceID == true }
 
     /// Replaces the extras box by a changed copy (the box is shared by every copy of the entry, so it never changes
     /// in place), or by nothing when all its fields are empty.
@@ -183,6 +185,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         var fields = extras?.fields ?? EntryExtras.Fields()
         change(&fields)
         extras = EntryExtras.make(fields)
+        hasSourceID = extras?.hasSourceID == true
     }
 
     /// Creates an entry.
@@ -233,6 +236,7 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.grid = grid
         self.packedWords = packedWords
         self.extras = extras
+        self.hasSourceID = extras?.hasSourceID == true
         self.createdAt = 0
         self.updatedAt = 0
     }
