@@ -15,11 +15,16 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     public var source: MoodSource
     /// The typed score in one byte (0: none); see ``enteredScore``.
     private var typedScore: UInt8
-    /// Whether ``extras`` holds a source id, kept beside it in the padding after ``typedScore`` (the entry stays 72
-    /// bytes): a stored field another module reads in place, where a getter reaching into the extras is handed a copy
-    /// of the entry (its extras retained and released) and waits on the extras, far away in memory. A replay asks
-    /// it of every entry it creates, and most hold no source id.
+    /// Whether ``extras`` holds a source id. This and ``spilledLists`` say what the box holds without reaching it:
+    /// they sit in the padding after ``typedScore`` (the entry stays 72 bytes), set wherever ``extras`` is
+    /// (``noteExtras()``). The box is far away in memory, and a getter from another module that reaches into it is
+    /// handed a copy of the entry (its extras retained and released): a replay asks this of every entry it creates,
+    /// most of which hold no source id.
     package private(set) var hasSourceID: Bool
+    /// Which word lists spilled into ``extras`` (bit 0 the labels, bit 1 the associations): an empty list's part of
+    /// ``packedWords`` is zero as a spilled one's is, and the analytics' bulk read of every entry asks the box only
+    /// for a list that did spill.
+    private var spilledLists: UInt8
     /// The valence as its grid value (``Valence/fixed(_:)``); `Int64.min`: none: eight bytes where an optional `Double` takes sixteen.
     private var grid: Int64
     /// Both word lists when each is at most five of Apple's words: the labels' ``WordList/compact(width:)`` form in
@@ -67,34 +72,34 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         // The extras are taken (retained) only where the word cannot answer: a reference loaded for every entry was
         // retained and released, reaching each entry's extras far away in memory (~19 ms of the analytics' build
         // at 1M).
+        let spilled = entry.pointee.spilledLists
         let labelList =
-            words & labelMask == 0
-            ? labels(words, entry.pointee.extras) : WordList(compact: words & labelMask, width: labelWidth)
+            spilled & labelsSpilled != 0
+            ? labels(words, spilled, entry.pointee.extras) : WordList(compact: words & labelMask, width: labelWidth)
         let associationList =
-            words >> associationShift == 0
-            ? associations(words, entry.pointee.extras)
+            spilled & associationsSpilled != 0
+            ? associations(words, spilled, entry.pointee.extras)
             : WordList(compact: words >> associationShift, width: associationWidth)
         return (grid == .min ? nil : grid, labelList, associationList)
     }
 
-    /// The labels held in `words` (their part of ``packedWords``), or spilled into `extras`. A compact list that is
-    /// not empty is never zero (its count is in its low bits) and a spilled one leaves zero behind, so `extras` is
-    /// read only for zero: an entry's extras are far from it in memory, and a bulk read of every entry then
-    /// waited on them.
+    /// The labels held in `words` (their part of ``packedWords``), or spilled into `extras` (`spilled`:
+    /// ``spilledLists``), which is read only for a list that spilled: an entry's extras are far from it in memory,
+    /// and a bulk read of every entry then waited on them.
     @inline(__always)
-    private static func labels(_ words: UInt64, _ extras: EntryExtras?) -> WordList<LabelDomain> {
-        let compact = words & labelMask
-        if compact == 0, let spilled = extras?.spilledLabels { return WordList(spilled) }
-        return WordList(compact: compact, width: labelWidth)
+    private static func labels(_ words: UInt64, _ spilled: UInt8, _ extras: EntryExtras?) -> WordList<LabelDomain> {
+        if spilled & labelsSpilled != 0, let list = extras?.spilledLabels { return WordList(list) }
+        return WordList(compact: words & labelMask, width: labelWidth)
     }
 
-    /// The associations held in `words` (their part of ``packedWords``), or spilled into `extras` (read only for
-    /// zero, as ``labels(_:_:)``).
+    /// The associations held in `words` (their part of ``packedWords``), or spilled into `extras` (read only for a
+    /// list that spilled, as ``labels(_:_:_:)``).
     @inline(__always)
-    private static func associations(_ words: UInt64, _ extras: EntryExtras?) -> WordList<AssociationDomain> {
-        let compact = words >> associationShift
-        if compact == 0, let spilled = extras?.spilledAssociations { return WordList(spilled) }
-        return WordList(compact: compact, width: associationWidth)
+    private static func associations(
+        _ words: UInt64, _ spilled: UInt8, _ extras: EntryExtras?
+    ) -> WordList<AssociationDomain> {
+        if spilled & associationsSpilled != 0, let list = extras?.spilledAssociations { return WordList(list) }
+        return WordList(compact: words >> associationShift, width: associationWidth)
     }
 
     /// The 1–10 score the user typed, if they typed one (never adjusted by labels).
@@ -105,12 +110,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Labels, packed inline when they can be (see ``WordList``).
     package var labelList: WordList<LabelDomain> {
-        get { Self.labels(packedWords, extras) }
+        get { Self.labels(packedWords, spilledLists, extras) }
         set {
             let compact = newValue.compact(width: Self.labelWidth)
-            let wasCompact = packedWords & Self.labelMask != 0  // then nothing is spilled
             packedWords = packedWords & ~Self.labelMask | (compact ?? 0)
-            if compact == nil || (!wasCompact && extras?.spilledLabels != nil) {
+            if compact == nil || spilledLists & Self.labelsSpilled != 0 {
                 update { $0.labels = compact == nil ? newValue.array : nil }
             }
         }
@@ -118,12 +122,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
 
     /// Associations, packed inline when they can be.
     package var associationList: WordList<AssociationDomain> {
-        get { Self.associations(packedWords, extras) }
+        get { Self.associations(packedWords, spilledLists, extras) }
         set {
             let compact = newValue.compact(width: Self.associationWidth)
-            let wasCompact = packedWords >> Self.associationShift != 0
             packedWords = packedWords & Self.labelMask | (compact ?? 0) << Self.associationShift
-            if compact == nil || (!wasCompact && extras?.spilledAssociations != nil) {
+            if compact == nil || spilledLists & Self.associationsSpilled != 0 {
                 update { $0.associations = compact == nil ? newValue.array : nil }
             }
         }
@@ -134,6 +137,9 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
     private static let associationWidth: UInt64 = 5
     private static let associationShift: UInt64 = 33
     private static let labelMask: UInt64 = 1 << associationShift - 1
+    /// The bits of ``spilledLists``.
+    private static let labelsSpilled: UInt8 = 1
+    private static let associationsSpilled: UInt8 = 2
 
     /// Both lists in the entry's word, and those that do not fit as arrays for the extras.
     private static func pack(
@@ -185,7 +191,16 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         var fields = extras?.fields ?? EntryExtras.Fields()
         change(&fields)
         extras = EntryExtras.make(fields)
+        noteExtras()
+    }
+
+    /// Sets the fields that say what ``extras`` holds (``hasSourceID``, ``spilledLists``) from the box, which the
+    /// caller has just made: every assignment of ``extras`` is followed by this.
+    private mutating func noteExtras() {
         hasSourceID = extras?.hasSourceID == true
+        spilledLists =
+            (extras?.spilledLabels != nil ? Self.labelsSpilled : 0)
+            | (extras?.spilledAssociations != nil ? Self.associationsSpilled : 0)
     }
 
     /// Creates an entry.
@@ -236,9 +251,11 @@ public struct MoodEntry: Sendable, Equatable, Identifiable {
         self.grid = grid
         self.packedWords = packedWords
         self.extras = extras
-        self.hasSourceID = extras?.hasSourceID == true
+        self.hasSourceID = false
+        self.spilledLists = 0
         self.createdAt = 0
         self.updatedAt = 0
+        noteExtras()
     }
 
     /// The notes' UTF-8 bytes (`nil`: no notes), for as long as `body` runs (the codec writes them without a `String`).
