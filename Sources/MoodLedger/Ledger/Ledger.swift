@@ -289,19 +289,27 @@ public final class Ledger: Sendable {
     }
 
     /// Decodes one record of an event into `slot` (uninitialized; left so if the record does not decode).
-    /// - Returns: the event's entry id and type, and whether it is an `entry.created` (a redacted one is not: its
-    ///   event is `.redacted`, of type `created`).
+    /// - Returns: the event's entry id and type, whether it is an `entry.created` (a redacted one is not: its event
+    ///   is `.redacted`, of type `created`), and the created entry's ``SourceIndex/hash(_:_:)`` if it has a source
+    ///   id: computed here, where the bytes were just decoded, the fold that indexes it does not reach into the
+    ///   entry's extras (far away in memory by then, and written by this thread).
     @inline(__always)
     static func decode(
         _ view: RecordView, into slot: UnsafeMutablePointer<RecordedEvent>
     ) throws(MoodError)
-        -> (id: EntryID, type: EventType, creates: Bool)
+        -> (id: EntryID, type: EventType, creates: Bool, sourceHash: UInt64?)
     {
         do {
             let (command, event) = try EventCodec.decode(type: view.type, payload: view.payload)
             var creates = false
-            if case .created = event { creates = true }
-            let described = (id: event.entryID, type: event.type, creates: creates)
+            var sourceHash: UInt64?
+            if case .created(let entry) = event {
+                creates = true
+                if entry.hasSourceID {
+                    sourceHash = entry.withSourceIDBytes { $0.map { SourceIndex.hash(entry.source, $0) } }
+                }
+            }
+            let described = (id: event.entryID, type: event.type, creates: creates, sourceHash: sourceHash)
             slot.initialize(
                 to: RecordedEvent(
                     seq: view.seq, recordedAt: view.recordedAt, commandID: command, event: event,

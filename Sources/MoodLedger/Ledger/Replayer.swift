@@ -49,6 +49,8 @@ enum Replayer {
             @exclusivity(unchecked) private var types: [EventType] = []
             /// Whether each record is an `entry.created` (moved into the entries' table by a bulk replay).
             @exclusivity(unchecked) private var creations: [Bool] = []
+            /// The source-id hash of each created entry that has a source id (``Ledger/decode(_:into:)``).
+            @exclusivity(unchecked) private var sourceHashes: [UInt64?] = []
             /// The records the folds skip that a kept projection reads (a sync batch's carrier), by position.
             @exclusivity(unchecked) private var attachments: [Int: (type: UInt16, payload: [UInt8])] = [:]
 
@@ -56,6 +58,7 @@ enum Replayer {
                 ids.reserveCapacity(Channel.batchSize)
                 types.reserveCapacity(Channel.batchSize)
                 creations.reserveCapacity(Channel.batchSize)
+                sourceHashes.reserveCapacity(Channel.batchSize)
                 skips.reserveCapacity(Channel.batchSize)
                 ends.reserveCapacity(Channel.batchSize)
             }
@@ -77,6 +80,7 @@ enum Replayer {
                 ids.removeAll(keepingCapacity: true)
                 types.removeAll(keepingCapacity: true)
                 creations.removeAll(keepingCapacity: true)
+                sourceHashes.removeAll(keepingCapacity: true)
                 skips.removeAll(keepingCapacity: true)
                 ends.removeAll(keepingCapacity: true)
                 attachments.removeAll()
@@ -94,10 +98,12 @@ enum Replayer {
                     ids.append(decoded.id)
                     types.append(decoded.type)
                     creations.append(decoded.creates)
+                    sourceHashes.append(decoded.sourceHash)
                 } else if let kept = Ledger.keptRecord(view) {
                     ids.append(kept.event.entryID)
                     types.append(kept.event.type)
                     creations.append(false)
+                    sourceHashes.append(nil)
                     slot.initialize(to: kept)
                 } else {
                     skip = true
@@ -112,6 +118,7 @@ enum Replayer {
                     ids.append(none)
                     types.append(.deleted)
                     creations.append(false)
+                    sourceHashes.append(nil)
                 }
                 skips.append(skip)
                 ends.append(!view.continuesBatch)
@@ -150,7 +157,7 @@ enum Replayer {
                     // retained, for the call, which could otherwise see it changed under it.
                     let recorded = next.move()
                     if !analytics && creations[index] {
-                        state.applyBulkCreation(recorded, entryID: ids[index])
+                        state.applyBulkCreation(recorded, entryID: ids[index], sourceHash: sourceHashes[index])
                     } else {
                         state.applyExceptRecordFolds(recorded, analytics: analytics, entryID: ids[index])
                     }

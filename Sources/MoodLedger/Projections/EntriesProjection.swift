@@ -406,10 +406,10 @@ public struct EntriesState: Sendable, Equatable {
     }
 
     /// Applies an `entry.created` whose change nobody keeps (a bulk replay's), its entry moved in rather than copied.
-    mutating func create(_ event: consuming MoodEvent, at time: Int64) -> EntryChange.Kind? {
+    mutating func create(_ event: consuming MoodEvent, at time: Int64, sourceHash: UInt64?) -> EntryChange.Kind? {
         guard case .created(let entry) = consume event else { preconditionFailure("not an entry.created") }
         guard !contains(entry.id) else { return nil }
-        insert(entry, createdAt: time)
+        insert(entry, createdAt: time, sourceHash: sourceHash)
         return .created
     }
 
@@ -495,7 +495,7 @@ public struct EntriesState: Sendable, Equatable {
     /// a copy retained the entry's extras, made on the reading thread, and released them again).
     /// - Parameter time: when given, the entry's creation and last change (an `entry.created`'s fold stamps it here,
     ///   where the entry is already its own to change: a variable bound to it outside was copied to be passed on).
-    mutating func insert(_ entry: consuming MoodEntry, createdAt time: Int64? = nil) {
+    mutating func insert(_ entry: consuming MoodEntry, createdAt time: Int64? = nil, sourceHash: UInt64? = nil) {
         assert(changed.position(of: entry.id) == nil, "an entry inserted twice")
         if let time {
             entry.createdAt = time
@@ -520,7 +520,7 @@ public struct EntriesState: Sendable, Equatable {
                 }
             }
         }
-        indexSourceID(at: position)
+        indexSourceID(at: position, hash: sourceHash)
     }
 
     private mutating func remove(_ entry: MoodEntry) {

@@ -24,13 +24,15 @@ extension EntriesState {
     }
 
     /// Indexes the source id of the changed entry at `position`, if it has one.
-    mutating func indexSourceID(at position: Int) {
+    /// - Parameter known: the source id's ``SourceIndex/hash(_:_:)``, if the caller has it (a replay's reading
+    ///   thread computes it as it decodes the entry); computed here otherwise.
+    mutating func indexSourceID(at position: Int, hash known: UInt64? = nil) {
         guard changed[position: position].hasSourceID else { return }
         // A key whose hash nobody holds needs no holder found (nearly every key): one insertion, the key read where
         // the entry is held. The long way copies the entry and hands the entries' table to the index from inside a
         // closure over `self`, which retains and releases the entry's extras and the table's buffers.
         let (source, id) = (changed[position: position].source, changed[position: position].id)
-        let hash = changed[position: position].withSourceIDBytes { $0.map { SourceIndex.hash(source, $0) } }
+        let hash = known ?? changed[position: position].withSourceIDBytes { $0.map { SourceIndex.hash(source, $0) } }
         if let hash, bySourceID.setIfFree(hash: hash, to: id) { return }
         let entry = changed[position: position]
         entry.withSourceIDBytes { bytes in

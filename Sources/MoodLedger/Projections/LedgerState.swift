@@ -88,10 +88,11 @@ public struct LedgerState: Sendable {
 
     /// ``applyExceptRecordFolds(_:analytics:entryID:)`` of an `entry.created` in a bulk replay (analytics left for
     /// ``finishBulkReplay()``): the same fold, with the entry moved from the event into the entries' table.
+    /// - Parameter sourceHash: the entry's source-id hash, if it has a source id (``SourceIndex/hash(_:_:)``).
     @inline(__always)
-    mutating func applyBulkCreation(_ recorded: consuming RecordedEvent, entryID id: EntryID) {
+    mutating func applyBulkCreation(_ recorded: consuming RecordedEvent, entryID id: EntryID, sourceHash: UInt64?) {
         let (time, seq, recordedAt) = (recorded.recordedAtMilliseconds, recorded.seq, recorded.recordedAt)
-        let kind = entries.create((consume recorded).event, at: time)
+        let kind = entries.create((consume recorded).event, at: time, sourceHash: sourceHash)
         outbox.localChange(of: id, kind)
         revisionFold.name(id)
         self.seq = seq
