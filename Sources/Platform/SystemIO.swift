@@ -304,6 +304,15 @@ public struct SystemIO: PlatformIO {
     /// it.
     public static func releaseFreeMemory() { _ = cplatform_release_free_memory() }
 
+    /// Makes the whole pages of `bytes` bytes at `address` resident and writable without writing to them (Linux's
+    /// `MADV_POPULATE_WRITE`; nothing elsewhere): the page faults a first write would take, taken by the calling
+    /// thread. The contents do not change, so another thread may be writing there; memory no longer allocated is
+    /// only made resident.
+    public static func populateForWriting(address: UInt, bytes: Int) {
+        guard let pointer = UnsafeMutableRawPointer(bitPattern: address), bytes > 0 else { return }
+        _ = cplatform_populate_for_writing(pointer, bytes)
+    }
+
     /// The current resident set size of this process in bytes (`/proc/self/statm` on Linux; the peak elsewhere).
     public static func currentResidentBytes() -> Int64 {
         #if canImport(Glibc)

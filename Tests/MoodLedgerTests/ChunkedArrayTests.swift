@@ -47,4 +47,19 @@ struct ChunkedArrayTests {
         // A copy taken earlier never sees the later writes (copy-on-write per chunk).
         for (copy, expected) in copies { #expect(copy.elementsEqual(expected)) }
     }
+
+    @Test("Names the chunk appends fill next once the current one is half full, and the next element lands there")
+    func newestChunkAhead() throws {
+        var chunked = ChunkedArray<Int>()
+        for value in 0..<(4_096 + 2_047) { chunked.append(value) }
+        let filling = chunked.newestChunkStorage
+        chunked.append(0)  // half of the second chunk: the third is set aside
+        let ahead = try #require(chunked.newestChunkStorage)
+        #expect(ahead.address != filling?.address && ahead.bytes >= 4_096 * MemoryLayout<Int>.stride)
+        for value in 0..<2_049 { chunked.append(value) }  // the second chunk full, then one more
+        var last: UInt = 0
+        chunked.forEachInPlace { last = UInt(bitPattern: $0) }
+        #expect(last == ahead.address, "the first element of the third chunk")
+        #expect(chunked.count == 8_193 && chunked[8_192] == 2_048)
+    }
 }

@@ -47,6 +47,11 @@ static inline void cplatform_bit_set(uint64_t *words, size_t index) {
 /// elsewhere). Returns 1 if memory was released.
 int cplatform_release_free_memory(void);
 
+/// Makes the whole pages inside `[address, address + length)` resident and writable as a write to each would, without
+/// writing (Linux's `MADV_POPULATE_WRITE`, 5.14 and later; nothing elsewhere, or where the kernel lacks it): the
+/// contents are unchanged, so another thread may be writing there meanwhile. Returns 0, or -1 when nothing was done.
+int cplatform_populate_for_writing(void *address, size_t length);
+
 /// Fills `count` bytes with the kernel's cryptographically secure random bytes (`getrandom`, or `arc4random_buf`
 /// on Darwin), retrying short and interrupted reads. Returns 0, or -1 when the source failed.
 int cplatform_random_bytes(void *bytes, size_t count);

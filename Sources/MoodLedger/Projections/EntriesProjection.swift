@@ -123,6 +123,10 @@ public struct EntriesState: Sendable, Equatable {
         image?.prefetch(id)
     }
 
+    /// Where the entries' table adds its next entries: the newest chunk of held entries (a replay has another
+    /// thread make its pages resident ahead of the fold: ``ChunkedArray/newestChunkStorage``).
+    var growingStorage: (address: UInt, bytes: Int)? { changed.values.newestChunkStorage }
+
     /// Starts loading the entry of `id` that the slot ``prefetch(_:)`` loaded names (the lookup's second read).
     @inline(__always)
     func prefetchValue(_ id: EntryID) {

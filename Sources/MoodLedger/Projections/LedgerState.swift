@@ -136,6 +136,12 @@ public struct LedgerState: Sendable {
         outbox.prefetch(id)
     }
 
+    /// The memory the fold fills next where it grows the most (the newest chunks of the entries' and the outbox's
+    /// tables), for a replay's reading thread to make resident ahead of it.
+    var growingStorage: [(address: UInt, bytes: Int)] {
+        [entries.growingStorage, outbox.growingStorage].compactMap { $0 }
+    }
+
     /// The second step of ``prefetch(_:)``, a few events later: loads the values its slots name (an entry's, with
     /// its revision beside it).
     @inline(__always)

@@ -279,6 +279,9 @@ public struct OutboxState: Sendable, Equatable {
     @inline(__always)
     func prefetchValue(_ id: EntryID) { pairs.prefetchValue(id) }
 
+    /// Where the pairs' table adds its next pairs (its newest chunk): see ``EntriesState/growingStorage``.
+    var growingStorage: (address: UInt, bytes: Int)? { pairs.values.newestChunkStorage }
+
     /// Whether an entry has any sync history.
     private func hasHistory(_ id: EntryID) -> Bool {
         if let position = pairs.position(of: id) { return !pairs[position: position].isEmpty }

@@ -40,15 +40,33 @@ struct ChunkedArray<Element>: RandomAccessCollection, MutableCollection {
         }
     }
 
-    /// Adds an element at the end. A chunk after the first is allocated whole, once.
-    mutating func append(_ element: consuming Element) {
-        if count & (Self.chunkSize - 1) == 0, count >> Self.shift == chunks.count {
-            var chunk: [Element] = []
-            if !chunks.isEmpty { chunk.reserveCapacity(Self.chunkSize) }
-            chunks.append(chunk)
+    /// Where the newest chunk is held: its address and its capacity in bytes (nil without a chunk). A hint for
+    /// ``SystemIO/populateForWriting(address:bytes:)``: the chunk may be gone by the time it is used.
+    var newestChunkStorage: (address: UInt, bytes: Int)? {
+        guard let last = chunks.last, last.capacity > 0 else { return nil }
+        return last.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.map { (UInt(bitPattern: $0), last.capacity * MemoryLayout<Element>.stride) }
         }
+    }
+
+    /// Adds an element at the end. A chunk after the first is allocated whole, once, when the one before it is half
+    /// full: the memory appends fill next is known ahead of them (``newestChunkStorage``).
+    mutating func append(_ element: consuming Element) {
+        if count & (Self.chunkSize - 1) == 0, count >> Self.shift == chunks.count { addChunk() }
         chunks[count >> Self.shift].append(element)
         count += 1
+        if count & (Self.chunkSize - 1) == Self.chunkSize / 2, count > Self.chunkSize,
+            count >> Self.shift == chunks.count - 1
+        {
+            addChunk()
+        }
+    }
+
+    /// Adds an empty chunk at the end, its room reserved (but for the first, which grows as a small array does).
+    private mutating func addChunk() {
+        var chunk: [Element] = []
+        if !chunks.isEmpty { chunk.reserveCapacity(Self.chunkSize) }
+        chunks.append(chunk)
     }
 
     /// Adds elements at the end, a chunk's worth at a time.
