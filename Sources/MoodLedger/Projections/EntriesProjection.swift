@@ -559,11 +559,14 @@ public struct EntriesState: Sendable, Equatable {
     /// smallest id), grouped by day in two passes and each day sorted once. A large set is built by two threads, each
     /// taking the days of one half of the range (at 1,000,000 events ~27 ms on one).
     /// - Parameter parallel: two threads or one (default: two from ``AnalyticsState/parallelThreshold`` entries).
-    mutating func buildDeferredDays(parallel: Bool? = nil) {
-        guard daysDeferred else { return }
+    /// - Returns: the range of the entries' days (`nil`: no entries), which a build of the analytics from the same
+    ///   entries need not scan them again for; `nil` also when the days were not deferred.
+    @discardableResult
+    mutating func buildDeferredDays(parallel: Bool? = nil) -> ClosedRange<Int32>? {
+        guard daysDeferred else { return nil }
         daysDeferred = false
         let values = changed.values
-        guard let range = MoodEntry.dayRange(of: values.forEachInPlace) else { return }
+        guard let range = MoodEntry.dayRange(of: values.forEachInPlace) else { return nil }
         let parts = range.mapHalves(parallel: parallel ?? (values.count >= AnalyticsState.parallelThreshold)) {
             DayRef.lists(of: $0, in: values)
         }
@@ -571,6 +574,7 @@ public struct EntriesState: Sendable, Equatable {
         byDay = DayTable(empty: [], base: base, slots: parts.flatMap { $0.refs.map { $0.isEmpty ? nil : $0 } })
         dailyMoodByDay = DayTable(
             empty: EntryID(high: 0, low: 0), base: base, slots: parts.flatMap { $0.daily.map { $0?.id } })
+        return range
     }
 
     public static func == (a: EntriesState, b: EntriesState) -> Bool {

@@ -167,10 +167,11 @@ public struct LedgerState: Sendable {
     /// inserting into sorted per-day arrays at random days. Only for a state without a snapshot, whose entries are all
     /// held in memory.
     mutating func finishBulkReplay() {
-        entries.buildDeferredDays()
+        let range = entries.buildDeferredDays()
         guard let own = entries.ownEntries else { return }
         let days = entries
-        analytics = AnalyticsState.recomputed(from: own) { days.count(on: LocalDate(daysSinceEpoch: $0)) }
+        // The days' range found for the days' lists spares the analytics a scan of every entry (~4 ms at 1M).
+        analytics = AnalyticsState.recomputed(from: own, days: range) { days.count(on: LocalDate(daysSinceEpoch: $0)) }
     }
 
     /// Ends a batch at the last record applied or skipped: the entries its events named take its last seq as their
