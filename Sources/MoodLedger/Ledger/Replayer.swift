@@ -318,7 +318,8 @@ enum Replayer {
         return log
     }
 
-    /// From how many records a bulk replay hands the allocator's free pages back around itself (about 6 MB of log).
+    /// From how many records a bulk replay hands the allocator's free pages back before its end build (about 6 MB of
+    /// log).
     static let trimFromRecords: UInt64 = 100_000
 
     /// The least a record of an event takes in the log (a header and a short payload): what turns a file's size
@@ -340,16 +341,15 @@ enum Replayer {
         let analytics = !state.buildsAnalyticsInBulk
         let trims = !analytics && records >= trimFromRecords
         // A bulk replay builds the whole ledger in memory: the allocator's free pages go back to the system before
-        // it starts and before its end builds the days and analytics, or what an earlier one freed (a closed ledger,
-        // whose memory sits in another thread's heap) and what the fold freed (its batches, decoded values) stay
-        // resident beside it. At 1,000,000 events the peak of three cold opens in one process falls from 146.2 to
-        // 143.8 MiB; a call takes ~0.4 ms, ~8 ms when a whole closed ledger was freed since — more than a small
-        // ledger's whole replay (a server opening one per request spent a fifth of its time there), so only a replay
-        // of ``trimFromRecords`` records or more pays for it.
-        if !analytics {
-            if trims { SystemIO.releaseFreeMemory() }
-            state.beginBulkReplay()
-        }
+        // its end builds the days and analytics (the peak), or what an earlier one freed (a closed ledger, whose
+        // memory may sit in another thread's heap) and what the fold freed (its batches, decoded values) stay
+        // resident beside it. Not before it starts: the fold reuses what a closed ledger freed, where handing it back
+        // first cost ~8 ms and then the faults of every page taken again (at 1,000,000 events a second cold open in
+        // one process took 300–320 ms with it, 260–290 without; its peak rose from 143.2 to 145.3 MiB, the next
+        // opens' no further). A call takes ~0.4 ms — more than a small ledger's whole replay (a server opening one per
+        // request spent a fifth of its time there), so only a replay of ``trimFromRecords`` records or more pays
+        // for it.
+        if !analytics { state.beginBulkReplay() }
         defer {
             if !analytics {
                 if trims { SystemIO.releaseFreeMemory() }
