@@ -4,7 +4,7 @@ import Platform
 import Synchronization
 
 /// Replays log records into a state: the fold of ``LedgerState/apply(_:)`` on the calling thread while a second
-/// thread reads, checks and decodes the records ahead of it (bounded: at most eight batches in flight).
+/// thread reads, checks and decodes the records ahead of it (bounded: at most four batches in flight).
 enum Replayer {
     /// Where a replay starts.
     enum Start: Sendable {
@@ -214,12 +214,9 @@ enum Replayer {
         }
         let state = Mutex(State())
         let ready = DispatchSemaphore(value: 0)
-        /// Batches decoded and not yet folded: eight, not four, so that either thread's slow stretches (the fold's
-        /// misses, the reading thread's faults) wait less on the other's (at 1,000,000 events ~7 ms a cold open);
-        /// the batches are freed before a bulk replay's end build, where its memory peaks.
-        let space = DispatchSemaphore(value: 8)
-        /// Records a batch holds: at most ten batches are alive (eight waiting, one filling, one folding), reused
-        /// until the replay ends, 136 bytes a record and ~40 beside it, so they hold about 1.7 MiB.
+        let space = DispatchSemaphore(value: 4)
+        /// Records a batch holds: at most six batches are alive (four waiting, one filling, one folding), reused
+        /// until the replay ends, 136 bytes a record and ~40 beside it, so they hold about 1 MiB.
         static let batchSize = 1_024
     }
 
