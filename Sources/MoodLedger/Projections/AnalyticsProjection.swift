@@ -282,19 +282,23 @@ public struct AnalyticsState: Sendable, Equatable {
         if let dayCount {
             for index in aggregates.indices { aggregates[index].valences.reserveCapacity(dayCount(low + Int32(index))) }
         }
-        eachEntry { entry in
-            let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
-            guard days.contains(day) else { return }
-            let index = Int(day) - Int(low)
-            let (q, labels, associations) = MoodEntry.analyticsFields(of: entry)
-            aggregates[index].count += 1
-            if let q {
-                aggregates[index].valences.append(q)
-                aggregates[index].valenceSum += q
-                aggregates[index].valenceSquareSum += Int128(q) * Int128(q)
+        // Each day's aggregate reached through one pointer: through the array, every field's write checked that
+        // the array and then the field's own storage were not shared (two checks for each word of each entry).
+        aggregates.withUnsafeMutableBufferPointer { aggregates in
+            eachEntry { entry in
+                let day = entry.pointee.loggedAt.localDate.daysSinceEpoch
+                guard days.contains(day) else { return }
+                let aggregate = aggregates.baseAddress! + (Int(day) - Int(low))
+                let (q, labels, associations) = MoodEntry.analyticsFields(of: entry)
+                aggregate.pointee.count += 1
+                if let q {
+                    aggregate.pointee.valences.append(q)
+                    aggregate.pointee.valenceSum += q
+                    aggregate.pointee.valenceSquareSum += Int128(q) * Int128(q)
+                }
+                labels.forEach { aggregate.pointee.labels.count($0, valence: q) }
+                associations.forEach { aggregate.pointee.associations.count($0, valence: q) }
             }
-            labels.forEach { add(q, 1, to: &aggregates[index].labels, $0) }
-            associations.forEach { add(q, 1, to: &aggregates[index].associations, $0) }
         }
         state.slots.reserveCapacity(aggregates.count)
         // Sorted where they are: a copy taken out of `aggregates` would share its array, and sorting it would copy it.
