@@ -213,4 +213,41 @@ struct ErasedConflictTests {
             #expect(fold.conflicts.map(\.entryID) == (keepsHealthKit ? [health] : []))
         }
     }
+
+    @Test(
+        "A HealthKit copy deleted before the erasure loses its conflicts with its records: live == a replay of the rewritten log, on one thread or two",
+        arguments: [false, true])
+    func deletedHealthKitCopy(pipelined: Bool) throws {
+        let dir = TemporaryDirectory("erase-all-deleted-copy")
+        let clock = ManualClock()
+        var options = ledgerOptions(clock: clock)
+        if pipelined { options.parallelReplayThreshold = 0 }
+        let ledger = try Ledger.open(at: dir.path, options: options)
+        let copies = try ledger.log(
+            contentsOf: (1...2).map { MoodDraft(valence: 0.2, source: .healthkit, sourceID: "hk-\($0)") })
+        let (current, deleted) = (copies[0].id, copies[1].id)
+        for copy in copies {
+            // Both sides changed the mood since the base: a conflict. The first merge keeps the copy; the second
+            // deletes it (the server's deletion of it won).
+            var base = copy
+            base.valence = 0.1
+            var theirs = copy
+            theirs.valence = 0.5
+            let merge = SyncMerge(
+                entryID: copy.id, remoteID: "srv-\(copy.id.low % 1000)", serverRevision: 5, baseRevision: 3, base: base,
+                here: copy, theirs: theirs, merged: copy.id == deleted ? nil : copy)
+            #expect(!merge.conflicts.isEmpty)
+            _ = try ledger.execute { _, _ in ([.syncMerged(merge)], copy.id, false) }
+            clock.advance(1_000)
+        }
+        #expect(Set(ledger.state.conflicts.conflicts.map(\.entryID)) == [current, deleted])
+        #expect(ledger.entry(current) != nil && ledger.entry(deleted) == nil)
+        let report = try ledger.eraseAll(keepingHealthKit: true, reason: "asked", ignoringDestinations: true)
+        #expect(report.kept == 1)
+        // The rewrite redacted the deleted copy's merge: its conflict cannot come back from the log, so it is gone.
+        #expect(ledger.state.conflicts.conflicts.map(\.entryID) == [current])
+        let live = ledger.state
+        ledger.close()
+        try EraseAllTests.expectEquivalent(dir.path, live: live, options: options)
+    }
 }

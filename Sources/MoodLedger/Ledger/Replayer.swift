@@ -437,7 +437,10 @@ enum Replayer {
                     defer { state.folds = nil }
                     return state.folds
                 }
-                if let folds { state.recordFolds = folds }
+                if let folds {
+                    state.recordFolds = folds
+                    state.handErasuresToRecordFolds()
+                }
                 if let failure { throw failure }
                 return (channel.state.withLock { $0.log }, count)
             }

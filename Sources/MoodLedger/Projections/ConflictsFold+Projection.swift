@@ -1,6 +1,6 @@
 /// The open conflicts as a projection kept whole (`Specs/ledger.md`, *Where a projection goes*).
 extension ConflictsFold: Projection {
-    package static let schema = "conflicts=1"
+    package static let schema = "conflicts=2"
 
     package static let eventTypes: [EventType] = [
         .syncMerged, .remoteApplied, .conflictResolved, .deleted, .entryErased, .ledgerErased

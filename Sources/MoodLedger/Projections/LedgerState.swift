@@ -8,6 +8,9 @@ public struct LedgerState: Sendable {
     public package(set) var analytics = AnalyticsState()
     /// The record index and the projections kept whole, which read only the records (``RecordFolds``).
     var recordFolds = RecordFolds()
+    /// The erasures of every entry folded whose kept entries the record folds have not been handed yet
+    /// (``handErasuresToRecordFolds()``): empty but inside a replay on two threads. Not part of the state's value.
+    private var erasuresForRecordFolds: [(seq: UInt64, kept: Set<EntryID>)] = []
     /// Which entries each block of 1,024 records names: where an entry's records are.
     var records: RecordIndex { recordFolds.records }
     /// Each id's revision (what a server answers with): those of held entries are kept beside them (``RevisionsState``).
@@ -51,6 +54,15 @@ public struct LedgerState: Sendable {
         let id = entryID ?? recorded.event.entryID
         applyExceptRecordFolds(recorded, analytics: withAnalytics, entryID: id)
         recordFolds.apply(recorded, entryID: id)
+        if !erasuresForRecordFolds.isEmpty { handErasuresToRecordFolds() }
+    }
+
+    /// Hands the record folds the entries each erasure of every entry folded since kept
+    /// (``Projection/erasedEverything(at:keeping:)``): at once on one thread, at the end of a replay on two (the
+    /// record folds are on the reading thread until then).
+    mutating func handErasuresToRecordFolds() {
+        for erasure in erasuresForRecordFolds { recordFolds.erasedEverything(at: erasure.seq, keeping: erasure.kept) }
+        erasuresForRecordFolds.removeAll()
     }
 
     /// Folds one recorded event about entry `id` into the entries, the outbox, the analytics, the revisions and the
@@ -126,6 +138,7 @@ public struct LedgerState: Sendable {
             for entry in kept { analytics.apply(EntryChange(before: nil, after: entry)) }
         }
         pendingErasures[.none] = erasure.complete ? nil : seq
+        erasuresForRecordFolds.append((seq, Set(kept.lazy.map(\.id))))
     }
 
     /// Starts loading what applying an event of entry `id` will look up first (the id's slots in the entries' and

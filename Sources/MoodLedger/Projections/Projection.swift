@@ -6,7 +6,7 @@
 /// revisions — are laid out for that reading (rows by day, aggregates beside their days, a revision beside its row)
 /// and have sections of their own.
 package protocol Projection: Sendable, Equatable {
-    /// Its name and version, as the snapshot's schema and projections section spell it: `conflicts=1`.
+    /// Its name and version, as the snapshot's schema and projections section spell it: `conflicts=2`.
     static var schema: String { get }
     /// The event types it folds: no other event reaches ``apply(_:)`` (a replay skips the call).
     static var eventTypes: [EventType] { get }
@@ -25,12 +25,19 @@ package protocol Projection: Sendable, Equatable {
     mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer)
     /// The batch being folded ended at `seq`, its last record (a record the folds skip may end a batch).
     mutating func endBatch(at seq: UInt64)
+    /// The `ledger.erased` at `seq` (folded already) left `kept` as the only current entries (HealthKit's copies,
+    /// when it keeps them). Its rewrite redacts every earlier record of any other entry, so what this projection
+    /// keeps of such a record must go here, or a replay of the rewritten log would differ: a projection cannot tell
+    /// from the records alone which entries are current. Called by the state, which can; in a replay on two
+    /// threads once the record folds come back, so it forgets only what came from records before `seq`.
+    mutating func erasedEverything(at seq: UInt64, keeping kept: Set<EntryID>)
 }
 
 extension Projection {
     package static var attachmentTypes: [UInt16] { [] }
     package mutating func attached(type: UInt16, payload: UnsafeRawBufferPointer) {}
     package mutating func endBatch(at seq: UInt64) {}
+    package mutating func erasedEverything(at seq: UInt64, keeping kept: Set<EntryID>) {}
 
     /// Whether `other` is of this type and equal to this one.
     fileprivate func isEqual(to other: any Projection) -> Bool { (other as? Self) == self }
@@ -90,6 +97,11 @@ package struct KeptProjections: Sendable, Equatable {
         for index in all.indices where Swift.type(of: all[index]).attachmentTypes.contains(type) {
             all[index].attached(type: type, payload: payload)
         }
+    }
+
+    /// Hands each the entries an erasure of every entry kept (``Projection/erasedEverything(at:keeping:)``).
+    mutating func erasedEverything(at seq: UInt64, keeping kept: Set<EntryID>) {
+        for index in all.indices { all[index].erasedEverything(at: seq, keeping: kept) }
     }
 
     /// Ends the batch being folded in each, when an event reached one since the last.

@@ -38,6 +38,11 @@ struct RecordFolds: Sendable, Equatable {
         kept.attached(type: type, payload: payload)
     }
 
+    /// Hands the kept projections the entries an erasure of every entry kept.
+    mutating func erasedEverything(at seq: UInt64, keeping entries: Set<EntryID>) {
+        kept.erasedEverything(at: seq, keeping: entries)
+    }
+
     /// Ends the batch being folded at `seq`, its last record.
     mutating func endBatch(at seq: UInt64) {
         kept.endBatch(at: seq)

@@ -73,10 +73,18 @@ public struct ConflictsFold: Sendable, Equatable {
             for (_, field) in MergeFields.named { open[Key(entryID: id, field: field.rawValue)] = nil }
         case .ledgerErased(let erasure):
             // Every erased entry's conflicts close at once, before the rewrite redacts their merges: no erased value
-            // is ever shown. Only a kept HealthKit copy's stay (the rewrite leaves its merges).
+            // is ever shown. Only a kept HealthKit copy's may stay (the rewrite leaves its merges), and only if that
+            // copy is still current: the state, which knows, says which are (``erasedEverything(at:keeping:)``).
             open = open.filter { _, conflict in erasure.keeps(conflict.here ?? conflict.result) }
         default: break
         }
+    }
+
+    /// The conflicts opened before an erasure of every entry stay only for the entries it left current: a conflict
+    /// of a HealthKit copy deleted before it (by the merge that opened it, here, or by a pulled deletion) loses its
+    /// records to the rewrite, as an erased entry's do (``Projection/erasedEverything(at:keeping:)``).
+    package mutating func erasedEverything(at seq: UInt64, keeping kept: Set<EntryID>) {
+        open = open.filter { _, conflict in conflict.seq > seq || kept.contains(conflict.entryID) }
     }
 }
 
