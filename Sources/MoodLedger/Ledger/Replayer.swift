@@ -397,9 +397,9 @@ enum Replayer {
                 }
                 channel.ready.signal()
                 filling.batch = spare ?? Channel.Batch()
-                // The page faults of the fold's first writes to a new chunk of entries or outbox records, taken here:
-                // this thread waits for room anyway, the folding one sets the replay's pace (at 1,000,000 events its
-                // faults there were ~20 ms of its ~260).
+                // The page faults of the fold's first writes to a new chunk of entries or outbox records, taken here,
+                // where the thread had room to wait: at 1,000,000 events they were ~22 ms of the folding thread's ~257,
+                // which set the pace then (the two are now level).
                 for range in populate { SystemIO.populateForWriting(address: range.address, bytes: range.bytes) }
             }
             do {
